@@ -1,0 +1,35 @@
+GO ?= go
+TOOLS := $(CURDIR)/.tools
+export PATH := $(TOOLS):$(PATH)
+
+.PHONY: all build run test test-unit bench proto tools fuzz clean
+
+all: build
+
+build:
+	$(GO) build -o bin/floe ./cmd/floe
+
+run: build
+	./bin/floe dev
+
+tools: $(TOOLS)/versitygw
+
+$(TOOLS)/versitygw:
+	GOBIN=$(TOOLS) $(GO) install github.com/versity/versitygw/cmd/versitygw@v1.8.0
+
+# Every test, against a real PostgreSQL and a real S3 server started by the
+# tests themselves (internal/testenv).
+test: tools
+	CI=$${CI:-} $(GO) test -count=1 -timeout 25m ./...
+
+bench: tools
+	$(GO) test -run '^$$' -bench . -benchtime 2s ./...
+
+proto:
+	GOBIN=$(TOOLS) $(GO) install google.golang.org/protobuf/cmd/protoc-gen-go@v1.36.12
+	GOBIN=$(TOOLS) $(GO) install google.golang.org/grpc/cmd/protoc-gen-go-grpc@v1.6.2
+	protoc -I api --go_out=api --go_opt=paths=source_relative \
+		--go-grpc_out=api --go-grpc_opt=paths=source_relative floe/v1/floe.proto
+
+clean:
+	rm -rf bin

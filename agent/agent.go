@@ -1,0 +1,197 @@
+// Package agent is floe's gRPC front end: it validates requests, produces
+// into the batcher, serves fetches and subscriptions from the object store
+// (through a read cache of recent files) and administers topics.
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/sync/singleflight"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	floev1 "github.com/floe-broker/floe/api/floe/v1"
+	"github.com/floe-broker/floe/batcher"
+	"github.com/floe-broker/floe/metadata"
+	"github.com/floe-broker/floe/objectstore"
+)
+
+// Producer appends batches for commit (batcher.Batcher).
+type Producer interface {
+	Append(ctx context.Context, topicID int64, partition int32, batch []byte) (*batcher.Pending, error)
+}
+
+// ObjectReader reads stored files (objectstore.Store).
+type ObjectReader interface {
+	Get(ctx context.Context, key string, off, length int64) ([]byte, error)
+}
+
+// Agent serves floe's gRPC API.
+type Agent struct {
+	floev1.UnimplementedTopicServiceServer
+	floev1.UnimplementedLogServiceServer
+
+	cfg      Config
+	meta     metadata.Store
+	store    ObjectReader
+	producer Producer
+	log      *slog.Logger
+	m        *metrics
+
+	topics *topicCache
+	cache  *fileCache
+	hub    *hub
+	loads  singleflight.Group // whole-file loads on cache misses
+}
+
+// Options are an Agent's collaborators.
+type Options struct {
+	Logger   *slog.Logger
+	Registry prometheus.Registerer
+}
+
+// New builds an agent. Call Run to follow commit notices and OnCommit from
+// the batcher's hook.
+func New(cfg Config, meta metadata.Store, store ObjectReader, producer Producer, opts Options) (*Agent, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	if meta == nil || store == nil || producer == nil {
+		return nil, errors.New("agent: metadata, store and producer are required")
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	return &Agent{
+		cfg: cfg, meta: meta, store: store, producer: producer,
+		log:    opts.Logger,
+		m:      newMetrics(opts.Registry),
+		topics: newTopicCache(meta, cfg.TopicCacheTTL),
+		cache:  newFileCache(cfg.CacheBytes),
+		hub:    newHub(),
+	}, nil
+}
+
+// Register adds the agent's services to s.
+func (a *Agent) Register(s *grpc.Server) {
+	floev1.RegisterTopicServiceServer(s, a)
+	floev1.RegisterLogServiceServer(s, a)
+}
+
+// OnCommit is the batcher's hook: it caches the file and wakes readers.
+func (a *Agent) OnCommit(f batcher.CommittedFile) {
+	a.cache.Add(f.Key, f.Data)
+	n := metadata.Notice{Partitions: make([]metadata.PartitionNotice, 0, len(f.Entries))}
+	for i, e := range f.Entries {
+		if f.Results[i].Err != nil {
+			continue
+		}
+		n.Partitions = append(n.Partitions, metadata.PartitionNotice{TopicID: e.TopicID, Partition: e.Partition})
+	}
+	a.hub.notify(n)
+}
+
+// Run follows the metadata store's commit notices until ctx ends,
+// resubscribing after failures.
+func (a *Agent) Run(ctx context.Context) error {
+	for {
+		ch, err := a.meta.Notices(ctx)
+		if err == nil {
+			for n := range ch {
+				a.hub.notify(n)
+			}
+		} else {
+			a.log.Warn("commit notices unavailable, readers fall back to polling", "err", err)
+		}
+		if ctx.Err() != nil {
+			return nil
+		}
+		// The notice stream broke: wake everyone (they re-check) and retry.
+		a.hub.notify(metadata.Notice{All: true})
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+// CreateTopic implements floev1.TopicServiceServer.
+func (a *Agent) CreateTopic(ctx context.Context, req *floev1.CreateTopicRequest) (*floev1.CreateTopicResponse, error) {
+	if req.GetPartitions() <= 0 || req.GetPartitions() > metadata.MaxPartitions {
+		return nil, status.Errorf(codes.InvalidArgument, "partitions %d must be within 1..%d", req.GetPartitions(), metadata.MaxPartitions)
+	}
+	t, err := a.meta.CreateTopic(ctx, metadata.TopicSpec{Name: req.GetName(), Partitions: req.GetPartitions(), Config: req.GetConfig()})
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	return &floev1.CreateTopicResponse{Topic: topicPB(t)}, nil
+}
+
+// DeleteTopic implements floev1.TopicServiceServer.
+func (a *Agent) DeleteTopic(ctx context.Context, req *floev1.DeleteTopicRequest) (*floev1.DeleteTopicResponse, error) {
+	if err := metadata.ValidateTopicName(req.GetName()); err != nil {
+		return nil, toStatus(err)
+	}
+	if err := a.meta.DeleteTopic(ctx, req.GetName()); err != nil {
+		return nil, toStatus(err)
+	}
+	a.topics.forget(req.GetName())
+	return &floev1.DeleteTopicResponse{}, nil
+}
+
+// ListTopics implements floev1.TopicServiceServer.
+func (a *Agent) ListTopics(ctx context.Context, _ *floev1.ListTopicsRequest) (*floev1.ListTopicsResponse, error) {
+	ts, err := a.meta.ListTopics(ctx)
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	resp := &floev1.ListTopicsResponse{Topics: make([]*floev1.Topic, len(ts))}
+	for i, t := range ts {
+		resp.Topics[i] = topicPB(t)
+	}
+	return resp, nil
+}
+
+// DescribeTopic implements floev1.TopicServiceServer.
+func (a *Agent) DescribeTopic(ctx context.Context, req *floev1.DescribeTopicRequest) (*floev1.DescribeTopicResponse, error) {
+	if err := metadata.ValidateTopicName(req.GetName()); err != nil {
+		return nil, toStatus(err)
+	}
+	d, err := a.meta.DescribeTopic(ctx, req.GetName())
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	resp := &floev1.DescribeTopicResponse{Topic: topicPB(d.Topic)}
+	for _, p := range d.PartitionStates {
+		resp.Partitions = append(resp.Partitions, &floev1.PartitionInfo{
+			Partition: p.Partition, LogStartOffset: p.LogStartOffset, HighWatermark: p.HighWatermark})
+	}
+	return resp, nil
+}
+
+func topicPB(t metadata.Topic) *floev1.Topic {
+	return &floev1.Topic{Id: t.ID, Name: t.Name, Partitions: t.Partitions, Config: t.Config, CreatedAtMs: t.CreatedAt.UnixMilli()}
+}
+
+// topicPartition resolves a topic and checks the partition exists.
+func (a *Agent) topicPartition(ctx context.Context, name string, partition int32) (metadata.Topic, error) {
+	t, err := a.topics.get(ctx, name)
+	if err != nil {
+		return t, toStatus(err)
+	}
+	if partition < 0 || partition >= t.Partitions {
+		return t, status.Errorf(codes.NotFound, "partition %d of topic %q does not exist (it has %d)", partition, name, t.Partitions)
+	}
+	return t, nil
+}
+
+func errf(c codes.Code, format string, args ...any) error {
+	return status.Error(c, fmt.Sprintf(format, args...))
+}

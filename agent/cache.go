@@ -1,0 +1,66 @@
+package agent
+
+import (
+	"container/list"
+	"sync"
+)
+
+// fileCache keeps whole object files, least recently used first out,
+// bounded in bytes. Files are immutable, so entries never go stale.
+type fileCache struct {
+	max int64
+
+	mu    sync.Mutex // protects size, order, items
+	size  int64
+	order *list.List // of *cacheItem, front = most recent
+	items map[string]*list.Element
+}
+
+type cacheItem struct {
+	key  string
+	data []byte
+}
+
+func newFileCache(maxBytes int64) *fileCache {
+	return &fileCache{max: maxBytes, order: list.New(), items: make(map[string]*list.Element)}
+}
+
+// Get returns the cached file; callers must not modify it.
+func (c *fileCache) Get(key string) ([]byte, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	el, ok := c.items[key]
+	if !ok {
+		return nil, false
+	}
+	c.order.MoveToFront(el)
+	return el.Value.(*cacheItem).data, true
+}
+
+// Add caches data under key (data must not be modified afterwards).
+func (c *fileCache) Add(key string, data []byte) {
+	if int64(len(data)) > c.max {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.items[key]; ok {
+		return
+	}
+	c.items[key] = c.order.PushFront(&cacheItem{key: key, data: data})
+	c.size += int64(len(data))
+	for c.size > c.max {
+		el := c.order.Back()
+		it := el.Value.(*cacheItem)
+		c.order.Remove(el)
+		delete(c.items, it.key)
+		c.size -= int64(len(it.data))
+	}
+}
+
+// Size returns the cached bytes.
+func (c *fileCache) Size() int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.size
+}

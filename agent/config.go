@@ -1,0 +1,72 @@
+package agent
+
+import (
+	"fmt"
+	"time"
+)
+
+// Config holds an agent's limits.
+type Config struct {
+	// MaxRecordBytes bounds one record (key + value + headers).
+	MaxRecordBytes int
+	// MaxRequestBytes bounds one produce request's records.
+	MaxRequestBytes int
+	// MaxFetchBytes caps a fetch's byte budget.
+	MaxFetchBytes int
+	// MaxWait caps a fetch's long poll.
+	MaxWait time.Duration
+	// PollInterval is the fallback re-check of waiting readers when no
+	// notice arrives.
+	PollInterval time.Duration
+	// CacheBytes bounds the read cache of whole files.
+	CacheBytes int64
+	// CacheFileMaxBytes: files up to this size are fetched whole and cached
+	// on a miss; bigger ones are read by coalesced ranges.
+	CacheFileMaxBytes int64
+	// TopicCacheTTL is how long a topic lookup is trusted.
+	TopicCacheTTL time.Duration
+	// MaxSubscribePartitions bounds the partitions of one subscription.
+	MaxSubscribePartitions int
+	// MaxStreamInFlight bounds the unanswered requests of one produce stream.
+	MaxStreamInFlight int
+}
+
+// DefaultConfig returns production defaults.
+func DefaultConfig() Config {
+	return Config{
+		MaxRecordBytes:         1 << 20,
+		MaxRequestBytes:        4 << 20,
+		MaxFetchBytes:          8 << 20,
+		MaxWait:                30 * time.Second,
+		PollInterval:           time.Second,
+		CacheBytes:             256 << 20,
+		CacheFileMaxBytes:      16 << 20,
+		TopicCacheTTL:          5 * time.Second,
+		MaxSubscribePartitions: 1024,
+		MaxStreamInFlight:      64,
+	}
+}
+
+func (c Config) validate() error {
+	switch {
+	case c.MaxRecordBytes <= 0:
+		return fmt.Errorf("agent: config MaxRecordBytes %d must be positive", c.MaxRecordBytes)
+	case c.MaxRequestBytes < c.MaxRecordBytes:
+		return fmt.Errorf("agent: config MaxRequestBytes %d must be at least MaxRecordBytes (%d)", c.MaxRequestBytes, c.MaxRecordBytes)
+	case c.MaxFetchBytes <= 0:
+		return fmt.Errorf("agent: config MaxFetchBytes %d must be positive", c.MaxFetchBytes)
+	case c.MaxWait < 0:
+		return fmt.Errorf("agent: config MaxWait %v must not be negative", c.MaxWait)
+	case c.PollInterval <= 0:
+		return fmt.Errorf("agent: config PollInterval %v must be positive", c.PollInterval)
+	case c.CacheBytes < 0:
+		return fmt.Errorf("agent: config CacheBytes %d must not be negative", c.CacheBytes)
+	case c.TopicCacheTTL < 0:
+		return fmt.Errorf("agent: config TopicCacheTTL %v must not be negative", c.TopicCacheTTL)
+	case c.MaxSubscribePartitions <= 0:
+		return fmt.Errorf("agent: config MaxSubscribePartitions %d must be positive", c.MaxSubscribePartitions)
+	case c.MaxStreamInFlight <= 0:
+		return fmt.Errorf("agent: config MaxStreamInFlight %d must be positive", c.MaxStreamInFlight)
+	}
+	return nil
+}

@@ -1,0 +1,254 @@
+package agent
+
+import (
+	"context"
+	"io"
+	"math"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	floev1 "github.com/floe-broker/floe/api/floe/v1"
+	"github.com/floe-broker/floe/batcher"
+	"github.com/floe-broker/floe/kbatch"
+	"github.com/floe-broker/floe/metadata"
+)
+
+// produceGroup is the part of a request bound for one partition.
+type produceGroup struct {
+	partition int32
+	idx       []int // positions of its records in the request
+	batch     []byte
+}
+
+type producePlan struct {
+	topic  metadata.Topic
+	groups []produceGroup
+	n      int
+	bytes  int
+}
+
+// planProduce validates a request and encodes one batch per partition.
+func (a *Agent) planProduce(ctx context.Context, req *floev1.ProduceRequest) (*producePlan, error) {
+	if req == nil || len(req.GetRecords()) == 0 {
+		return nil, errf(codes.InvalidArgument, "produce: no records")
+	}
+	comp := kbatch.Compression(req.GetCompression())
+	if req.GetCompression() < floev1.Compression_COMPRESSION_NONE || req.GetCompression() > floev1.Compression_COMPRESSION_ZSTD {
+		return nil, errf(codes.InvalidArgument, "produce: unknown compression %d", req.GetCompression())
+	}
+	t, err := a.topics.get(ctx, req.GetTopic())
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	opts := kbatch.DefaultEncodeOptions()
+	opts.Compression = comp
+	if req.ProducerId != nil {
+		if req.Partition == nil {
+			return nil, errf(codes.InvalidArgument, "produce: an idempotent producer must name the partition")
+		}
+		if req.GetProducerId() < 0 || req.GetProducerEpoch() < 0 || req.GetProducerEpoch() > math.MaxInt16 || req.GetBaseSequence() < 0 {
+			return nil, errf(codes.InvalidArgument, "produce: producer id %d, epoch %d, sequence %d out of range",
+				req.GetProducerId(), req.GetProducerEpoch(), req.GetBaseSequence())
+		}
+		opts.ProducerID = req.GetProducerId()
+		opts.ProducerEpoch = int16(req.GetProducerEpoch())
+		opts.BaseSequence = req.GetBaseSequence()
+	}
+	plan := &producePlan{topic: t, n: len(req.GetRecords())}
+	now := time.Now().UnixMilli()
+	byPart := make(map[int32]int) // partition -> index in plan.groups
+	nullKeyPart := int32(-1)
+	for i, r := range req.GetRecords() {
+		size := len(r.GetKey()) + len(r.GetValue())
+		for _, h := range r.GetHeaders() {
+			size += len(h.GetKey()) + len(h.GetValue())
+		}
+		if size > a.cfg.MaxRecordBytes {
+			return nil, errf(codes.InvalidArgument, "produce: record %d is %d bytes, limit %d", i, size, a.cfg.MaxRecordBytes)
+		}
+		if r.GetTimestampMs() < 0 {
+			return nil, errf(codes.InvalidArgument, "produce: record %d has negative timestamp %d", i, r.GetTimestampMs())
+		}
+		plan.bytes += size
+		if plan.bytes > a.cfg.MaxRequestBytes {
+			return nil, errf(codes.InvalidArgument, "produce: request exceeds %d bytes", a.cfg.MaxRequestBytes)
+		}
+		var p int32
+		switch {
+		case req.Partition != nil:
+			p = req.GetPartition()
+		case r.Key != nil:
+			p = partitionForKey(r.GetKey(), t.Partitions)
+		default:
+			if nullKeyPart < 0 {
+				nullKeyPart = rand.Int32N(t.Partitions)
+			}
+			p = nullKeyPart
+		}
+		if p < 0 || p >= t.Partitions {
+			return nil, errf(codes.NotFound, "produce: partition %d of topic %q does not exist (it has %d)", p, t.Name, t.Partitions)
+		}
+		gi, ok := byPart[p]
+		if !ok {
+			gi = len(plan.groups)
+			byPart[p] = gi
+			plan.groups = append(plan.groups, produceGroup{partition: p})
+		}
+		plan.groups[gi].idx = append(plan.groups[gi].idx, i)
+	}
+	recs := make([]kbatch.Record, 0, len(req.GetRecords()))
+	for gi := range plan.groups {
+		g := &plan.groups[gi]
+		recs = recs[:0]
+		for _, i := range g.idx {
+			r := req.GetRecords()[i]
+			ts := r.GetTimestampMs()
+			if ts == 0 {
+				ts = now
+			}
+			kr := kbatch.Record{Timestamp: ts, Key: r.Key, Value: r.GetValue()}
+			if kr.Value == nil {
+				kr.Value = []byte{}
+			}
+			for _, h := range r.GetHeaders() {
+				kr.Headers = append(kr.Headers, kbatch.Header{Key: h.GetKey(), Value: h.GetValue()})
+			}
+			recs = append(recs, kr)
+		}
+		b, err := kbatch.Encode(recs, opts)
+		if err != nil {
+			return nil, errf(codes.InvalidArgument, "produce: encode batch: %v", err)
+		}
+		g.batch = b
+	}
+	return plan, nil
+}
+
+// appendPlan hands every group to the batcher, in order.
+func (a *Agent) appendPlan(ctx context.Context, plan *producePlan) ([]*batcher.Pending, error) {
+	pend := make([]*batcher.Pending, len(plan.groups))
+	for i, g := range plan.groups {
+		p, err := a.producer.Append(ctx, plan.topic.ID, g.partition, g.batch)
+		if err != nil {
+			return nil, toStatus(err)
+		}
+		pend[i] = p
+	}
+	return pend, nil
+}
+
+// awaitPlan waits for every group's commit and builds the answer.
+func (a *Agent) awaitPlan(ctx context.Context, plan *producePlan, pend []*batcher.Pending) (*floev1.ProduceResponse, error) {
+	resp := &floev1.ProduceResponse{Offsets: make([]int64, plan.n), Partitions: make([]int32, plan.n)}
+	for gi, p := range pend {
+		res, err := p.Wait(ctx)
+		if err != nil {
+			return nil, toStatus(err)
+		}
+		g := plan.groups[gi]
+		for j, i := range g.idx {
+			resp.Offsets[i] = res.BaseOffset + int64(j)
+			resp.Partitions[i] = g.partition
+		}
+		resp.LogAppendTimeMs = max(resp.LogAppendTimeMs, res.LogAppendTime)
+		resp.Duplicate = resp.Duplicate || res.Duplicate
+	}
+	return resp, nil
+}
+
+// Produce implements floev1.LogServiceServer.
+func (a *Agent) Produce(ctx context.Context, req *floev1.ProduceRequest) (*floev1.ProduceResponse, error) {
+	start := time.Now()
+	plan, err := a.planProduce(ctx, req)
+	if err != nil {
+		a.m.produced(0, 0, time.Since(start), err)
+		return nil, err
+	}
+	pend, err := a.appendPlan(ctx, plan)
+	if err == nil {
+		var resp *floev1.ProduceResponse
+		resp, err = a.awaitPlan(ctx, plan, pend)
+		a.m.produced(plan.n, plan.bytes, time.Since(start), err)
+		return resp, err
+	}
+	a.m.produced(plan.n, plan.bytes, time.Since(start), err)
+	return nil, err
+}
+
+// ProduceStream implements floev1.LogServiceServer. Requests are appended
+// in arrival order (so one partition's records keep the stream's order) and
+// answered as their files commit, with at most MaxStreamInFlight unanswered.
+func (a *Agent) ProduceStream(stream floev1.LogService_ProduceStreamServer) error {
+	ctx := stream.Context()
+	var (
+		sendMu  sync.Mutex // serialises stream.Send
+		wg      sync.WaitGroup
+		slots   = make(chan struct{}, a.cfg.MaxStreamInFlight)
+		sendErr error
+	)
+	send := func(r *floev1.ProduceStreamResponse) {
+		sendMu.Lock()
+		defer sendMu.Unlock()
+		if sendErr == nil {
+			sendErr = stream.Send(r)
+		}
+	}
+	fail := func(id uint64, err error) {
+		st, _ := status.FromError(err)
+		send(&floev1.ProduceStreamResponse{RequestId: id, ErrorCode: int32(st.Code()), ErrorMessage: st.Message()})
+	}
+	defer wg.Wait()
+	for {
+		msg, err := stream.Recv()
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		select {
+		case slots <- struct{}{}:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		start := time.Now()
+		id := msg.GetRequestId()
+		plan, err := a.planProduce(ctx, msg.GetRequest())
+		var pend []*batcher.Pending
+		if err == nil {
+			pend, err = a.appendPlan(ctx, plan)
+		}
+		if err != nil {
+			<-slots
+			a.m.produced(0, 0, time.Since(start), err)
+			fail(id, err)
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() { <-slots }()
+			resp, err := a.awaitPlan(ctx, plan, pend)
+			a.m.produced(plan.n, plan.bytes, time.Since(start), err)
+			if err != nil {
+				fail(id, err)
+				return
+			}
+			send(&floev1.ProduceStreamResponse{RequestId: id, Response: resp})
+		}()
+	}
+}
+
+// InitProducer implements floev1.LogServiceServer.
+func (a *Agent) InitProducer(ctx context.Context, _ *floev1.InitProducerRequest) (*floev1.InitProducerResponse, error) {
+	id, epoch, err := a.meta.InitProducer(ctx)
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	return &floev1.InitProducerResponse{ProducerId: id, ProducerEpoch: int32(epoch)}, nil
+}
+

@@ -1,0 +1,151 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+	"sort"
+
+	"golang.org/x/sync/errgroup"
+
+	floev1 "github.com/floe-broker/floe/api/floe/v1"
+	"github.com/floe-broker/floe/kbatch"
+	"github.com/floe-broker/floe/metadata"
+)
+
+// maxCoalesceGap merges two byte ranges of one file into one GET when the
+// gap between them is at most this.
+const maxCoalesceGap = 1 << 20
+
+// readBatches returns the bytes of each ref, in order: from the cache, by
+// loading small files whole (and caching them), or by coalesced range GETs.
+func (a *Agent) readBatches(ctx context.Context, refs []metadata.BatchRef) ([][]byte, error) {
+	out := make([][]byte, len(refs))
+	byFile := make(map[string][]int)
+	var files []string
+	for i, r := range refs {
+		if _, ok := byFile[r.FileKey]; !ok {
+			files = append(files, r.FileKey)
+		}
+		byFile[r.FileKey] = append(byFile[r.FileKey], i)
+	}
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(4)
+	for _, key := range files {
+		idx := byFile[key]
+		g.Go(func() error { return a.readFile(gctx, key, refs, idx, out) })
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (a *Agent) readFile(ctx context.Context, key string, refs []metadata.BatchRef, idx []int, out [][]byte) error {
+	data, ok := a.cache.Get(key)
+	if ok {
+		a.m.cacheHit()
+	} else if size := refs[idx[0]].FileSize; size > 0 && size <= a.cfg.CacheFileMaxBytes && a.cfg.CacheBytes > 0 {
+		a.m.cacheMiss()
+		v, err, _ := a.loads.Do(key, func() (any, error) {
+			if d, ok := a.cache.Get(key); ok {
+				return d, nil
+			}
+			d, err := a.store.Get(ctx, key, 0, -1)
+			if err != nil {
+				return nil, err
+			}
+			a.cache.Add(key, d)
+			return d, nil
+		})
+		if err != nil {
+			return fmt.Errorf("agent: read file %s: %w", key, err)
+		}
+		data, ok = v.([]byte), true
+	}
+	if ok {
+		for _, i := range idx {
+			r := refs[i]
+			if r.ByteOffset < 0 || r.ByteOffset+r.ByteLength > int64(len(data)) {
+				return fmt.Errorf("agent: batch at %d+%d lies outside file %s of %d bytes", r.ByteOffset, r.ByteLength, key, len(data))
+			}
+			out[i] = data[r.ByteOffset : r.ByteOffset+r.ByteLength]
+		}
+		return nil
+	}
+	a.m.cacheMiss()
+	// Coalesced range reads.
+	sorted := append([]int(nil), idx...)
+	sort.Slice(sorted, func(x, y int) bool { return refs[sorted[x]].ByteOffset < refs[sorted[y]].ByteOffset })
+	for start := 0; start < len(sorted); {
+		lo := refs[sorted[start]].ByteOffset
+		hi := lo + refs[sorted[start]].ByteLength
+		end := start + 1
+		for end < len(sorted) && refs[sorted[end]].ByteOffset <= hi+maxCoalesceGap {
+			hi = max(hi, refs[sorted[end]].ByteOffset+refs[sorted[end]].ByteLength)
+			end++
+		}
+		buf, err := a.store.Get(ctx, key, lo, hi-lo)
+		if err != nil {
+			return fmt.Errorf("agent: read file %s [%d, %d): %w", key, lo, hi, err)
+		}
+		for _, i := range sorted[start:end] {
+			r := refs[i]
+			s, e := r.ByteOffset-lo, r.ByteOffset-lo+r.ByteLength
+			if e > int64(len(buf)) {
+				return fmt.Errorf("agent: file %s is shorter than its batch at %d+%d", key, r.ByteOffset, r.ByteLength)
+			}
+			out[i] = buf[s:e]
+		}
+		start = end
+	}
+	return nil
+}
+
+// readRecords returns up to maxBytes of records of a partition from offset
+// (at least one record when any exists), the partition's state and the
+// next offset to read.
+func (a *Agent) readRecords(ctx context.Context, topicID int64, partition int32, offset int64, maxBytes int) ([]*floev1.Record, metadata.PartitionState, int64, error) {
+	refs, st, err := a.meta.FindBatches(ctx, topicID, partition, offset, int64(maxBytes))
+	if err != nil || len(refs) == 0 {
+		return nil, st, offset, err
+	}
+	raw, err := a.readBatches(ctx, refs)
+	if err != nil {
+		return nil, st, offset, err
+	}
+	var (
+		recs  []*floev1.Record
+		bytes int
+		next  = offset
+	)
+	for i, r := range refs {
+		info, krecs, err := kbatch.Decode(raw[i], 0)
+		if err != nil {
+			return nil, st, offset, fmt.Errorf("agent: decode batch %d of %s: %w", r.BaseOffset, r.FileKey, err)
+		}
+		if int64(len(krecs)) != int64(r.RecordCount) {
+			return nil, st, offset, fmt.Errorf("agent: batch %d of %s has %d records, metadata says %d", r.BaseOffset, r.FileKey, len(krecs), r.RecordCount)
+		}
+		for _, kr := range krecs {
+			off := r.BaseOffset + (kr.Offset - info.BaseOffset)
+			if off < next {
+				continue
+			}
+			size := len(kr.Key) + len(kr.Value)
+			if len(recs) > 0 && bytes+size > maxBytes {
+				return recs, st, next, nil
+			}
+			pr := &floev1.Record{Key: kr.Key, Value: kr.Value, TimestampMs: kr.Timestamp, Offset: off, Partition: partition}
+			if kr.Key == nil {
+				pr.Key = nil
+			}
+			for _, h := range kr.Headers {
+				pr.Headers = append(pr.Headers, &floev1.Header{Key: h.Key, Value: h.Value})
+			}
+			recs = append(recs, pr)
+			bytes += size
+			next = off + 1
+		}
+	}
+	return recs, st, next, nil
+}

@@ -1,0 +1,117 @@
+package batcher
+
+import (
+	"errors"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Metrics are the batcher's Prometheus collectors. A nil *Metrics records nothing.
+type Metrics struct {
+	flushes       prometheus.Counter
+	flushBytes    prometheus.Histogram
+	flushBatches  prometheus.Histogram
+	flushParts    prometheus.Histogram
+	flushLatency  prometheus.Histogram
+	uploads       *prometheus.CounterVec
+	uploadSeconds prometheus.Histogram
+	commits       *prometheus.CounterVec
+	commitSeconds prometheus.Histogram
+	bufferedBytes prometheus.Gauge
+	backpressured prometheus.Counter
+}
+
+// NewMetrics creates the collectors and registers them on reg (if not nil).
+func NewMetrics(reg prometheus.Registerer) *Metrics {
+	m := &Metrics{
+		flushes: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "floe_batcher_flushes_total", Help: "Files flushed: uploaded and committed."}),
+		flushBytes: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "floe_batcher_flush_bytes", Help: "Size of flushed files.",
+			Buckets: prometheus.ExponentialBuckets(1024, 4, 10)}),
+		flushBatches: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "floe_batcher_flush_batches", Help: "Record batches per flushed file.",
+			Buckets: prometheus.ExponentialBuckets(1, 4, 10)}),
+		flushParts: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "floe_batcher_flush_partitions", Help: "Distinct partitions per flushed file.",
+			Buckets: prometheus.ExponentialBuckets(1, 4, 10)}),
+		flushLatency: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "floe_batcher_flush_duration_seconds", Help: "From seal to commit of a file.",
+			Buckets: prometheus.ExponentialBuckets(0.001, 2, 14)}),
+		uploads: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "floe_batcher_uploads_total", Help: "File uploads by result."}, []string{"result"}),
+		uploadSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "floe_batcher_upload_duration_seconds", Help: "File upload time, retries included.",
+			Buckets: prometheus.ExponentialBuckets(0.001, 2, 14)}),
+		commits: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "floe_metadata_commits_total", Help: "File commits to the metadata store by result."}, []string{"result"}),
+		commitSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "floe_metadata_commit_duration_seconds", Help: "File commit time.",
+			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 14)}),
+		bufferedBytes: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "floe_batcher_buffered_bytes", Help: "Bytes accepted and not yet acknowledged."}),
+		backpressured: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "floe_batcher_backpressure_total", Help: "Produce calls that had to wait for buffer space."}),
+	}
+	if reg != nil {
+		for _, c := range []prometheus.Collector{m.flushes, m.flushBytes, m.flushBatches, m.flushParts, m.flushLatency,
+			m.uploads, m.uploadSeconds, m.commits, m.commitSeconds, m.bufferedBytes, m.backpressured} {
+			if err := reg.Register(c); err != nil {
+				var are prometheus.AlreadyRegisteredError
+				if !errors.As(err, &are) {
+					panic(err)
+				}
+			}
+		}
+	}
+	return m
+}
+
+func result(err error) string {
+	if err != nil {
+		return "error"
+	}
+	return "ok"
+}
+
+func (m *Metrics) flush(bytes, batches, partitions int, d time.Duration) {
+	if m == nil {
+		return
+	}
+	m.flushes.Inc()
+	m.flushBytes.Observe(float64(bytes))
+	m.flushBatches.Observe(float64(batches))
+	m.flushParts.Observe(float64(partitions))
+	m.flushLatency.Observe(d.Seconds())
+}
+
+func (m *Metrics) upload(d time.Duration, _ int, err error) {
+	if m == nil {
+		return
+	}
+	m.uploads.WithLabelValues(result(err)).Inc()
+	m.uploadSeconds.Observe(d.Seconds())
+}
+
+func (m *Metrics) commit(d time.Duration, err error) {
+	if m == nil {
+		return
+	}
+	m.commits.WithLabelValues(result(err)).Inc()
+	m.commitSeconds.Observe(d.Seconds())
+}
+
+func (m *Metrics) buffered(delta int64) {
+	if m == nil {
+		return
+	}
+	m.bufferedBytes.Add(float64(delta))
+}
+
+func (m *Metrics) backpressure() {
+	if m == nil {
+		return
+	}
+	m.backpressured.Inc()
+}

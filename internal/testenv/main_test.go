@@ -1,0 +1,5 @@
+package testenv
+
+import "testing"
+
+func TestMain(m *testing.M) { Main(m) }

@@ -1,0 +1,58 @@
+// Package testenv starts the real services floe's integration tests run
+// against — a throwaway PostgreSQL 15 cluster (postgres.go) and a versitygw
+// S3 server (s3.go) — once per test process, and stops them at exit.
+//
+// A test that cannot get its service fails; it never skips.
+//
+// Use it from a package's TestMain:
+//
+//	func TestMain(m *testing.M) { testenv.Main(m) }
+package testenv
+
+import (
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+)
+
+var (
+	cleanupMu sync.Mutex // protects cleanups
+	cleanups  []func()
+)
+
+// registerCleanup adds fn to the functions Main runs after the tests.
+func registerCleanup(fn func()) {
+	cleanupMu.Lock()
+	defer cleanupMu.Unlock()
+	cleanups = append(cleanups, fn)
+}
+
+// Main runs the tests, then stops every service started for them.
+func Main(m *testing.M) {
+	code := m.Run()
+	cleanupMu.Lock()
+	for i := len(cleanups) - 1; i >= 0; i-- {
+		cleanups[i]()
+	}
+	cleanupMu.Unlock()
+	os.Exit(code)
+}
+
+// RepoRoot returns the module root (the folder holding go.mod).
+func RepoRoot() string {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "."
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "."
+		}
+		dir = parent
+	}
+}

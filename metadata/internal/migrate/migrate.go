@@ -1,0 +1,58 @@
+// Package migrate reads the versioned schema migrations that the metadata
+// backends embed: files named NNNN_description.sql, applied in version order.
+package migrate
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"path"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// ErrBadMigration reports a malformed migration set.
+var ErrBadMigration = errors.New("migrate: bad migration")
+
+// Migration is one schema step.
+type Migration struct {
+	Version int
+	Name    string // file name
+	SQL     string
+}
+
+// Load reads every *.sql file of dir in fsys, ordered by version. Versions
+// must be unique and start at 1 without gaps.
+func Load(fsys fs.FS, dir string) ([]Migration, error) {
+	entries, err := fs.ReadDir(fsys, dir)
+	if err != nil {
+		return nil, fmt.Errorf("migrate: read %s: %w", dir, err)
+	}
+	var ms []Migration
+	for _, e := range entries {
+		if e.IsDir() || !strings.HasSuffix(e.Name(), ".sql") {
+			continue
+		}
+		prefix, _, ok := strings.Cut(e.Name(), "_")
+		v, err := strconv.Atoi(prefix)
+		if !ok || err != nil || v < 1 {
+			return nil, fmt.Errorf("%w: %s is not named NNNN_description.sql", ErrBadMigration, e.Name())
+		}
+		b, err := fs.ReadFile(fsys, path.Join(dir, e.Name()))
+		if err != nil {
+			return nil, fmt.Errorf("migrate: read %s: %w", e.Name(), err)
+		}
+		ms = append(ms, Migration{Version: v, Name: e.Name(), SQL: string(b)})
+	}
+	sort.Slice(ms, func(i, j int) bool { return ms[i].Version < ms[j].Version })
+	for i, m := range ms {
+		if m.Version != i+1 {
+			return nil, fmt.Errorf("%w: %s has version %d, want %d", ErrBadMigration, m.Name, m.Version, i+1)
+		}
+	}
+	if len(ms) == 0 {
+		return nil, fmt.Errorf("%w: no migrations in %s", ErrBadMigration, dir)
+	}
+	return ms, nil
+}

@@ -1,0 +1,212 @@
+// Package metadata is floe's sequencer and the home of all durable state:
+// topics, partitions, files, batches and producer state. It has two
+// implementations behind one interface — PostgreSQL (postgres sub-package)
+// and SQLite (sqlite sub-package) — which both pass the conformance suite in
+// metadatatest.
+package metadata
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+var (
+	ErrTopicExists        = errors.New("metadata: topic already exists")
+	ErrTopicNotFound      = errors.New("metadata: topic not found")
+	ErrInvalidTopicName   = errors.New("metadata: invalid topic name")
+	ErrInvalidPartitions  = errors.New("metadata: invalid partition count")
+	ErrPartitionNotFound  = errors.New("metadata: partition not found")
+	ErrOutOfOrderSequence = errors.New("metadata: out of order sequence")
+	ErrProducerFenced     = errors.New("metadata: producer fenced by a newer epoch")
+	ErrInvalidCommit      = errors.New("metadata: invalid file commit")
+	ErrClosed             = errors.New("metadata: store closed")
+)
+
+// OffsetOutOfRangeError is returned when an offset is outside
+// [LogStartOffset, HighWatermark].
+type OffsetOutOfRangeError struct {
+	Offset         int64
+	LogStartOffset int64
+	HighWatermark  int64
+}
+
+func (e *OffsetOutOfRangeError) Error() string {
+	return fmt.Sprintf("metadata: offset %d out of range [%d, %d]", e.Offset, e.LogStartOffset, e.HighWatermark)
+}
+
+// MaxTopicNameLen is Kafka's limit on topic names.
+const MaxTopicNameLen = 249
+
+// ValidateTopicName checks a name like Kafka does: 1..249 characters of
+// [a-zA-Z0-9._-], and not "." or "..".
+func ValidateTopicName(name string) error {
+	if name == "" || len(name) > MaxTopicNameLen || name == "." || name == ".." {
+		return fmt.Errorf("%w: %q must be 1 to %d characters and not '.' or '..'", ErrInvalidTopicName, name, MaxTopicNameLen)
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-') {
+			return fmt.Errorf("%w: %q has character %q outside [a-zA-Z0-9._-]", ErrInvalidTopicName, name, c)
+		}
+	}
+	return nil
+}
+
+// MaxPartitions bounds a topic's partition count.
+const MaxPartitions = 100000
+
+// TopicSpec is what CreateTopic needs.
+type TopicSpec struct {
+	Name       string
+	Partitions int32
+	Config     map[string]string // free-form (retention.ms, ...), stored as given
+}
+
+// Topic is a created topic. ID is assigned by the store, unique for ever
+// (a re-created topic of the same name gets a new ID).
+type Topic struct {
+	ID         int64
+	Name       string
+	Partitions int32
+	Config     map[string]string
+	CreatedAt  time.Time
+}
+
+// PartitionState is one partition's offsets. HighWatermark is the offset
+// the next record will get; LogStartOffset the first readable offset.
+type PartitionState struct {
+	Partition      int32
+	LogStartOffset int64
+	HighWatermark  int64
+}
+
+// TopicDescription is a topic with each partition's state, ordered by partition.
+type TopicDescription struct {
+	Topic
+	PartitionStates []PartitionState
+}
+
+// NoSequence marks a batch from a non-idempotent producer.
+const NoSequence = -1
+
+// BatchCommit is one record batch inside a file being committed.
+type BatchCommit struct {
+	TopicID      int64
+	Partition    int32
+	ByteOffset   int64 // position of the batch in the file
+	ByteLength   int64
+	RecordCount  int32 // > 0
+	MaxTimestamp int64 // unix milliseconds, the batch's max record timestamp
+	// Idempotence: ProducerID < 0 (or BaseSequence == NoSequence) means none.
+	ProducerID    int64
+	ProducerEpoch int16
+	BaseSequence  int32
+}
+
+// FileCommit is one object file and all its batches.
+type FileCommit struct {
+	Key     string // object key, unique
+	Size    int64
+	Batches []BatchCommit
+}
+
+// BatchResult is the outcome of one BatchCommit, in the same position.
+type BatchResult struct {
+	// BaseOffset of the batch: its records hold BaseOffset..BaseOffset+RecordCount-1.
+	BaseOffset int64
+	// LogAppendTime is the store's clock (PostgreSQL now()) at commit, unix ms.
+	LogAppendTime int64
+	// Duplicate is true when an idempotent producer retried a batch already
+	// committed; BaseOffset is then the original offset and nothing new was written.
+	Duplicate bool
+	// Err is set when this batch was refused (ErrOutOfOrderSequence,
+	// ErrProducerFenced, ErrTopicNotFound, ErrPartitionNotFound); the other
+	// batches of the file are committed regardless.
+	Err error
+}
+
+// BatchRef points at a committed batch.
+type BatchRef struct {
+	TopicID       int64
+	Partition     int32
+	BaseOffset    int64
+	LastOffset    int64 // BaseOffset + RecordCount - 1
+	FileKey       string
+	FileSize      int64
+	ByteOffset    int64
+	ByteLength    int64
+	RecordCount   int32
+	MaxTimestamp  int64
+	LogAppendTime int64
+}
+
+// OffsetSpec selects what ListOffset looks up.
+type OffsetSpec int
+
+const (
+	OffsetEarliest  OffsetSpec = iota // the log start offset
+	OffsetLatest                      // the high watermark
+	OffsetTimestamp                   // first offset of the first batch whose MaxTimestamp >= ts; the high watermark if none
+)
+
+// Notice announces committed data. Receivers must tolerate lost or merged
+// notices (they poll as a fallback).
+type Notice struct {
+	// Partitions that received data, with their new high watermarks. When
+	// All is true the list may be empty or partial: every partition may have
+	// changed.
+	Partitions []PartitionNotice
+	All        bool
+}
+
+// PartitionNotice is one partition's new high watermark.
+type PartitionNotice struct {
+	TopicID       int64
+	Partition     int32
+	HighWatermark int64
+}
+
+// Store is the sequencer. Implementations are safe for concurrent use by
+// many goroutines and, for PostgreSQL, many processes.
+type Store interface {
+	CreateTopic(ctx context.Context, spec TopicSpec) (Topic, error)
+	// DeleteTopic removes the topic; its batches become unreadable.
+	DeleteTopic(ctx context.Context, name string) error
+	// ListTopics returns all topics ordered by name.
+	ListTopics(ctx context.Context) ([]Topic, error)
+	DescribeTopic(ctx context.Context, name string) (TopicDescription, error)
+	// TopicByID finds a live topic by ID (ErrTopicNotFound if deleted).
+	TopicByID(ctx context.Context, id int64) (Topic, error)
+
+	// CommitFile records a file and assigns offsets to all its batches in
+	// one transaction (one round trip on PostgreSQL), locking partitions in
+	// (topic id, partition) order. Batches of one partition inside a file
+	// get consecutive offsets in the order given. A returned error means
+	// nothing was committed (per-batch refusals are in BatchResult.Err).
+	CommitFile(ctx context.Context, f FileCommit) ([]BatchResult, error)
+
+	// FindBatches returns the committed batches of a partition starting
+	// with the one containing offset, in offset order, stopping once their
+	// ByteLength sum reaches maxBytes (at least one batch is returned when
+	// offset < high watermark). offset == high watermark returns no batches.
+	// offset outside [log start, high watermark] is *OffsetOutOfRangeError.
+	FindBatches(ctx context.Context, topicID int64, partition int32, offset int64, maxBytes int64) ([]BatchRef, PartitionState, error)
+
+	// ListOffset resolves spec (ts is used for OffsetTimestamp, unix ms).
+	ListOffset(ctx context.Context, topicID int64, partition int32, spec OffsetSpec, ts int64) (int64, error)
+
+	// PartitionStates returns the states of the topic's partitions.
+	PartitionStates(ctx context.Context, topicID int64) ([]PartitionState, error)
+
+	// InitProducer allocates a new producer id with epoch 0.
+	InitProducer(ctx context.Context) (id int64, epoch int16, err error)
+
+	// Notices returns a channel of commit notices (from any process sharing
+	// the store) until ctx ends; the channel is closed then. The channel is
+	// buffered; when the receiver lags, notices are merged into one with All set.
+	Notices(ctx context.Context) (<-chan Notice, error)
+
+	Close() error
+}

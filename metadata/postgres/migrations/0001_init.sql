@@ -1,0 +1,62 @@
+-- floe metadata schema, version 1.
+
+CREATE TABLE topics (
+    id          bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    name        text        NOT NULL,
+    partitions  integer     NOT NULL CHECK (partitions > 0),
+    config      jsonb       NOT NULL DEFAULT '{}',
+    created_at  timestamptz NOT NULL DEFAULT now(),
+    deleted_at  timestamptz
+);
+-- A name is unique among live topics; a deleted topic keeps its row (and id).
+CREATE UNIQUE INDEX topics_live_name ON topics (name) WHERE deleted_at IS NULL;
+
+CREATE TABLE partitions (
+    topic_id          bigint  NOT NULL REFERENCES topics (id),
+    partition         integer NOT NULL,
+    log_start_offset  bigint  NOT NULL DEFAULT 0,
+    high_watermark    bigint  NOT NULL DEFAULT 0,
+    PRIMARY KEY (topic_id, partition)
+);
+
+CREATE TABLE files (
+    id                      bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    key                     text        NOT NULL UNIQUE,
+    size                    bigint      NOT NULL,
+    state                   text        NOT NULL DEFAULT 'committed' CHECK (state IN ('committed', 'deleting')),
+    created_at              timestamptz NOT NULL DEFAULT now(),
+    marked_for_deletion_at  timestamptz
+);
+
+-- No foreign keys on the hot path: rows are written by floe_commit_file only,
+-- under the partitions' row locks.
+CREATE TABLE batches (
+    topic_id       bigint  NOT NULL,
+    partition      integer NOT NULL,
+    base_offset    bigint  NOT NULL,
+    last_offset    bigint  NOT NULL,
+    file_id        bigint  NOT NULL,
+    byte_offset    bigint  NOT NULL,
+    byte_length    bigint  NOT NULL,
+    record_count   integer NOT NULL,
+    max_timestamp  bigint  NOT NULL, -- unix ms
+    append_time    bigint  NOT NULL, -- unix ms, PostgreSQL's clock
+    PRIMARY KEY (topic_id, partition, base_offset)
+);
+CREATE INDEX batches_timestamp ON batches (topic_id, partition, max_timestamp);
+CREATE INDEX batches_file ON batches (file_id);
+
+-- Idempotent producers: per (topic, partition, producer) the current epoch
+-- and the last five accepted batches, oldest first.
+CREATE TABLE producer_state (
+    topic_id      bigint   NOT NULL,
+    partition     integer  NOT NULL,
+    producer_id   bigint   NOT NULL,
+    epoch         smallint NOT NULL,
+    base_seqs     integer[] NOT NULL,
+    last_seqs     integer[] NOT NULL,
+    base_offsets  bigint[]  NOT NULL,
+    PRIMARY KEY (topic_id, partition, producer_id)
+);
+
+CREATE SEQUENCE producer_ids START WITH 1;

@@ -1,0 +1,228 @@
+// Package postgres is the PostgreSQL implementation of metadata.Store, the
+// one floe runs in production: many agents share one database.
+//
+// CommitFile is one round trip: a call of the PL/pgSQL function
+// floe_commit_file (migrations/0002_commit_file.sql), which locks the file's
+// partitions in (topic id, partition) order, sequences the batches, and
+// announces the new high watermarks with pg_notify. PostgreSQL's clock is
+// the one clock for append times. Schema migrations are embedded and applied
+// at Open under an advisory lock, so agents may start together.
+package postgres
+
+import (
+	"context"
+	"embed"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/floe-broker/floe/metadata"
+	"github.com/floe-broker/floe/metadata/internal/migrate"
+	"github.com/floe-broker/floe/metadata/internal/notify"
+)
+
+//go:embed migrations/*.sql
+var migrationFS embed.FS
+
+// migrationLockKey is the pg_advisory_xact_lock key serialising migrations
+// ("floemigr" in ASCII).
+const migrationLockKey int64 = 0x666c6f656d696772
+
+// Options configures a Store.
+type Options struct {
+	// Logger receives the listener's reconnects; nil discards.
+	Logger *slog.Logger
+	// MaxConns bounds the connection pool (the notice listener uses one
+	// more, outside the pool).
+	MaxConns int32
+	// NotifyChannel is the LISTEN/NOTIFY channel commits are announced on.
+	NotifyChannel string
+	// ConnectTimeout bounds the first connection at Open and each of the
+	// listener's reconnects.
+	ConnectTimeout time.Duration
+}
+
+// DefaultOptions returns the options Open uses when given a zero field.
+func DefaultOptions() Options {
+	return Options{
+		MaxConns:       16,
+		NotifyChannel:  "floe_commits",
+		ConnectTimeout: 10 * time.Second,
+	}
+}
+
+// withDefaults fills zero fields from DefaultOptions.
+func (o Options) withDefaults() Options {
+	d := DefaultOptions()
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.MaxConns == 0 {
+		o.MaxConns = d.MaxConns
+	}
+	if o.NotifyChannel == "" {
+		o.NotifyChannel = d.NotifyChannel
+	}
+	if o.ConnectTimeout == 0 {
+		o.ConnectTimeout = d.ConnectTimeout
+	}
+	return o
+}
+
+func (o Options) validate() error {
+	switch {
+	case o.MaxConns < 1:
+		return fmt.Errorf("metadata: postgres options: MaxConns %d, want >= 1", o.MaxConns)
+	case len(o.NotifyChannel) > 63:
+		return fmt.Errorf("metadata: postgres options: NotifyChannel %q longer than 63 bytes", o.NotifyChannel)
+	case o.ConnectTimeout < 0:
+		return fmt.Errorf("metadata: postgres options: ConnectTimeout %v is negative", o.ConnectTimeout)
+	}
+	return nil
+}
+
+// Store is a metadata.Store on PostgreSQL. It is safe for concurrent use.
+type Store struct {
+	opts     Options
+	pool     *pgxpool.Pool
+	connCfg  *pgx.ConnConfig // for the listener's own connection
+	hub      *notify.Hub
+	ctx      context.Context // ends at Close; parent of the listener
+	cancel   context.CancelFunc
+	listenMu sync.Mutex    // protects listenReady
+	ready    chan struct{} // closed once the listener first listens; nil before it starts
+	wg       sync.WaitGroup
+	closeMu  sync.Mutex
+	closed   bool
+}
+
+var _ metadata.Store = (*Store)(nil)
+
+// Open connects to the database at dsn (a postgres:// URL or key=value
+// string), checks that it answers within opts.ConnectTimeout, and brings its
+// schema up to date. Zero fields of opts take DefaultOptions' values.
+func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
+	opts = opts.withDefaults()
+	if err := opts.validate(); err != nil {
+		return nil, err
+	}
+	cfg, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		return nil, fmt.Errorf("metadata: postgres dsn: %w", err)
+	}
+	cfg.MaxConns = opts.MaxConns
+	if cfg.ConnConfig.ConnectTimeout == 0 || cfg.ConnConfig.ConnectTimeout > opts.ConnectTimeout {
+		cfg.ConnConfig.ConnectTimeout = opts.ConnectTimeout
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("metadata: connect postgres: %w", err)
+	}
+	pingCtx, cancel := context.WithTimeout(ctx, opts.ConnectTimeout)
+	err = pool.Ping(pingCtx)
+	cancel()
+	if err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("metadata: connect postgres: %w", err)
+	}
+	if err := migrateSchema(ctx, pool); err != nil {
+		pool.Close()
+		return nil, err
+	}
+	sctx, scancel := context.WithCancel(context.Background())
+	return &Store{
+		opts:    opts,
+		pool:    pool,
+		connCfg: cfg.ConnConfig.Copy(),
+		hub:     notify.New(notify.DefaultBuffer),
+		ctx:     sctx,
+		cancel:  scancel,
+	}, nil
+}
+
+// migrateSchema applies the embedded migrations the database lacks, in one
+// transaction holding an advisory lock.
+func migrateSchema(ctx context.Context, pool *pgxpool.Pool) error {
+	ms, err := migrate.Load(migrationFS, "migrations")
+	if err != nil {
+		return fmt.Errorf("metadata: %w", err)
+	}
+	err = pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", migrationLockKey); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
+			version    integer PRIMARY KEY,
+			name       text NOT NULL,
+			applied_at timestamptz NOT NULL DEFAULT now())`); err != nil {
+			return err
+		}
+		var current int
+		if err := tx.QueryRow(ctx, "SELECT coalesce(max(version), 0) FROM schema_migrations").Scan(&current); err != nil {
+			return err
+		}
+		if current > len(ms) {
+			return fmt.Errorf("schema version %d is newer than this binary's %d", current, len(ms))
+		}
+		for _, m := range ms[current:] {
+			if _, err := tx.Exec(ctx, m.SQL); err != nil {
+				return fmt.Errorf("%s: %w", m.Name, err)
+			}
+			if _, err := tx.Exec(ctx, "INSERT INTO schema_migrations (version, name) VALUES ($1, $2)", m.Version, m.Name); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("metadata: migrate postgres schema: %w", err)
+	}
+	return nil
+}
+
+// Close stops the notice listener, closes every Notices channel and the
+// connection pool.
+func (s *Store) Close() error {
+	s.closeMu.Lock()
+	if s.closed {
+		s.closeMu.Unlock()
+		return nil
+	}
+	s.closed = true
+	s.closeMu.Unlock()
+	s.cancel()
+	s.wg.Wait()
+	s.hub.Close()
+	s.pool.Close()
+	return nil
+}
+
+// isClosed reports whether Close was called.
+func (s *Store) isClosed() bool {
+	s.closeMu.Lock()
+	defer s.closeMu.Unlock()
+	return s.closed
+}
+
+// wrap turns a database error into the store's error for op.
+func (s *Store) wrap(op string, err error) error {
+	if s.isClosed() {
+		return fmt.Errorf("metadata: %s: %w", op, metadata.ErrClosed)
+	}
+	return fmt.Errorf("metadata: %s: %w", op, err)
+}
+
+// pgCode returns the SQLSTATE and constraint of a PostgreSQL error.
+func pgCode(err error) (code, constraint string) {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		return pe.Code, pe.ConstraintName
+	}
+	return "", ""
+}

@@ -1,0 +1,74 @@
+package s3store
+
+import (
+	"errors"
+	"fmt"
+	"net/url"
+	"time"
+)
+
+// Config configures a Store.
+type Config struct {
+	// Bucket is the bucket holding floe's objects. Required.
+	Bucket string
+	// Endpoint overrides the S3 endpoint URL ("http://127.0.0.1:7070"),
+	// for S3-compatible servers. Empty means AWS.
+	Endpoint string
+	// Region is the signing region.
+	Region string
+	// AccessKey, SecretKey and SessionToken are static credentials. When
+	// AccessKey is empty, the SDK's default chain is used (the
+	// AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY environment variables,
+	// shared config files, instance roles, ...).
+	AccessKey, SecretKey, SessionToken string
+	// PathStyle addresses buckets as endpoint/bucket/key instead of
+	// bucket.endpoint/key; most S3-compatible servers need it.
+	PathStyle bool
+	// MaxAttempts bounds the attempts of one request, retries included.
+	MaxAttempts int
+	// MaxBackoff caps the jittered exponential backoff between attempts.
+	MaxBackoff time.Duration
+	// RequestTimeout bounds one attempt, reading the response included.
+	RequestTimeout time.Duration
+}
+
+// DefaultConfig returns the defaults: region us-east-1, 5 attempts, at most
+// 2 s between attempts, 30 s per attempt. Bucket is left empty.
+func DefaultConfig() Config {
+	return Config{
+		Region:         "us-east-1",
+		MaxAttempts:    5,
+		MaxBackoff:     2 * time.Second,
+		RequestTimeout: 30 * time.Second,
+	}
+}
+
+// Validate reports the first invalid field.
+func (c Config) Validate() error {
+	switch {
+	case c.Bucket == "":
+		return errors.New("s3store: Bucket is required")
+	case c.Region == "":
+		return errors.New("s3store: Region is required")
+	case c.AccessKey == "" && (c.SecretKey != "" || c.SessionToken != ""):
+		return errors.New("s3store: AccessKey is required when SecretKey or SessionToken is set")
+	case c.AccessKey != "" && c.SecretKey == "":
+		return errors.New("s3store: SecretKey is required when AccessKey is set")
+	case c.MaxAttempts < 1:
+		return fmt.Errorf("s3store: MaxAttempts must be at least 1, got %d", c.MaxAttempts)
+	case c.MaxBackoff <= 0:
+		return fmt.Errorf("s3store: MaxBackoff must be positive, got %v", c.MaxBackoff)
+	case c.RequestTimeout <= 0:
+		return fmt.Errorf("s3store: RequestTimeout must be positive, got %v", c.RequestTimeout)
+	}
+	if c.Endpoint != "" {
+		u, err := url.Parse(c.Endpoint)
+		if err != nil {
+			return fmt.Errorf("s3store: Endpoint %q: %w", c.Endpoint, err)
+		}
+		if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return fmt.Errorf("s3store: Endpoint %q must be an http:// or https:// URL with a host", c.Endpoint)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,339 @@
+// Package s3store is the objectstore.Store on Amazon S3 and S3-compatible
+// servers (MinIO, versitygw, Ceph RGW, R2, ...), built on aws-sdk-go-v2.
+//
+// Requests are retried with jittered exponential backoff, at most
+// Config.MaxAttempts times (throttling such as 503 SlowDown, 5xx, timeouts,
+// connection errors). Checksums are computed and validated only where the
+// API requires them, so that every S3-compatible server works.
+//
+// Bad credentials and missing buckets come back as
+// *objectstore.PermanentError; call CheckBucket at start to fail fast.
+package s3store
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"sync/atomic"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/aws/ratelimit"
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/smithy-go/middleware"
+
+	"github.com/floe-broker/floe/objectstore"
+)
+
+// Store is an objectstore.Store on one S3 bucket. It is safe for
+// concurrent use.
+type Store struct {
+	cfg       Config
+	client    *s3.Client
+	transport *http.Transport
+}
+
+var _ objectstore.Store = (*Store)(nil)
+
+// New returns a Store for cfg.Bucket. It does not contact the server; call
+// CheckBucket for that.
+func New(ctx context.Context, cfg Config) (*Store, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.MaxIdleConns = 256
+	tr.MaxIdleConnsPerHost = 128
+	hc := &http.Client{Transport: tr, Timeout: cfg.RequestTimeout}
+
+	opts := []func(*config.LoadOptions) error{
+		config.WithRegion(cfg.Region),
+		config.WithHTTPClient(hc),
+		config.WithRetryer(func() aws.Retryer { return newRetryer(cfg) }),
+		config.WithRequestChecksumCalculation(aws.RequestChecksumCalculationWhenRequired),
+		config.WithResponseChecksumValidation(aws.ResponseChecksumValidationWhenRequired),
+	}
+	if cfg.AccessKey != "" {
+		opts = append(opts, config.WithCredentialsProvider(
+			credentials.NewStaticCredentialsProvider(cfg.AccessKey, cfg.SecretKey, cfg.SessionToken)))
+	}
+	awsCfg, err := config.LoadDefaultConfig(ctx, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("s3store: load AWS configuration: %w", err)
+	}
+	client := s3.NewFromConfig(awsCfg, func(o *s3.Options) {
+		if cfg.Endpoint != "" {
+			o.BaseEndpoint = aws.String(cfg.Endpoint)
+		}
+		o.UsePathStyle = cfg.PathStyle
+		o.DisableLogOutputChecksumValidationSkipped = true
+	})
+	return &Store{cfg: cfg, client: client, transport: tr}, nil
+}
+
+// newRetryer returns the standard retryer bounded by cfg, without the
+// client-side retry quota (which would stop retrying during a long outage
+// and turn a slow server into failed produces).
+func newRetryer(cfg Config) aws.Retryer {
+	return retry.NewStandard(func(o *retry.StandardOptions) {
+		o.MaxAttempts = cfg.MaxAttempts
+		o.MaxBackoff = cfg.MaxBackoff
+		o.Backoff = retry.NewExponentialJitterBackoff(cfg.MaxBackoff)
+		o.RateLimiter = ratelimit.None
+		o.Retryables = append(o.Retryables, retry.RetryableErrorCode{Codes: map[string]struct{}{
+			"SlowDown":           {},
+			"ServiceUnavailable": {},
+			"InternalError":      {},
+			"RequestTimeout":     {},
+		}})
+	})
+}
+
+// Client returns the underlying S3 client.
+func (s *Store) Client() *s3.Client { return s.client }
+
+// Bucket returns the bucket name.
+func (s *Store) Bucket() string { return s.cfg.Bucket }
+
+// Close releases idle connections. The Store must not be used afterwards.
+func (s *Store) Close() error {
+	s.transport.CloseIdleConnections()
+	return nil
+}
+
+// CheckBucket checks that the bucket exists and the credentials may use
+// it, failing with one clear line (an *objectstore.PermanentError for a
+// missing bucket or refused credentials) if not.
+func (s *Store) CheckBucket(ctx context.Context) error {
+	_, err := s.client.HeadBucket(ctx, &s3.HeadBucketInput{Bucket: aws.String(s.cfg.Bucket)})
+	if err == nil {
+		return nil
+	}
+	if isContextErr(ctx, err) {
+		return fmt.Errorf("s3: check bucket %q: %w", s.cfg.Bucket, err)
+	}
+	code, status := errorCode(err)
+	switch {
+	case status == http.StatusNotFound || code == "NoSuchBucket" || code == "NotFound":
+		return &objectstore.PermanentError{Err: fmt.Errorf("s3: bucket %q does not exist at %s", s.cfg.Bucket, s.endpointName())}
+	}
+	if p := s.permanent(err); p != nil {
+		return p
+	}
+	return fmt.Errorf("s3: cannot reach bucket %q at %s: %w", s.cfg.Bucket, s.endpointName(), err)
+}
+
+func (s *Store) endpointName() string {
+	if s.cfg.Endpoint != "" {
+		return s.cfg.Endpoint
+	}
+	return "AWS region " + s.cfg.Region
+}
+
+// Put implements objectstore.Store.
+//
+// With IfAbsent it sends If-None-Match: *. A "precondition failed" answer
+// to a retried attempt is ambiguous (an earlier attempt may have written the
+// object before its response was lost), so Put then reads the object back:
+// if it holds exactly data, the put succeeded.
+func (s *Store) Put(ctx context.Context, key string, data []byte, opts objectstore.PutOptions) error {
+	in := &s3.PutObjectInput{
+		Bucket:        aws.String(s.cfg.Bucket),
+		Key:           aws.String(key),
+		Body:          bytes.NewReader(data),
+		ContentLength: aws.Int64(int64(len(data))),
+	}
+	var attempts atomic.Int32
+	var optFns []func(*s3.Options)
+	if opts.IfAbsent {
+		in.IfNoneMatch = aws.String("*")
+		optFns = append(optFns, countAttempts(&attempts))
+	}
+	_, err := s.client.PutObject(ctx, in, optFns...)
+	if err == nil {
+		return nil
+	}
+	code, status := errorCode(err)
+	if opts.IfAbsent && (status == http.StatusPreconditionFailed || code == "PreconditionFailed" ||
+		status == http.StatusConflict || code == "ConditionalRequestConflict") {
+		if attempts.Load() > 1 {
+			got, gerr := s.Get(ctx, key, 0, -1)
+			if gerr != nil {
+				return fmt.Errorf("s3: put %q: precondition failed on a retry and the object could not be read back: %w", key, gerr)
+			}
+			if bytes.Equal(got, data) {
+				return nil // an earlier attempt of this call wrote it
+			}
+		}
+		return fmt.Errorf("s3: put %q: %w", key, objectstore.ErrExists)
+	}
+	return s.wrap("put", key, err)
+}
+
+// countAttempts counts the HTTP attempts of one operation into n.
+func countAttempts(n *atomic.Int32) func(*s3.Options) {
+	return func(o *s3.Options) {
+		o.APIOptions = append(o.APIOptions, func(st *middleware.Stack) error {
+			return st.Finalize.Insert(middleware.FinalizeMiddlewareFunc("floeCountAttempts",
+				func(ctx context.Context, in middleware.FinalizeInput, next middleware.FinalizeHandler) (middleware.FinalizeOutput, middleware.Metadata, error) {
+					n.Add(1)
+					return next.HandleFinalize(ctx, in)
+				}), "Retry", middleware.After)
+		})
+	}
+}
+
+// Get implements objectstore.Store with one ranged GET.
+func (s *Store) Get(ctx context.Context, key string, off, length int64) ([]byte, error) {
+	if off < 0 {
+		return nil, fmt.Errorf("s3: get %q: %w: negative offset %d", key, objectstore.ErrInvalidRange, off)
+	}
+	if length == 0 {
+		info, err := s.Head(ctx, key)
+		if err != nil {
+			return nil, err
+		}
+		if off > info.Size {
+			return nil, fmt.Errorf("s3: get %q: %w: offset %d, object size %d", key, objectstore.ErrInvalidRange, off, info.Size)
+		}
+		return []byte{}, nil
+	}
+	in := &s3.GetObjectInput{Bucket: aws.String(s.cfg.Bucket), Key: aws.String(key)}
+	switch {
+	case length < 0 || length > math.MaxInt64-off:
+		if off > 0 {
+			in.Range = aws.String(fmt.Sprintf("bytes=%d-", off))
+		}
+	default:
+		in.Range = aws.String(fmt.Sprintf("bytes=%d-%d", off, off+length-1))
+	}
+	out, err := s.client.GetObject(ctx, in)
+	if err != nil {
+		code, status := errorCode(err)
+		switch {
+		case code == "NoSuchKey" || (status == http.StatusNotFound && code != "NoSuchBucket"):
+			return nil, fmt.Errorf("s3: get %q: %w", key, objectstore.ErrNotFound)
+		case code == "InvalidRange" || status == http.StatusRequestedRangeNotSatisfiable:
+			return s.pastEnd(ctx, key, off)
+		}
+		return nil, s.wrap("get", key, err)
+	}
+	defer out.Body.Close()
+	var buf bytes.Buffer
+	if n := aws.ToInt64(out.ContentLength); n > 0 {
+		buf.Grow(int(n))
+	}
+	if _, err := buf.ReadFrom(out.Body); err != nil {
+		return nil, fmt.Errorf("s3: get %q: read body: %w", key, err)
+	}
+	data := buf.Bytes()
+	if out.ContentLength != nil && int64(len(data)) != *out.ContentLength {
+		return nil, fmt.Errorf("s3: get %q: short body: %d of %d bytes", key, len(data), *out.ContentLength)
+	}
+	if in.Range != nil && out.ContentRange == nil {
+		// The server ignored the Range header and sent the whole object.
+		if off > int64(len(data)) {
+			return nil, fmt.Errorf("s3: get %q: %w: offset %d, object size %d", key, objectstore.ErrInvalidRange, off, len(data))
+		}
+		data = data[off:]
+		if length >= 0 && length < int64(len(data)) {
+			data = data[:length]
+		}
+	}
+	if data == nil {
+		data = []byte{}
+	}
+	return data, nil
+}
+
+// pastEnd resolves a 416 answer: reading at exactly the end of an object
+// (an empty one included) returns no bytes; past it is ErrInvalidRange.
+func (s *Store) pastEnd(ctx context.Context, key string, off int64) ([]byte, error) {
+	info, err := s.Head(ctx, key)
+	if err != nil {
+		return nil, err
+	}
+	if off == info.Size {
+		return []byte{}, nil
+	}
+	return nil, fmt.Errorf("s3: get %q: %w: offset %d, object size %d", key, objectstore.ErrInvalidRange, off, info.Size)
+}
+
+// Head implements objectstore.Store.
+func (s *Store) Head(ctx context.Context, key string) (objectstore.ObjectInfo, error) {
+	out, err := s.client.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String(s.cfg.Bucket), Key: aws.String(key)})
+	if err != nil {
+		code, status := errorCode(err)
+		if status == http.StatusNotFound && code != "NoSuchBucket" {
+			return objectstore.ObjectInfo{}, fmt.Errorf("s3: head %q: %w", key, objectstore.ErrNotFound)
+		}
+		return objectstore.ObjectInfo{}, s.wrap("head", key, err)
+	}
+	return objectstore.ObjectInfo{
+		Key:          key,
+		Size:         aws.ToInt64(out.ContentLength),
+		LastModified: aws.ToTime(out.LastModified),
+	}, nil
+}
+
+// Delete implements objectstore.Store.
+func (s *Store) Delete(ctx context.Context, key string) error {
+	_, err := s.client.DeleteObject(ctx, &s3.DeleteObjectInput{Bucket: aws.String(s.cfg.Bucket), Key: aws.String(key)})
+	if err != nil {
+		if code, _ := errorCode(err); code == "NoSuchKey" {
+			return nil
+		}
+		return s.wrap("delete", key, err)
+	}
+	return nil
+}
+
+// List implements objectstore.Store with ListObjectsV2, page by page.
+func (s *Store) List(ctx context.Context, prefix string, fn func(objectstore.ObjectInfo) error) error {
+	p := s3.NewListObjectsV2Paginator(s.client, &s3.ListObjectsV2Input{
+		Bucket: aws.String(s.cfg.Bucket),
+		Prefix: aws.String(prefix),
+	})
+	for p.HasMorePages() {
+		page, err := p.NextPage(ctx)
+		if err != nil {
+			return s.wrap("list", prefix, err)
+		}
+		for _, obj := range page.Contents {
+			if err := fn(objectstore.ObjectInfo{
+				Key:          aws.ToString(obj.Key),
+				Size:         aws.ToInt64(obj.Size),
+				LastModified: aws.ToTime(obj.LastModified),
+			}); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// Ensure timeouts in Config are used as durations (documentation aid).
+var _ = time.Second
+
+// wrap names the failed operation, marking errors that retrying will not
+// fix as permanent.
+func (s *Store) wrap(op, key string, err error) error {
+	if p := s.permanent(err); p != nil {
+		return p
+	}
+	return fmt.Errorf("s3: %s %q: %w", op, key, err)
+}
+
+// isContextErr reports whether err comes from ctx being done.
+func isContextErr(ctx context.Context, err error) bool {
+	return ctx.Err() != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded))
+}
+
+var _ io.Reader = (*bytes.Reader)(nil)
