@@ -19,7 +19,6 @@ import (
 	floev1 "github.com/floe-broker/floe/api/floe/v1"
 	"github.com/floe-broker/floe/batcher"
 	"github.com/floe-broker/floe/metadata"
-	"github.com/floe-broker/floe/objectstore"
 )
 
 // Producer appends batches for commit (batcher.Batcher).

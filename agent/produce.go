@@ -251,4 +251,3 @@ func (a *Agent) InitProducer(ctx context.Context, _ *floev1.InitProducerRequest)
 	}
 	return &floev1.InitProducerResponse{ProducerId: id, ProducerEpoch: int32(epoch)}, nil
 }
-

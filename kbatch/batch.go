@@ -83,6 +83,14 @@ func DefaultEncodeOptions() EncodeOptions {
 	return EncodeOptions{Compression: None, ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1}
 }
 
+// validate checks the options; its errors name the bad field.
+func (o EncodeOptions) validate() error {
+	if !o.Compression.valid() {
+		return fmt.Errorf("kbatch: EncodeOptions.Compression: unknown codec %d", int8(o.Compression))
+	}
+	return nil
+}
+
 // Info is the header of a record batch.
 type Info struct {
 	BaseOffset           int64
@@ -114,8 +122,8 @@ func Encode(records []Record, opts EncodeOptions) ([]byte, error) {
 	if len(records) > math.MaxInt32 {
 		return nil, fmt.Errorf("kbatch: encode: %d records, over the int32 limit", len(records))
 	}
-	if !opts.Compression.valid() {
-		return nil, fmt.Errorf("kbatch: encode: unknown compression %d", int8(opts.Compression))
+	if err := opts.validate(); err != nil {
+		return nil, err
 	}
 	first, maxTS := records[0].Timestamp, records[0].Timestamp
 	for i := range records {
@@ -195,7 +203,7 @@ func appendRecords(dst []byte, records []Record, first int64) []byte {
 // returns it. It checks that the magic is 2, that the batch fits in b, that
 // its CRC-32C matches, that the codec is known, and that the batch is dense:
 // at least one record and RecordCount == LastOffsetDelta+1. It never
-// allocates and never panics.
+// panics and allocates nothing but its error.
 func ParseInfo(b []byte) (Info, error) {
 	if len(b) < HeaderSize {
 		return Info{}, fmt.Errorf("%w: %d bytes, shorter than the %d-byte header", ErrCorrupt, len(b), HeaderSize)

@@ -9,6 +9,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"reflect"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -461,7 +462,7 @@ func TestEncodeErrors(t *testing.T) {
 	}
 	opts := DefaultEncodeOptions()
 	opts.Compression = 5
-	if _, err := Encode([]Record{{}}, opts); err == nil || !strings.Contains(err.Error(), "compression") {
+	if _, err := Encode([]Record{{}}, opts); err == nil || !strings.Contains(err.Error(), "EncodeOptions.Compression") {
 		t.Errorf("Encode with codec 5 = %v", err)
 	}
 	if _, err := Encode([]Record{{Timestamp: math.MinInt64}, {Timestamp: math.MaxInt64}}, DefaultEncodeOptions()); err == nil {
@@ -486,5 +487,49 @@ func TestCompressionNames(t *testing.T) {
 	}
 	if s := Compression(7).String(); s != "compression(7)" {
 		t.Errorf("Compression(7).String() = %q", s)
+	}
+}
+
+// TestHostileCountsDoNotAllocate decodes batches whose counts claim far
+// more than their bytes hold: they fail before allocating for the claim.
+func TestHostileCountsDoNotAllocate(t *testing.T) {
+	b, err := Encode([]Record{{Value: []byte("v"), Headers: []Header{{Key: "k"}}}}, DefaultEncodeOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	manyRecords := func(c Compression) []byte {
+		cp, err := compress(nil, c, b[HeaderSize:])
+		if err != nil {
+			t.Fatal(err)
+		}
+		x := rebuild(b, int16(c), cp)
+		binary.BigEndian.PutUint32(x[57:], math.MaxInt32)
+		binary.BigEndian.PutUint32(x[23:], math.MaxInt32-1)
+		reseal(x)
+		return x
+	}
+	// Record body: length, attributes, ts delta, offset delta, key, value
+	// (2 bytes), then the header count at byte 7.
+	p := b[HeaderSize:]
+	hc := binary.AppendVarint(nil, math.MaxInt32)
+	payload := append(append(bytes.Clone(p[:7]), hc...), p[8:]...)
+	payload[0] = byte(2 * (len(payload) - 1)) // zigzag record length
+	cases := map[string][]byte{
+		"records/none": manyRecords(None),
+		"records/zstd": manyRecords(Zstd),
+		"records/gzip": manyRecords(Gzip),
+		"headers":      rebuild(b, 0, payload),
+	}
+	for name, x := range cases {
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		_, _, err := Decode(x, 0)
+		runtime.ReadMemStats(&after)
+		if !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "cannot fit") && !strings.Contains(err.Error(), "header count") {
+			t.Errorf("%s: Decode = %v, want ErrCorrupt about a count", name, err)
+		}
+		if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 1<<20 {
+			t.Errorf("%s: Decode allocated %d bytes", name, alloc)
+		}
 	}
 }

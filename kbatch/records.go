@@ -93,6 +93,11 @@ func (r *reader) fail(format string, args ...any) {
 }
 
 func (r *reader) varlong(what string) int64 {
+	if len(r.b) > 0 && r.b[0] < 0x80 { // one-byte fast path
+		u := uint64(r.b[0])
+		r.b = r.b[1:]
+		return int64(u>>1) ^ -int64(u&1)
+	}
 	v, n := binary.Varint(r.b)
 	if n <= 0 {
 		r.fail("bad varint %s", what)
@@ -111,12 +116,16 @@ func (r *reader) varint(what string) int32 {
 	return int32(v)
 }
 
-// bytes returns a nullable byte field as a capped subslice of r.b.
+// bytes returns a byte field, nil for a null one if nullable, as a capped
+// subslice of r.b.
 func (r *reader) bytes(what string, nullable bool) []byte {
-	n := r.varint(what + " length")
-	if r.err != nil {
+	v, k := binary.Varint(r.b)
+	if k <= 0 || v < math.MinInt32 || v > math.MaxInt32 {
+		r.fail("bad %s length", what)
 		return nil
 	}
+	r.b = r.b[k:]
+	n := int32(v)
 	if n == -1 && nullable {
 		return nil
 	}
@@ -124,9 +133,9 @@ func (r *reader) bytes(what string, nullable bool) []byte {
 		r.fail("%s length %d with %d bytes left", what, n, len(r.b))
 		return nil
 	}
-	v := r.b[:n:n]
+	out := r.b[:n:n]
 	r.b = r.b[n:]
-	return v
+	return out
 }
 
 // decodeRecords parses count records from data (uncompressed, owned by the

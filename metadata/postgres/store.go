@@ -95,7 +95,7 @@ type Store struct {
 	hub      *notify.Hub
 	ctx      context.Context // ends at Close; parent of the listener
 	cancel   context.CancelFunc
-	listenMu sync.Mutex    // protects listenReady
+	listenMu sync.Mutex    // protects ready and orders listener starts with Close
 	ready    chan struct{} // closed once the listener first listens; nil before it starts
 	wg       sync.WaitGroup
 	closeMu  sync.Mutex
@@ -196,7 +196,9 @@ func (s *Store) Close() error {
 	}
 	s.closed = true
 	s.closeMu.Unlock()
+	s.listenMu.Lock() // no listener starts after this
 	s.cancel()
+	s.listenMu.Unlock()
 	s.wg.Wait()
 	s.hub.Close()
 	s.pool.Close()

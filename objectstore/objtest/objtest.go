@@ -301,7 +301,7 @@ func testDelete(t *testing.T, ctx context.Context, s objectstore.Store) {
 func testList(t *testing.T, ctx context.Context, s objectstore.Store) {
 	keys := []string{
 		"p/b/2", "p/a", "q/1", "p/a.c", "p/a0", "p/b/1", "pp", "p/a-",
-		"p/b0", "p/c/d/e/f", "p/A", "p/a~", "p/a_",
+		"p/b0", "p/c/d/e/f", "p/A", "p/a~", "p/a_", "p/b.c", "p/b-",
 	}
 	sizes := map[string]int64{}
 	for i, k := range keys {

@@ -34,7 +34,7 @@ func (s *Store) permanent(err error) error {
 	switch {
 	case code == "NoSuchBucket":
 		msg = fmt.Sprintf("s3: bucket %q does not exist at %s", s.cfg.Bucket, s.endpointName())
-	case code == "InvalidAccessKeyId":
+	case code == "InvalidAccessKeyId" || code == "XAdminUserNotFound": // the latter from versitygw
 		msg = fmt.Sprintf("s3: access denied to bucket %q at %s: the access key is not known to the server", s.cfg.Bucket, s.endpointName())
 	case code == "SignatureDoesNotMatch":
 		msg = fmt.Sprintf("s3: access denied to bucket %q at %s: the secret key does not match the access key", s.cfg.Bucket, s.endpointName())

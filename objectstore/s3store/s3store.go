@@ -15,15 +15,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"net/http"
 	"sync/atomic"
-	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/aws/ratelimit"
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
@@ -48,10 +47,14 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	tr := http.DefaultTransport.(*http.Transport).Clone()
-	tr.MaxIdleConns = 256
-	tr.MaxIdleConnsPerHost = 128
-	hc := &http.Client{Transport: tr, Timeout: cfg.RequestTimeout}
+	// A BuildableClient, because LoadDefaultConfig may adjust its transport
+	// (a CA bundle from AWS_CA_BUNDLE). The transport is then taken out of
+	// it, so that Close can reach the connection pool.
+	hc := awshttp.NewBuildableClient().
+		WithTransportOptions(func(tr *http.Transport) {
+			tr.MaxIdleConns = 256
+			tr.MaxIdleConnsPerHost = 128
+		})
 
 	opts := []func(*config.LoadOptions) error{
 		config.WithRegion(cfg.Region),
@@ -67,6 +70,17 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 	awsCfg, err := config.LoadDefaultConfig(ctx, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("s3store: load AWS configuration: %w", err)
+	}
+	b, ok := awsCfg.HTTPClient.(*awshttp.BuildableClient)
+	if !ok {
+		return nil, fmt.Errorf("s3store: unexpected HTTP client %T", awsCfg.HTTPClient)
+	}
+	tr := b.GetTransport()
+	awsCfg.HTTPClient = &http.Client{
+		Transport: tr,
+		Timeout:   cfg.RequestTimeout, // per attempt, body included
+		// Like the SDK's client: a 3xx is an answer, not a redirection.
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}
 	client := s3.NewFromConfig(awsCfg, func(o *s3.Options) {
 		if cfg.Endpoint != "" {
@@ -120,14 +134,28 @@ func (s *Store) CheckBucket(ctx context.Context) error {
 		return fmt.Errorf("s3: check bucket %q: %w", s.cfg.Bucket, err)
 	}
 	code, status := errorCode(err)
-	switch {
-	case status == http.StatusNotFound || code == "NoSuchBucket" || code == "NotFound":
-		return &objectstore.PermanentError{Err: fmt.Errorf("s3: bucket %q does not exist at %s", s.cfg.Bucket, s.endpointName())}
+	if status == 0 {
+		return fmt.Errorf("s3: cannot reach bucket %q at %s: %w", s.cfg.Bucket, s.endpointName(), err)
+	}
+	// A HEAD answer has no body, hence no error code: some servers answer
+	// 404 for an unknown access key. A one-key listing says which it is.
+	_, lerr := s.client.ListObjectsV2(ctx, &s3.ListObjectsV2Input{Bucket: aws.String(s.cfg.Bucket), MaxKeys: aws.Int32(1)})
+	if lerr == nil {
+		return fmt.Errorf("s3: check bucket %q at %s: %w", s.cfg.Bucket, s.endpointName(), err)
+	}
+	if p := s.permanent(lerr); p != nil {
+		return p
+	}
+	if status == http.StatusNotFound || code == "NotFound" {
+		return &objectstore.PermanentError{Err: &sdkError{
+			msg: fmt.Sprintf("s3: bucket %q does not exist at %s", s.cfg.Bucket, s.endpointName()),
+			err: err,
+		}}
 	}
 	if p := s.permanent(err); p != nil {
 		return p
 	}
-	return fmt.Errorf("s3: cannot reach bucket %q at %s: %w", s.cfg.Bucket, s.endpointName(), err)
+	return fmt.Errorf("s3: check bucket %q at %s: %w", s.cfg.Bucket, s.endpointName(), lerr)
 }
 
 func (s *Store) endpointName() string {
@@ -159,6 +187,9 @@ func (s *Store) Put(ctx context.Context, key string, data []byte, opts objectsto
 	_, err := s.client.PutObject(ctx, in, optFns...)
 	if err == nil {
 		return nil
+	}
+	if p := s.permanent(err); p != nil {
+		return p
 	}
 	code, status := errorCode(err)
 	if opts.IfAbsent && (status == http.StatusPreconditionFailed || code == "PreconditionFailed" ||
@@ -216,9 +247,12 @@ func (s *Store) Get(ctx context.Context, key string, off, length int64) ([]byte,
 	}
 	out, err := s.client.GetObject(ctx, in)
 	if err != nil {
+		if p := s.permanent(err); p != nil {
+			return nil, p
+		}
 		code, status := errorCode(err)
 		switch {
-		case code == "NoSuchKey" || (status == http.StatusNotFound && code != "NoSuchBucket"):
+		case code == "NoSuchKey" || status == http.StatusNotFound:
 			return nil, fmt.Errorf("s3: get %q: %w", key, objectstore.ErrNotFound)
 		case code == "InvalidRange" || status == http.StatusRequestedRangeNotSatisfiable:
 			return s.pastEnd(ctx, key, off)
@@ -270,8 +304,12 @@ func (s *Store) pastEnd(ctx context.Context, key string, off int64) ([]byte, err
 func (s *Store) Head(ctx context.Context, key string) (objectstore.ObjectInfo, error) {
 	out, err := s.client.HeadObject(ctx, &s3.HeadObjectInput{Bucket: aws.String(s.cfg.Bucket), Key: aws.String(key)})
 	if err != nil {
-		code, status := errorCode(err)
-		if status == http.StatusNotFound && code != "NoSuchBucket" {
+		if p := s.permanent(err); p != nil {
+			return objectstore.ObjectInfo{}, p
+		}
+		// HEAD answers carry no error code, so a missing bucket (or, on
+		// some servers, an unknown access key) looks like a missing key.
+		if _, status := errorCode(err); status == http.StatusNotFound {
 			return objectstore.ObjectInfo{}, fmt.Errorf("s3: head %q: %w", key, objectstore.ErrNotFound)
 		}
 		return objectstore.ObjectInfo{}, s.wrap("head", key, err)
@@ -319,9 +357,6 @@ func (s *Store) List(ctx context.Context, prefix string, fn func(objectstore.Obj
 	return nil
 }
 
-// Ensure timeouts in Config are used as durations (documentation aid).
-var _ = time.Second
-
 // wrap names the failed operation, marking errors that retrying will not
 // fix as permanent.
 func (s *Store) wrap(op, key string, err error) error {
@@ -335,5 +370,3 @@ func (s *Store) wrap(op, key string, err error) error {
 func isContextErr(ctx context.Context, err error) bool {
 	return ctx.Err() != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded))
 }
-
-var _ io.Reader = (*bytes.Reader)(nil)

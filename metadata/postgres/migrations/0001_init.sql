@@ -17,7 +17,7 @@ CREATE TABLE partitions (
     log_start_offset  bigint  NOT NULL DEFAULT 0,
     high_watermark    bigint  NOT NULL DEFAULT 0,
     PRIMARY KEY (topic_id, partition)
-);
+) WITH (fillfactor = 50); -- room for HOT updates of the high watermark
 
 CREATE TABLE files (
     id                      bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
@@ -44,10 +44,13 @@ CREATE TABLE batches (
     PRIMARY KEY (topic_id, partition, base_offset)
 );
 CREATE INDEX batches_timestamp ON batches (topic_id, partition, max_timestamp);
-CREATE INDEX batches_file ON batches (file_id);
+-- file_id grows with commit order: a BRIN index finds a file's batches at
+-- almost no cost to commits.
+CREATE INDEX batches_file ON batches USING brin (file_id);
 
 -- Idempotent producers: per (topic, partition, producer) the current epoch
--- and the last five accepted batches, oldest first.
+-- and its last five accepted batches, oldest first (the last one's last
+-- sequence is the producer's last sequence).
 CREATE TABLE producer_state (
     topic_id      bigint   NOT NULL,
     partition     integer  NOT NULL,
@@ -57,6 +60,6 @@ CREATE TABLE producer_state (
     last_seqs     integer[] NOT NULL,
     base_offsets  bigint[]  NOT NULL,
     PRIMARY KEY (topic_id, partition, producer_id)
-);
+) WITH (fillfactor = 50); -- room for HOT updates
 
 CREATE SEQUENCE producer_ids START WITH 1;

@@ -2,9 +2,10 @@
 -- one call (so one round trip, in the caller's implicit transaction).
 --
 -- Batches are given as parallel arrays, one element per batch, in file
--- order. It returns one row per batch, in the same order: the base offset
--- (-1 when refused), the append time (unix ms, this server's clock), whether
--- the batch is an idempotent producer's duplicate (then base_offset is the
+-- order; p_pid < 0 or p_seq < 0 marks a batch without idempotence. It
+-- returns one row per batch, in the same order: the base offset (-1 when
+-- refused), the append time (unix ms, this server's clock), whether the
+-- batch is an idempotent producer's duplicate (then base_offset is the
 -- original one and nothing was written), and an error code:
 --   0 accepted, 1 topic not found, 2 partition not found,
 --   3 out of order sequence, 4 producer fenced.
@@ -15,7 +16,22 @@
 -- touched under their partition's lock.
 --
 -- Cost: everything is set-based except the idempotence check, a loop over
--- in-memory arrays that only runs when the file holds idempotent batches.
+-- in-memory arrays that reads the table again only for a batch that is not
+-- the next one expected (a retry, or an error).
+
+-- floe_tail returns the last n elements of a.
+CREATE FUNCTION floe_tail(a anyarray, n integer) RETURNS anyarray
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+AS $$ SELECT a[greatest(cardinality(a) - n + 1, 1):] $$;
+
+-- floe_last_seq is the sequence of a batch's last record, wrapping past
+-- 2^31-1 to 0 as Kafka does.
+CREATE FUNCTION floe_last_seq(base integer, count integer) RETURNS integer
+LANGUAGE sql IMMUTABLE PARALLEL SAFE
+AS $$ SELECT (CASE WHEN base::bigint + count - 1 > 2147483647
+                   THEN base::bigint + count - 1 - 2147483648
+                   ELSE base::bigint + count - 1 END)::integer $$;
+
 CREATE FUNCTION floe_commit_file(
     p_key      text,
     p_size     bigint,
@@ -30,7 +46,10 @@ CREATE FUNCTION floe_commit_file(
     p_seq      integer[],
     p_channel  text
 ) RETURNS TABLE (base_offset bigint, append_time bigint, duplicate boolean, error_code smallint)
-LANGUAGE plpgsql AS $fn$
+LANGUAGE plpgsql
+-- Row estimates of unnest() are guesses; never let one buy a JIT compile.
+SET jit = off
+AS $fn$
 DECLARE
     n         integer := cardinality(p_topic);
     v_file    bigint;
@@ -51,23 +70,18 @@ DECLARE
     k_t       bigint[];
     k_q       integer[];
     k_pid     bigint[];
-    k_epoch   smallint[]; -- NULL: no state yet
-    k_n       integer[];  -- number of remembered batches (<= 5)
-    k_dirty   boolean[];
-    -- The remembered batches of key k are at (k-1)*5+1 .. (k-1)*5+k_n[k], oldest first.
-    e_bs      integer[];
-    e_ls      bigint[];
-    e_off     bigint[];   -- base offset, or -ordinal of a batch of this file
+    k_stored  smallint[]; -- epoch in producer_state; NULL: no state
+    k_epoch   smallint[]; -- current epoch; NULL: no state
+    k_last    integer[];  -- current last sequence
     -- Loop variables.
     i         integer;
     j         integer;
     k         integer;
-    e         integer;
-    v_seq     bigint;
-    v_last    bigint;
-    v_prev    bigint;
+    v_seq     integer;
+    v_last    integer;
     v_epoch   smallint;
-    v_found   boolean;
+    v_seen    integer;
+    v_dup     bigint;
 BEGIN
     INSERT INTO files (key, size) VALUES (p_key, p_size) RETURNING id INTO v_file;
 
@@ -103,12 +117,14 @@ BEGIN
     END IF;
 
     -- Idempotence, in file order.
-    SELECT array_agg(d.t ORDER BY d.t, d.q, d.pid), array_agg(d.q ORDER BY d.t, d.q, d.pid),
-           array_agg(d.pid ORDER BY d.t, d.q, d.pid)
-      INTO k_t, k_q, k_pid
-      FROM (SELECT DISTINCT u.t, u.q, u.pid
-              FROM unnest(p_topic, p_part, p_pid, p_seq, b_pidx) AS u(t, q, pid, seq, idx)
-             WHERE u.pid >= 0 AND u.seq >= 0 AND u.idx IS NOT NULL) d;
+    IF EXISTS (SELECT FROM unnest(p_pid, p_seq) AS u(pid, seq) WHERE u.pid >= 0 AND u.seq >= 0) THEN
+        SELECT array_agg(d.t ORDER BY d.t, d.q, d.pid), array_agg(d.q ORDER BY d.t, d.q, d.pid),
+               array_agg(d.pid ORDER BY d.t, d.q, d.pid)
+          INTO k_t, k_q, k_pid
+          FROM (SELECT DISTINCT u.t, u.q, u.pid
+                  FROM unnest(p_topic, p_part, p_pid, p_seq, b_pidx) AS u(t, q, pid, seq, idx)
+                 WHERE u.pid >= 0 AND u.seq >= 0 AND u.idx IS NOT NULL) d;
+    END IF;
     IF k_t IS NOT NULL THEN
         SELECT array_agg(k2.kidx ORDER BY u.ord)
           INTO b_key
@@ -117,32 +133,29 @@ BEGIN
             ON u.pid >= 0 AND u.seq >= 0 AND u.idx IS NOT NULL
            AND k2.t = u.t AND k2.q = u.q AND k2.pid = u.pid;
 
-        SELECT array_agg(s.epoch ORDER BY k2.kidx) FILTER (WHERE g.j = 1),
-               array_agg(coalesce(cardinality(s.base_seqs), 0) ORDER BY k2.kidx) FILTER (WHERE g.j = 1),
-               array_agg(s.base_seqs[g.j] ORDER BY k2.kidx, g.j),
-               array_agg(s.last_seqs[g.j]::bigint ORDER BY k2.kidx, g.j),
-               array_agg(s.base_offsets[g.j] ORDER BY k2.kidx, g.j)
-          INTO k_epoch, k_n, e_bs, e_ls, e_off
+        -- One index probe per producer (OFFSET 0 keeps the planner from
+        -- turning the lookups into a scan of the whole table).
+        SELECT array_agg(st.epoch ORDER BY k2.kidx), array_agg(st.last_seq ORDER BY k2.kidx)
+          INTO k_stored, k_last
           FROM unnest(k_t, k_q, k_pid) WITH ORDINALITY AS k2(t, q, pid, kidx)
-          LEFT JOIN producer_state s
-            ON s.topic_id = k2.t AND s.partition = k2.q AND s.producer_id = k2.pid
-         CROSS JOIN generate_series(1, 5) AS g(j);
-        k_dirty := array_fill(false, ARRAY[cardinality(k_t)]);
+          LEFT JOIN LATERAL (
+                SELECT s.epoch, s.last_seqs[cardinality(s.last_seqs)] AS last_seq
+                  FROM producer_state s
+                 WHERE s.topic_id = k2.t AND s.partition = k2.q AND s.producer_id = k2.pid
+                OFFSET 0) st ON true;
+        k_epoch := k_stored;
+        b_key[1] := b_key[1]; -- expand: O(1) element reads even with NULLs
+        b_pidx[1] := b_pidx[1];
 
         FOR i IN 1 .. n LOOP
             k := b_key[i];
             CONTINUE WHEN k IS NULL;
-            e := (k - 1) * 5;
             v_seq := p_seq[i];
-            v_last := v_seq + p_count[i] - 1;
-            IF v_last > 2147483647 THEN
-                v_last := v_last - 2147483648;
-            END IF;
+            v_last := floe_last_seq(v_seq, p_count[i]);
             v_epoch := p_epoch[i];
             IF k_epoch[k] IS NULL THEN
-                -- First batch we know of: any sequence starts the state.
+                -- No state: any sequence starts one.
                 k_epoch[k] := v_epoch;
-                k_n[k] := 0;
             ELSIF v_epoch < k_epoch[k] THEN
                 b_err[i] := 4;
                 CONTINUE;
@@ -152,43 +165,43 @@ BEGIN
                     CONTINUE;
                 END IF;
                 k_epoch[k] := v_epoch;
-                k_n[k] := 0;
-            ELSE
-                v_found := false;
-                FOR j IN 1 .. k_n[k] LOOP
-                    IF e_bs[e + j] = v_seq AND e_ls[e + j] = v_last
-                       AND (e_off[e + j] < 0 OR e_off[e + j] >= l_lso[b_pidx[i]]) THEN
-                        IF b_dup IS NULL THEN
-                            b_dup := array_fill(NULL::bigint, ARRAY[n]);
+            ELSIF v_seq <> (CASE WHEN k_last[k] = 2147483647 THEN 0 ELSE k_last[k] + 1 END) THEN
+                -- Not the next batch: a retry of one of the last five
+                -- batches still in the log, or out of order. The batches
+                -- of this file come first, newest first, then the stored ones.
+                v_dup := NULL;
+                v_seen := 0;
+                FOR j IN REVERSE i - 1 .. 1 LOOP
+                    IF b_key[j] = k AND b_err[j] = 0 AND p_epoch[j] = v_epoch
+                       AND (b_dup IS NULL OR b_dup[j] IS NULL) THEN
+                        v_seen := v_seen + 1;
+                        EXIT WHEN v_seen > 5;
+                        IF p_seq[j] = v_seq AND floe_last_seq(p_seq[j], p_count[j]) = v_last THEN
+                            v_dup := -j;
+                            EXIT;
                         END IF;
-                        b_dup[i] := e_off[e + j];
-                        v_found := true;
-                        EXIT;
                     END IF;
                 END LOOP;
-                CONTINUE WHEN v_found;
-                IF k_n[k] > 0 THEN
-                    v_prev := e_ls[e + k_n[k]];
-                    IF v_seq <> CASE WHEN v_prev = 2147483647 THEN 0 ELSE v_prev + 1 END THEN
-                        b_err[i] := 3;
-                        CONTINUE;
-                    END IF;
+                IF v_dup IS NULL AND v_seen < 5 AND k_stored[k] = v_epoch THEN
+                    SELECT x.off INTO v_dup
+                      FROM producer_state s,
+                           unnest(s.base_seqs, s.last_seqs, s.base_offsets) WITH ORDINALITY AS x(bs, ls, off, o)
+                     WHERE s.topic_id = k_t[k] AND s.partition = k_q[k] AND s.producer_id = k_pid[k]
+                       AND x.bs = v_seq AND x.ls = v_last
+                       AND x.o > cardinality(s.base_seqs) - (5 - v_seen)
+                       AND x.off >= l_lso[b_pidx[i]];
                 END IF;
+                IF v_dup IS NULL THEN
+                    b_err[i] := 3;
+                ELSE
+                    IF b_dup IS NULL THEN
+                        b_dup := array_fill(NULL::bigint, ARRAY[n]);
+                    END IF;
+                    b_dup[i] := v_dup;
+                END IF;
+                CONTINUE;
             END IF;
-            -- Accepted: remember it (its offset is resolved below).
-            IF k_n[k] = 5 THEN
-                FOR j IN 1 .. 4 LOOP
-                    e_bs[e + j] := e_bs[e + j + 1];
-                    e_ls[e + j] := e_ls[e + j + 1];
-                    e_off[e + j] := e_off[e + j + 1];
-                END LOOP;
-                k_n[k] := 4;
-            END IF;
-            k_n[k] := k_n[k] + 1;
-            e_bs[e + k_n[k]] := v_seq;
-            e_ls[e + k_n[k]] := v_last;
-            e_off[e + k_n[k]] := -i;
-            k_dirty[k] := true;
+            k_last[k] := v_last;
         END LOOP;
     END IF;
 
@@ -224,21 +237,31 @@ BEGIN
       INTO v_payload
       FROM upd;
 
+    -- Remember each producer's accepted batches of its current epoch; a
+    -- new epoch forgets the old one's. Producers with state are updated,
+    -- the others inserted.
     IF k_t IS NOT NULL THEN
-        INSERT INTO producer_state AS ps (topic_id, partition, producer_id, epoch, base_seqs, last_seqs, base_offsets)
-        SELECT k2.t, k2.q, k2.pid, k_epoch[k2.kidx],
-               array_agg(e_bs[(k2.kidx - 1) * 5 + g.j] ORDER BY g.j),
-               array_agg(e_ls[(k2.kidx - 1) * 5 + g.j]::integer ORDER BY g.j),
-               array_agg(CASE WHEN e_off[(k2.kidx - 1) * 5 + g.j] < 0
-                              THEN b_base[-e_off[(k2.kidx - 1) * 5 + g.j]]
-                              ELSE e_off[(k2.kidx - 1) * 5 + g.j] END ORDER BY g.j)
-          FROM unnest(k_t, k_q, k_pid) WITH ORDINALITY AS k2(t, q, pid, kidx)
-         CROSS JOIN LATERAL generate_series(1, k_n[k2.kidx]) AS g(j)
-         WHERE k_dirty[k2.kidx]
-         GROUP BY k2.t, k2.q, k2.pid, k2.kidx
-        ON CONFLICT (topic_id, partition, producer_id) DO UPDATE
-           SET epoch = EXCLUDED.epoch, base_seqs = EXCLUDED.base_seqs,
-               last_seqs = EXCLUDED.last_seqs, base_offsets = EXCLUDED.base_offsets;
+        WITH n AS (
+            SELECT u.t, u.q, u.pid, u.e, k_stored[u.k] AS stored,
+                   floe_tail(array_agg(u.seq ORDER BY u.ord), 5) AS bs,
+                   floe_tail(array_agg(floe_last_seq(u.seq, u.cnt) ORDER BY u.ord), 5) AS ls,
+                   floe_tail(array_agg(u.base ORDER BY u.ord), 5) AS bo
+              FROM unnest(p_topic, p_part, p_pid, p_epoch, p_seq, p_count, b_base, b_key)
+                   WITH ORDINALITY AS u(t, q, pid, e, seq, cnt, base, k, ord)
+             WHERE u.k IS NOT NULL AND u.base IS NOT NULL AND u.e = k_epoch[u.k]
+             GROUP BY u.t, u.q, u.pid, u.e, u.k
+        ), upd AS (
+            UPDATE producer_state ps
+               SET epoch = n.e,
+                   base_seqs = CASE WHEN ps.epoch = n.e THEN floe_tail(ps.base_seqs || n.bs, 5) ELSE n.bs END,
+                   last_seqs = CASE WHEN ps.epoch = n.e THEN floe_tail(ps.last_seqs || n.ls, 5) ELSE n.ls END,
+                   base_offsets = CASE WHEN ps.epoch = n.e THEN floe_tail(ps.base_offsets || n.bo, 5) ELSE n.bo END
+              FROM n
+             WHERE n.stored IS NOT NULL
+               AND ps.topic_id = n.t AND ps.partition = n.q AND ps.producer_id = n.pid
+        )
+        INSERT INTO producer_state (topic_id, partition, producer_id, epoch, base_seqs, last_seqs, base_offsets)
+        SELECT n.t, n.q, n.pid, n.e, n.bs, n.ls, n.bo FROM n WHERE n.stored IS NULL;
     END IF;
 
     IF v_payload IS NOT NULL THEN

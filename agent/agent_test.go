@@ -1,0 +1,375 @@
+package agent_test
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
+	"google.golang.org/grpc/test/bufconn"
+
+	"github.com/floe-broker/floe/agent"
+	floev1 "github.com/floe-broker/floe/api/floe/v1"
+	"github.com/floe-broker/floe/batcher"
+	"github.com/floe-broker/floe/client"
+	"github.com/floe-broker/floe/metadata/sqlite"
+	"github.com/floe-broker/floe/objectstore"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+type harness struct {
+	c     *client.Client
+	store *objectstore.Faulty
+	mem   *objectstore.Memory
+}
+
+func start(t *testing.T, mutate func(*agent.Config, *batcher.Config)) *harness {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	meta, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "meta.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mem := objectstore.NewMemory()
+	store := objectstore.WithFaults(mem, objectstore.FaultConfig{})
+	acfg, bcfg := agent.DefaultConfig(), batcher.DefaultConfig()
+	bcfg.Linger = 5 * time.Millisecond
+	acfg.PollInterval = 200 * time.Millisecond
+	if mutate != nil {
+		mutate(&acfg, &bcfg)
+	}
+	var ag *agent.Agent
+	b, err := batcher.New(bcfg, store, meta, batcher.Options{OnCommit: func(f batcher.CommittedFile) { ag.OnCommit(f) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ag, err = agent.New(acfg, meta, store, b, agent.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lis := bufconn.Listen(1 << 20)
+	gs := grpc.NewServer()
+	ag.Register(gs)
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() { defer wg.Done(); _ = gs.Serve(lis) }()
+	go func() { defer wg.Done(); _ = ag.Run(ctx) }()
+	c, err := client.Dial("passthrough:///bufnet",
+		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return lis.DialContext(ctx) }),
+		grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		c.Close()
+		gs.Stop()
+		_ = b.Close(context.Background())
+		cancel()
+		wg.Wait()
+		meta.Close()
+	})
+	return &harness{c: c, store: store, mem: mem}
+}
+
+func code(err error) codes.Code { return status.Code(err) }
+
+func TestProduceFetchRoundTrip(t *testing.T) {
+	h := start(t, nil)
+	ctx := context.Background()
+	if _, err := h.c.CreateTopic(ctx, "orders", 3, map[string]string{"retention.ms": "1000"}); err != nil {
+		t.Fatal(err)
+	}
+	var recs []*floev1.Record
+	for i := 0; i < 10; i++ {
+		recs = append(recs, &floev1.Record{Key: []byte(fmt.Sprintf("k%d", i)), Value: []byte(fmt.Sprintf("v%d", i)),
+			Headers: []*floev1.Header{{Key: "h", Value: []byte("x")}}, TimestampMs: 1700000000000 + int64(i)})
+	}
+	resp, err := h.c.Produce(ctx, "orders", 1, recs...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, off := range resp.GetOffsets() {
+		if off != int64(i) || resp.GetPartitions()[i] != 1 {
+			t.Fatalf("record %d at %d/%d", i, resp.GetPartitions()[i], off)
+		}
+	}
+	f, err := h.c.Fetch(ctx, "orders", 1, 3, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(f.GetRecords()) != 7 || f.GetHighWatermark() != 10 || f.GetNextOffset() != 10 {
+		t.Fatalf("fetch from 3: %d records, hw %d, next %d", len(f.GetRecords()), f.GetHighWatermark(), f.GetNextOffset())
+	}
+	r := f.GetRecords()[0]
+	if r.GetOffset() != 3 || string(r.GetKey()) != "k3" || string(r.GetValue()) != "v3" || r.GetTimestampMs() != 1700000000003 ||
+		len(r.GetHeaders()) != 1 || r.GetHeaders()[0].GetKey() != "h" {
+		t.Fatalf("record 3 came back as %v", r)
+	}
+	d, err := h.c.Topics.DescribeTopic(ctx, &floev1.DescribeTopicRequest{Name: "orders"})
+	if err != nil || d.GetPartitions()[1].GetHighWatermark() != 10 || d.GetTopic().GetConfig()["retention.ms"] != "1000" {
+		t.Fatalf("describe: %v %v", d, err)
+	}
+}
+
+func TestKeyPartitioningMatchesKafka(t *testing.T) {
+	h := start(t, nil)
+	ctx := context.Background()
+	if _, err := h.c.CreateTopic(ctx, "keys", 7, nil); err != nil {
+		t.Fatal(err)
+	}
+	var recs []*floev1.Record
+	for i := 0; i < 50; i++ {
+		recs = append(recs, client.Value([]byte(fmt.Sprintf("key-%d", i)), []byte("v")))
+	}
+	resp, err := h.c.Produce(ctx, "keys", -1, recs...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, r := range recs {
+		if want := agent.KafkaPartition(r.GetKey(), 7); resp.GetPartitions()[i] != want {
+			t.Fatalf("key %q went to %d, kafka would pick %d", r.GetKey(), resp.GetPartitions()[i], want)
+		}
+	}
+}
+
+func TestErrorCodes(t *testing.T) {
+	h := start(t, func(a *agent.Config, _ *batcher.Config) { a.MaxRecordBytes = 100 })
+	ctx := context.Background()
+	if _, err := h.c.CreateTopic(ctx, "t", 2, nil); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name string
+		err  error
+		want codes.Code
+	}{
+		{"bad name", func() error { _, err := h.c.CreateTopic(ctx, "bad name!", 1, nil); return err }(), codes.InvalidArgument},
+		{"zero partitions", func() error { _, err := h.c.CreateTopic(ctx, "z", 0, nil); return err }(), codes.InvalidArgument},
+		{"exists", func() error { _, err := h.c.CreateTopic(ctx, "t", 1, nil); return err }(), codes.AlreadyExists},
+		{"unknown topic produce", func() error { _, err := h.c.Produce(ctx, "nope", 0, client.Value(nil, []byte("x"))); return err }(), codes.NotFound},
+		{"unknown partition", func() error { _, err := h.c.Produce(ctx, "t", 5, client.Value(nil, []byte("x"))); return err }(), codes.NotFound},
+		{"oversize record", func() error { _, err := h.c.Produce(ctx, "t", 0, client.Value(nil, make([]byte, 200))); return err }(), codes.InvalidArgument},
+		{"no records", func() error { _, err := h.c.Produce(ctx, "t", 0); return err }(), codes.InvalidArgument},
+		{"fetch out of range", func() error { _, err := h.c.Fetch(ctx, "t", 0, 5, 0, 0); return err }(), codes.OutOfRange},
+		{"fetch unknown topic", func() error { _, err := h.c.Fetch(ctx, "nope", 0, 0, 0, 0); return err }(), codes.NotFound},
+		{"describe unknown", func() error {
+			_, err := h.c.Topics.DescribeTopic(ctx, &floev1.DescribeTopicRequest{Name: "nope"})
+			return err
+		}(), codes.NotFound},
+	}
+	for _, c := range cases {
+		if code(c.err) != c.want {
+			t.Errorf("%s: got %v, want %v", c.name, c.err, c.want)
+		}
+	}
+}
+
+func TestStoreFailureIsUnavailableAndLosesNothing(t *testing.T) {
+	h := start(t, nil)
+	ctx := context.Background()
+	if _, err := h.c.CreateTopic(ctx, "t", 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	h.store.Set(objectstore.FaultConfig{ErrorRate: 1, Operations: []string{"put"}})
+	_, err := h.c.Produce(ctx, "t", 0, client.Value(nil, []byte("lost")))
+	if code(err) != codes.Unavailable {
+		t.Fatalf("produce with a failing store: %v, want Unavailable", err)
+	}
+	h.store.Set(objectstore.FaultConfig{})
+	resp, err := h.c.Produce(ctx, "t", 0, client.Value(nil, []byte("kept")))
+	if err != nil || resp.GetOffsets()[0] != 0 {
+		t.Fatalf("after recovery: %v %v", resp, err)
+	}
+	f, err := h.c.Fetch(ctx, "t", 0, 0, 0, 0)
+	if err != nil || len(f.GetRecords()) != 1 || string(f.GetRecords()[0].GetValue()) != "kept" {
+		t.Fatalf("fetch: %v %v", f, err)
+	}
+}
+
+func TestLongPollWakesOnCommit(t *testing.T) {
+	h := start(t, func(a *agent.Config, _ *batcher.Config) { a.PollInterval = time.Minute })
+	ctx := context.Background()
+	if _, err := h.c.CreateTopic(ctx, "t", 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan *floev1.FetchResponse, 1)
+	go func() {
+		f, err := h.c.Fetch(ctx, "t", 0, 0, 0, 20000)
+		if err != nil {
+			t.Error(err)
+		}
+		done <- f
+	}()
+	time.Sleep(100 * time.Millisecond)
+	start := time.Now()
+	if _, err := h.c.Produce(ctx, "t", 0, client.Value(nil, []byte("wake"))); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case f := <-done:
+		if len(f.GetRecords()) != 1 {
+			t.Fatalf("long poll returned %d records", len(f.GetRecords()))
+		}
+		if d := time.Since(start); d > 5*time.Second {
+			t.Fatalf("long poll woke after %v", d)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("long poll did not wake on commit")
+	}
+	// A long poll with nothing to read returns empty after max wait.
+	f, err := h.c.Fetch(ctx, "t", 0, 1, 0, 50)
+	if err != nil || len(f.GetRecords()) != 0 || f.GetNextOffset() != 1 {
+		t.Fatalf("empty long poll: %v %v", f, err)
+	}
+}
+
+func TestSubscribeFromEarliestAndLive(t *testing.T) {
+	h := start(t, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if _, err := h.c.CreateTopic(ctx, "t", 3, nil); err != nil {
+		t.Fatal(err)
+	}
+	for p := int32(0); p < 3; p++ {
+		if _, err := h.c.Produce(ctx, "t", p, client.Value(nil, []byte(fmt.Sprintf("old-%d", p)))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := make(chan *floev1.Record, 100)
+	errc := make(chan error, 1)
+	go func() {
+		errc <- h.c.Subscribe(ctx, &floev1.SubscribeRequest{Topic: "t",
+			Start: &floev1.StartPosition{Position: &floev1.StartPosition_Earliest{Earliest: true}}},
+			func(r *floev1.SubscribeResponse) error {
+				for _, rec := range r.GetRecords() {
+					got <- rec
+				}
+				return nil
+			})
+	}()
+	seen := map[string]bool{}
+	for len(seen) < 3 {
+		select {
+		case r := <-got:
+			seen[string(r.GetValue())] = true
+		case <-ctx.Done():
+			t.Fatalf("subscription saw %v", seen)
+		}
+	}
+	if _, err := h.c.Produce(ctx, "t", 2, client.Value(nil, []byte("new"))); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case r := <-got:
+		if string(r.GetValue()) != "new" || r.GetOffset() != 1 || r.GetPartition() != 2 {
+			t.Fatalf("live record: %v", r)
+		}
+	case <-ctx.Done():
+		t.Fatal("live record not pushed")
+	}
+	cancel()
+	<-errc
+}
+
+func TestProduceStreamKeepsOrder(t *testing.T) {
+	h := start(t, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if _, err := h.c.CreateTopic(ctx, "t", 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	stream, err := h.c.Log.ProduceStream(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 200
+	p := int32(0)
+	go func() {
+		for i := 0; i < n; i++ {
+			if err := stream.Send(&floev1.ProduceStreamRequest{RequestId: uint64(i), Request: &floev1.ProduceRequest{
+				Topic: "t", Partition: &p, Records: []*floev1.Record{client.Value(nil, []byte(fmt.Sprint(i)))}}}); err != nil {
+				t.Error(err)
+				return
+			}
+		}
+		_ = stream.CloseSend()
+	}()
+	offsets := map[uint64]int64{}
+	for len(offsets) < n {
+		resp, err := stream.Recv()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if resp.GetErrorCode() != 0 {
+			t.Fatalf("request %d failed: %s", resp.GetRequestId(), resp.GetErrorMessage())
+		}
+		offsets[resp.GetRequestId()] = resp.GetResponse().GetOffsets()[0]
+	}
+	for i := uint64(0); i < n; i++ {
+		if offsets[i] != int64(i) {
+			t.Fatalf("request %d got offset %d: stream order not kept", i, offsets[i])
+		}
+	}
+}
+
+func TestIdempotentRetryGetsOriginalOffsets(t *testing.T) {
+	h := start(t, nil)
+	ctx := context.Background()
+	if _, err := h.c.CreateTopic(ctx, "t", 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	ip, err := h.c.Log.InitProducer(ctx, &floev1.InitProducerRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := int32(0)
+	req := func(seq int32, vals ...string) *floev1.ProduceRequest {
+		r := &floev1.ProduceRequest{Topic: "t", Partition: &p, ProducerId: &ip.ProducerId, ProducerEpoch: ip.ProducerEpoch, BaseSequence: seq}
+		for _, v := range vals {
+			r.Records = append(r.Records, client.Value(nil, []byte(v)))
+		}
+		return r
+	}
+	first, err := h.c.Log.Produce(ctx, req(0, "a", "b"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	retry, err := h.c.Log.Produce(ctx, req(0, "a", "b"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !retry.GetDuplicate() || retry.GetOffsets()[0] != first.GetOffsets()[0] {
+		t.Fatalf("retry got %v, first %v", retry, first)
+	}
+	if _, err := h.c.Log.Produce(ctx, req(5, "gap")); code(err) != codes.FailedPrecondition {
+		t.Fatalf("out of order sequence: %v", err)
+	}
+	f, err := h.c.Fetch(ctx, "t", 0, 0, 0, 0)
+	if err != nil || len(f.GetRecords()) != 2 {
+		t.Fatalf("log holds %d records, want 2 (no copy of the retry): %v", len(f.GetRecords()), err)
+	}
+}
+
+func TestTailReadsCostNoGet(t *testing.T) {
+	h := start(t, nil)
+	ctx := context.Background()
+	if _, err := h.c.CreateTopic(ctx, "t", 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.c.Produce(ctx, "t", 0, client.Value(nil, []byte("x"))); err != nil {
+		t.Fatal(err)
+	}
+	h.store.Set(objectstore.FaultConfig{ErrorRate: 1, Operations: []string{"get"}})
+	if _, err := h.c.Fetch(ctx, "t", 0, 0, 0, 0); err != nil {
+		t.Fatalf("tail fetch went to the store: %v", err)
+	}
+}

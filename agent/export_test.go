@@ -1,0 +1,4 @@
+package agent
+
+// KafkaPartition exposes the key partitioner to the tests.
+var KafkaPartition = partitionForKey

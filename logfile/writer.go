@@ -1,0 +1,139 @@
+package logfile
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"math"
+
+	"github.com/floe-broker/floe/kbatch"
+)
+
+// maxEntries is the most entries a footer length (uint32) can describe.
+const maxEntries = (math.MaxUint32 - footerCountSize) / EntrySize
+
+// errFinished is returned by Append after Finish.
+var errFinished = errors.New("logfile: append after Finish (call Reset)")
+
+// Writer builds one file in memory. It is not safe for concurrent use.
+type Writer struct {
+	buf      []byte // header and body so far; the file once finished
+	bodyCRC  uint32 // CRC-32C of buf up to the footer
+	entries  []Entry
+	hint     int
+	finished bool
+}
+
+// NewWriter returns a writer whose buffer starts with room for sizeHint
+// bytes of file.
+func NewWriter(sizeHint int) *Writer {
+	w := &Writer{hint: max(sizeHint, MinFileSize)}
+	w.start(nil)
+	return w
+}
+
+// start begins a new file in buf (reused when it is not nil).
+func (w *Writer) start(buf []byte) {
+	if buf == nil {
+		buf = make([]byte, 0, w.hint)
+	}
+	w.buf = appendHeader(buf[:0])
+	w.bodyCRC = crc32.Checksum(w.buf, castagnoli)
+	w.entries = w.entries[:0]
+	w.finished = false
+}
+
+// Append validates batch (exactly one Kafka v2 record batch) with
+// kbatch.ParseInfo, copies it into the body with its base offset set to the
+// 0 placeholder, and returns its entry. The batch's CRC does not cover the
+// base offset, so it stays valid.
+func (w *Writer) Append(topicID int64, partition int32, batch []byte) (Entry, error) {
+	if w.finished {
+		return Entry{}, errFinished
+	}
+	if partition < 0 {
+		return Entry{}, fmt.Errorf("logfile: append: negative partition %d", partition)
+	}
+	info, err := kbatch.ParseInfo(batch)
+	if err != nil {
+		return Entry{}, fmt.Errorf("logfile: append: %w", err)
+	}
+	if info.BatchLength != len(batch) {
+		return Entry{}, fmt.Errorf("logfile: append: %d bytes after the batch's %d", len(batch)-info.BatchLength, info.BatchLength)
+	}
+	if len(w.entries) >= maxEntries {
+		return Entry{}, fmt.Errorf("logfile: append: file already holds %d batches, the most a footer indexes", len(w.entries))
+	}
+	e := Entry{
+		TopicID:       topicID,
+		Partition:     partition,
+		ByteOffset:    int64(len(w.buf)),
+		ByteLength:    int64(len(batch)),
+		RecordCount:   info.RecordCount,
+		MaxTimestamp:  info.MaxTimestamp,
+		ProducerID:    info.ProducerID,
+		ProducerEpoch: info.ProducerEpoch,
+		BaseSequence:  info.BaseSequence,
+	}
+	w.buf = append(w.buf, batch...)
+	added := w.buf[e.ByteOffset:]
+	binary.BigEndian.PutUint64(added, 0) // kbatch.SetBaseOffset, which cannot fail here
+	w.bodyCRC = crc32.Update(w.bodyCRC, castagnoli, added)
+	w.entries = append(w.entries, e)
+	return e, nil
+}
+
+// Len returns the size the finished file will have: header, body, footer
+// and trailer.
+func (w *Writer) Len() int {
+	if w.finished {
+		return len(w.buf)
+	}
+	return len(w.buf) + footerCountSize + len(w.entries)*EntrySize + TrailerSize
+}
+
+// Entries returns a copy of the entries appended so far, in body order.
+func (w *Writer) Entries() []Entry {
+	return append([]Entry(nil), w.entries...)
+}
+
+// Finish appends the footer and trailer and returns the complete file. The
+// writer keeps no reference to the returned slice once Reset; until then
+// Append fails and Finish returns the same file again.
+func (w *Writer) Finish() []byte {
+	if w.finished {
+		return w.buf
+	}
+	footerOff := len(w.buf)
+	footerLen := footerCountSize + len(w.entries)*EntrySize
+	if cap(w.buf)-len(w.buf) < footerLen+TrailerSize {
+		nb := make([]byte, len(w.buf), len(w.buf)+footerLen+TrailerSize)
+		copy(nb, w.buf)
+		w.buf = nb
+	}
+	be := binary.BigEndian
+	b := be.AppendUint32(w.buf, uint32(len(w.entries)))
+	for i := range w.entries {
+		b = appendEntry(b, &w.entries[i])
+	}
+	b = be.AppendUint32(b, uint32(footerLen))
+	b = be.AppendUint32(b, w.bodyCRC)
+	b = be.AppendUint16(b, FormatVersion)
+	b = be.AppendUint16(b, 0)
+	b = be.AppendUint32(b, crc32.Checksum(b[footerOff:], castagnoli))
+	b = append(b, magic[:]...)
+	w.buf = b
+	w.finished = true
+	return b
+}
+
+// Reset starts a new, empty file. A finished file's buffer belongs to the
+// caller, so Reset then allocates a new one; an unfinished one is reused.
+func (w *Writer) Reset() {
+	if w.finished {
+		w.start(nil)
+		return
+	}
+	w.start(w.buf)
+}
