@@ -186,7 +186,7 @@ func runVersitygw(bin, dir, access, secret string) (endpoint string, stop func()
 	}
 	defer logFile.Close() // the child holds its own descriptor
 	addr := fmt.Sprintf("127.0.0.1:%d", port)
-	cmd := exec.Command(bin, "--access", access, "--secret", secret, "--port", addr, "--quiet", "posix", data)
+	cmd := exec.Command(bin, "--access", access, "--secret", secret, "--port", addr, "--quiet", "--keep-alive", "posix", data)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	// The child dies with the thread that started it; that thread is
 	// locked to the goroutine below for the child's whole life.

@@ -220,8 +220,20 @@ func TestConfigValidate(t *testing.T) {
 	}
 }
 
+// Close drops pooled connections (gofakes3 keeps connections alive;
+// versitygw by default does not).
 func TestCloseReleasesConnections(t *testing.T) {
-	cfg := configFor(t)
+	backend := s3mem.New()
+	if err := backend.CreateBucket("close"); err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(gofakes3.New(backend).Server())
+	t.Cleanup(srv.Close)
+	cfg := s3store.DefaultConfig()
+	cfg.Endpoint = srv.URL
+	cfg.AccessKey, cfg.SecretKey = "fake", "fake"
+	cfg.Bucket = "close"
+	cfg.PathStyle = true
 	before := goleak.IgnoreCurrent()
 	s, err := s3store.New(t.Context(), cfg)
 	if err != nil {
