@@ -65,7 +65,7 @@ type env struct {
 	b      *batcher.Batcher
 }
 
-func newEnv(t *testing.T, cfg batcher.Config, inner objectstore.Store) *env {
+func newEnv(t *testing.T, cfg batcher.Config, wrap func(*objectstore.Memory) objectstore.Store) *env {
 	t.Helper()
 	ctx := context.Background()
 	meta, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "meta.db"))
@@ -74,8 +74,9 @@ func newEnv(t *testing.T, cfg batcher.Config, inner objectstore.Store) *env {
 	}
 	t.Cleanup(func() { meta.Close() })
 	mem := objectstore.NewMemory()
-	if inner == nil {
-		inner = mem
+	var inner objectstore.Store = mem
+	if wrap != nil {
+		inner = wrap(mem)
 	}
 	e := &env{meta: meta, mem: mem, store: &countingStore{Store: inner}, commit: &countingCommitter{Store: meta}}
 	e.b, err = batcher.New(cfg, e.store, e.commit, batcher.Options{})
@@ -235,7 +236,7 @@ func TestSizeTriggersFlush(t *testing.T) {
 	topic := e.topic(t, "t", 1)
 	var pend []*batcher.Pending
 	for i := 0; i < 20; i++ {
-		p, err := e.b.Append(context.Background(), topic.ID, 0, batch(t, 10, fmt.Sprint(i)))
+		p, err := e.b.Append(context.Background(), topic.ID, 0, batch(t, 50, fmt.Sprint(i)))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -256,7 +257,7 @@ func TestSizeTriggersFlush(t *testing.T) {
 	if puts := e.store.puts.Load(); puts < 3 {
 		t.Fatalf("%d puts: size limit did not seal files", puts)
 	}
-	checkDense(t, e, topic, map[int32]int64{0: 200})
+	checkDense(t, e, topic, map[int32]int64{0: 1000})
 }
 
 // Uploads overlap but files commit in seal order: one producer's appends
@@ -266,8 +267,9 @@ func TestOrderKeptAcrossOverlappingUploads(t *testing.T) {
 	cfg.Linger = time.Millisecond
 	cfg.MaxFileBytes = 2048
 	cfg.MaxConcurrentUploads = 4
-	inner := objectstore.WithFaults(objectstore.NewMemory(), objectstore.FaultConfig{Latency: 3 * time.Millisecond, Seed: 1})
-	e := newEnv(t, cfg, inner)
+	e := newEnv(t, cfg, func(m *objectstore.Memory) objectstore.Store {
+		return objectstore.WithFaults(m, objectstore.FaultConfig{Latency: 3 * time.Millisecond, Seed: 1})
+	})
 	topic := e.topic(t, "t", 2)
 	var pend []*batcher.Pending
 	for i := 0; i < 60; i++ {
@@ -292,8 +294,11 @@ func TestOrderKeptAcrossOverlappingUploads(t *testing.T) {
 }
 
 func TestUploadFailureFailsProducersAndCommitsNothing(t *testing.T) {
-	faulty := objectstore.WithFaults(objectstore.NewMemory(), objectstore.FaultConfig{ErrorRate: 1, Seed: 1})
-	e := newEnv(t, fastConfig(), faulty)
+	var faulty *objectstore.Faulty
+	e := newEnv(t, fastConfig(), func(m *objectstore.Memory) objectstore.Store {
+		faulty = objectstore.WithFaults(m, objectstore.FaultConfig{ErrorRate: 1, Seed: 1})
+		return faulty
+	})
 	topic := e.topic(t, "t", 2)
 	_, err := e.b.Produce(context.Background(), topic.ID, 0, batch(t, 5, "z"))
 	var fe *batcher.FlushError
@@ -315,10 +320,9 @@ func TestUploadFailureFailsProducersAndCommitsNothing(t *testing.T) {
 // A PUT applied whose answer was lost is retried; the retry's ErrExists
 // proves the object is ours, and the producer is acknowledged once.
 func TestLostPutResponseIsRetried(t *testing.T) {
-	faulty := objectstore.WithFaults(objectstore.NewMemory(), objectstore.FaultConfig{LostResponseRate: 1, Seed: 1, Operations: []string{"put"}})
 	cfg := fastConfig()
 	cfg.UploadAttempts = 2
-	e := newEnv(t, cfg, faulty)
+	e := newEnv(t, cfg, func(m *objectstore.Memory) objectstore.Store { return &loseFirstPut{Store: m} })
 	topic := e.topic(t, "t", 1)
 	res, err := e.b.Produce(context.Background(), topic.ID, 0, batch(t, 2, "l"))
 	if err != nil {
@@ -386,7 +390,7 @@ func TestBackpressure(t *testing.T) {
 
 func TestCloseFlushesAndRefuses(t *testing.T) {
 	cfg := batcher.DefaultConfig()
-	cfg.Linger = time.Hour
+	cfg.Linger = time.Minute
 	e := newEnv(t, cfg, nil)
 	topic := e.topic(t, "t", 1)
 	p, err := e.b.Append(context.Background(), topic.ID, 0, batch(t, 1, "c"))
@@ -433,3 +437,17 @@ func TestConfigValidate(t *testing.T) {
 }
 
 var _ = logfile.HeaderSize
+
+// loseFirstPut applies the first put and reports it failed.
+type loseFirstPut struct {
+	objectstore.Store
+	lost atomic.Bool
+}
+
+func (s *loseFirstPut) Put(ctx context.Context, key string, data []byte, o objectstore.PutOptions) error {
+	err := s.Store.Put(ctx, key, data, o)
+	if err == nil && s.lost.CompareAndSwap(false, true) {
+		return errors.New("connection reset after the write")
+	}
+	return err
+}

@@ -3,10 +3,302 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
+	"fmt"
 	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/floe-broker/floe/batcher"
+	"github.com/floe-broker/floe/bench"
+	"github.com/floe-broker/floe/internal/services"
+	"github.com/floe-broker/floe/objectstore"
+	"github.com/floe-broker/floe/objectstore/s3store"
 )
 
-// runBench is replaced by the benchmark harness.
-func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	return errors.New("bench: not built yet")
+const benchUsage = `usage: floe bench [flags]
+
+Measures floe's throughput, latency and cost against the limits of the
+machine (raw object-store PUT/GET, raw metadata commits) and, with -peer,
+against NATS JetStream. Either drive a deployment (-addr, -metrics) or
+start one (-start dev|cluster). See docs/benchmarks.md.
+
+`
+
+// runBench implements `floe bench`.
+func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) (err error) {
+	fs := flag.NewFlagSet("floe bench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprint(stderr, benchUsage)
+		fs.PrintDefaults()
+	}
+	rc := bench.DefaultRunConfig()
+	sc := bench.DefaultSuiteConfig()
+	dc := bench.DefaultDeployConfig()
+	bd := batcher.DefaultConfig()
+	addrs := fs.String("addr", "", "agents' gRPC addresses to drive, comma separated (instead of -start)")
+	metrics := fs.String("metrics", "", "agents' /metrics addresses (host:port), comma separated")
+	start := fs.String("start", "", "start a deployment: dev (floe dev: local directory + SQLite) or cluster (PostgreSQL + versitygw + -agents agents)")
+	fs.IntVar(&dc.Agents, "agents", dc.Agents, "agents of -start cluster")
+	pgDurable := fs.Bool("postgres-fsync", true, "-start cluster: PostgreSQL with fsync and synchronous commit on")
+	workload := fs.String("workload", string(rc.Workload), "produce, e2e (produce and consume: end-to-end latency) or catchup (read a backlog from the start)")
+	fs.IntVar(&rc.RecordSize, "record-size", rc.RecordSize, "record value size in bytes (floe adds an 8-byte key)")
+	fs.IntVar(&rc.Partitions, "partitions", rc.Partitions, "partitions of the topic created for each run (1 to 10000)")
+	fs.IntVar(&rc.Producers, "producers", rc.Producers, "producers (connections)")
+	fs.IntVar(&rc.Consumers, "consumers", rc.Consumers, "consumers of the e2e and catchup workloads")
+	fs.Float64Var(&rc.Rate, "rate", rc.Rate, "target records per second, all producers together (open loop); 0 = as fast as acknowledged")
+	fs.DurationVar(&rc.Duration, "duration", rc.Duration, "measured time of each run")
+	fs.DurationVar(&rc.Warmup, "warmup", rc.Warmup, "unmeasured time before each run's window")
+	fs.IntVar(&rc.MaxBatch, "max-batch", rc.MaxBatch, "records per produce request at most")
+	fs.DurationVar(&rc.Tick, "tick", rc.Tick, "producer-side batching: least time between two requests of a producer")
+	maxInFlight := fs.Int("max-inflight", 32, "unanswered produce requests per producer (JetStream: this × -max-batch messages, at most 4096)")
+	backlogMB := fs.Int64("backlog-mb", 64, "catchup: backlog to write then read, MB")
+	fs.DurationVar(&dc.Linger, "linger", dc.Linger, "agents' linger (passed to agents it starts; tell it the deployment's for -addr)")
+	fs.IntVar(&dc.MaxFileBytes, "max-file-bytes", dc.MaxFileBytes, "agents' max file size (as -linger)")
+	fs.Int64Var(&dc.MaxBufferedBytes, "max-buffered-bytes", dc.MaxBufferedBytes, "agents' buffered-bytes bound (as -linger)")
+	fs.Int64Var(&dc.CacheBytes, "cache-bytes", dc.CacheBytes, "agents' read cache (as -linger)")
+	fs.BoolVar(&sc.Sweep, "sweep", false, "raise the rate through -sweep-steps until latency breaks: the latency-throughput curve")
+	steps := fs.String("sweep-steps", joinFloats(sc.SweepSteps), "sweep rates, percent of floe's closed-loop maximum")
+	fs.DurationVar(&sc.SweepMaxP99, "sweep-max-p99", sc.SweepMaxP99, "a sweep stops at the first rate whose produce p99 exceeds this")
+	peer := fs.String("peer", "", "run a peer side by side: jetstream (nats-server, file storage, on loopback)")
+	peerSync := fs.String("peer-sync", "always", "JetStream sync_interval: always (fsync before the ack, like floe's object PUT) or default (the server's: every 2 min)")
+	peerURL := fs.String("peer-url", "", "an existing NATS server to use as the peer instead of starting one")
+	fs.DurationVar(&sc.LimitsDuration, "limits-duration", sc.LimitsDuration, "time of each raw limit probe; 0 skips the limits")
+	limitsDir := fs.String("limits-dir", "", "-addr: probe raw PUT/GET on this directory (the agents' disk)")
+	limitsSQLite := fs.String("limits-sqlite", "", "-addr: probe raw commits on a SQLite file at this path")
+	limitsPG := fs.String("limits-postgres-url", "", "-addr: probe raw commits on this PostgreSQL database (creates and drops a table)")
+	var s3c s3store.Config = s3store.DefaultConfig()
+	fs.StringVar(&s3c.Bucket, "limits-s3-bucket", "", "-addr: probe raw PUT/GET on this S3 bucket")
+	fs.StringVar(&s3c.Endpoint, "limits-s3-endpoint", "", "-addr: S3 endpoint of -limits-s3-bucket")
+	fs.StringVar(&s3c.AccessKey, "limits-s3-access-key", "", "-addr: S3 access key")
+	fs.StringVar(&s3c.SecretKey, "limits-s3-secret-key", "", "-addr: S3 secret key")
+	out := fs.String("out", "", "write report.json, report.md and latency.svg into this folder")
+	topic := fs.String("topic", "bench", "prefix of the topics the runs create")
+	quiet := fs.Bool("quiet", false, "no progress line")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
+		return errUsage
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("flag: unexpected argument %q", fs.Arg(0))
+	}
+	rc.Workload = bench.Workload(*workload)
+	rc.Topic = *topic
+	rc.BacklogBytes = *backlogMB * 1e6
+	if sc.SweepSteps, err = parseFloats(*steps); err != nil {
+		return fmt.Errorf("flag -sweep-steps: %w", err)
+	}
+	sc.Run = rc
+	sc.Linger, sc.MaxFileBytes, sc.MaxBufferedBytes, sc.CacheBytes = dc.Linger, dc.MaxFileBytes, dc.MaxBufferedBytes, dc.CacheBytes
+	sc.UploadConcurrency = bd.MaxConcurrentUploads
+	sc.Command = "floe bench " + strings.Join(args, " ")
+	dc.PostgresDurable = *pgDurable
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	sc.Logger, dc.Logger = log, log
+	if !*quiet {
+		sc.Progress = bench.NewProgress(stderr, isTerminal(stderr))
+	}
+	if *out != "" {
+		if err := os.MkdirAll(*out, 0o755); err != nil {
+			return fmt.Errorf("flag -out: %w", err)
+		}
+	}
+
+	var t bench.Targets
+	fc := bench.FloeConfig{RecordSize: rc.RecordSize, MaxInFlight: *maxInFlight}
+	switch {
+	case *start != "" && *addrs != "":
+		return errors.New("flags -start and -addr exclude each other")
+	case *start == "dev" || *start == "cluster":
+		exe, err := os.Executable()
+		if err != nil {
+			return fmt.Errorf("bench: find the floe binary: %w", err)
+		}
+		dc.Executable = exe
+		sc.Progress.Note("starting %s deployment", *start)
+		var d *bench.Deployment
+		if *start == "dev" {
+			d, err = bench.StartDev(ctx, dc)
+			sc.Deployment = "floe dev (local directory + SQLite)"
+		} else {
+			d, err = bench.StartCluster(ctx, dc)
+			sc.Deployment = fmt.Sprintf("%d floe agents on PostgreSQL 15 + versitygw S3 (loopback)", dc.Agents)
+		}
+		if err != nil {
+			return err
+		}
+		defer d.Stop()
+		fc.Addrs, fc.MetricsAddrs = d.Addrs, d.MetricsAddrs
+		t.ProbeStore, t.ProbeStoreName = d.ProbeStore, d.ProbeStoreName
+		t.ProbeCommitter, t.ProbeCommitName = d.ProbeCommitter, d.ProbeCommitName
+		t.BeforeRead = d.Restart
+		defer func() {
+			if err != nil {
+				fmt.Fprint(stderr, d.AgentLogs())
+			}
+		}()
+	case *start != "":
+		return fmt.Errorf("flag -start: %q is neither dev nor cluster", *start)
+	case *addrs != "":
+		fc.Addrs = splitList(*addrs)
+		fc.MetricsAddrs = splitList(*metrics)
+		sc.Deployment = fmt.Sprintf("existing deployment at %s", *addrs)
+		if t.ProbeStore, t.ProbeStoreName, err = probeStoreFlags(ctx, *limitsDir, s3c); err != nil {
+			return err
+		}
+		if t.ProbeCommitter, t.ProbeCommitName, err = probeCommitFlags(ctx, *limitsSQLite, *limitsPG); err != nil {
+			return err
+		}
+		if t.ProbeCommitter != nil {
+			defer t.ProbeCommitter.Close()
+		}
+	default:
+		return errors.New("flag -start dev|cluster or -addr is required")
+	}
+	floe, err := bench.NewFloeSystem(fc)
+	if err != nil {
+		return err
+	}
+	defer floe.Close()
+	t.Floe = floe
+
+	switch *peer {
+	case "":
+	case "jetstream":
+		url, pid := *peerURL, 0
+		if url == "" {
+			ncfg := services.DefaultNATSConfig()
+			if ncfg.SyncInterval = *peerSync; *peerSync == "default" {
+				ncfg.SyncInterval = ""
+			}
+			sc.Progress.Note("starting nats-server (JetStream, file storage, sync_interval %s)", *peerSync)
+			n, err := services.StartNATS(ctx, ncfg, log)
+			if err != nil {
+				return err
+			}
+			defer n.Stop()
+			url, pid = n.URL, n.Pid()
+		}
+		js, err := bench.NewJetStreamSystem(bench.JetStreamConfig{URL: url, Pid: pid, RecordSize: rc.RecordSize,
+			MaxPending: min(*maxInFlight*rc.MaxBatch, 4096)})
+		if err != nil {
+			return err
+		}
+		defer js.Close()
+		t.Peer = js
+	default:
+		return fmt.Errorf("flag -peer: %q is not a known peer (jetstream)", *peer)
+	}
+
+	rep, err := bench.RunSuite(ctx, sc, t)
+	if err != nil {
+		return err
+	}
+	if err := rep.WriteMarkdown(stdout); err != nil {
+		return err
+	}
+	if *out != "" {
+		if err := writeReportFiles(rep, *out); err != nil {
+			return err
+		}
+		fmt.Fprintf(stderr, "wrote %s, %s and %s\n", filepath.Join(*out, "report.json"), filepath.Join(*out, "report.md"), filepath.Join(*out, "latency.svg"))
+	}
+	return nil
+}
+
+func writeReportFiles(rep *bench.Report, dir string) error {
+	for name, write := range map[string]func(io.Writer) error{
+		"report.json": rep.WriteJSON, "report.md": rep.WriteMarkdown, "latency.svg": rep.WriteSVG,
+	} {
+		f, err := os.Create(filepath.Join(dir, name))
+		if err != nil {
+			return fmt.Errorf("bench: write report: %w", err)
+		}
+		werr := write(f)
+		if err := errors.Join(werr, f.Close()); err != nil {
+			return fmt.Errorf("bench: write %s: %w", name, err)
+		}
+	}
+	return nil
+}
+
+func probeStoreFlags(ctx context.Context, dir string, s3c s3store.Config) (objectstore.Store, string, error) {
+	switch {
+	case dir != "" && s3c.Bucket != "":
+		return nil, "", errors.New("flags -limits-dir and -limits-s3-bucket exclude each other")
+	case dir != "":
+		d, err := objectstore.NewDir(dir)
+		return d, "directory " + dir, err
+	case s3c.Bucket != "":
+		s3c.PathStyle = s3c.Endpoint != ""
+		if err := s3c.Validate(); err != nil {
+			return nil, "", fmt.Errorf("flags -limits-s3-*: %w", err)
+		}
+		s, err := s3store.New(ctx, s3c)
+		if err != nil {
+			return nil, "", err
+		}
+		return s, "S3 bucket " + s3c.Bucket, nil
+	}
+	return nil, "", nil
+}
+
+func probeCommitFlags(ctx context.Context, sqlitePath, pgURL string) (bench.Committer, string, error) {
+	switch {
+	case sqlitePath != "" && pgURL != "":
+		return nil, "", errors.New("flags -limits-sqlite and -limits-postgres-url exclude each other")
+	case sqlitePath != "":
+		c, err := bench.OpenSQLiteCommitter(ctx, sqlitePath)
+		return c, "SQLite", err
+	case pgURL != "":
+		c, err := bench.OpenPostgresCommitter(ctx, pgURL)
+		return c, "PostgreSQL", err
+	}
+	return nil, "", nil
+}
+
+// isTerminal reports whether w is a character device (a terminal).
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func parseFloats(s string) ([]float64, error) {
+	var out []float64
+	for _, p := range splitList(s) {
+		v, err := strconv.ParseFloat(strings.TrimSuffix(p, "%"), 64)
+		if err != nil {
+			return nil, fmt.Errorf("%q is not a number", p)
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}
+
+func joinFloats(v []float64) string {
+	parts := make([]string, len(v))
+	for i, f := range v {
+		parts[i] = strconv.FormatFloat(f, 'f', -1, 64)
+	}
+	return strings.Join(parts, ",")
 }

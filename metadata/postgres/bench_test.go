@@ -3,28 +3,24 @@ package postgres
 import (
 	"context"
 	"fmt"
-	"slices"
 	"testing"
 	"time"
 
 	"github.com/floe-broker/floe/internal/testenv"
-	"github.com/floe-broker/floe/metadata"
+	"github.com/floe-broker/floe/metadata/metadatatest"
 )
 
-// BenchmarkCommitFile commits files holding one batch per partition of a
-// topic with that many partitions. Besides ns/op it reports the median and
-// 99th percentile commit time, the time per batch, and the median's ratio
-// to the limit: a one-row INSERT round trip on the same server, measured
-// in the same run.
+// BenchmarkCommitFile commits files of one batch per partition (see
+// metadatatest.BenchCommitFile); p50-x-limit compares the median with a
+// one-row INSERT round trip on the same server, measured in the same run.
 func BenchmarkCommitFile(b *testing.B) {
-	dsn := testenv.Postgres(b)
-	ctx := context.Background()
-	s, err := Open(ctx, dsn, DefaultOptions())
+	s, err := Open(context.Background(), testenv.Postgres(b), DefaultOptions())
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer s.Close()
-	raw := rawCommitMedian(b, s, 300)
+	limit := rawCommitMedian(b, s, 500)
+	b.Logf("limit: one-row INSERT round trip median %v", limit)
 	for _, bc := range []struct {
 		partitions int32
 		idempotent bool
@@ -33,50 +29,11 @@ func BenchmarkCommitFile(b *testing.B) {
 		if bc.idempotent {
 			name += "/idempotent"
 		}
-		b.Run(name, func(b *testing.B) {
-			tp, err := s.CreateTopic(ctx, metadata.TopicSpec{Name: fmt.Sprintf("bench-%d", time.Now().UnixNano()), Partitions: bc.partitions})
-			if err != nil {
-				b.Fatal(err)
-			}
-			pid, _, err := s.InitProducer(ctx)
-			if err != nil {
-				b.Fatal(err)
-			}
-			f := metadata.FileCommit{Size: int64(bc.partitions) * 1000}
-			for p := range bc.partitions {
-				f.Batches = append(f.Batches, metadata.BatchCommit{TopicID: tp.ID, Partition: p, ByteOffset: int64(p) * 1000,
-					ByteLength: 1000, RecordCount: 10, MaxTimestamp: time.Now().UnixMilli(), ProducerID: -1, BaseSequence: metadata.NoSequence})
-			}
-			times := make([]time.Duration, 0, b.N)
-			b.ResetTimer()
-			for i := range b.N {
-				f.Key = fmt.Sprintf("bench/%d/%d", tp.ID, i)
-				if bc.idempotent {
-					for j := range f.Batches {
-						f.Batches[j].ProducerID, f.Batches[j].BaseSequence = pid, int32(i*10)
-					}
-				}
-				start := time.Now()
-				res, err := s.CommitFile(ctx, f)
-				times = append(times, time.Since(start))
-				if err != nil {
-					b.Fatal(err)
-				}
-				if res[0].Err != nil || res[0].Duplicate {
-					b.Fatalf("batch refused: %+v", res[0])
-				}
-			}
-			b.StopTimer()
-			p50, p99 := percentile(times, 50), percentile(times, 99)
-			b.ReportMetric(ms(p50), "p50-ms")
-			b.ReportMetric(ms(p99), "p99-ms")
-			b.ReportMetric(float64(p50.Microseconds())/float64(bc.partitions), "p50-µs/batch")
-			b.ReportMetric(float64(p50)/float64(raw), "p50-x-raw")
-		})
+		b.Run(name, func(b *testing.B) { metadatatest.BenchCommitFile(b, s, bc.partitions, bc.idempotent, limit) })
 	}
 }
 
-// BenchmarkRawCommit is the limit: one one-row INSERT in its own implicit
+// BenchmarkRawCommit is the limit: a one-row INSERT in its own implicit
 // transaction, one round trip.
 func BenchmarkRawCommit(b *testing.B) {
 	s, err := Open(context.Background(), testenv.Postgres(b), DefaultOptions())
@@ -95,7 +52,7 @@ func BenchmarkRawCommit(b *testing.B) {
 		times = append(times, time.Since(start))
 	}
 	b.StopTimer()
-	b.ReportMetric(ms(percentile(times, 50)), "p50-ms")
+	b.ReportMetric(float64(metadatatest.Percentile(times, 50))/float64(time.Millisecond), "p50-ms")
 }
 
 func createRawTable(tb testing.TB, s *Store) {
@@ -115,16 +72,5 @@ func rawCommitMedian(tb testing.TB, s *Store, n int) time.Duration {
 		}
 		times = append(times, time.Since(start))
 	}
-	return percentile(times, 50)
+	return metadatatest.Percentile(times, 50)
 }
-
-func percentile(d []time.Duration, p int) time.Duration {
-	if len(d) == 0 {
-		return 0
-	}
-	s := slices.Clone(d)
-	slices.Sort(s)
-	return s[(len(s)-1)*p/100]
-}
-
-func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

@@ -8,7 +8,7 @@ import (
 	"github.com/floe-broker/floe/metadata/internal/validate"
 )
 
-const commitSQL = `SELECT base_offset, append_time, duplicate, error_code
+const commitSQL = `SELECT o_base, o_dup, o_err, o_append_time
 	FROM floe_commit_file($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`
 
 // Error codes of floe_commit_file.
@@ -38,42 +38,56 @@ func (s *Store) CommitFile(ctx context.Context, f metadata.FileCommit) ([]metada
 		epoch   = make([]int16, n)
 		seq     = make([]int32, n)
 	)
+	idempotent := false
 	for i, b := range f.Batches {
 		topic[i], part[i], byteOff[i], byteLen[i] = b.TopicID, b.Partition, b.ByteOffset, b.ByteLength
 		count[i], maxTS[i] = b.RecordCount, b.MaxTimestamp
 		pid[i], epoch[i], seq[i] = -1, -1, metadata.NoSequence
 		if validate.Idempotent(b) {
 			pid[i], epoch[i], seq[i] = b.ProducerID, b.ProducerEpoch, b.BaseSequence
+			idempotent = true
 		}
 	}
-	rows, err := s.pool.Query(ctx, commitSQL, f.Key, f.Size, topic, part, byteOff, byteLen, count, maxTS,
-		pid, epoch, seq, s.opts.NotifyChannel)
+	if !idempotent { // NULL arrays: less to send
+		pid, epoch, seq = nil, nil, nil
+	}
+	var (
+		base       []*int64
+		dup        []*int64
+		codes      []int16
+		appendTime int64
+	)
+	err := s.pool.QueryRow(ctx, commitSQL, f.Key, f.Size, topic, part, byteOff, byteLen, count, maxTS,
+		pid, epoch, seq, s.opts.NotifyChannel).Scan(&base, &dup, &codes, &appendTime)
 	if err != nil {
 		return nil, s.commitErr(f.Key, err)
 	}
-	defer rows.Close()
-	results := make([]metadata.BatchResult, 0, n)
-	for rows.Next() {
-		var (
-			r    metadata.BatchResult
-			code int16
-		)
-		if err := rows.Scan(&r.BaseOffset, &r.LogAppendTime, &r.Duplicate, &code); err != nil {
-			return nil, s.commitErr(f.Key, err)
-		}
-		if code < 0 || int(code) >= len(commitErrors) {
+	if len(base) != n || len(codes) != n || (dup != nil && len(dup) != n) {
+		return nil, fmt.Errorf("metadata: commit file %s: %d, %d, %d results for %d batches", f.Key, len(base), len(dup), len(codes), n)
+	}
+	results := make([]metadata.BatchResult, n)
+	for i := range results {
+		r := &results[i]
+		r.BaseOffset, r.LogAppendTime = -1, appendTime
+		code := codes[i]
+		switch {
+		case code < 0 || int(code) >= len(commitErrors):
 			return nil, fmt.Errorf("metadata: commit file %s: unknown error code %d", f.Key, code)
+		case code != 0:
+			r.Err = commitErrors[code]
+		case dup != nil && dup[i] != nil:
+			r.Duplicate, r.BaseOffset = true, *dup[i]
+			if j := -*dup[i] - 1; j >= 0 { // a repeat of batch j of this file
+				if j >= int64(i) || base[j] == nil {
+					return nil, fmt.Errorf("metadata: commit file %s: batch %d repeats batch %d, not committed before it", f.Key, i, j)
+				}
+				r.BaseOffset = *base[j]
+			}
+		case base[i] == nil:
+			return nil, fmt.Errorf("metadata: commit file %s: batch %d has neither offset nor error", f.Key, i)
+		default:
+			r.BaseOffset = *base[i]
 		}
-		if code != 0 {
-			r.BaseOffset, r.Err = -1, commitErrors[code]
-		}
-		results = append(results, r)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, s.commitErr(f.Key, err)
-	}
-	if len(results) != n {
-		return nil, fmt.Errorf("metadata: commit file %s: %d results for %d batches", f.Key, len(results), n)
 	}
 	return results, nil
 }

@@ -118,8 +118,11 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 	}
 	busy := fmt.Sprintf("_pragma=busy_timeout(%d)", o.BusyTimeout.Milliseconds())
 	var err error
-	s.w, err = sql.Open("sqlite", "file:"+path+"?"+busy+
-		"&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_pragma=foreign_keys(1)&_txlock=immediate")
+	// page_size applies to a new database only, before WAL mode is set
+	// (the _journal_mode key is applied after the _pragma list); bigger
+	// pages mean fewer WAL frames per commit.
+	s.w, err = sql.Open("sqlite", "file:"+path+"?"+busy+"&_pragma=page_size(16384)&_pragma=cache_size(-65536)"+
+		"&_journal_mode=WAL&_pragma=synchronous(NORMAL)&_pragma=foreign_keys(1)&_txlock=immediate")
 	if err == nil {
 		s.w.SetMaxOpenConns(1)
 		s.w.SetMaxIdleConns(1)
@@ -128,7 +131,7 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 		err = s.migrate(ctx)
 	}
 	if err == nil {
-		s.r, err = sql.Open("sqlite", "file:"+path+"?"+busy+"&_pragma=query_only(1)")
+		s.r, err = sql.Open("sqlite", "file:"+path+"?"+busy+"&_pragma=cache_size(-16384)&_pragma=query_only(1)")
 	}
 	if err == nil {
 		s.r.SetMaxOpenConns(o.ReadConns)
@@ -184,9 +187,18 @@ func (s *Store) write(ctx context.Context, fn func(tx *sql.Tx) error) error {
 	}
 	if err := fn(tx); err != nil {
 		_ = tx.Rollback()
-		return err
+		return ctxErr(ctx, err)
 	}
-	return tx.Commit()
+	return ctxErr(ctx, tx.Commit())
+}
+
+// ctxErr prefers ctx's error: when ctx ends mid-transaction database/sql
+// rolls back, and the statement in flight fails with a less telling error.
+func ctxErr(ctx context.Context, err error) error {
+	if err != nil && ctx.Err() != nil {
+		return ctx.Err()
+	}
+	return err
 }
 
 // read runs fn in a read-only transaction: one snapshot.
@@ -196,7 +208,7 @@ func (s *Store) read(ctx context.Context, fn func(tx *sql.Tx) error) error {
 		return err
 	}
 	defer tx.Rollback() //nolint:errcheck // read-only
-	return fn(tx)
+	return ctxErr(ctx, fn(tx))
 }
 
 // Close closes every Notices channel and the database; a ":memory:"

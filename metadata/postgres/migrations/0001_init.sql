@@ -43,10 +43,13 @@ CREATE TABLE batches (
     append_time    bigint  NOT NULL, -- unix ms, PostgreSQL's clock
     PRIMARY KEY (topic_id, partition, base_offset)
 );
-CREATE INDEX batches_timestamp ON batches (topic_id, partition, max_timestamp);
--- file_id grows with commit order: a BRIN index finds a file's batches at
--- almost no cost to commits.
-CREATE INDEX batches_file ON batches USING brin (file_id);
+-- ListOffset by time: max timestamps follow commit order closely, so a
+-- BRIN index finds recent batches at almost no cost to commits (a btree on
+-- (topic_id, partition, max_timestamp) costs every commit a random leaf
+-- insert per batch); old timestamps are found from the start of the log.
+CREATE INDEX batches_timestamp ON batches USING brin (max_timestamp);
+-- No index on file_id: it would cost every commit; whoever needs a file's
+-- batches (the compactor) adds the index it needs in its own migration.
 
 -- Idempotent producers: per (topic, partition, producer) the current epoch
 -- and its last five accepted batches, oldest first (the last one's last

@@ -2,18 +2,23 @@
 -- one call (so one round trip, in the caller's implicit transaction).
 --
 -- Batches are given as parallel arrays, one element per batch, in file
--- order; p_pid < 0 or p_seq < 0 marks a batch without idempotence. It
--- returns one row per batch, in the same order: the base offset (-1 when
--- refused), the append time (unix ms, this server's clock), whether the
--- batch is an idempotent producer's duplicate (then base_offset is the
--- original one and nothing was written), and an error code:
---   0 accepted, 1 topic not found, 2 partition not found,
---   3 out of order sequence, 4 producer fenced.
+-- order; p_pid < 0 or p_seq < 0 marks a batch without idempotence, and
+-- p_pid, p_epoch and p_seq may be NULL when no batch has any. It
+-- returns one row of arrays, one element per batch in the same order, and
+-- the append time (unix ms, this server's clock):
+--   o_base  the assigned base offset; NULL when refused or a duplicate;
+--   o_dup   NULL when no batch is a duplicate; else per batch NULL, or the
+--           original base offset of an idempotent producer's retry (>= 0),
+--           or -i when it repeats batch i (1-based) of this same file;
+--   o_err   0 accepted (or duplicate), 1 topic not found, 2 partition not
+--           found, 3 out of order sequence, 4 producer fenced.
 --
--- Concurrency: the partitions' rows are locked FOR UPDATE in (topic_id,
--- partition) order before anything else reads them, so concurrent commits
--- serialise per partition and never deadlock. producer_state rows are only
--- touched under their partition's lock.
+-- Concurrency: the partitions' rows are locked in (topic_id, partition)
+-- order before anything else reads them — FOR UPDATE, or for a file without
+-- idempotent batches by the UPDATE that advances them, run as a nested loop
+-- over the sorted partitions — so concurrent commits serialise per
+-- partition and never deadlock. producer_state rows are only touched under
+-- their partition's lock.
 --
 -- Cost: everything is set-based except the idempotence check, a loop over
 -- in-memory arrays that reads the table again only for a batch that is not
@@ -45,7 +50,7 @@ CREATE FUNCTION floe_commit_file(
     p_epoch    smallint[],
     p_seq      integer[],
     p_channel  text
-) RETURNS TABLE (base_offset bigint, append_time bigint, duplicate boolean, error_code smallint)
+) RETURNS TABLE (o_base bigint[], o_dup bigint[], o_err smallint[], o_append_time bigint)
 LANGUAGE plpgsql
 -- Row estimates of unnest() are guesses; never let one buy a JIT compile.
 SET jit = off
@@ -82,29 +87,80 @@ DECLARE
     v_epoch   smallint;
     v_seen    integer;
     v_dup     bigint;
+    v_idem    boolean;
+    v_hashjoin text;
+    v_mergejoin text;
 BEGIN
     INSERT INTO files (key, size) VALUES (p_key, p_size) RETURNING id INTO v_file;
 
-    -- Lock the partitions in canonical order.
-    SELECT array_agg(x.topic_id ORDER BY x.topic_id, x.partition),
-           array_agg(x.partition ORDER BY x.topic_id, x.partition),
-           array_agg(x.log_start_offset ORDER BY x.topic_id, x.partition),
-           array_agg(x.high_watermark ORDER BY x.topic_id, x.partition)
-      INTO l_topic, l_part, l_lso, l_hw
-      FROM (SELECT p.topic_id, p.partition, p.log_start_offset, p.high_watermark
-              FROM partitions p
-             WHERE (p.topic_id, p.partition) IN (SELECT DISTINCT u.t, u.q FROM unnest(p_topic, p_part) AS u(t, q))
-             ORDER BY p.topic_id, p.partition
-               FOR UPDATE) x;
+    v_idem := p_pid IS NOT NULL
+              AND EXISTS (SELECT FROM unnest(p_pid, p_seq) AS u(pid, seq) WHERE u.pid >= 0 AND u.seq >= 0);
+    IF v_idem THEN
+        -- Lock the partitions in canonical order; they are advanced once
+        -- the producers' batches are decided.
+        SELECT array_agg(x.topic_id), array_agg(x.partition), array_agg(x.log_start_offset), array_agg(x.high_watermark)
+          INTO l_topic, l_part, l_lso, l_hw
+          FROM (SELECT p.topic_id, p.partition, p.log_start_offset, p.high_watermark
+                  FROM partitions p
+                 WHERE (p.topic_id, p.partition) IN (SELECT DISTINCT u.t, u.q FROM unnest(p_topic, p_part) AS u(t, q))
+                 ORDER BY p.topic_id, p.partition
+                   FOR UPDATE) x;
+    ELSE
+        -- No producer to check: every batch of an existing partition is
+        -- accepted, so lock and advance the partitions in one pass. A nested
+        -- loop over the sorted partitions keeps the lock order canonical.
+        v_hashjoin := current_setting('enable_hashjoin');
+        v_mergejoin := current_setting('enable_mergejoin');
+        PERFORM set_config('enable_hashjoin', 'off', true), set_config('enable_mergejoin', 'off', true);
+        WITH d AS (
+            SELECT u.t, u.q, sum(u.cnt) AS added
+              FROM unnest(p_topic, p_part, p_count) AS u(t, q, cnt)
+             GROUP BY u.t, u.q
+             ORDER BY u.t, u.q
+        ), upd AS (
+            UPDATE partitions p SET high_watermark = p.high_watermark + d.added
+              FROM d
+             WHERE p.topic_id = d.t AND p.partition = d.q
+            RETURNING p.topic_id, p.partition, p.high_watermark - d.added AS start, p.high_watermark
+        )
+        SELECT array_agg(upd.topic_id ORDER BY upd.topic_id, upd.partition),
+               array_agg(upd.partition ORDER BY upd.topic_id, upd.partition),
+               array_agg(upd.start ORDER BY upd.topic_id, upd.partition),
+               string_agg(upd.topic_id || ':' || upd.partition || ':' || upd.high_watermark, ',')
+          INTO l_topic, l_part, l_hw, v_payload
+          FROM upd;
+        PERFORM set_config('enable_hashjoin', v_hashjoin, true), set_config('enable_mergejoin', v_mergejoin, true);
+    END IF;
 
     -- The clock is read once the locks are held, so that append times
     -- follow offset order within a partition.
     v_ms := floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint;
 
-    SELECT array_agg(l.idx ORDER BY u.ord)
-      INTO b_pidx
-      FROM unnest(p_topic, p_part) WITH ORDINALITY AS u(t, q, ord)
-      LEFT JOIN unnest(l_topic, l_part) WITH ORDINALITY AS l(t, q, idx) ON l.t = u.t AND l.q = u.q;
+    IF v_idem THEN
+        SELECT array_agg(l.idx ORDER BY u.ord)
+          INTO b_pidx
+          FROM unnest(p_topic, p_part) WITH ORDINALITY AS u(t, q, ord)
+          LEFT JOIN unnest(l_topic, l_part) WITH ORDINALITY AS l(t, q, idx) ON l.t = u.t AND l.q = u.q;
+    ELSE
+        -- Every batch of an existing partition is accepted: offsets follow
+        -- the partition's high watermark in file order.
+        WITH b AS (
+            SELECT u.ord, u.t, u.q, u.cnt, u.bo, u.bl, u.mts, l.idx,
+                   l.hw + sum(u.cnt::bigint) OVER (PARTITION BY l.idx ORDER BY u.ord) - u.cnt AS base
+              FROM unnest(p_topic, p_part, p_count, p_byte_off, p_byte_len, p_max_ts)
+                   WITH ORDINALITY AS u(t, q, cnt, bo, bl, mts, ord)
+              LEFT JOIN unnest(l_topic, l_part, l_hw) WITH ORDINALITY AS l(t, q, hw, idx) ON l.t = u.t AND l.q = u.q
+        ), ins AS (
+            INSERT INTO batches (topic_id, partition, base_offset, last_offset, file_id,
+                                 byte_offset, byte_length, record_count, max_timestamp, append_time)
+            SELECT b.t, b.q, b.base, b.base + b.cnt - 1, v_file, b.bo, b.bl, b.cnt, b.mts, v_ms
+              FROM b
+             WHERE b.base IS NOT NULL
+        )
+        SELECT array_agg(b.idx ORDER BY b.ord), array_agg(b.base ORDER BY b.ord)
+          INTO b_pidx, b_base
+          FROM b;
+    END IF;
 
     b_err := array_fill(0::smallint, ARRAY[n]);
     IF array_position(b_pidx, NULL) IS NOT NULL THEN
@@ -117,7 +173,7 @@ BEGIN
     END IF;
 
     -- Idempotence, in file order.
-    IF EXISTS (SELECT FROM unnest(p_pid, p_seq) AS u(pid, seq) WHERE u.pid >= 0 AND u.seq >= 0) THEN
+    IF v_idem THEN
         SELECT array_agg(d.t ORDER BY d.t, d.q, d.pid), array_agg(d.q ORDER BY d.t, d.q, d.pid),
                array_agg(d.pid ORDER BY d.t, d.q, d.pid)
           INTO k_t, k_q, k_pid
@@ -206,36 +262,38 @@ BEGIN
     END IF;
 
     -- Offsets: each partition's accepted batches follow its high watermark
-    -- in file order.
-    SELECT array_agg(CASE WHEN y.acc THEN l_hw[y.idx] + y.run - y.cnt END ORDER BY y.ord)
-      INTO b_base
-      FROM (SELECT x.ord, x.idx, x.cnt, x.acc,
-                   sum(CASE WHEN x.acc THEN x.cnt ELSE 0 END) OVER (PARTITION BY x.idx ORDER BY x.ord) AS run
-              FROM (SELECT u.ord, u.idx, u.cnt::bigint AS cnt,
-                           (u.idx IS NOT NULL AND u.err = 0 AND u.dup IS NULL) AS acc
-                      FROM unnest(b_pidx, p_count, b_err, b_dup) WITH ORDINALITY AS u(idx, cnt, err, dup, ord)) x) y;
+    -- in file order. (Files without idempotent batches are done already.)
+    IF v_idem THEN
+        SELECT array_agg(CASE WHEN y.acc THEN l_hw[y.idx] + y.run - y.cnt END ORDER BY y.ord)
+          INTO b_base
+          FROM (SELECT x.ord, x.idx, x.cnt, x.acc,
+                       sum(CASE WHEN x.acc THEN x.cnt ELSE 0 END) OVER (PARTITION BY x.idx ORDER BY x.ord) AS run
+                  FROM (SELECT u.ord, u.idx, u.cnt::bigint AS cnt,
+                               (u.idx IS NOT NULL AND u.err = 0 AND u.dup IS NULL) AS acc
+                          FROM unnest(b_pidx, p_count, b_err, b_dup) WITH ORDINALITY AS u(idx, cnt, err, dup, ord)) x) y;
 
-    INSERT INTO batches (topic_id, partition, base_offset, last_offset, file_id,
-                         byte_offset, byte_length, record_count, max_timestamp, append_time)
-    SELECT u.t, u.q, u.base, u.base + u.cnt - 1, v_file, u.bo, u.bl, u.cnt, u.mts, v_ms
-      FROM unnest(p_topic, p_part, b_base, p_count, p_byte_off, p_byte_len, p_max_ts)
-           AS u(t, q, base, cnt, bo, bl, mts)
-     WHERE u.base IS NOT NULL;
+        INSERT INTO batches (topic_id, partition, base_offset, last_offset, file_id,
+                             byte_offset, byte_length, record_count, max_timestamp, append_time)
+        SELECT u.t, u.q, u.base, u.base + u.cnt - 1, v_file, u.bo, u.bl, u.cnt, u.mts, v_ms
+          FROM unnest(p_topic, p_part, b_base, p_count, p_byte_off, p_byte_len, p_max_ts)
+               AS u(t, q, base, cnt, bo, bl, mts)
+         WHERE u.base IS NOT NULL;
 
-    WITH s AS (
-        SELECT l_topic[u.idx] AS t, l_part[u.idx] AS q, l_hw[u.idx] + sum(u.cnt) AS hw
-          FROM unnest(b_pidx, b_base, p_count) AS u(idx, base, cnt)
-         WHERE u.base IS NOT NULL
-         GROUP BY u.idx
-    ), upd AS (
-        UPDATE partitions p SET high_watermark = s.hw
-          FROM s
-         WHERE p.topic_id = s.t AND p.partition = s.q
-        RETURNING p.topic_id, p.partition, p.high_watermark
-    )
-    SELECT string_agg(upd.topic_id || ':' || upd.partition || ':' || upd.high_watermark, ',')
-      INTO v_payload
-      FROM upd;
+        WITH s AS (
+            SELECT l_topic[u.idx] AS t, l_part[u.idx] AS q, l_hw[u.idx] + sum(u.cnt) AS hw
+              FROM unnest(b_pidx, b_base, p_count) AS u(idx, base, cnt)
+             WHERE u.base IS NOT NULL
+             GROUP BY u.idx
+        ), upd AS (
+            UPDATE partitions p SET high_watermark = s.hw
+              FROM s
+             WHERE p.topic_id = s.t AND p.partition = s.q
+            RETURNING p.topic_id, p.partition, p.high_watermark
+        )
+        SELECT string_agg(upd.topic_id || ':' || upd.partition || ':' || upd.high_watermark, ',')
+          INTO v_payload
+          FROM upd;
+    END IF;
 
     -- Remember each producer's accepted batches of its current epoch; a
     -- new epoch forgets the old one's. Producers with state are updated,
@@ -271,14 +329,6 @@ BEGIN
         PERFORM pg_notify(p_channel, v_payload);
     END IF;
 
-    RETURN QUERY
-    SELECT CASE WHEN u.dup IS NULL THEN coalesce(u.base, -1)
-                WHEN u.dup < 0 THEN b_base[-u.dup]
-                ELSE u.dup END,
-           v_ms,
-           u.dup IS NOT NULL,
-           u.err
-      FROM unnest(b_base, b_dup, b_err) WITH ORDINALITY AS u(base, dup, err, ord)
-     ORDER BY u.ord;
+    RETURN QUERY SELECT b_base, b_dup, b_err, v_ms;
 END;
 $fn$;

@@ -1,0 +1,276 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/floe-broker/floe/internal/services"
+	"github.com/floe-broker/floe/objectstore"
+	"github.com/floe-broker/floe/objectstore/s3store"
+)
+
+// DeployConfig configures the deployments the harness starts itself.
+type DeployConfig struct {
+	// Executable is the floe binary the agents run.
+	Executable string
+	// Agents is the number of agents of a cluster (dev runs one).
+	Agents int
+	// The agents' settings.
+	Linger           time.Duration
+	MaxFileBytes     int
+	MaxBufferedBytes int64
+	CacheBytes       int64
+	// PostgresDurable keeps the cluster's PostgreSQL fsync on.
+	PostgresDurable bool
+	Logger          *slog.Logger
+}
+
+// DefaultDeployConfig returns two agents with floe's defaults.
+func DefaultDeployConfig() DeployConfig {
+	return DeployConfig{Agents: 2, Linger: 250 * time.Millisecond, MaxFileBytes: 8 << 20,
+		MaxBufferedBytes: 64 << 20, CacheBytes: 256 << 20, PostgresDurable: true}
+}
+
+func (c DeployConfig) validate() error {
+	switch {
+	case c.Executable == "":
+		return errors.New("bench: DeployConfig.Executable is empty")
+	case c.Agents < 1:
+		return fmt.Errorf("bench: DeployConfig.Agents %d must be at least 1", c.Agents)
+	case c.MaxFileBytes < 1024:
+		return fmt.Errorf("bench: DeployConfig.MaxFileBytes %d must be at least 1024", c.MaxFileBytes)
+	}
+	return nil
+}
+
+// Deployment is a floe deployment started by the harness, with the probe
+// targets of its limits on the same stores.
+type Deployment struct {
+	Kind         string
+	Addrs        []string
+	MetricsAddrs []string
+	// Probe targets: the same object store and metadata server as the
+	// agents, in a separate bucket/directory and database/file.
+	ProbeStore      objectstore.Store
+	ProbeStoreName  string
+	ProbeCommitter  Committer
+	ProbeCommitName string
+
+	cfg    DeployConfig
+	dir    string
+	argsOf []func(grpc, metrics string) []string
+	agents []*services.Process
+	stops  []func()
+}
+
+func (d *Deployment) agentArgs(i int) []string {
+	return d.argsOf[i](d.Addrs[i], d.MetricsAddrs[i])
+}
+
+func (d *Deployment) commonArgs(grpc, metrics string) []string {
+	return []string{"-listen", grpc, "-metrics-listen", metrics,
+		"-linger", d.cfg.Linger.String(), "-max-file-bytes", strconv.Itoa(d.cfg.MaxFileBytes),
+		"-max-buffered-bytes", strconv.FormatInt(d.cfg.MaxBufferedBytes, 10),
+		"-cache-bytes", strconv.FormatInt(d.cfg.CacheBytes, 10), "-log-level", "warn"}
+}
+
+// startAgent starts agent i and waits for it to serve.
+func (d *Deployment) startAgent(ctx context.Context, i int) error {
+	p, err := services.Start(services.ProcessSpec{Path: d.cfg.Executable, Args: d.agentArgs(i), Dir: d.dir,
+		LogPath: filepath.Join(d.dir, fmt.Sprintf("agent-%d.log", i))})
+	if err != nil {
+		return err
+	}
+	wctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	if err := services.WaitHTTP(wctx, "http://"+d.MetricsAddrs[i]+"/healthz", p); err != nil {
+		p.Stop(syscall.SIGKILL, time.Second)
+		return fmt.Errorf("bench: agent %d: %w", i, err)
+	}
+	if err := services.WaitTCP(wctx, d.Addrs[i], p); err != nil {
+		p.Stop(syscall.SIGKILL, time.Second)
+		return fmt.Errorf("bench: agent %d: %w", i, err)
+	}
+	if i < len(d.agents) {
+		d.agents[i] = p
+	} else {
+		d.agents = append(d.agents, p)
+	}
+	return nil
+}
+
+// Restart stops every agent and starts it again on the same addresses
+// and data: their read caches are cold afterwards.
+func (d *Deployment) Restart(ctx context.Context) error {
+	for _, p := range d.agents {
+		p.Stop(syscall.SIGTERM, 30*time.Second)
+	}
+	for i := range d.agents {
+		if err := d.startAgent(ctx, i); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Stop stops the agents and the services, and removes their data.
+func (d *Deployment) Stop() {
+	for _, p := range d.agents {
+		p.Stop(syscall.SIGTERM, 30*time.Second)
+	}
+	if d.ProbeCommitter != nil {
+		_ = d.ProbeCommitter.Close()
+	}
+	for i := len(d.stops) - 1; i >= 0; i-- {
+		d.stops[i]()
+	}
+	if d.dir != "" {
+		_ = os.RemoveAll(d.dir)
+	}
+}
+
+// AgentLogs returns the tail of each agent's log, for error reports.
+func (d *Deployment) AgentLogs() string {
+	var s string
+	for i, p := range d.agents {
+		s += fmt.Sprintf("--- agent %d (%s)\n%s\n", i, p.LogPath(), p.LogTail())
+	}
+	return s
+}
+
+func (d *Deployment) allocAddrs(n int) error {
+	for range n {
+		g, err := services.FreeAddr()
+		if err != nil {
+			return err
+		}
+		m, err := services.FreeAddr()
+		if err != nil {
+			return err
+		}
+		d.Addrs = append(d.Addrs, g)
+		d.MetricsAddrs = append(d.MetricsAddrs, m)
+	}
+	return nil
+}
+
+// StartDev runs `floe dev` (one agent, a local directory, SQLite) in a
+// temporary directory. The limits are probed on a directory and a SQLite
+// file beside its data.
+func StartDev(ctx context.Context, cfg DeployConfig) (_ *Deployment, err error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	dir, err := os.MkdirTemp("", "floe-bench-dev-")
+	if err != nil {
+		return nil, fmt.Errorf("bench: temp dir: %w", err)
+	}
+	d := &Deployment{Kind: "dev", cfg: cfg, dir: dir}
+	defer func() {
+		if err != nil {
+			d.Stop()
+		}
+	}()
+	if err := d.allocAddrs(1); err != nil {
+		return nil, err
+	}
+	data := filepath.Join(dir, "data")
+	d.argsOf = []func(string, string) []string{func(g, m string) []string {
+		return append([]string{"dev", "-data", data}, d.commonArgs(g, m)...)
+	}}
+	if err := d.startAgent(ctx, 0); err != nil {
+		return nil, err
+	}
+	if d.ProbeStore, err = objectstore.NewDir(filepath.Join(dir, "probe-objects")); err != nil {
+		return nil, err
+	}
+	d.ProbeStoreName = "local directory"
+	if d.ProbeCommitter, err = OpenSQLiteCommitter(ctx, filepath.Join(dir, "probe.db")); err != nil {
+		return nil, err
+	}
+	d.ProbeCommitName = "SQLite"
+	return d, nil
+}
+
+// StartCluster starts a throwaway PostgreSQL, a versitygw S3 server and
+// cfg.Agents `floe agent` processes against them. The limits are probed
+// on another bucket of the same server and another database of the same
+// cluster.
+func StartCluster(ctx context.Context, cfg DeployConfig) (_ *Deployment, err error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	dir, err := os.MkdirTemp("", "floe-bench-cluster-")
+	if err != nil {
+		return nil, fmt.Errorf("bench: temp dir: %w", err)
+	}
+	d := &Deployment{Kind: "cluster", cfg: cfg, dir: dir}
+	defer func() {
+		if err != nil {
+			d.Stop()
+		}
+	}()
+	pcfg := services.DefaultPostgresConfig()
+	pcfg.Durable = cfg.PostgresDurable
+	pg, err := services.StartPostgres(ctx, pcfg)
+	if err != nil {
+		return nil, err
+	}
+	d.stops = append(d.stops, pg.Stop)
+	dbURL, err := pg.CreateDatabase(ctx, "floe")
+	if err != nil {
+		return nil, err
+	}
+	probeURL, err := pg.CreateDatabase(ctx, "floe_probe")
+	if err != nil {
+		return nil, err
+	}
+	s3, err := services.StartVersitygw(ctx, cfg.Logger)
+	if err != nil {
+		return nil, err
+	}
+	d.stops = append(d.stops, s3.Stop)
+	if err := s3.CreateBucket(ctx, "floe"); err != nil {
+		return nil, err
+	}
+	if err := s3.CreateBucket(ctx, "floe-probe"); err != nil {
+		return nil, err
+	}
+	if err := d.allocAddrs(cfg.Agents); err != nil {
+		return nil, err
+	}
+	for range cfg.Agents {
+		d.argsOf = append(d.argsOf, func(g, m string) []string {
+			return append([]string{"agent", "-postgres-url", dbURL, "-s3-bucket", "floe", "-s3-endpoint", s3.Endpoint,
+				"-s3-path-style", "-s3-region", s3.Region, "-s3-access-key", s3.AccessKey, "-s3-secret-key", s3.SecretKey},
+				d.commonArgs(g, m)...)
+		})
+	}
+	for i := range cfg.Agents {
+		if err := d.startAgent(ctx, i); err != nil {
+			return nil, err
+		}
+	}
+	sc := s3store.DefaultConfig()
+	sc.Bucket, sc.Endpoint, sc.Region, sc.AccessKey, sc.SecretKey, sc.PathStyle = "floe-probe", s3.Endpoint, s3.Region, s3.AccessKey, s3.SecretKey, true
+	if d.ProbeStore, err = s3store.New(ctx, sc); err != nil {
+		return nil, fmt.Errorf("bench: probe store: %w", err)
+	}
+	d.ProbeStoreName = "versitygw S3"
+	if d.ProbeCommitter, err = OpenPostgresCommitter(ctx, probeURL); err != nil {
+		return nil, err
+	}
+	pgMode := "fsync on"
+	if !cfg.PostgresDurable {
+		pgMode = "fsync off"
+	}
+	d.ProbeCommitName = "PostgreSQL, " + pgMode
+	return d, nil
+}

@@ -1,0 +1,199 @@
+package bench
+
+import (
+	"fmt"
+	"math"
+)
+
+// Goal statuses.
+const (
+	GoalPass = "pass"
+	GoalFail = "fail"
+	// GoalNotMeasured: the run did not exercise or could not measure it.
+	GoalNotMeasured = "n/a"
+)
+
+// Goal is one of the issue's goals checked against the figures.
+type Goal struct {
+	ID       string `json:"id"`
+	Title    string `json:"title"`
+	Status   string `json:"status"`
+	Measured string `json:"measured"`
+	Target   string `json:"target"`
+	Note     string `json:"note,omitempty"`
+}
+
+// memoryOverhead is what an agent may hold beyond its buffered bytes and
+// read cache (runtime, gRPC buffers, in-flight requests) before its
+// memory counts as unbounded.
+const memoryOverhead = 256 << 20
+
+// floeRuns returns every floe run of the report.
+func (r *Report) floeRuns() []RunResult {
+	runs := append([]RunResult(nil), r.FloeSweep...)
+	if r.FloeMax != nil {
+		runs = append(runs, *r.FloeMax)
+	}
+	if len(runs) == 0 {
+		runs = append(runs, r.Floe)
+	}
+	return runs
+}
+
+// LatencyFloor is the produce latency the machine allows at a percentile
+// given by pick: the linger, plus a raw PUT of a flush-size object and a
+// raw commit, both at that percentile. ok is false without limits.
+func (r *Report) LatencyFloor(pick func(Summary) float64) (floor float64, ok bool) {
+	st := r.Limits.FlushStore()
+	if st == nil || r.Limits.Commit == nil {
+		return 0, false
+	}
+	return r.Settings.LingerMs + pick(st.Put.Latency) + pick(r.Limits.Commit.Latency), true
+}
+
+// ProduceP99Bound is the goal's bound: linger + 1.2 × (raw PUT p99 + raw
+// commit p99).
+func (r *Report) ProduceP99Bound() (float64, bool) {
+	st := r.Limits.FlushStore()
+	if st == nil || r.Limits.Commit == nil {
+		return 0, false
+	}
+	return r.Settings.LingerMs + 1.2*(st.Put.Latency.P99Ms+r.Limits.Commit.Latency.P99Ms), true
+}
+
+// MaxIngest returns floe's highest measured ingest (MB/s) and which run
+// it comes from.
+func (r *Report) MaxIngest() (mbps float64, from string) {
+	switch {
+	case r.FloeMax != nil:
+		return r.FloeMax.MBPerSec, "closed-loop run"
+	case r.Floe.Catchup != nil:
+		return r.Floe.Catchup.WriteMBPerSec, "catch-up backlog write (closed loop)"
+	case r.Floe.TargetRate <= 0:
+		return r.Floe.MBPerSec, "closed-loop run"
+	default:
+		return r.Floe.MBPerSec, fmt.Sprintf("run offered %.0f rec/s (use -rate 0 or -sweep for the maximum)", r.Floe.TargetRate)
+	}
+}
+
+// EvaluateGoals checks the issue's goals against the report's figures.
+func EvaluateGoals(r *Report) []Goal {
+	status := func(ok bool) string {
+		if ok {
+			return GoalPass
+		}
+		return GoalFail
+	}
+	var goals []Goal
+	runs := r.floeRuns()
+
+	// One PUT and one commit per flush.
+	g := Goal{ID: "put-commit-per-flush", Title: "one PUT and one metadata commit per flush",
+		Target: fmt.Sprintf("1 PUT and 1 commit per flush at %d partitions", r.Settings.Partitions)}
+	var puts, commits, flushes float64
+	for _, run := range runs {
+		puts += run.Cost.PUTs
+		commits += run.Cost.Commits
+		flushes += run.Cost.Flushes
+	}
+	if flushes == 0 {
+		g.Status, g.Measured, g.Note = GoalNotMeasured, "no flush seen", "no agent metrics (-metrics) or nothing produced"
+	} else {
+		// A window may cut between a flush's PUT and its commit: allow one
+		// flush of slack per run.
+		slack := float64(len(runs))
+		g.Status = status(math.Abs(puts-flushes) <= slack && math.Abs(commits-flushes) <= slack)
+		g.Measured = fmt.Sprintf("%.0f PUTs, %.0f commits, %.0f flushes (%.3f PUTs and %.3f commits per flush)",
+			puts, commits, flushes, puts/flushes, commits/flushes)
+	}
+	goals = append(goals, g)
+
+	// Produce p99 at half the maximum sustainable rate.
+	bound, haveLimits := r.ProduceP99Bound()
+	where := "at the run's rate (the maximum sustainable rate needs -sweep)"
+	if r.Settings.Sweep {
+		where = fmt.Sprintf("at %.0f rec/s, half the maximum sustainable %.0f rec/s", r.Floe.TargetRate, r.SustainableRate)
+	}
+	g = Goal{ID: "produce-p99", Title: "produce p99 ≤ linger + 1.2 × (raw PUT p99 + raw commit p99)", Note: where}
+	e := Goal{ID: "e2e-p99", Title: "end-to-end p99 ≤ the produce bound + 50 ms", Note: where}
+	switch {
+	case !haveLimits:
+		g.Status, g.Measured, g.Target = GoalNotMeasured, fmt.Sprintf("p99 %.1f ms", r.Floe.Produce.P99Ms), "limits not measured"
+		e.Status, e.Target = GoalNotMeasured, "limits not measured"
+	case r.Floe.Workload == WorkloadCatchup:
+		g.Status, g.Target = GoalNotMeasured, fmt.Sprintf("≤ %.1f ms", bound)
+		g.Measured, g.Note = "catch-up backlog is written closed-loop", "run -workload produce or e2e"
+		e.Status, e.Target = GoalNotMeasured, fmt.Sprintf("≤ %.1f ms", bound+50)
+	default:
+		g.Target = fmt.Sprintf("≤ %.1f ms", bound)
+		g.Measured = fmt.Sprintf("p99 %.1f ms", r.Floe.Produce.P99Ms)
+		g.Status = status(r.Floe.Produce.Count > 0 && r.Floe.Produce.P99Ms <= bound)
+		e.Target = fmt.Sprintf("≤ %.1f ms", bound+50)
+	}
+	goals = append(goals, g)
+	if r.Floe.E2E != nil && haveLimits {
+		e.Measured = fmt.Sprintf("p99 %.1f ms", r.Floe.E2E.P99Ms)
+		e.Status = status(r.Floe.E2E.Count > 0 && r.Floe.E2E.P99Ms <= bound+50)
+	} else if e.Status == "" {
+		e.Status, e.Measured, e.Note = GoalNotMeasured, "no consumers", "run -workload e2e"
+	}
+	goals = append(goals, e)
+
+	// Ingest throughput against raw PUT throughput.
+	g = Goal{ID: "ingest-throughput", Title: "ingest ≥ 70% of the raw PUT throughput of the same store"}
+	ingest, from := r.MaxIngest()
+	g.Note = from
+	if r.Limits.StoreMax == nil || r.Limits.StoreMax.Put.MBPerSec <= 0 {
+		g.Status, g.Measured, g.Target = GoalNotMeasured, fmt.Sprintf("%.1f MB/s", ingest), "limits not measured"
+	} else {
+		raw := r.Limits.StoreMax.Put.MBPerSec
+		g.Target = fmt.Sprintf("≥ %.1f MB/s (70%% of %.1f MB/s)", 0.7*raw, raw)
+		g.Measured = fmt.Sprintf("%.1f MB/s (%.0f%% of raw PUT)", ingest, 100*ingest/raw)
+		g.Status = status(ingest >= 0.7*raw)
+	}
+	goals = append(goals, g)
+
+	// CPU per MiB, at the highest load measured.
+	g = Goal{ID: "cpu-per-mib", Title: "agent CPU ≤ 20 ms per MiB ingested", Target: "≤ 20 ms/MiB"}
+	cpuRun := r.Floe
+	if r.FloeMax != nil {
+		cpuRun = *r.FloeMax
+		g.Note = "closed-loop run"
+	}
+	if cpuRun.Cost.CPUSeconds <= 0 || cpuRun.Cost.CPUMsPerMiB <= 0 {
+		g.Status, g.Measured = GoalNotMeasured, "no agent CPU figures"
+	} else {
+		g.Measured = fmt.Sprintf("%.1f ms/MiB (%.2f CPU s per GiB)", cpuRun.Cost.CPUMsPerMiB, cpuRun.Cost.CPUSecPerGiB)
+		g.Status = status(cpuRun.Cost.CPUMsPerMiB <= 20)
+	}
+	goals = append(goals, g)
+
+	// Memory under overload.
+	limit := float64(r.Settings.MaxBufferedBytes + r.Settings.CacheBytes + memoryOverhead)
+	g = Goal{ID: "memory-bounded", Title: "memory bounded under overload: producers slowed, the agent not killed",
+		Target: fmt.Sprintf("agents alive, peak RSS ≤ %s (buffer %s + cache %s + %s)", byteSize(limit),
+			byteSize(float64(r.Settings.MaxBufferedBytes)), byteSize(float64(r.Settings.CacheBytes)), byteSize(memoryOverhead))}
+	var peak, backpressured float64
+	alive, overloaded := true, false
+	for _, run := range runs {
+		peak = math.Max(peak, run.Cost.PeakRSSBytes)
+		backpressured += run.Cost.Backpressured
+		alive = alive && run.Cost.ServersAlive
+		if run.Cost.Backpressured > 0 || !run.Followed() {
+			overloaded = true
+		}
+	}
+	switch {
+	case peak == 0:
+		g.Status, g.Measured = GoalNotMeasured, "no agent memory figures"
+	case !overloaded:
+		g.Status = GoalNotMeasured
+		g.Measured = fmt.Sprintf("peak RSS %s, never overloaded", byteSize(peak))
+		g.Note = "run -sweep or -rate 0 to overload"
+	default:
+		g.Measured = fmt.Sprintf("peak RSS %s, %.0f produce calls made to wait, agents alive: %v", byteSize(peak), backpressured, alive)
+		g.Status = status(alive && peak <= limit)
+	}
+	goals = append(goals, g)
+	return goals
+}

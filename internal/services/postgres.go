@@ -1,0 +1,192 @@
+package services
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// PostgresConfig configures StartPostgres.
+type PostgresConfig struct {
+	// BinDir holds initdb and postgres; empty finds PostgreSQL 15's
+	// (/usr/lib/postgresql/15/bin, else pg_config --bindir).
+	BinDir string
+	// Durable keeps PostgreSQL's defaults (fsync, synchronous_commit on), as
+	// in production. When false, fsync and synchronous commit are off.
+	Durable bool
+	// MaxConnections is max_connections.
+	MaxConnections int
+	// StartTimeout bounds the start.
+	StartTimeout time.Duration
+}
+
+// DefaultPostgresConfig returns a durable cluster with 200 connections.
+func DefaultPostgresConfig() PostgresConfig {
+	return PostgresConfig{Durable: true, MaxConnections: 200, StartTimeout: 30 * time.Second}
+}
+
+func (c PostgresConfig) validate() error {
+	switch {
+	case c.MaxConnections < 10:
+		return fmt.Errorf("services: PostgresConfig.MaxConnections %d must be at least 10", c.MaxConnections)
+	case c.StartTimeout <= 0:
+		return fmt.Errorf("services: PostgresConfig.StartTimeout %v must be positive", c.StartTimeout)
+	}
+	return nil
+}
+
+// Postgres is a throwaway PostgreSQL cluster in a temporary directory.
+type Postgres struct {
+	// AdminURL is a superuser URL of the "postgres" database.
+	AdminURL string
+	dir      string
+	proc     *Process
+}
+
+// StartPostgres initialises and starts a cluster on a free loopback port.
+// Running as root, the cluster runs as the "postgres" user.
+func StartPostgres(ctx context.Context, cfg PostgresConfig) (*Postgres, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	bin := cfg.BinDir
+	if bin == "" {
+		var err error
+		if bin, err = pgBinDir(); err != nil {
+			return nil, err
+		}
+	}
+	cred, err := pgCredential()
+	if err != nil {
+		return nil, err
+	}
+	dir, err := os.MkdirTemp("", "floe-pg-")
+	if err != nil {
+		return nil, fmt.Errorf("services: postgres temp dir: %w", err)
+	}
+	fail := func(err error) (*Postgres, error) {
+		_ = os.RemoveAll(dir)
+		return nil, err
+	}
+	if cred != nil {
+		if err := os.Chown(dir, int(cred.Uid), int(cred.Gid)); err != nil {
+			return fail(fmt.Errorf("services: chown %s to postgres: %w", dir, err))
+		}
+	}
+	data := filepath.Join(dir, "data")
+	initdb := exec.CommandContext(ctx, filepath.Join(bin, "initdb"), "-D", data, "-A", "trust", "--no-sync",
+		"-U", "postgres", "-E", "UTF8", "--locale=C")
+	initdb.Dir = dir
+	initdb.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
+	if out, err := initdb.CombinedOutput(); err != nil {
+		return fail(fmt.Errorf("services: initdb: %w\n%s", err, out))
+	}
+	port, err := FreePort()
+	if err != nil {
+		return fail(err)
+	}
+	args := []string{"-D", data, "-p", strconv.Itoa(port), "-k", dir,
+		"-c", "listen_addresses=127.0.0.1", "-c", "max_connections=" + strconv.Itoa(cfg.MaxConnections)}
+	if !cfg.Durable {
+		args = append(args, "-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off")
+	}
+	proc, err := Start(ProcessSpec{Path: filepath.Join(bin, "postgres"), Args: args, Dir: dir,
+		LogPath: filepath.Join(dir, "postgres.log"), Credential: cred})
+	if err != nil {
+		return fail(err)
+	}
+	pg := &Postgres{AdminURL: fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", port), dir: dir, proc: proc}
+	wctx, cancel := context.WithTimeout(ctx, cfg.StartTimeout)
+	defer cancel()
+	for {
+		cctx, ccancel := context.WithTimeout(wctx, 2*time.Second)
+		err := pgExec(cctx, pg.AdminURL, "SELECT 1")
+		ccancel()
+		if err == nil {
+			return pg, nil
+		}
+		select {
+		case <-proc.Exited():
+			log := proc.LogTail()
+			_ = os.RemoveAll(dir)
+			return nil, fmt.Errorf("services: postgres exited at start (%v):\n%s", proc.Err(), log)
+		case <-wctx.Done():
+			log := proc.LogTail()
+			pg.Stop()
+			return nil, fmt.Errorf("services: postgres not ready: %w (last error: %v)\n%s", wctx.Err(), err, log)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// CreateDatabase creates an empty database and returns its URL.
+func (pg *Postgres) CreateDatabase(ctx context.Context, name string) (string, error) {
+	if err := pgExec(ctx, pg.AdminURL, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize()); err != nil {
+		return "", fmt.Errorf("services: create database %s: %w", name, err)
+	}
+	return strings.Replace(pg.AdminURL, "/postgres?", "/"+name+"?", 1), nil
+}
+
+// Pid is the postmaster's process id.
+func (pg *Postgres) Pid() int { return pg.proc.Pid() }
+
+// Stop shuts the cluster down (fast shutdown) and removes its directory.
+func (pg *Postgres) Stop() {
+	pg.proc.Stop(syscall.SIGINT, 15*time.Second)
+	_ = os.RemoveAll(pg.dir)
+}
+
+// pgExec runs one statement on a short-lived connection.
+func pgExec(ctx context.Context, dsn, sql string) error {
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(context.Background())
+	_, err = conn.Exec(ctx, sql)
+	return err
+}
+
+// pgBinDir finds the directory holding initdb and postgres.
+func pgBinDir() (string, error) {
+	if dir := "/usr/lib/postgresql/15/bin"; executable(filepath.Join(dir, "postgres")) {
+		return dir, nil
+	}
+	out, err := exec.Command("pg_config", "--bindir").Output()
+	if err != nil {
+		return "", fmt.Errorf("services: no PostgreSQL in /usr/lib/postgresql/15/bin and pg_config failed (apt-get install postgresql-15): %w", err)
+	}
+	dir := strings.TrimSpace(string(out))
+	if !executable(filepath.Join(dir, "postgres")) || !executable(filepath.Join(dir, "initdb")) {
+		return "", fmt.Errorf("services: pg_config --bindir %s holds no postgres and initdb binaries", dir)
+	}
+	return dir, nil
+}
+
+// pgCredential returns the postgres user's credential when running as
+// root (PostgreSQL refuses to run as root), else nil.
+func pgCredential() (*syscall.Credential, error) {
+	if os.Geteuid() != 0 {
+		return nil, nil
+	}
+	u, err := user.Lookup("postgres")
+	if err != nil {
+		return nil, fmt.Errorf("services: running as root and there is no postgres user to run PostgreSQL as: %w", err)
+	}
+	uid, err1 := strconv.ParseUint(u.Uid, 10, 32)
+	gid, err2 := strconv.ParseUint(u.Gid, 10, 32)
+	if err := errors.Join(err1, err2); err != nil {
+		return nil, fmt.Errorf("services: postgres user ids: %w", err)
+	}
+	return &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}, nil
+}

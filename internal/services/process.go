@@ -1,0 +1,190 @@
+// Package services starts the real services floe's tools need — a
+// throwaway PostgreSQL cluster, a versitygw S3 server, a NATS server with
+// JetStream, and floe processes — from a binary (floe bench), not only from
+// tests. Every service lives in a fresh temporary directory, listens on the
+// loopback on a free port, dies with the process that started it (Linux
+// parent-death signal), and is removed by its Stop method.
+//
+// Tools that are not installed (versitygw, nats-server) are built with
+// `go install` into the tools directory (see ToolsDir) on first use.
+package services
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"runtime"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// Process is a child process started by Start. It is killed if the parent
+// dies.
+type Process struct {
+	cmd     *exec.Cmd
+	logPath string
+	exited  chan struct{}
+	err     error // exit status, set before exited closes
+
+	stopOnce sync.Once
+}
+
+// ProcessSpec describes a process to start.
+type ProcessSpec struct {
+	Path string
+	Args []string
+	Dir  string
+	Env  []string // nil: the parent's environment
+	// LogPath receives the process's stdout and stderr (required).
+	LogPath string
+	// Credential, optional, runs the process as another user.
+	Credential *syscall.Credential
+}
+
+// Start starts spec. The child gets SIGKILL when the thread that started it
+// ends, so it is started from a goroutine locked to its thread for the
+// child's whole life: the child dies with the parent, never before.
+func Start(spec ProcessSpec) (*Process, error) {
+	if spec.LogPath == "" {
+		return nil, errors.New("services: ProcessSpec.LogPath is required")
+	}
+	logFile, err := os.OpenFile(spec.LogPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("services: log file: %w", err)
+	}
+	defer logFile.Close() // the child holds its own descriptor
+	if spec.Credential != nil {
+		_ = os.Chown(spec.LogPath, int(spec.Credential.Uid), int(spec.Credential.Gid))
+	}
+	cmd := exec.Command(spec.Path, spec.Args...)
+	cmd.Dir = spec.Dir
+	cmd.Env = spec.Env
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: spec.Credential, Pdeathsig: syscall.SIGKILL, Setpgid: true}
+	p := &Process{cmd: cmd, logPath: spec.LogPath, exited: make(chan struct{})}
+	started := make(chan error, 1)
+	go func() {
+		defer close(p.exited)
+		runtime.LockOSThread() // never unlocked: the thread ends with this goroutine
+		if err := cmd.Start(); err != nil {
+			started <- err
+			return
+		}
+		started <- nil
+		p.err = cmd.Wait()
+	}()
+	if err := <-started; err != nil {
+		<-p.exited
+		return nil, fmt.Errorf("services: start %s: %w", spec.Path, err)
+	}
+	return p, nil
+}
+
+// Pid returns the process id.
+func (p *Process) Pid() int { return p.cmd.Process.Pid }
+
+// Exited is closed once the process has exited.
+func (p *Process) Exited() <-chan struct{} { return p.exited }
+
+// Err is the exit status once Exited is closed.
+func (p *Process) Err() error {
+	<-p.exited
+	return p.err
+}
+
+// LogPath is the file holding the process's output.
+func (p *Process) LogPath() string { return p.logPath }
+
+// LogTail returns the last few KiB of the process's output.
+func (p *Process) LogTail() string { return logTail(p.logPath, 4000) }
+
+// Stop sends sig, waits up to grace for the process to exit, then kills it
+// and waits. It is safe to call more than once.
+func (p *Process) Stop(sig syscall.Signal, grace time.Duration) {
+	p.stopOnce.Do(func() {
+		_ = p.cmd.Process.Signal(sig)
+		select {
+		case <-p.exited:
+		case <-time.After(grace):
+			_ = p.cmd.Process.Kill()
+			<-p.exited
+		}
+	})
+	<-p.exited
+}
+
+// FreePort asks the kernel for a free TCP port on the loopback.
+func FreePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, fmt.Errorf("services: find a free port: %w", err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// FreeAddr returns a free "127.0.0.1:port" address.
+func FreeAddr() (string, error) {
+	port, err := FreePort()
+	if err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("127.0.0.1:%d", port), nil
+}
+
+// WaitHTTP polls url until it answers with any status, the process exits,
+// or ctx ends.
+func WaitHTTP(ctx context.Context, url string, p *Process) error {
+	client := &http.Client{Timeout: time.Second}
+	defer client.CloseIdleConnections()
+	for {
+		resp, err := client.Get(url)
+		if err == nil {
+			resp.Body.Close()
+			return nil
+		}
+		select {
+		case <-p.Exited():
+			return fmt.Errorf("services: process exited before %s answered: %v\n%s", url, p.Err(), p.LogTail())
+		case <-ctx.Done():
+			return fmt.Errorf("services: %s did not answer: %w (last error: %v)\n%s", url, ctx.Err(), err, p.LogTail())
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// WaitTCP polls addr until it accepts a connection, the process exits, or
+// ctx ends.
+func WaitTCP(ctx context.Context, addr string, p *Process) error {
+	for {
+		c, err := net.DialTimeout("tcp", addr, time.Second)
+		if err == nil {
+			c.Close()
+			return nil
+		}
+		select {
+		case <-p.Exited():
+			return fmt.Errorf("services: process exited before %s accepted connections: %v\n%s", addr, p.Err(), p.LogTail())
+		case <-ctx.Done():
+			return fmt.Errorf("services: %s accepted no connection: %w (last error: %v)\n%s", addr, ctx.Err(), err, p.LogTail())
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+func logTail(path string, n int) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err.Error()
+	}
+	if len(b) > n {
+		b = b[len(b)-n:]
+	}
+	return strings.TrimSpace(string(b))
+}
