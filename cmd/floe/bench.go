@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/floe-broker/floe/batcher"
 	"github.com/floe-broker/floe/bench"
@@ -54,8 +55,8 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) (err
 	fs.DurationVar(&rc.Duration, "duration", rc.Duration, "measured time of each run")
 	fs.DurationVar(&rc.Warmup, "warmup", rc.Warmup, "unmeasured time before each run's window")
 	fs.IntVar(&rc.MaxBatch, "max-batch", rc.MaxBatch, "records per produce request at most")
-	fs.DurationVar(&rc.Tick, "tick", rc.Tick, "producer-side batching: least time between two requests of a producer")
-	maxInFlight := fs.Int("max-inflight", 32, "unanswered produce requests per producer (JetStream: this × -max-batch messages, at most 4096)")
+	tick := fs.Duration("tick", 0, "producer-side batching: least time between two requests of a producer (0: linger/25, within [1ms, 10ms])")
+	maxInFlight := fs.Int("max-inflight", 48, "unanswered produce requests per producer (JetStream: this × -max-batch messages, at most 4096)")
 	backlogMB := fs.Int64("backlog-mb", 64, "catchup: backlog to write then read, MB")
 	fs.DurationVar(&dc.Linger, "linger", dc.Linger, "agents' linger (passed to agents it starts; tell it the deployment's for -addr)")
 	fs.IntVar(&dc.MaxFileBytes, "max-file-bytes", dc.MaxFileBytes, "agents' max file size (as -linger)")
@@ -89,6 +90,10 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) (err
 		return fmt.Errorf("flag: unexpected argument %q", fs.Arg(0))
 	}
 	rc.Workload = bench.Workload(*workload)
+	rc.Tick = *tick
+	if rc.Tick == 0 {
+		rc.Tick = min(max(dc.Linger/25, time.Millisecond), 10*time.Millisecond)
+	}
 	rc.Topic = *topic
 	rc.BacklogBytes = *backlogMB * 1e6
 	if sc.SweepSteps, err = parseFloats(*steps); err != nil {

@@ -51,7 +51,7 @@ func runTopic(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	partitions := fs.Int("partitions", 1, "partition count (create)")
 	config := kvFlag{}
 	fs.Var(config, "config", "topic config key=value (create, repeatable)")
-	if err := fs.Parse(args[1:]); err != nil {
+	if err := fs.Parse(reorder(args[1:])); err != nil {
 		return errUsage
 	}
 	name := fs.Arg(0)

@@ -88,8 +88,7 @@ DECLARE
     v_seen    integer;
     v_dup     bigint;
     v_idem    boolean;
-    v_hashjoin text;
-    v_mergejoin text;
+    v_guc     text[];
 BEGIN
     INSERT INTO files (key, size) VALUES (p_key, p_size) RETURNING id INTO v_file;
 
@@ -107,11 +106,16 @@ BEGIN
                    FOR UPDATE) x;
     ELSE
         -- No producer to check: every batch of an existing partition is
-        -- accepted, so lock and advance the partitions in one pass. A nested
-        -- loop over the sorted partitions keeps the lock order canonical.
-        v_hashjoin := current_setting('enable_hashjoin');
-        v_mergejoin := current_setting('enable_mergejoin');
-        PERFORM set_config('enable_hashjoin', 'off', true), set_config('enable_mergejoin', 'off', true);
+        -- accepted, so lock and advance the partitions in one pass. The
+        -- UPDATE locks rows in the order its join yields them, so for this
+        -- statement only the plans that yield them in key order are allowed:
+        -- a nested loop, over the sorted partitions probing the primary key
+        -- (or over the primary key in order) — no hash or merge join, no
+        -- sequential or bitmap scan in physical order.
+        v_guc := ARRAY[current_setting('enable_hashjoin'), current_setting('enable_mergejoin'),
+                       current_setting('enable_seqscan'), current_setting('enable_bitmapscan')];
+        PERFORM set_config('enable_hashjoin', 'off', true), set_config('enable_mergejoin', 'off', true),
+                set_config('enable_seqscan', 'off', true), set_config('enable_bitmapscan', 'off', true);
         WITH d AS (
             SELECT u.t, u.q, sum(u.cnt) AS added
               FROM unnest(p_topic, p_part, p_count) AS u(t, q, cnt)
@@ -129,7 +133,8 @@ BEGIN
                string_agg(upd.topic_id || ':' || upd.partition || ':' || upd.high_watermark, ',')
           INTO l_topic, l_part, l_hw, v_payload
           FROM upd;
-        PERFORM set_config('enable_hashjoin', v_hashjoin, true), set_config('enable_mergejoin', v_mergejoin, true);
+        PERFORM set_config('enable_hashjoin', v_guc[1], true), set_config('enable_mergejoin', v_guc[2], true),
+                set_config('enable_seqscan', v_guc[3], true), set_config('enable_bitmapscan', v_guc[4], true);
     END IF;
 
     -- The clock is read once the locks are held, so that append times
