@@ -187,16 +187,33 @@ func startCluster() (string, error) {
 		return "", fmt.Errorf("initdb: %w\n%s", err, out)
 	}
 
+	// The free port may be taken before the server binds it: try again.
+	for attempt := 1; ; attempt++ {
+		admin, stop, err := runServer(bin, dir, data, cred)
+		if err == nil {
+			registerCleanup(stop)
+			return admin, nil
+		}
+		if attempt == 3 || !errors.Is(err, errPortTaken) {
+			os.RemoveAll(dir)
+			return "", err
+		}
+	}
+}
+
+var errPortTaken = errors.New("port taken")
+
+// runServer starts postgres on dir/data and waits until it accepts
+// connections. It returns the admin URL and the function that stops it.
+func runServer(bin, dir, data string, cred *syscall.Credential) (string, func(), error) {
 	port, err := freePort()
 	if err != nil {
-		os.RemoveAll(dir)
-		return "", fmt.Errorf("free port: %w", err)
+		return "", nil, fmt.Errorf("free port: %w", err)
 	}
 	logPath := filepath.Join(dir, "postgres.log")
 	logFile, err := os.Create(logPath)
 	if err != nil {
-		os.RemoveAll(dir)
-		return "", fmt.Errorf("log file: %w", err)
+		return "", nil, fmt.Errorf("log file: %w", err)
 	}
 	cmd := exec.Command(filepath.Join(bin, "postgres"), "-D", data, "-p", strconv.Itoa(port), "-k", dir,
 		"-c", "listen_addresses=127.0.0.1", "-c", "fsync=off", "-c", "synchronous_commit=off",
@@ -221,10 +238,8 @@ func startCluster() (string, error) {
 	}()
 	if err := <-started; err != nil {
 		logFile.Close()
-		os.RemoveAll(dir)
-		return "", fmt.Errorf("start postgres: %w", err)
+		return "", nil, fmt.Errorf("start postgres: %w", err)
 	}
-
 	stop := func() {
 		_ = cmd.Process.Signal(syscall.SIGINT) // fast shutdown
 		select {
@@ -244,23 +259,25 @@ func startCluster() (string, error) {
 		err := pgExec(ctx, admin, "SELECT 1")
 		cancel()
 		if err == nil {
-			break
+			return admin, stop, nil
 		}
 		select {
 		case werr := <-exited:
-			log, _ := os.ReadFile(logPath)
 			logFile.Close()
-			os.RemoveAll(dir)
-			return "", fmt.Errorf("postgres exited at start (%v):\n%s", werr, log)
+			log, _ := os.ReadFile(logPath)
+			if strings.Contains(string(log), "could not bind") || strings.Contains(string(log), "already in use") {
+				return "", nil, fmt.Errorf("%w: %d:\n%s", errPortTaken, port, log)
+			}
+			return "", nil, fmt.Errorf("postgres exited at start (%v):\n%s", werr, log)
 		default:
 		}
 		if time.Now().After(deadline) {
 			log, _ := os.ReadFile(logPath)
-			stop()
-			return "", fmt.Errorf("postgres not ready after %v: %w\n%s", pgStartTimeout, err, log)
+			_ = cmd.Process.Kill()
+			<-exited
+			logFile.Close()
+			return "", nil, fmt.Errorf("postgres not ready after %v: %w\n%s", pgStartTimeout, err, log)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	registerCleanup(stop)
-	return admin, nil
 }
