@@ -182,7 +182,7 @@ func EvaluateGoals(r *Report) []Goal {
 		peak = math.Max(peak, run.Cost.PeakRSSBytes)
 		backpressured += run.Cost.Backpressured
 		alive = alive && run.Cost.ServersAlive
-		if run.Cost.Backpressured > 0 || !run.Followed() {
+		if run.Cost.Backpressured > 0 || !run.Followed() || run.TargetRate <= 0 {
 			overloaded = true
 		}
 	}
@@ -194,7 +194,7 @@ func EvaluateGoals(r *Report) []Goal {
 		g.Measured = fmt.Sprintf("peak RSS %s, never overloaded", byteSize(peak))
 		g.Note = "run -sweep or -rate 0 to overload"
 	default:
-		g.Measured = fmt.Sprintf("peak RSS %s, %.0f produce calls made to wait, agents alive: %v", byteSize(peak), backpressured, alive)
+		g.Measured = fmt.Sprintf("peak RSS %s under overload (closed loop or beyond the sustainable rate), %.0f produce calls made to wait for buffer space, agents alive: %v", byteSize(peak), backpressured, alive)
 		g.Status = status(alive && peak <= limit)
 	}
 	goals = append(goals, g)

@@ -33,8 +33,8 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 	if s.Sweep {
 		rate = "rate sweep"
 	}
-	fmt.Fprintf(&b, "%s; workload %s; %d partitions, %d producers, %d consumers; %d-byte records; %s; %s s measured after %s s warm-up; linger %s ms, files up to %s.\n",
-		s.Deployment, s.Workload, s.Partitions, s.Producers, s.Consumers, s.RecordSize, rate,
+	fmt.Fprintf(&b, "%s; workload %s; %s, %s, %s; %d-byte records; %s; %s s measured after %s s warm-up; linger %s ms, files up to %s.\n",
+		s.Deployment, s.Workload, plural(s.Partitions, "partition"), plural(s.Producers, "producer"), plural(s.Consumers, "consumer"), s.RecordSize, rate,
 		num(s.DurationSeconds), num(s.WarmupSeconds), num(s.LingerMs), byteSize(float64(s.MaxFileBytes)))
 	fmt.Fprintf(&b, "Host: %d CPUs, %s, %s. Started %s.\n", r.Host.CPUs, r.Host.OS, r.Host.GoVersion, r.Started.Format("2006-01-02 15:04 UTC"))
 	if s.Command != "" {
@@ -328,4 +328,11 @@ func byteSize(v float64) string {
 	default:
 		return num(v) + " B"
 	}
+}
+
+func plural(n int, what string) string {
+	if n == 1 {
+		return "1 " + what
+	}
+	return fmt.Sprintf("%d %ss", n, what)
 }

@@ -205,7 +205,7 @@ func Generate(ctx context.Context, cfg GenConfig, sink Sink, lat *Histogram, liv
 		if cfg.StopAfter > 0 && next >= cfg.StopAfter {
 			break
 		}
-		if !cfg.StopAt.IsZero() && !sched.At(next).Before(cfg.StopAt) {
+		if !cfg.StopAt.IsZero() && (!sched.At(next).Before(cfg.StopAt) || !time.Now().Before(cfg.StopAt)) {
 			break
 		}
 		// Wait for the next record's intended time and the batching tick.
@@ -235,7 +235,12 @@ func Generate(ctx context.Context, cfg GenConfig, sink Sink, lat *Histogram, liv
 		n := int(min(due-next, int64(cfg.MaxBatch)))
 		b := &Batch{Producer: cfg.Producer, First: next, Intended: make([]int64, n)}
 		for i := range n {
-			b.Intended[i] = sched.At(next + int64(i)).UnixNano()
+			if sched.Rate <= 0 {
+				// Closed loop: a record is intended when it can be sent.
+				b.Intended[i] = now.UnixNano()
+			} else {
+				b.Intended[i] = sched.At(next + int64(i)).UnixNano()
+			}
 		}
 		mu.Lock()
 		open[b] = n

@@ -380,12 +380,29 @@ func TestDevEndToEnd(t *testing.T) {
 		t.Fatalf("bad topic name: err %v, stderr %q", err, errs)
 	}
 
-	// A restarted dev server keeps everything.
-	_ = dev.cmd.Process.Signal(syscall.SIGTERM)
-	<-dev.done
+	// SIGKILL in the middle of producing: a restarted dev server has every
+	// acknowledged record, dense offsets, and keeps serving.
+	stop := make(chan struct{})
+	var more []acked
+	done := make(chan struct{})
+	go func() {
+		more = produceLoad(t, []*client.Client{c}, "seq", 4, 10, 4, 100000, stop)
+		close(done)
+	}()
+	time.Sleep(800 * time.Millisecond)
+	dev.kill()
+	close(stop)
+	<-done
+	if len(more) == 0 {
+		t.Fatal("nothing acknowledged before the kill")
+	}
 	dev2 := startFloe(t, "dev", "-data", data)
 	c2 := dialT(t, dev2.addr)
-	verifyLog(t, c2, "seq", 4, acks)
+	all := append(acks, more...)
+	if _, err := c2.Produce(context.Background(), "seq", 1, client.Value(nil, []byte("p50-0"))); err != nil {
+		t.Fatalf("restarted dev server refuses produce: %v", err)
+	}
+	verifyLog(t, c2, "seq", 4, all)
 }
 
 func TestAgentStartErrorsAreOneLine(t *testing.T) {

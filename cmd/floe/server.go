@@ -69,7 +69,11 @@ func serve(ctx context.Context, sc serverConfig, meta metadata.Store, store obje
 		return fmt.Errorf("listen on %s: %w", sc.MetricsAddr, err)
 	}
 
-	gs := grpc.NewServer(grpc.MaxRecvMsgSize(sc.Agent.MaxRequestBytes+(1<<20)), grpc.MaxSendMsgSize(sc.Agent.MaxFetchBytes+(4<<20)))
+	gs := grpc.NewServer(
+		grpc.MaxRecvMsgSize(sc.Agent.MaxRequestBytes+(1<<20)),
+		grpc.MaxSendMsgSize(sc.Agent.MaxFetchBytes+(4<<20)),
+		grpc.MaxConcurrentStreams(1024),
+	)
 	ag.Register(gs)
 	hs := health.NewServer()
 	healthpb.RegisterHealthServer(gs, hs)
