@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
+	"github.com/floe-broker/floe/internal/testenv"
 
 	"github.com/floe-broker/floe/batcher"
 	"github.com/floe-broker/floe/kbatch"
@@ -21,7 +21,7 @@ import (
 	"github.com/floe-broker/floe/objectstore"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) { testenv.Main(m, testenv.VerifyNoLeaks()) }
 
 // countingStore counts PUTs and can block them.
 type countingStore struct {

@@ -196,6 +196,10 @@ func RunSuite(ctx context.Context, cfg SuiteConfig, t Targets) (*Report, error) 
 		rc.Progress, rc.Logger = cfg.Progress, cfg.Logger
 		if sys == t.Floe {
 			rc.BeforeRead = t.BeforeRead
+		} else {
+			// The peer publishes message by message: the producer-side
+			// batching tick would only delay it.
+			rc.Tick = min(rc.Tick, time.Millisecond)
 		}
 		r, err := Run(ctx, sys, rc)
 		if err != nil {

@@ -10,10 +10,13 @@
 package testenv
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"sync"
 	"testing"
+
+	"go.uber.org/goleak"
 )
 
 var (
@@ -28,14 +31,38 @@ func registerCleanup(fn func()) {
 	cleanups = append(cleanups, fn)
 }
 
+// MainOption changes Main.
+type MainOption func(*mainOptions)
+
+type mainOptions struct {
+	leaks    bool
+	leakOpts []goleak.Option
+}
+
+// VerifyNoLeaks makes Main fail when goroutines are left running after the
+// tests passed and the services stopped (go.uber.org/goleak).
+func VerifyNoLeaks(opts ...goleak.Option) MainOption {
+	return func(o *mainOptions) { o.leaks, o.leakOpts = true, opts }
+}
+
 // Main runs the tests, then stops every service started for them.
-func Main(m *testing.M) {
+func Main(m *testing.M, opts ...MainOption) {
+	var o mainOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
 	code := m.Run()
 	cleanupMu.Lock()
 	for i := len(cleanups) - 1; i >= 0; i-- {
 		cleanups[i]()
 	}
 	cleanupMu.Unlock()
+	if code == 0 && o.leaks {
+		if err := goleak.Find(o.leakOpts...); err != nil {
+			fmt.Fprintf(os.Stderr, "goleak: goroutines left after the tests: %v\n", err)
+			code = 1
+		}
+	}
 	os.Exit(code)
 }
 
