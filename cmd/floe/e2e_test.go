@@ -18,6 +18,10 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	reflectionpb "google.golang.org/grpc/reflection/grpc_reflection_v1"
 
 	"github.com/floe-broker/floe/client"
 	"github.com/floe-broker/floe/internal/testenv"
@@ -358,6 +362,68 @@ func TestDevEndToEnd(t *testing.T) {
 			t.Fatalf("line %q not consumed", l)
 		}
 	}
+	// Follow mode pushes records produced after it started.
+	follow := exec.Command(floeBin, "consume", "logs", "-from", "latest", "-follow", "-addr", dev.addr)
+	fout, err := follow.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := follow.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = follow.Process.Kill(); _ = follow.Wait() }()
+	time.Sleep(300 * time.Millisecond) // let the subscription resolve "latest"
+	if _, errs, err := run("live-1\nlive-2\n", "produce", "logs", "-partition", "2"); err != nil {
+		t.Fatalf("produce: %v %s", err, errs)
+	}
+	lineCh := make(chan string, 2)
+	go func() {
+		sc := bufio.NewScanner(fout)
+		for sc.Scan() {
+			lineCh <- sc.Text()
+		}
+	}()
+	for _, want := range []string{"live-1", "live-2"} {
+		select {
+		case got := <-lineCh:
+			if got != want {
+				t.Fatalf("follow printed %q, want %q", got, want)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("follow did not print %q", want)
+		}
+	}
+
+	// Health service and reflection are on.
+	conn, err := grpc.NewClient(dev.addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	hr, err := healthpb.NewHealthClient(conn).Check(context.Background(), &healthpb.HealthCheckRequest{})
+	if err != nil || hr.GetStatus() != healthpb.HealthCheckResponse_SERVING {
+		t.Fatalf("health check: %v %v", hr, err)
+	}
+	rs, err := reflectionpb.NewServerReflectionClient(conn).ServerReflectionInfo(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rs.Send(&reflectionpb.ServerReflectionRequest{MessageRequest: &reflectionpb.ServerReflectionRequest_ListServices{}}); err != nil {
+		t.Fatal(err)
+	}
+	rr, err := rs.Recv()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var services []string
+	for _, sv := range rr.GetListServicesResponse().GetService() {
+		services = append(services, sv.GetName())
+	}
+	if !strings.Contains(strings.Join(services, ","), "floe.v1.LogService") {
+		t.Fatalf("reflection lists %v", services)
+	}
+	_ = rs.CloseSend()
+
 	// Same key, same partition, order kept: check through the API.
 	c := dialT(t, dev.addr)
 	acks := produceLoad(t, []*client.Client{c}, "logs2", 1, 0, 1, 1, nil)
@@ -424,4 +490,3 @@ func TestAgentStartErrorsAreOneLine(t *testing.T) {
 		}
 	}
 }
-
