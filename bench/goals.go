@@ -162,6 +162,8 @@ func EvaluateGoals(r *Report) []Goal {
 	if r.FloeMax != nil {
 		cpuRun = *r.FloeMax
 		g.Note = "closed-loop run"
+	} else if !closedLoop {
+		g.Note = fmt.Sprintf("at %.1f MB/s offered: fixed costs weigh more at low rates; -rate 0 or -sweep measures it at load", r.Floe.MBPerSec)
 	}
 	if cpuRun.Cost.CPUSeconds <= 0 || cpuRun.Cost.CPUMsPerMiB <= 0 {
 		g.Status, g.Measured = GoalNotMeasured, "no agent CPU figures"

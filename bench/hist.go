@@ -117,7 +117,11 @@ func (h *Histogram) Distribution() []Point {
 			break
 		}
 		p := 100 * (1 - math.Pow(10, -nines))
-		pts = append(pts, Point{Percentile: p, Ms: float64(h.h.ValueAtQuantile(p)) / 1000})
+		v := h.h.ValueAtQuantile(p)
+		if k == 0 {
+			v = h.h.Min()
+		}
+		pts = append(pts, Point{Percentile: p, Ms: float64(v) / 1000})
 	}
 	// The maximum, plotted half a step past the last observation's rank.
 	pts = append(pts, Point{Percentile: 100 * (1 - 0.5/float64(n)), Ms: float64(h.h.Max()) / 1000})

@@ -94,16 +94,16 @@ func (c RunConfig) validate() error {
 // Cost is what a run cost the servers over its measured window, from
 // their metrics (floe) or /proc (peer).
 type Cost struct {
-	PUTs            float64 `json:"puts"`
-	GETs            float64 `json:"gets"`
-	Commits         float64 `json:"commits"`
-	Flushes         float64 `json:"flushes"`
-	PUTsPerSec      float64 `json:"puts_per_sec"`
-	GETsPerSec      float64 `json:"gets_per_sec"`
-	CommitsPerSec   float64 `json:"commits_per_sec"`
-	PUTsPerMB       float64 `json:"puts_per_mb"`
-	GETsPerMB       float64 `json:"gets_per_mb"`
-	CommitsPerMB    float64 `json:"commits_per_mb"`
+	PUTs          float64 `json:"puts"`
+	GETs          float64 `json:"gets"`
+	Commits       float64 `json:"commits"`
+	Flushes       float64 `json:"flushes"`
+	PUTsPerSec    float64 `json:"puts_per_sec"`
+	GETsPerSec    float64 `json:"gets_per_sec"`
+	CommitsPerSec float64 `json:"commits_per_sec"`
+	PUTsPerMB     float64 `json:"puts_per_mb"`
+	GETsPerMB     float64 `json:"gets_per_mb"`
+	CommitsPerMB  float64 `json:"commits_per_mb"`
 	// RunPUTs, RunCommits and RunFlushes cover the whole run, warm-up and
 	// drain included, so that no flush is cut in two by the window's
 	// edges; PUTsPerFlush and CommitsPerFlush are their ratios.
@@ -147,16 +147,16 @@ type RunResult struct {
 	Unacked    int64   `json:"unacked"`
 	Unsent     int64   `json:"unsent"`
 	// RecordsPerSec and MBPerSec are acknowledged within the window.
-	RecordsPerSec float64         `json:"records_per_sec"`
-	MBPerSec      float64         `json:"mb_per_sec"`
-	Produce       Summary         `json:"produce"`
-	ProduceDist   []Point         `json:"produce_distribution,omitempty"`
-	E2E           *Summary        `json:"e2e,omitempty"`
-	E2EDist       []Point         `json:"e2e_distribution,omitempty"`
-	Consumed      int64           `json:"consumed,omitempty"`
-	Catchup       *CatchupResult  `json:"catchup,omitempty"`
-	Cost          Cost            `json:"cost"`
-	FirstError    string          `json:"first_error,omitempty"`
+	RecordsPerSec float64        `json:"records_per_sec"`
+	MBPerSec      float64        `json:"mb_per_sec"`
+	Produce       Summary        `json:"produce"`
+	ProduceDist   []Point        `json:"produce_distribution,omitempty"`
+	E2E           *Summary       `json:"e2e,omitempty"`
+	E2EDist       []Point        `json:"e2e_distribution,omitempty"`
+	Consumed      int64          `json:"consumed,omitempty"`
+	Catchup       *CatchupResult `json:"catchup,omitempty"`
+	Cost          Cost           `json:"cost"`
+	FirstError    string         `json:"first_error,omitempty"`
 }
 
 // Followed reports whether the system kept up with the offered load:

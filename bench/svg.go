@@ -88,7 +88,7 @@ const (
 	padL, padR, padT, padB     = 70, 210, 40, 50
 	plotW, plotH               = svgW - padL - padR, svgH - padT - padB
 	ninesCap                   = 6.0
-	minLatencyMs, minMBPerSec  = 0.01, 0.0
+	minLatencyMs               = 0.01
 	legendLine, legendLineStep = 24, 20
 )
 

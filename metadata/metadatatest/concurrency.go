@@ -129,7 +129,7 @@ func testCancelledCommit(t *testing.T, s metadata.Store) {
 			p := int32(i % partitions)
 			if i%3 == 0 {
 				// A new producer each: accepted, and its state written.
-				batches = append(batches, idem(tp.ID, p, int64(10000*round+i), 0, int32(i), 1))
+				batches = append(batches, idem(tp.ID, p, int64(10000*round+i), 0, 0, 1))
 			} else {
 				batches = append(batches, plain(tp.ID, p, 2))
 			}

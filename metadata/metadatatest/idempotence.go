@@ -45,18 +45,19 @@ func testIdempotentRetry(t *testing.T, s metadata.Store) {
 func testIdempotentOrderAndEpochs(t *testing.T, s metadata.Store) {
 	tp := createTopic(t, s, "order", 1)
 	const pid = 7
-	// With no state any sequence starts the producer.
-	wantAccepted(t, "first at 42", commitOne(t, s, idem(tp.ID, 0, pid, 0, 42, 3)), 0)
-	wantRefused(t, "gap", commitOne(t, s, idem(tp.ID, 0, pid, 0, 46, 1)), metadata.ErrOutOfOrderSequence)
-	wantRefused(t, "overlap", commitOne(t, s, idem(tp.ID, 0, pid, 0, 44, 2)), metadata.ErrOutOfOrderSequence)
-	wantRefused(t, "same base, other length", commitOne(t, s, idem(tp.ID, 0, pid, 0, 42, 2)), metadata.ErrOutOfOrderSequence)
-	wantAccepted(t, "in order", commitOne(t, s, idem(tp.ID, 0, pid, 0, 45, 1)), 3)
+	// With no state a producer must start at sequence 0.
+	wantRefused(t, "first at 42", commitOne(t, s, idem(tp.ID, 0, pid, 0, 42, 3)), metadata.ErrOutOfOrderSequence)
+	wantAccepted(t, "first at 0", commitOne(t, s, idem(tp.ID, 0, pid, 0, 0, 3)), 0)
+	wantRefused(t, "gap", commitOne(t, s, idem(tp.ID, 0, pid, 0, 4, 1)), metadata.ErrOutOfOrderSequence)
+	wantRefused(t, "overlap", commitOne(t, s, idem(tp.ID, 0, pid, 0, 2, 2)), metadata.ErrOutOfOrderSequence)
+	wantRefused(t, "same base, other length", commitOne(t, s, idem(tp.ID, 0, pid, 0, 0, 2)), metadata.ErrOutOfOrderSequence)
+	wantAccepted(t, "in order", commitOne(t, s, idem(tp.ID, 0, pid, 0, 3, 1)), 3)
 	// A new epoch must start at sequence 0.
 	wantRefused(t, "new epoch at 46", commitOne(t, s, idem(tp.ID, 0, pid, 1, 46, 1)), metadata.ErrOutOfOrderSequence)
 	wantAccepted(t, "new epoch at 0", commitOne(t, s, idem(tp.ID, 0, pid, 1, 0, 2)), 4)
 	// The old epoch is fenced, whatever its sequence.
 	wantRefused(t, "stale epoch", commitOne(t, s, idem(tp.ID, 0, pid, 0, 46, 1)), metadata.ErrProducerFenced)
-	wantRefused(t, "stale epoch retry", commitOne(t, s, idem(tp.ID, 0, pid, 0, 45, 1)), metadata.ErrProducerFenced)
+	wantRefused(t, "stale epoch retry", commitOne(t, s, idem(tp.ID, 0, pid, 0, 3, 1)), metadata.ErrProducerFenced)
 	// The new epoch's batches are deduplicated, the old epoch's are forgotten.
 	wantDuplicate(t, "new epoch retry", commitOne(t, s, idem(tp.ID, 0, pid, 1, 0, 2)), 4)
 	wantAccepted(t, "new epoch next", commitOne(t, s, idem(tp.ID, 0, pid, 1, 2, 1)), 6)
@@ -116,7 +117,8 @@ func testIdempotentMixedFile(t *testing.T, s metadata.Store) {
 		idem(tp.ID, 1, 2, 2, 4, 1),   // fenced
 		idem(tp.ID, 1, 2, 3, 5, 1),   // out of order
 		idem(tp.ID, 1, 2, 3, 4, 2),   // 4
-		idem(tp.ID, 2, 3, 0, 100, 1), // 0, new producer
+		idem(tp.ID, 2, 3, 0, 100, 1), // refused: a new producer starts at 0
+		idem(tp.ID, 2, 3, 0, 0, 1),   // 0, new producer
 		plain(tp.ID, 2, 1),           // 1
 		idem(tp.ID, 9, 3, 0, 0, 1),   // no such partition
 	))
@@ -126,9 +128,10 @@ func testIdempotentMixedFile(t *testing.T, s metadata.Store) {
 	wantRefused(t, "fenced", res[3], metadata.ErrProducerFenced)
 	wantRefused(t, "out of order", res[4], metadata.ErrOutOfOrderSequence)
 	wantAccepted(t, "in order", res[5], 4)
-	wantAccepted(t, "new producer", res[6], 0)
-	wantAccepted(t, "plain after", res[7], 1)
-	wantRefused(t, "no partition", res[8], metadata.ErrPartitionNotFound)
+	wantRefused(t, "new producer not at 0", res[6], metadata.ErrOutOfOrderSequence)
+	wantAccepted(t, "new producer", res[7], 0)
+	wantAccepted(t, "plain after", res[8], 1)
+	wantRefused(t, "no partition", res[9], metadata.ErrPartitionNotFound)
 	for p, want := range []int64{7, 6, 2} {
 		if got := hw(t, s, tp.ID, int32(p)); got != want {
 			t.Errorf("partition %d high watermark %d, want %d", p, got, want)
@@ -160,11 +163,16 @@ func testIdempotentDedupeWindow(t *testing.T, s metadata.Store) {
 func testIdempotentWraparound(t *testing.T, s metadata.Store) {
 	tp := createTopic(t, s, "wrap", 1)
 	const pid = 12
-	wantAccepted(t, "to MaxInt32", commitOne(t, s, idem(tp.ID, 0, pid, 0, math.MaxInt32-4, 5)), 0)
+	// Producers start at 0: one huge batch brings the sequence near the top.
+	const b = int64(math.MaxInt32 - 4)
+	wantAccepted(t, "up to MaxInt32-5", commitOne(t, s, idem(tp.ID, 0, pid, 0, 0, math.MaxInt32-4)), 0)
+	wantAccepted(t, "to MaxInt32", commitOne(t, s, idem(tp.ID, 0, pid, 0, math.MaxInt32-4, 5)), b)
 	wantRefused(t, "past MaxInt32", commitOne(t, s, idem(tp.ID, 0, pid, 0, math.MaxInt32, 1)), metadata.ErrOutOfOrderSequence)
-	wantAccepted(t, "wrapped to 0", commitOne(t, s, idem(tp.ID, 0, pid, 0, 0, 3)), 5)
+	wantAccepted(t, "wrapped to 0", commitOne(t, s, idem(tp.ID, 0, pid, 0, 0, 3)), b+5)
 	// A batch that wraps inside itself: last sequence 1.
-	wantAccepted(t, "wrapping batch", commitOne(t, s, idem(tp.ID, 0, pid+1, 0, math.MaxInt32-1, 4)), 8)
-	wantDuplicate(t, "wrapping batch retry", commitOne(t, s, idem(tp.ID, 0, pid+1, 0, math.MaxInt32-1, 4)), 8)
-	wantAccepted(t, "after the wrapping batch", commitOne(t, s, idem(tp.ID, 0, pid+1, 0, 2, 1)), 12)
+	wantAccepted(t, "up to MaxInt32-2", commitOne(t, s, idem(tp.ID, 0, pid+1, 0, 0, math.MaxInt32-1)), b+8)
+	w := b + 8 + math.MaxInt32 - 1
+	wantAccepted(t, "wrapping batch", commitOne(t, s, idem(tp.ID, 0, pid+1, 0, math.MaxInt32-1, 4)), w)
+	wantDuplicate(t, "wrapping batch retry", commitOne(t, s, idem(tp.ID, 0, pid+1, 0, math.MaxInt32-1, 4)), w)
+	wantAccepted(t, "after the wrapping batch", commitOne(t, s, idem(tp.ID, 0, pid+1, 0, 2, 1)), w+4)
 }

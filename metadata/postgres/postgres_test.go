@@ -107,9 +107,10 @@ func TestNoticeListenerReconnects(t *testing.T) {
 		func() bool { return true })
 }
 
-// TestLargeNoticeIsAll commits to so many partitions that the payload
-// would pass NOTIFY's limit: the notice says All instead.
-func TestLargeNoticeIsAll(t *testing.T) {
+// TestLargeNoticeIsSplit commits to so many partitions that one payload
+// would pass NOTIFY's limit: the announcement comes in several notices that
+// together name every partition with its new high watermark.
+func TestLargeNoticeIsSplit(t *testing.T) {
 	s := open(t, testenv.Postgres(t))
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -129,13 +130,27 @@ func TestLargeNoticeIsAll(t *testing.T) {
 	if _, err := s.CommitFile(ctx, f); err != nil {
 		t.Fatal(err)
 	}
-	select {
-	case n := <-ch:
-		if !n.All {
-			t.Errorf("notice of 2000 partitions has All false and %d partitions", len(n.Partitions))
+	seen := map[int32]bool{}
+	notices := 0
+	for len(seen) < 2000 {
+		select {
+		case n := <-ch:
+			notices++
+			if n.All {
+				t.Fatalf("notice %d is All: the payload was not split", notices)
+			}
+			for _, p := range n.Partitions {
+				if p.TopicID != tp.ID || p.HighWatermark != 1 {
+					t.Fatalf("notice item %+v", p)
+				}
+				seen[p.Partition] = true
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("only %d of 2000 partitions announced in %d notices", len(seen), notices)
 		}
-	case <-time.After(2 * time.Second):
-		t.Fatal("no notice within 2s")
+	}
+	if notices < 2 {
+		t.Fatalf("2000 partitions in %d notice", notices)
 	}
 }
 

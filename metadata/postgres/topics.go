@@ -56,9 +56,11 @@ func (s *Store) DeleteTopic(ctx context.Context, name string) error {
 		if err != nil {
 			return err
 		}
-		// One statement each, in this order: each sees what the commits it
-		// waited for wrote.
+		// Lock the partitions in the canonical order commits use, so a
+		// concurrent commit waits instead of deadlocking; then one statement
+		// each, in this order: each sees what the commits it waited for wrote.
 		for _, q := range []string{
+			"SELECT 1 FROM partitions WHERE topic_id = $1 ORDER BY partition FOR UPDATE",
 			"DELETE FROM partitions WHERE topic_id = $1",
 			"DELETE FROM batches WHERE topic_id = $1",
 			"DELETE FROM producer_state WHERE topic_id = $1",

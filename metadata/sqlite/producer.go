@@ -32,12 +32,15 @@ type verdict struct {
 // shares: a lower epoch is fenced; a higher one must start at sequence 0;
 // in the same epoch the next sequence is accepted, a retry of a
 // remembered batch still in the log (base offset >= logStart) is a
-// duplicate, anything else is out of order; with no state any sequence is
-// accepted.
+// duplicate, anything else is out of order; with no state the producer must
+// start at sequence 0.
 func (st *producerState) check(b metadata.BatchCommit, logStart int64) verdict {
 	last := validate.LastSequence(b.BaseSequence, b.RecordCount)
 	switch {
 	case !st.known:
+		if b.BaseSequence != 0 {
+			return verdict{err: metadata.ErrOutOfOrderSequence}
+		}
 		return verdict{accept: true}
 	case b.ProducerEpoch < st.epoch:
 		return verdict{err: metadata.ErrProducerFenced}

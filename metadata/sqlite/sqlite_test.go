@@ -95,10 +95,13 @@ func TestProducerState(t *testing.T) {
 		return metadata.BatchCommit{ProducerID: 1, ProducerEpoch: epoch, BaseSequence: seq, RecordCount: count}
 	}
 	var st producerState
-	if v := st.check(b(0, 17, 1), 0); !v.accept {
-		t.Fatalf("no state: %+v", v)
+	if v := st.check(b(0, 17, 1), 0); v.accept || v.err == nil {
+		t.Fatalf("no state, sequence 17 accepted: %+v", v)
 	}
-	st.accept(b(0, 17, 1), 100)
+	if v := st.check(b(0, 0, 18), 0); !v.accept {
+		t.Fatalf("no state, sequence 0: %+v", v)
+	}
+	st.accept(b(0, 0, 18), 83)
 	for i := range int64(6) {
 		bb := b(0, int32(18+i), 1)
 		if v := st.check(bb, 0); !v.accept {

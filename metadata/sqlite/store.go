@@ -122,7 +122,7 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 	// (the _journal_mode key is applied after the _pragma list); bigger
 	// pages mean fewer WAL frames per commit.
 	s.w, err = sql.Open("sqlite", "file:"+path+"?"+busy+"&_pragma=page_size(16384)&_pragma=cache_size(-65536)"+
-		"&_journal_mode=WAL&_pragma=synchronous(NORMAL)&_pragma=foreign_keys(1)&_txlock=immediate")
+		"&_journal_mode=WAL&_pragma=synchronous(FULL)&_pragma=foreign_keys(1)&_txlock=immediate")
 	if err == nil {
 		s.w.SetMaxOpenConns(1)
 		s.w.SetMaxIdleConns(1)

@@ -89,6 +89,7 @@ DECLARE
     v_dup     bigint;
     v_idem    boolean;
     v_guc     text[];
+    v_pos     integer;
 BEGIN
     INSERT INTO files (key, size) VALUES (p_key, p_size) RETURNING id INTO v_file;
 
@@ -215,7 +216,12 @@ BEGIN
             v_last := floe_last_seq(v_seq, p_count[i]);
             v_epoch := p_epoch[i];
             IF k_epoch[k] IS NULL THEN
-                -- No state: any sequence starts one.
+                -- No state: a producer starts at sequence 0 (so a lost
+                -- first batch cannot be skipped over).
+                IF v_seq <> 0 THEN
+                    b_err[i] := 3;
+                    CONTINUE;
+                END IF;
                 k_epoch[k] := v_epoch;
             ELSIF v_epoch < k_epoch[k] THEN
                 b_err[i] := 4;
@@ -327,10 +333,18 @@ BEGIN
         SELECT n.t, n.q, n.pid, n.e, n.bs, n.ls, n.bo FROM n WHERE n.stored IS NULL;
     END IF;
 
+    -- Announce the new high watermarks in notifications of at most 7000
+    -- bytes (PostgreSQL's limit is 8000), cut between items; a file of more
+    -- than 64 such pieces announces '*' (every partition may have changed).
     IF v_payload IS NOT NULL THEN
-        IF octet_length(v_payload) > 7000 THEN
+        IF length(v_payload) > 7000 * 64 THEN
             v_payload := '*';
         END IF;
+        WHILE length(v_payload) > 7000 LOOP
+            v_pos := 7001 - position(',' IN reverse(left(v_payload, 7000)));
+            PERFORM pg_notify(p_channel, left(v_payload, v_pos - 1));
+            v_payload := substr(v_payload, v_pos + 1);
+        END LOOP;
         PERFORM pg_notify(p_channel, v_payload);
     END IF;
 
