@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/floe-broker/floe/internal/testenv"
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
@@ -371,5 +372,99 @@ func TestTailReadsCostNoGet(t *testing.T) {
 	h.store.Set(objectstore.FaultConfig{ErrorRate: 1, Operations: []string{"get"}})
 	if _, err := h.c.Fetch(ctx, "t", 0, 0, 0, 0); err != nil {
 		t.Fatalf("tail fetch went to the store: %v", err)
+	}
+}
+
+func TestBackpressureIsResourceExhausted(t *testing.T) {
+	h := start(t, func(a *agent.Config, b *batcher.Config) {
+		a.MaxBackpressureWait = 100 * time.Millisecond
+		a.MaxRecordBytes = 32 << 10
+		a.MaxRequestBytes = 32 << 10
+		b.MaxFileBytes = 64 << 10
+		b.MaxBufferedBytes = 64 << 10
+	})
+	ctx := context.Background()
+	if _, err := h.c.CreateTopic(ctx, "t", 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	h.store.Set(objectstore.FaultConfig{Latency: time.Second, Operations: []string{objectstore.OpPut}})
+	var wg sync.WaitGroup
+	codesSeen := make(chan codes.Code, 8)
+	for i := 0; i < 8; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, err := h.c.Produce(ctx, "t", 0, client.Value(nil, make([]byte, 30<<10)))
+			codesSeen <- code(err)
+		}()
+	}
+	wg.Wait()
+	close(codesSeen)
+	var ok, exhausted int
+	for c := range codesSeen {
+		switch c {
+		case codes.OK:
+			ok++
+		case codes.ResourceExhausted:
+			exhausted++
+		default:
+			t.Errorf("unexpected code %v", c)
+		}
+	}
+	if exhausted == 0 || ok == 0 {
+		t.Fatalf("%d acknowledged, %d refused with ResourceExhausted: want both", ok, exhausted)
+	}
+	h.store.Set(objectstore.FaultConfig{})
+	f, err := h.c.Fetch(ctx, "t", 0, 0, 0, 0)
+	if err != nil || len(f.GetRecords()) != ok {
+		t.Fatalf("log holds %d records, %d were acknowledged: %v", len(f.GetRecords()), ok, err)
+	}
+}
+
+func TestOutOfRangeCarriesTheRange(t *testing.T) {
+	h := start(t, nil)
+	ctx := context.Background()
+	if _, err := h.c.CreateTopic(ctx, "t", 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.c.Produce(ctx, "t", 0, client.Value(nil, []byte("a")), client.Value(nil, []byte("b"))); err != nil {
+		t.Fatal(err)
+	}
+	_, err := h.c.Fetch(ctx, "t", 0, 7, 0, 0)
+	st := status.Convert(err)
+	if st.Code() != codes.OutOfRange {
+		t.Fatalf("fetch past the end: %v", err)
+	}
+	var info *errdetails.ErrorInfo
+	for _, d := range st.Details() {
+		if i, ok := d.(*errdetails.ErrorInfo); ok {
+			info = i
+		}
+	}
+	if info == nil || info.GetMetadata()["log_start_offset"] != "0" || info.GetMetadata()["high_watermark"] != "2" {
+		t.Fatalf("OutOfRange details: %v", st.Details())
+	}
+}
+
+// Headers count towards a fetch's byte budget.
+func TestFetchBudgetCountsHeaders(t *testing.T) {
+	h := start(t, nil)
+	ctx := context.Background()
+	if _, err := h.c.CreateTopic(ctx, "t", 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	var recs []*floev1.Record
+	for i := 0; i < 6; i++ {
+		recs = append(recs, &floev1.Record{Value: []byte("v"), Headers: []*floev1.Header{{Key: "big", Value: make([]byte, 300<<10)}}})
+	}
+	if _, err := h.c.Produce(ctx, "t", 0, recs...); err != nil {
+		t.Fatal(err)
+	}
+	f, err := h.c.Fetch(ctx, "t", 0, 0, 700<<10, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(f.GetRecords()); n != 2 {
+		t.Fatalf("fetch of 700 KiB returned %d records of 300 KiB headers, want 2", n)
 	}
 }

@@ -29,6 +29,14 @@ type Config struct {
 	MaxSubscribePartitions int
 	// MaxStreamInFlight bounds the unanswered requests of one produce stream.
 	MaxStreamInFlight int
+	// MaxBackpressureWait bounds how long a produce waits for buffer space
+	// before it is refused with ResourceExhausted.
+	MaxBackpressureWait time.Duration
+	// LoadTimeout bounds a whole-file load into the read cache.
+	LoadTimeout time.Duration
+	// SubscribeBufferBytes bounds the bytes one subscription holds read but
+	// not yet sent, across its partitions (at least one fetch budget).
+	SubscribeBufferBytes int64
 }
 
 // DefaultConfig returns production defaults.
@@ -44,6 +52,9 @@ func DefaultConfig() Config {
 		TopicCacheTTL:          5 * time.Second,
 		MaxSubscribePartitions: 1024,
 		MaxStreamInFlight:      64,
+		MaxBackpressureWait:    2 * time.Second,
+		LoadTimeout:            30 * time.Second,
+		SubscribeBufferBytes:   16 << 20,
 	}
 }
 
@@ -67,6 +78,12 @@ func (c Config) validate() error {
 		return fmt.Errorf("agent: config MaxSubscribePartitions %d must be positive", c.MaxSubscribePartitions)
 	case c.MaxStreamInFlight <= 0:
 		return fmt.Errorf("agent: config MaxStreamInFlight %d must be positive", c.MaxStreamInFlight)
+	case c.MaxBackpressureWait <= 0:
+		return fmt.Errorf("agent: config MaxBackpressureWait %v must be positive", c.MaxBackpressureWait)
+	case c.LoadTimeout <= 0:
+		return fmt.Errorf("agent: config LoadTimeout %v must be positive", c.LoadTimeout)
+	case c.SubscribeBufferBytes < int64(c.MaxFetchBytes):
+		return fmt.Errorf("agent: config SubscribeBufferBytes %d must be at least MaxFetchBytes (%d)", c.SubscribeBufferBytes, c.MaxFetchBytes)
 	}
 	return nil
 }

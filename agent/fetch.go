@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"golang.org/x/sync/errgroup"
+	"golang.org/x/sync/semaphore"
 	"google.golang.org/grpc/codes"
 
 	floev1 "github.com/floe-broker/floe/api/floe/v1"
@@ -157,29 +158,34 @@ func (a *Agent) Subscribe(req *floev1.SubscribeRequest, stream floev1.LogService
 		}
 	}
 	budget := a.fetchBudget(req.GetMaxBytes())
-	out := make(chan *floev1.SubscribeResponse)
+	// Readers take their budget from mem before reading and the sender
+	// gives it back once the message is sent: what one subscription holds
+	// is bounded whatever its partition count.
+	mem := semaphore.NewWeighted(a.cfg.SubscribeBufferBytes)
+	out := make(chan outMsg)
 	rctx, stop := context.WithCancel(ctx)
 	defer stop()
 	g, gctx := errgroup.WithContext(rctx)
 	for i, p := range parts {
-		g.Go(func() error { return a.follow(gctx, t.ID, p, starts[i], budget, out) })
+		g.Go(func() error { return a.follow(gctx, t.ID, p, starts[i], budget, mem, out) })
 	}
 	go func() {
 		_ = g.Wait()
 		close(out)
 	}()
 	var sendErr error
-	for resp := range out {
+	for m := range out {
 		if sendErr == nil {
-			if sendErr = stream.Send(resp); sendErr != nil {
+			if sendErr = stream.Send(m.resp); sendErr != nil {
 				stop() // unblock the readers; keep draining until they stop
 			}
 		}
+		mem.Release(m.weight)
 	}
 	if sendErr != nil {
 		return sendErr
 	}
-	if err := g.Wait(); err != nil && !errors.Is(err, context.Canceled) {
+	if err := g.Wait(); err != nil && (ctx.Err() == nil || !errors.Is(err, context.Canceled)) {
 		return toStatus(err)
 	}
 	return nil
@@ -200,18 +206,32 @@ func (a *Agent) resolveStart(ctx context.Context, topicID int64, p int32, sp *fl
 	}
 }
 
+// outMsg is a message for the subscriber and the buffer bytes it holds.
+type outMsg struct {
+	resp   *floev1.SubscribeResponse
+	weight int64
+}
+
 // follow reads one partition from offset for ever, sending what it finds.
-func (a *Agent) follow(ctx context.Context, topicID int64, p int32, offset int64, budget int, out chan<- *floev1.SubscribeResponse) error {
+func (a *Agent) follow(ctx context.Context, topicID int64, p int32, offset int64, budget int, mem *semaphore.Weighted, out chan<- outMsg) error {
+	w := int64(budget)
 	for {
 		woken := a.hub.wait(topicID, p)
+		if err := mem.Acquire(ctx, w); err != nil {
+			return err
+		}
 		recs, st, next, err := a.readRecords(ctx, topicID, p, offset, budget)
+		if err != nil || len(recs) == 0 {
+			mem.Release(w)
+		}
 		if err != nil {
 			return err
 		}
 		if len(recs) > 0 {
 			select {
-			case out <- &floev1.SubscribeResponse{Partition: p, Records: recs, HighWatermark: st.HighWatermark}:
+			case out <- outMsg{resp: &floev1.SubscribeResponse{Partition: p, Records: recs, HighWatermark: st.HighWatermark}, weight: w}:
 			case <-ctx.Done():
+				mem.Release(w)
 				return ctx.Err()
 			}
 			a.m.fetched(len(recs))

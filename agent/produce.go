@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"errors"
 	"io"
 	"math"
 	"math/rand/v2"
@@ -130,12 +131,21 @@ func (a *Agent) planProduce(ctx context.Context, req *floev1.ProduceRequest) (*p
 
 // appendPlan hands every group to the batcher, in order.
 func (a *Agent) appendPlan(ctx context.Context, plan *producePlan) ([]*batcher.Pending, error) {
+	// Waiting for buffer space is bounded: past MaxBackpressureWait the
+	// client is told ResourceExhausted and may retry later.
+	actx, cancel := context.WithTimeout(ctx, a.cfg.MaxBackpressureWait)
+	defer cancel()
 	pend := make([]*batcher.Pending, len(plan.groups))
-	for i, g := range plan.groups {
-		p, err := a.producer.Append(ctx, plan.topic.ID, g.partition, g.batch)
+	for i := range plan.groups {
+		g := &plan.groups[i]
+		p, err := a.producer.Append(actx, plan.topic.ID, g.partition, g.batch)
 		if err != nil {
+			if errors.Is(err, batcher.ErrBackpressure) && ctx.Err() == nil {
+				return nil, status.Errorf(codes.ResourceExhausted, "produce: agent buffer full for %v, retry later", a.cfg.MaxBackpressureWait)
+			}
 			return nil, toStatus(err)
 		}
+		g.batch = nil // the batcher holds its own copy
 		pend[i] = p
 	}
 	return pend, nil

@@ -46,11 +46,15 @@ func (a *Agent) readFile(ctx context.Context, key string, refs []metadata.BatchR
 		a.m.cacheHit()
 	} else if size := refs[idx[0]].FileSize; size > 0 && size <= a.cfg.CacheFileMaxBytes && a.cfg.CacheBytes > 0 {
 		a.m.cacheMiss()
+		// The load is shared by every reader of the file: it runs under its
+		// own deadline, not the first caller's context.
 		v, err, _ := a.loads.Do(key, func() (any, error) {
 			if d, ok := a.cache.Get(key); ok {
 				return d, nil
 			}
-			d, err := a.store.Get(ctx, key, 0, -1)
+			lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), a.cfg.LoadTimeout)
+			defer cancel()
+			d, err := a.store.Get(lctx, key, 0, -1)
 			if err != nil {
 				return nil, err
 			}
@@ -121,10 +125,10 @@ func (a *Agent) readRecords(ctx context.Context, topicID int64, partition int32,
 	for i, r := range refs {
 		info, krecs, err := kbatch.Decode(raw[i], 0)
 		if err != nil {
-			return nil, st, offset, fmt.Errorf("agent: decode batch %d of %s: %w", r.BaseOffset, r.FileKey, err)
+			return nil, st, offset, &dataLossError{fmt.Errorf("agent: decode batch %d of %s: %w", r.BaseOffset, r.FileKey, err)}
 		}
 		if int64(len(krecs)) != int64(r.RecordCount) {
-			return nil, st, offset, fmt.Errorf("agent: batch %d of %s has %d records, metadata says %d", r.BaseOffset, r.FileKey, len(krecs), r.RecordCount)
+			return nil, st, offset, &dataLossError{fmt.Errorf("agent: batch %d of %s has %d records, metadata says %d", r.BaseOffset, r.FileKey, len(krecs), r.RecordCount)}
 		}
 		for _, kr := range krecs {
 			off := r.BaseOffset + (kr.Offset - info.BaseOffset)
@@ -132,6 +136,9 @@ func (a *Agent) readRecords(ctx context.Context, topicID int64, partition int32,
 				continue
 			}
 			size := len(kr.Key) + len(kr.Value)
+			for _, h := range kr.Headers {
+				size += len(h.Key) + len(h.Value)
+			}
 			if len(recs) > 0 && bytes+size > maxBytes {
 				return recs, st, next, nil
 			}

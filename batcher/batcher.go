@@ -69,10 +69,11 @@ type Batcher struct {
 	ctx    context.Context // cancelled when Close gives up waiting
 	cancel context.CancelFunc
 
-	mu     sync.Mutex // protects cur, queue, closed
-	cur    *file
-	queue  []*file // sealed, not yet started
-	closed bool
+	mu      sync.Mutex // protects cur, queue, closed, avgFile
+	cur     *file
+	queue   []*file // sealed, not yet started
+	closed  bool
+	avgFile float64 // moving average of sealed file sizes
 
 	wake     chan struct{} // poked when queue grows or on close
 	commitQ  chan *file
@@ -179,7 +180,7 @@ func (b *Batcher) Append(ctx context.Context, topicID int64, partition int32, ba
 		b.sealLocked()
 	}
 	if b.cur == nil {
-		f := &file{w: logfile.NewWriter(min(b.cfg.MaxFileBytes, 1<<20))}
+		f := &file{w: logfile.NewWriter(b.sizeHint())}
 		if b.cfg.Linger > 0 {
 			f.timer = time.AfterFunc(b.cfg.Linger, func() {
 				b.mu.Lock()
@@ -204,6 +205,14 @@ func (b *Batcher) Append(ctx context.Context, topicID int64, partition int32, ba
 	return &Pending{w: w}, nil
 }
 
+// sizeHint is the buffer size for a new file: a little more than the
+// recent files' average, so that busy agents do not regrow (and copy) the
+// buffer several times per file, and idle ones do not allocate the
+// maximum. b.mu is held.
+func (b *Batcher) sizeHint() int {
+	return min(b.cfg.MaxFileBytes, max(64<<10, int(b.avgFile*1.25)))
+}
+
 // sealLocked closes the open file and queues it for upload. b.mu is held.
 func (b *Batcher) sealLocked() {
 	f := b.cur
@@ -211,6 +220,8 @@ func (b *Batcher) sealLocked() {
 		return
 	}
 	b.cur = nil
+	// Exponentially weighted average of sealed file sizes.
+	b.avgFile = 0.8*b.avgFile + 0.2*float64(f.w.Len())
 	if f.timer != nil {
 		f.timer.Stop()
 	}
@@ -365,7 +376,9 @@ func (b *Batcher) finish(f *file) {
 		partitions[[2]int64{e.TopicID, int64(e.Partition)}] = struct{}{}
 	}
 	start := time.Now()
-	results, err := b.committer.CommitFile(b.ctx, fc)
+	cctx, cancel := context.WithTimeout(b.ctx, b.cfg.CommitTimeout)
+	results, err := b.committer.CommitFile(cctx, fc)
+	cancel()
 	b.m.commit(time.Since(start), err)
 	if err == nil && len(results) != len(entries) {
 		err = fmt.Errorf("batcher: commit returned %d results for %d batches", len(results), len(entries))

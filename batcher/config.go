@@ -20,6 +20,9 @@ type Config struct {
 	MaxConcurrentUploads int
 	// UploadAttempts is how many times a failed PUT is tried.
 	UploadAttempts int
+	// CommitTimeout bounds one metadata commit, so a hung database fails
+	// the file's producers (retriably) instead of stalling the agent.
+	CommitTimeout time.Duration
 	// KeyPrefix is put before "v1/files/..." in object keys (may be empty).
 	KeyPrefix string
 }
@@ -32,6 +35,7 @@ func DefaultConfig() Config {
 		MaxBufferedBytes:     64 << 20,
 		MaxConcurrentUploads: 4,
 		UploadAttempts:       3,
+		CommitTimeout:        30 * time.Second,
 	}
 }
 
@@ -47,6 +51,8 @@ func (c Config) validate() error {
 		return fmt.Errorf("batcher: config MaxConcurrentUploads %d must be at least 1", c.MaxConcurrentUploads)
 	case c.UploadAttempts < 1:
 		return fmt.Errorf("batcher: config UploadAttempts %d must be at least 1", c.UploadAttempts)
+	case c.CommitTimeout <= 0:
+		return fmt.Errorf("batcher: config CommitTimeout %v must be positive", c.CommitTimeout)
 	}
 	return nil
 }

@@ -14,6 +14,9 @@ import (
 	floev1 "github.com/floe-broker/floe/api/floe/v1"
 )
 
+// MaxMessageBytes is the largest answer the client accepts.
+const MaxMessageBytes = 64 << 20
+
 // Client talks to one floe agent.
 type Client struct {
 	conn   *grpc.ClientConn
@@ -31,6 +34,9 @@ func Dial(addr string, opts ...grpc.DialOption) (*Client, error) {
 	if len(opts) == 0 {
 		opts = []grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}
 	}
+	// Fetches and subscriptions answer up to the agent's fetch limit plus
+	// one record; accept that much (gRPC's default is 4 MiB).
+	opts = append([]grpc.DialOption{grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(MaxMessageBytes))}, opts...)
 	conn, err := grpc.NewClient(addr, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("client: dial %s: %w", addr, err)

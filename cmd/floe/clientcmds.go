@@ -45,6 +45,11 @@ func runTopic(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return errUsage
 	}
 	sub := args[0]
+	switch sub {
+	case "create", "list", "describe", "delete":
+	default:
+		return fmt.Errorf("topic: unknown subcommand %q (create, list, describe, delete)", sub)
+	}
 	fs := flag.NewFlagSet("floe topic "+sub, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	addr := addrFlag(fs)
@@ -283,4 +288,3 @@ func parseTime(s string) (int64, error) {
 	}
 	return t.UnixMilli(), nil
 }
-

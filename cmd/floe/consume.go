@@ -69,6 +69,9 @@ func runConsume(ctx context.Context, args []string, stdout, stderr io.Writer) er
 			off := s.GetOffset()
 			if o, ok := start.GetPosition().(*floev1.StartPosition_Offset); ok {
 				off = o.Offset
+				if end := ends.GetOffsets()[i].GetOffset(); off > end {
+					return fmt.Errorf("consume %q: offset %d of partition %d is past its end (%d)", topic, off, s.GetPartition(), end)
+				}
 			}
 			req.Offsets[s.GetPartition()] = off
 			if end := ends.GetOffsets()[i].GetOffset(); off < end {
