@@ -69,11 +69,12 @@ type Batcher struct {
 	ctx    context.Context // cancelled when Close gives up waiting
 	cancel context.CancelFunc
 
-	mu      sync.Mutex // protects cur, queue, closed, avgFile
-	cur     *file
-	queue   []*file // sealed, not yet started
-	closed  bool
-	avgFile float64 // moving average of sealed file sizes
+	mu       sync.Mutex // protects cur, queue, closed, avgFile, lastFile
+	cur      *file
+	queue    []*file // sealed, not yet started
+	closed   bool
+	avgFile  float64 // moving average of sealed file sizes
+	lastFile float64 // size of the last sealed file
 
 	wake     chan struct{} // poked when queue grows or on close
 	commitQ  chan *file
@@ -210,7 +211,7 @@ func (b *Batcher) Append(ctx context.Context, topicID int64, partition int32, ba
 // buffer several times per file, and idle ones do not allocate the
 // maximum. b.mu is held.
 func (b *Batcher) sizeHint() int {
-	return min(b.cfg.MaxFileBytes, max(64<<10, int(b.avgFile*1.25)))
+	return min(b.cfg.MaxFileBytes, max(64<<10, int(max(b.avgFile, b.lastFile)*1.25)))
 }
 
 // sealLocked closes the open file and queues it for upload. b.mu is held.
@@ -220,8 +221,9 @@ func (b *Batcher) sealLocked() {
 		return
 	}
 	b.cur = nil
-	// Exponentially weighted average of sealed file sizes.
-	b.avgFile = 0.8*b.avgFile + 0.2*float64(f.w.Len())
+	// Recent file sizes: the last one and a moving average.
+	b.lastFile = float64(f.w.Len())
+	b.avgFile = 0.5*b.avgFile + 0.5*b.lastFile
 	if f.timer != nil {
 		f.timer.Stop()
 	}

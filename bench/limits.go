@@ -190,11 +190,11 @@ func (c *pgCommitter) Close() error {
 type sqliteCommitter struct{ db *sql.DB }
 
 // OpenSQLiteCommitter opens (creating) a SQLite database at path with the
-// settings of floe's SQLite metadata store (WAL, synchronous=NORMAL,
+// settings of floe's SQLite metadata store (WAL, synchronous=FULL,
 // immediate transactions). Each Commit is one BEGIN IMMEDIATE, one-row
 // INSERT, COMMIT.
 func OpenSQLiteCommitter(ctx context.Context, path string) (Committer, error) {
-	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(5000)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_txlock=immediate")
+	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(5000)&_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)&_txlock=immediate")
 	if err != nil {
 		return nil, fmt.Errorf("bench: open SQLite %s: %w", path, err)
 	}
