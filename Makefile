@@ -2,7 +2,7 @@ GO ?= go
 TOOLS := $(CURDIR)/.tools
 export PATH := $(TOOLS):$(PATH)
 
-.PHONY: all build run test test-unit bench proto tools fuzz clean
+.PHONY: all build run test bench bench-report proto tools clean
 
 all: build
 
@@ -22,8 +22,15 @@ $(TOOLS)/versitygw:
 test: tools
 	CI=$${CI:-} $(GO) test -count=1 -timeout 25m ./...
 
-bench: tools
+# Go benchmarks of the hot paths (each reports its ratio to the limit it
+# measures in the same run), then a short floe bench against floe dev.
+bench: tools build
 	$(GO) test -run '^$$' -bench . -benchtime 2s ./...
+	./bin/floe bench -start dev -workload e2e -rate 5000 -duration 5s -warmup 1s -out bench-out
+
+bench-report: build
+	./bin/floe bench -start dev -workload e2e -sweep -sweep-steps 10,25,50,75,100,125 \
+		-duration 2s -warmup 1s -peer jetstream -peer-sync default -out bench-out
 
 proto:
 	GOBIN=$(TOOLS) $(GO) install google.golang.org/protobuf/cmd/protoc-gen-go@v1.36.12
