@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
 	"os/exec"
 	"os/user"
@@ -45,13 +46,25 @@ func (c PostgresConfig) validate() error {
 	return nil
 }
 
-// Postgres is a throwaway PostgreSQL cluster in a temporary directory.
+// Postgres is a throwaway PostgreSQL cluster in a temporary directory, or
+// an existing server (see AttachPostgres).
 type Postgres struct {
-	// AdminURL is a superuser URL of the "postgres" database.
+	// AdminURL is a superuser URL of the "postgres" database (of an
+	// attached server: the URL it was attached with).
 	AdminURL string
 	dir      string
-	proc     *Process
+	proc     *Process // nil for an attached server
 }
+
+// pgPortAttempts is how many free ports StartPostgres tries: a free port
+// may be taken by another process before the postmaster binds it.
+const pgPortAttempts = 3
+
+// errPortTaken marks a postmaster that could not bind its port.
+var errPortTaken = errors.New("services: postgres port taken")
+
+// pgFreePort picks the postmaster's port; tests replace it.
+var pgFreePort = FreePort
 
 // StartPostgres initialises and starts a cluster on a free loopback port.
 // Running as root, the cluster runs as the "postgres" user.
@@ -91,19 +104,35 @@ func StartPostgres(ctx context.Context, cfg PostgresConfig) (*Postgres, error) {
 	if out, err := initdb.CombinedOutput(); err != nil {
 		return fail(fmt.Errorf("services: initdb: %w\n%s", err, out))
 	}
-	port, err := FreePort()
-	if err != nil {
-		return fail(err)
+	for attempt := 1; ; attempt++ {
+		pg, err := runPostmaster(ctx, cfg, bin, dir, cred)
+		if err == nil {
+			return pg, nil
+		}
+		if attempt == pgPortAttempts || !errors.Is(err, errPortTaken) {
+			return fail(err)
+		}
 	}
-	args := []string{"-D", data, "-p", strconv.Itoa(port), "-k", dir,
+}
+
+// runPostmaster starts postgres on dir/data on a free port and waits until
+// it accepts connections. On failure the process is gone; dir is left.
+func runPostmaster(ctx context.Context, cfg PostgresConfig, bin, dir string, cred *syscall.Credential) (*Postgres, error) {
+	port, err := pgFreePort()
+	if err != nil {
+		return nil, err
+	}
+	args := []string{"-D", filepath.Join(dir, "data"), "-p", strconv.Itoa(port), "-k", dir,
 		"-c", "listen_addresses=127.0.0.1", "-c", "max_connections=" + strconv.Itoa(cfg.MaxConnections)}
 	if !cfg.Durable {
 		args = append(args, "-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off")
 	}
+	logPath := filepath.Join(dir, "postgres.log")
+	_ = os.Remove(logPath) // a failed attempt's log would mislead the next
 	proc, err := Start(ProcessSpec{Path: filepath.Join(bin, "postgres"), Args: args, Dir: dir,
-		LogPath: filepath.Join(dir, "postgres.log"), Credential: cred})
+		LogPath: logPath, Credential: cred})
 	if err != nil {
-		return fail(err)
+		return nil, err
 	}
 	pg := &Postgres{AdminURL: fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", port), dir: dir, proc: proc}
 	wctx, cancel := context.WithTimeout(ctx, cfg.StartTimeout)
@@ -118,32 +147,70 @@ func StartPostgres(ctx context.Context, cfg PostgresConfig) (*Postgres, error) {
 		select {
 		case <-proc.Exited():
 			log := proc.LogTail()
-			_ = os.RemoveAll(dir)
+			if strings.Contains(log, "could not bind") || strings.Contains(log, "already in use") {
+				return nil, fmt.Errorf("%w: %d:\n%s", errPortTaken, port, log)
+			}
 			return nil, fmt.Errorf("services: postgres exited at start (%v):\n%s", proc.Err(), log)
 		case <-wctx.Done():
-			log := proc.LogTail()
-			pg.Stop()
-			return nil, fmt.Errorf("services: postgres not ready: %w (last error: %v)\n%s", wctx.Err(), err, log)
+			proc.Stop(syscall.SIGKILL, time.Second)
+			return nil, fmt.Errorf("services: postgres not ready: %w (last error: %v)\n%s", wctx.Err(), err, proc.LogTail())
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
 }
 
+// AttachPostgres returns a Postgres for an existing server, given a
+// superuser postgres:// URL, once a connection to it succeeds. Stop leaves
+// the server running and Pid is 0.
+func AttachPostgres(ctx context.Context, adminURL string) (*Postgres, error) {
+	pg := &Postgres{AdminURL: adminURL}
+	if _, err := pg.databaseURL("postgres"); err != nil {
+		return nil, err
+	}
+	if err := pgExec(ctx, adminURL, "SELECT 1"); err != nil {
+		return nil, fmt.Errorf("services: postgres %s unreachable: %w", adminURL, err)
+	}
+	return pg, nil
+}
+
 // CreateDatabase creates an empty database and returns its URL.
 func (pg *Postgres) CreateDatabase(ctx context.Context, name string) (string, error) {
+	dsn, err := pg.databaseURL(name)
+	if err != nil {
+		return "", err
+	}
 	if err := pgExec(ctx, pg.AdminURL, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize()); err != nil {
 		return "", fmt.Errorf("services: create database %s: %w", name, err)
 	}
-	return strings.Replace(pg.AdminURL, "/postgres?", "/"+name+"?", 1), nil
+	return dsn, nil
 }
 
-// Pid is the postmaster's process id.
+// DropDatabase drops a database if it exists, ending its connections.
+func (pg *Postgres) DropDatabase(ctx context.Context, name string) error {
+	if err := pgExec(ctx, pg.AdminURL, "DROP DATABASE IF EXISTS "+pgx.Identifier{name}.Sanitize()+" WITH (FORCE)"); err != nil {
+		return fmt.Errorf("services: drop database %s: %w", name, err)
+	}
+	return nil
+}
+
+// databaseURL returns AdminURL with its database replaced by name.
+func (pg *Postgres) databaseURL(name string) (string, error) {
+	u, err := url.Parse(pg.AdminURL)
+	if err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
+		return "", fmt.Errorf("services: postgres URL %q is not a postgres:// URL", pg.AdminURL)
+	}
+	u.Path, u.RawPath = "/"+name, ""
+	return u.String(), nil
+}
+
+// Pid is the postmaster's process id (0 for an attached server).
 func (pg *Postgres) Pid() int { return pg.proc.Pid() }
 
 // Stop shuts the cluster down (fast shutdown) and removes its directory.
+// It does nothing for an attached server.
 func (pg *Postgres) Stop() {
 	pg.proc.Stop(syscall.SIGINT, 15*time.Second)
-	_ = os.RemoveAll(pg.dir)
+	_ = os.RemoveAll(pg.dir) // "" for an attached server: nothing
 }
 
 // pgExec runs one statement on a short-lived connection.

@@ -86,8 +86,13 @@ func Start(spec ProcessSpec) (*Process, error) {
 	return p, nil
 }
 
-// Pid returns the process id.
-func (p *Process) Pid() int { return p.cmd.Process.Pid }
+// Pid returns the process id; a nil *Process (no process) has 0.
+func (p *Process) Pid() int {
+	if p == nil {
+		return 0
+	}
+	return p.cmd.Process.Pid
+}
 
 // Exited is closed once the process has exited.
 func (p *Process) Exited() <-chan struct{} { return p.exited }
@@ -105,8 +110,12 @@ func (p *Process) LogPath() string { return p.logPath }
 func (p *Process) LogTail() string { return logTail(p.logPath, 4000) }
 
 // Stop sends sig, waits up to grace for the process to exit, then kills it
-// and waits. It is safe to call more than once.
+// and waits. It is safe to call more than once, and does nothing on a nil
+// *Process.
 func (p *Process) Stop(sig syscall.Signal, grace time.Duration) {
+	if p == nil {
+		return
+	}
 	p.stopOnce.Do(func() {
 		_ = p.cmd.Process.Signal(sig)
 		select {

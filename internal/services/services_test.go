@@ -3,6 +3,9 @@ package services
 import (
 	"bytes"
 	"context"
+	"errors"
+	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,7 +18,24 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
+// TestPostgres starts a cluster whose first port is taken (it must come up
+// on another), uses it, attaches to it, and stops it.
 func TestPostgres(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	taken := l.Addr().(*net.TCPAddr).Port
+	calls := 0
+	pgFreePort = func() (int, error) {
+		calls++
+		if calls == 1 {
+			return taken, nil
+		}
+		return FreePort()
+	}
+	defer func() { pgFreePort = FreePort }()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	cfg := DefaultPostgresConfig()
@@ -25,6 +45,10 @@ func TestPostgres(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := pg.dir
+	if calls != 2 || strings.Contains(pg.AdminURL, fmt.Sprintf(":%d/", taken)) {
+		pg.Stop()
+		t.Fatalf("after a taken port: %d ports tried, AdminURL %s (taken port %d)", calls, pg.AdminURL, taken)
+	}
 	url, err := pg.CreateDatabase(ctx, "floe_services_test")
 	if err != nil {
 		pg.Stop()
@@ -37,10 +61,16 @@ func TestPostgres(t *testing.T) {
 	}
 	var db string
 	err = conn.QueryRow(ctx, "SELECT current_database()").Scan(&db)
+	if err != nil || db != "floe_services_test" {
+		conn.Close(ctx)
+		pg.Stop()
+		t.Fatalf("current_database() = %q, %v", db, err)
+	}
+	attachErr := checkAttached(ctx, pg.AdminURL, conn)
 	conn.Close(ctx)
 	pg.Stop()
-	if err != nil || db != "floe_services_test" {
-		t.Fatalf("current_database() = %q, %v", db, err)
+	if attachErr != nil {
+		t.Fatal(attachErr)
 	}
 	if _, err := os.Stat(dir); !os.IsNotExist(err) {
 		t.Fatalf("cluster directory %s not removed: %v", dir, err)
@@ -48,6 +78,50 @@ func TestPostgres(t *testing.T) {
 	if err := (PostgresConfig{MaxConnections: 1, StartTimeout: time.Second}).validate(); err == nil {
 		t.Fatal("MaxConnections 1 accepted")
 	}
+}
+
+// checkAttached attaches to the server at adminURL and checks that a
+// database can be created and dropped while conn uses it, and that Stop
+// leaves the server running.
+func checkAttached(ctx context.Context, adminURL string, conn *pgx.Conn) error {
+	base := strings.TrimSuffix(adminURL, "?sslmode=disable") // a URL without a query
+	pg, err := AttachPostgres(ctx, base)
+	if err != nil {
+		return err
+	}
+	if pg.Pid() != 0 {
+		return fmt.Errorf("attached Pid() = %d, want 0", pg.Pid())
+	}
+	pg.Stop()
+	url, err := pg.CreateDatabase(ctx, "floe_attached")
+	if err != nil {
+		return err
+	}
+	if want := strings.TrimSuffix(base, "/postgres") + "/floe_attached"; url != want {
+		return fmt.Errorf("CreateDatabase URL %s, want %s", url, want)
+	}
+	other, err := pgx.Connect(ctx, url)
+	if err != nil {
+		return err
+	}
+	defer other.Close(ctx)
+	if err := pg.DropDatabase(ctx, "floe_attached"); err != nil {
+		return err
+	}
+	var n int
+	if err := conn.QueryRow(ctx, "SELECT count(*) FROM pg_database WHERE datname = 'floe_attached'").Scan(&n); err != nil || n != 0 {
+		return fmt.Errorf("floe_attached after DropDatabase: %d databases, %v", n, err)
+	}
+	if err := pg.DropDatabase(ctx, "floe_attached"); err != nil {
+		return fmt.Errorf("dropping a missing database: %w", err)
+	}
+	if _, err := AttachPostgres(ctx, "host=127.0.0.1 user=postgres"); err == nil {
+		return errors.New("a keyword/value DSN attached")
+	}
+	if _, err := AttachPostgres(ctx, "postgres://postgres@127.0.0.1:1/postgres"); err == nil {
+		return errors.New("attached to a closed port")
+	}
+	return nil
 }
 
 func TestVersitygw(t *testing.T) {
@@ -70,6 +144,15 @@ func TestVersitygw(t *testing.T) {
 		t.Fatal(err)
 	}
 	out.Body.Close()
+	// The same server named by its fields: usable, and not stopped by Stop.
+	named := &S3Server{Endpoint: srv.Endpoint, Region: srv.Region, AccessKey: srv.AccessKey, SecretKey: srv.SecretKey}
+	if named.Pid() != 0 {
+		t.Errorf("Pid() of a named server = %d, want 0", named.Pid())
+	}
+	named.Stop()
+	if err := named.CreateBucket(ctx, "floe-services-named"); err != nil {
+		t.Fatalf("create bucket through a named server after its Stop: %v", err)
+	}
 }
 
 func TestProcessStopAndLogs(t *testing.T) {

@@ -29,7 +29,7 @@ func ToolsDir() string {
 	if d := os.Getenv(ToolsDirEnv); d != "" {
 		return d
 	}
-	if root := repoRoot(); root != "" {
+	if root := RepoRoot(); root != "" {
 		return filepath.Join(root, ".tools")
 	}
 	if c, err := os.UserCacheDir(); err == nil {
@@ -38,9 +38,9 @@ func ToolsDir() string {
 	return filepath.Join(os.TempDir(), "floe-tools")
 }
 
-// repoRoot returns the closest folder at or above the working directory
-// holding a go.mod, or "".
-func repoRoot() string {
+// RepoRoot returns the closest folder at or above the working directory
+// holding a go.mod, or "" when there is none.
+func RepoRoot() string {
 	dir, err := os.Getwd()
 	if err != nil {
 		return ""

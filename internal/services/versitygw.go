@@ -16,11 +16,12 @@ import (
 )
 
 // S3Server is a versitygw S3 server (posix backend) on a temporary
-// directory.
+// directory. One made from its exported fields names an existing S3
+// server: Client and CreateBucket work, Stop does nothing and Pid is 0.
 type S3Server struct {
 	Endpoint, Region, AccessKey, SecretKey string
 	dir                                    string
-	proc                                   *Process
+	proc                                   *Process // nil for an existing server
 }
 
 // StartVersitygw starts versitygw on a free loopback port, building it
@@ -87,11 +88,12 @@ func (s *S3Server) CreateBucket(ctx context.Context, name string) error {
 	return nil
 }
 
-// Pid is the server's process id.
+// Pid is the server's process id (0 for an existing server).
 func (s *S3Server) Pid() int { return s.proc.Pid() }
 
-// Stop ends the server and removes its data.
+// Stop ends the server and removes its data. It does nothing for an
+// existing server.
 func (s *S3Server) Stop() {
 	s.proc.Stop(syscall.SIGTERM, 5*time.Second)
-	_ = os.RemoveAll(s.dir)
+	_ = os.RemoveAll(s.dir) // "" for an existing server: nothing
 }

@@ -8,6 +8,8 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/floe-broker/floe/internal/services"
 )
 
 func TestS3GivesFreshBuckets(t *testing.T) {
@@ -22,7 +24,10 @@ func TestS3GivesFreshBuckets(t *testing.T) {
 	if endpoint != a.Endpoint || access != a.AccessKey || secret != a.SecretKey {
 		t.Errorf("S3Endpoint = %s %s %s, want the server of S3", endpoint, access, secret)
 	}
-	client := newS3Client(a.Endpoint, a.AccessKey, a.SecretKey)
+	if a.Region != "us-east-1" {
+		t.Errorf("region %q, want us-east-1", a.Region)
+	}
+	client := (&services.S3Server{Endpoint: a.Endpoint, Region: a.Region, AccessKey: a.AccessKey, SecretKey: a.SecretKey}).Client()
 	ctx := context.Background()
 	if _, err := client.PutObject(ctx, &s3.PutObjectInput{
 		Bucket: aws.String(a.Bucket), Key: aws.String("x/y"), Body: strings.NewReader("hello"),

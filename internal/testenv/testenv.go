@@ -12,11 +12,12 @@ package testenv
 import (
 	"fmt"
 	"os"
-	"path/filepath"
 	"sync"
 	"testing"
 
 	"go.uber.org/goleak"
+
+	"github.com/floe-broker/floe/internal/services"
 )
 
 var (
@@ -66,20 +67,11 @@ func Main(m *testing.M, opts ...MainOption) {
 	os.Exit(code)
 }
 
-// RepoRoot returns the module root (the folder holding go.mod).
+// RepoRoot returns the module root (the folder holding go.mod), or "."
+// when there is none above the working directory.
 func RepoRoot() string {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "."
+	if root := services.RepoRoot(); root != "" {
+		return root
 	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "."
-		}
-		dir = parent
-	}
+	return "."
 }
