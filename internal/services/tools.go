@@ -19,7 +19,7 @@ const ToolsDirEnv = "FLOE_TOOLS_DIR"
 // Modules of the tools built on demand.
 const (
 	VersitygwModule  = "github.com/versity/versitygw/cmd/versitygw@v1.8.0"
-	NATSServerModule = "github.com/nats-io/nats-server/v2@latest"
+	NATSServerModule = "github.com/nats-io/nats-server/v2@v2.15.3"
 )
 
 // ToolsDir returns where built tools live: $FLOE_TOOLS_DIR, else the
