@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
+	"runtime/debug"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -39,6 +41,14 @@ type serverConfig struct {
 // stops accepting, flushes and commits what producers handed in.
 func serve(ctx context.Context, sc serverConfig, meta metadata.Store, store objectstore.Store, reg *prometheus.Registry) error {
 	log := sc.Logger
+	// A soft memory limit the GC works to keep: what the agent may hold by
+	// configuration (unacknowledged bytes, read cache) plus room for
+	// requests in flight and the runtime. GOMEMLIMIT overrides it.
+	if os.Getenv("GOMEMLIMIT") == "" {
+		limit := sc.Batcher.MaxBufferedBytes + sc.Agent.CacheBytes + 256<<20
+		debug.SetMemoryLimit(limit)
+		log.Debug("memory limit set", "bytes", limit)
+	}
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	store = objectstore.WithMetrics(store, reg)
 
