@@ -468,3 +468,30 @@ func TestFetchBudgetCountsHeaders(t *testing.T) {
 		t.Fatalf("fetch of 700 KiB returned %d records of 300 KiB headers, want 2", n)
 	}
 }
+
+// A topic deleted and re-created under the same name is produced to and
+// read from as the new topic, not the cached old one.
+func TestRecreatedTopic(t *testing.T) {
+	h := start(t, nil)
+	ctx := context.Background()
+	if _, err := h.c.CreateTopic(ctx, "t", 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.c.Produce(ctx, "t", 0, client.Value(nil, []byte("old"))); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.c.Topics.DeleteTopic(ctx, &floev1.DeleteTopicRequest{Name: "t"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.c.CreateTopic(ctx, "t", 2, nil); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := h.c.Produce(ctx, "t", 1, client.Value(nil, []byte("new")))
+	if err != nil || resp.GetOffsets()[0] != 0 {
+		t.Fatalf("produce to the re-created topic: %v %v", resp, err)
+	}
+	f, err := h.c.Fetch(ctx, "t", 0, 0, 0, 0)
+	if err != nil || len(f.GetRecords()) != 0 {
+		t.Fatalf("re-created topic shows old records: %v %v", f, err)
+	}
+}

@@ -157,6 +157,10 @@ func (a *Agent) awaitPlan(ctx context.Context, plan *producePlan, pend []*batche
 	for gi, p := range pend {
 		res, err := p.Wait(ctx)
 		if err != nil {
+			if errors.Is(err, metadata.ErrTopicNotFound) {
+				// Deleted (maybe re-created) since it was cached.
+				a.topics.forget(plan.topic.Name)
+			}
 			return nil, toStatus(err)
 		}
 		g := plan.groups[gi]
