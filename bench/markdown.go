@@ -173,8 +173,8 @@ func (r *Report) writeFigures(b *strings.Builder) {
 	if mx, from := r.MaxIngest(); r.FloeMax != nil || f.Catchup != nil || f.TargetRate <= 0 {
 		var pm float64
 		havePM := false
-		if r.PeerMax != nil {
-			pm, havePM = r.PeerMax.MBPerSec, true
+		if m, ok := r.PeerMaxIngest(); ok {
+			pm, havePM = m, true
 		} else if peer != nil && peer.Catchup != nil {
 			pm, havePM = peer.Catchup.WriteMBPerSec, true
 		} else if peer != nil && peer.TargetRate <= 0 {

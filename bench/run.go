@@ -160,12 +160,17 @@ type RunResult struct {
 }
 
 // Followed reports whether the system kept up with the offered load:
-// at least 90% of it acknowledged within the window, nothing failed.
+// at least 90% of it acknowledged within the window, nothing failed, and
+// at most 1% of the window's records left unsent. A producer whose last
+// request is still being written when the schedule ends leaves the last
+// tick's records (a few ms of them) unsent whatever the system: that
+// boundary effect does not count as falling behind (the records are in
+// the latency histogram all the same).
 func (r RunResult) Followed() bool {
 	if r.TargetRate <= 0 {
 		return r.Failed == 0
 	}
-	return r.RecordsPerSec >= 0.9*r.TargetRate && r.Failed == 0 && r.Unsent == 0
+	return r.RecordsPerSec >= 0.9*r.TargetRate && r.Failed == 0 && float64(r.Unsent) <= 0.01*r.TargetRate*r.Seconds
 }
 
 // Run runs cfg's workload against sys.

@@ -21,10 +21,13 @@ type SuiteConfig struct {
 	Run RunConfig
 	// Sweep raises the rate through SweepSteps (percent of floe's
 	// closed-loop maximum) until the produce p99 passes SweepMaxP99 or the
-	// throughput stops following the offered rate.
+	// throughput stops following the offered rate. When floe still follows
+	// the last step, the sweep goes on by the last step's increment, at
+	// most SweepExtend more steps, so that it finds where latency breaks.
 	Sweep       bool
 	SweepSteps  []float64
 	SweepMaxP99 time.Duration
+	SweepExtend int
 	// The agents' settings, for the goals and the limits' object size.
 	Linger            time.Duration
 	MaxFileBytes      int
@@ -47,6 +50,7 @@ func DefaultSuiteConfig() SuiteConfig {
 		Run:               DefaultRunConfig(),
 		SweepSteps:        []float64{10, 25, 50, 75, 90, 100, 110},
 		SweepMaxP99:       2 * time.Second,
+		SweepExtend:       3,
 		Linger:            250 * time.Millisecond,
 		MaxFileBytes:      8 << 20,
 		MaxBufferedBytes:  64 << 20,
@@ -64,6 +68,8 @@ func (c SuiteConfig) validate() error {
 		return errors.New("bench: SuiteConfig.Sweep does not apply to the catchup workload")
 	case c.Sweep && c.SweepMaxP99 <= 0:
 		return fmt.Errorf("bench: SuiteConfig.SweepMaxP99 %v must be positive", c.SweepMaxP99)
+	case c.SweepExtend < 0:
+		return fmt.Errorf("bench: SuiteConfig.SweepExtend %d must not be negative", c.SweepExtend)
 	case c.MaxFileBytes < 1:
 		return fmt.Errorf("bench: SuiteConfig.MaxFileBytes %d must be positive", c.MaxFileBytes)
 	case c.UploadConcurrency < 1:
@@ -251,11 +257,13 @@ func runSweep(ctx context.Context, cfg SuiteConfig, t Targets, rep *Report, runO
 	broken := func(r RunResult) bool {
 		return !r.Followed() || r.Produce.P99Ms > ms(cfg.SweepMaxP99)
 	}
-	sweep := func(sys System, rates []float64) ([]RunResult, error) {
+	// sweep runs rates in order until one breaks; with extend, it goes on
+	// past the last while the system still follows.
+	sweep := func(sys System, rates []float64, extend int) ([]RunResult, error) {
 		var out []RunResult
-		for _, rate := range rates {
+		for i := 0; i < len(rates); i++ {
 			rc := cfg.Run
-			rc.Rate = rate
+			rc.Rate = rates[i]
 			r, err := runOn(sys, rc)
 			if err != nil {
 				return out, err
@@ -264,6 +272,10 @@ func runSweep(ctx context.Context, cfg SuiteConfig, t Targets, rep *Report, runO
 			if broken(r) {
 				break
 			}
+			if i == len(rates)-1 && extend > 0 {
+				extend--
+				rates = append(rates, nextSweepRate(rates))
+			}
 		}
 		return out, nil
 	}
@@ -271,13 +283,17 @@ func runSweep(ctx context.Context, cfg SuiteConfig, t Targets, rep *Report, runO
 	for i, s := range steps {
 		rates[i] = math.Round(top * s / 100)
 	}
-	if rep.FloeSweep, err = sweep(t.Floe, rates); err != nil {
+	if rep.FloeSweep, err = sweep(t.Floe, rates, cfg.SweepExtend); err != nil {
 		return err
 	}
 	for _, r := range rep.FloeSweep {
 		if !broken(r) {
 			rep.SustainableRate = r.TargetRate
 		}
+	}
+	if last := rep.FloeSweep[len(rep.FloeSweep)-1]; !broken(last) {
+		rep.Notes = append(rep.Notes, fmt.Sprintf(
+			"floe followed every swept rate up to %.0f rec/s: its maximum sustainable rate is higher (raise -sweep-steps)", last.TargetRate))
 	}
 	if rep.SustainableRate == 0 {
 		rep.Notes = append(rep.Notes, "floe sustained none of the swept rates; the headline run is the lowest step")
@@ -321,7 +337,7 @@ func runSweep(ctx context.Context, cfg SuiteConfig, t Targets, rep *Report, runO
 	for _, r := range rep.FloeSweep {
 		prates = append(prates, r.TargetRate)
 	}
-	if rep.PeerSweep, err = sweep(t.Peer, prates); err != nil {
+	if rep.PeerSweep, err = sweep(t.Peer, prates, 0); err != nil {
 		return err
 	}
 	for i := range rep.PeerSweep {
@@ -331,6 +347,17 @@ func runSweep(ctx context.Context, cfg SuiteConfig, t Targets, rep *Report, runO
 		}
 	}
 	return nil
+}
+
+// nextSweepRate is the rate after the last of rates: one more step of the
+// last increment (a quarter more after a single rate).
+func nextSweepRate(rates []float64) float64 {
+	last := rates[len(rates)-1]
+	step := last / 4
+	if n := len(rates); n > 1 && rates[n-1] > rates[n-2] {
+		step = rates[n-1] - rates[n-2]
+	}
+	return math.Round(last + step)
 }
 
 // probeLimits measures the raw store and commit limits.
