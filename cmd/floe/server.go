@@ -45,7 +45,7 @@ func serve(ctx context.Context, sc serverConfig, meta metadata.Store, store obje
 	// configuration (unacknowledged bytes, read cache) plus room for
 	// requests in flight and the runtime. GOMEMLIMIT overrides it.
 	if os.Getenv("GOMEMLIMIT") == "" {
-		limit := sc.Batcher.MaxBufferedBytes + sc.Agent.CacheBytes + 256<<20
+		limit := sc.Batcher.MaxBufferedBytes + sc.Agent.CacheBytes + 192<<20
 		debug.SetMemoryLimit(limit)
 		log.Debug("memory limit set", "bytes", limit)
 	}

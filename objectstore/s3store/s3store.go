@@ -15,6 +15,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"net/http"
 	"sync/atomic"
@@ -260,16 +261,9 @@ func (s *Store) Get(ctx context.Context, key string, off, length int64) ([]byte,
 		return nil, s.wrap("get", key, err)
 	}
 	defer out.Body.Close()
-	var buf bytes.Buffer
-	if n := aws.ToInt64(out.ContentLength); n > 0 {
-		buf.Grow(int(n))
-	}
-	if _, err := buf.ReadFrom(out.Body); err != nil {
+	data, err := readBody(out.Body, out.ContentLength)
+	if err != nil {
 		return nil, fmt.Errorf("s3: get %q: read body: %w", key, err)
-	}
-	data := buf.Bytes()
-	if out.ContentLength != nil && int64(len(data)) != *out.ContentLength {
-		return nil, fmt.Errorf("s3: get %q: short body: %d of %d bytes", key, len(data), *out.ContentLength)
 	}
 	if in.Range != nil && out.ContentRange == nil {
 		// The server ignored the Range header and sent the whole object.
@@ -283,6 +277,38 @@ func (s *Store) Get(ctx context.Context, key string, off, length int64) ([]byte,
 	}
 	if data == nil {
 		data = []byte{}
+	}
+	return data, nil
+}
+
+// maxBody bounds the body of one GET (floe's files are a few MiB).
+const maxBody = 1 << 30
+
+// readBody reads a response body of the announced length into one buffer
+// of exactly that size (bytes.Buffer's ReadFrom would double it at EOF),
+// checking the length; without a length it reads to EOF.
+func readBody(body io.Reader, contentLength *int64) ([]byte, error) {
+	if contentLength == nil || *contentLength < 0 {
+		var buf bytes.Buffer
+		if _, err := buf.ReadFrom(io.LimitReader(body, maxBody+1)); err != nil {
+			return nil, err
+		}
+		if buf.Len() > maxBody {
+			return nil, fmt.Errorf("body larger than %d bytes", maxBody)
+		}
+		return buf.Bytes(), nil
+	}
+	n := *contentLength
+	if n > maxBody {
+		return nil, fmt.Errorf("announced body of %d bytes, limit %d", n, maxBody)
+	}
+	data := make([]byte, n)
+	if got, err := io.ReadFull(body, data); err != nil {
+		return nil, fmt.Errorf("short body: %d of %d bytes: %w", got, n, err)
+	}
+	var extra [1]byte
+	if m, _ := body.Read(extra[:]); m > 0 {
+		return nil, fmt.Errorf("body longer than its announced %d bytes", n)
 	}
 	return data, nil
 }
