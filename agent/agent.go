@@ -86,12 +86,12 @@ func (a *Agent) Register(s *grpc.Server) {
 // OnCommit is the batcher's hook: it caches the file and wakes readers.
 func (a *Agent) OnCommit(f batcher.CommittedFile) {
 	a.cache.Add(f.Key, f.Data)
-	n := metadata.Notice{Partitions: make([]metadata.PartitionNotice, 0, len(f.Entries))}
-	for i, e := range f.Entries {
+	n := metadata.Notice{Partitions: make([]metadata.PartitionNotice, 0, len(f.Commits))}
+	for i, c := range f.Commits {
 		if f.Results[i].Err != nil {
 			continue
 		}
-		n.Partitions = append(n.Partitions, metadata.PartitionNotice{TopicID: e.TopicID, Partition: e.Partition})
+		n.Partitions = append(n.Partitions, metadata.PartitionNotice{TopicID: c.TopicID, Partition: c.Partition})
 	}
 	a.hub.notify(n)
 }

@@ -123,35 +123,46 @@ func (a *Agent) readRecords(ctx context.Context, topicID int64, partition int32,
 		next  = offset
 	)
 	for i, r := range refs {
-		info, krecs, err := kbatch.Decode(raw[i], 0)
+		// A committed run may hold several Kafka batches back to back; they
+		// take consecutive offsets from the run's base offset.
+		base, full := r.BaseOffset, false
+		err := kbatch.Split(raw[i], func(batch []byte) error {
+			info, krecs, err := kbatch.Decode(batch, 0)
+			if err != nil {
+				return err
+			}
+			for _, kr := range krecs {
+				off := base + (kr.Offset - info.BaseOffset)
+				if off < next || full {
+					continue
+				}
+				size := len(kr.Key) + len(kr.Value)
+				for _, h := range kr.Headers {
+					size += len(h.Key) + len(h.Value)
+				}
+				if len(recs) > 0 && bytes+size > maxBytes {
+					full = true
+					continue
+				}
+				pr := &floev1.Record{Key: kr.Key, Value: kr.Value, TimestampMs: kr.Timestamp, Offset: off, Partition: partition}
+				for _, h := range kr.Headers {
+					pr.Headers = append(pr.Headers, &floev1.Header{Key: h.Key, Value: h.Value})
+				}
+				recs = append(recs, pr)
+				bytes += size
+				next = off + 1
+			}
+			base += int64(len(krecs))
+			return nil
+		})
 		if err != nil {
 			return nil, st, offset, &dataLossError{fmt.Errorf("agent: decode batch %d of %s: %w", r.BaseOffset, r.FileKey, err)}
 		}
-		if int64(len(krecs)) != int64(r.RecordCount) {
-			return nil, st, offset, &dataLossError{fmt.Errorf("agent: batch %d of %s has %d records, metadata says %d", r.BaseOffset, r.FileKey, len(krecs), r.RecordCount)}
+		if base-r.BaseOffset != int64(r.RecordCount) {
+			return nil, st, offset, &dataLossError{fmt.Errorf("agent: batch %d of %s has %d records, metadata says %d", r.BaseOffset, r.FileKey, base-r.BaseOffset, r.RecordCount)}
 		}
-		for _, kr := range krecs {
-			off := r.BaseOffset + (kr.Offset - info.BaseOffset)
-			if off < next {
-				continue
-			}
-			size := len(kr.Key) + len(kr.Value)
-			for _, h := range kr.Headers {
-				size += len(h.Key) + len(h.Value)
-			}
-			if len(recs) > 0 && bytes+size > maxBytes {
-				return recs, st, next, nil
-			}
-			pr := &floev1.Record{Key: kr.Key, Value: kr.Value, TimestampMs: kr.Timestamp, Offset: off, Partition: partition}
-			if kr.Key == nil {
-				pr.Key = nil
-			}
-			for _, h := range kr.Headers {
-				pr.Headers = append(pr.Headers, &floev1.Header{Key: h.Key, Value: h.Value})
-			}
-			recs = append(recs, pr)
-			bytes += size
-			next = off + 1
+		if full {
+			return recs, st, next, nil
 		}
 	}
 	return recs, st, next, nil

@@ -3,11 +3,18 @@
 // with one PUT and one metadata commit, and only then completes the
 // producers waiting on it.
 //
-// Pipeline: Produce appends to the open file; sealing moves it to a FIFO;
-// the run goroutine starts its upload (at most MaxConcurrentUploads at once)
-// and hands it to the commit goroutine, which commits files strictly in seal
-// order, so one producer's batches to one partition keep their order even
-// though uploads overlap.
+// Pipeline: Append adds a batch to the open file; sealing moves it to a
+// FIFO; the run goroutine lays the file out (batches grouped by partition,
+// in arrival order within a partition), starts its upload (at most
+// MaxConcurrentUploads at once) and hands it to the commit goroutine, which
+// commits files strictly in seal order, so one producer's batches to one
+// partition keep their order even though uploads overlap.
+//
+// Consecutive batches of a partition without idempotence are committed as
+// one run: one metadata row covering several Kafka batches. A file of
+// thousands of small batches over a few partitions thus costs a few rows,
+// and the commit's cost follows the partitions a file touches, not its
+// batch count.
 package batcher
 
 import (
@@ -15,12 +22,14 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sort"
 	"sync"
 	"time"
 
 	"github.com/oklog/ulid/v2"
 	"golang.org/x/sync/semaphore"
 
+	"github.com/floe-broker/floe/kbatch"
 	"github.com/floe-broker/floe/logfile"
 	"github.com/floe-broker/floe/metadata"
 	"github.com/floe-broker/floe/objectstore"
@@ -38,9 +47,11 @@ type Uploader interface {
 
 // CommittedFile is handed to the OnCommit hook after a successful commit.
 type CommittedFile struct {
-	Key     string
-	Data    []byte
-	Entries []logfile.Entry
+	Key  string
+	Data []byte
+	// Commits are the runs committed (one per metadata row) and Results
+	// their outcomes, in the same order.
+	Commits []metadata.BatchCommit
 	Results []metadata.BatchResult
 }
 
@@ -69,12 +80,10 @@ type Batcher struct {
 	ctx    context.Context // cancelled when Close gives up waiting
 	cancel context.CancelFunc
 
-	mu       sync.Mutex // protects cur, queue, closed, avgFile, lastFile
-	cur      *file
-	queue    []*file // sealed, not yet started
-	closed   bool
-	avgFile  float64 // moving average of sealed file sizes
-	lastFile float64 // size of the last sealed file
+	mu     sync.Mutex // protects cur, queue, closed
+	cur    *file
+	queue  []*file // sealed, not yet started
+	closed bool
 
 	wake     chan struct{} // poked when queue grows or on close
 	commitQ  chan *file
@@ -84,20 +93,38 @@ type Batcher struct {
 }
 
 type waiter struct {
-	size int64
-	res  metadata.BatchResult
-	err  error
-	done chan struct{}
+	size    int64
+	batch   []byte // until the file is laid out
+	records int32
+	idem    bool // carries a producer id and sequence
+	res     metadata.BatchResult
+	err     error
+	done    chan struct{}
+}
+
+// partBatches are one partition's batches in a file, in arrival order.
+type partBatches struct {
+	topicID   int64
+	partition int32
+	waiters   []*waiter
 }
 
 type file struct {
-	w        *logfile.Writer
-	waiters  []*waiter
+	parts    map[[2]int64]*partBatches
+	waiters  []*waiter // every batch, in arrival order
+	body     int       // bytes of batches so far
 	timer    *time.Timer
 	sealedAt time.Time
 	key      string
 	data     []byte
+	commits  []metadata.BatchCommit
+	runs     [][]*waiter // the batches of each commit
 	uploaded chan error
+}
+
+// fileSize is the size the file will have with one more batch of n bytes.
+func (f *file) fileSize(n int) int {
+	return logfile.HeaderSize + f.body + n + 4 + (len(f.waiters)+1)*logfile.EntrySize + logfile.TrailerSize
 }
 
 // New starts a Batcher. Close stops it.
@@ -159,8 +186,19 @@ func (p *Pending) Wait(ctx context.Context) (metadata.BatchResult, error) {
 // the buffer is full (backpressure), until ctx ends.
 func (b *Batcher) Append(ctx context.Context, topicID int64, partition int32, batch []byte) (*Pending, error) {
 	n := int64(len(batch))
-	if len(batch)+logfile.HeaderSize+logfile.TrailerSize+128 > b.cfg.MaxFileBytes {
+	if len(batch)+logfile.MinFileSize+logfile.EntrySize > b.cfg.MaxFileBytes {
 		return nil, fmt.Errorf("%w: %d bytes, limit %d", ErrBatchTooLarge, len(batch), b.cfg.MaxFileBytes)
+	}
+	if partition < 0 {
+		return nil, fmt.Errorf("batcher: append batch: negative partition %d", partition)
+	}
+	// Validate outside the lock (CRC over the whole batch).
+	info, err := kbatch.ParseInfo(batch)
+	if err != nil {
+		return nil, fmt.Errorf("batcher: append batch: %w", err)
+	}
+	if info.BatchLength != len(batch) {
+		return nil, fmt.Errorf("batcher: append batch: %w: %d bytes after the batch", kbatch.ErrCorrupt, len(batch)-info.BatchLength)
 	}
 	if !b.mem.TryAcquire(n) {
 		b.m.backpressure()
@@ -169,7 +207,8 @@ func (b *Batcher) Append(ctx context.Context, topicID int64, partition int32, ba
 		}
 	}
 	b.m.buffered(n)
-	w := &waiter{size: n, done: make(chan struct{})}
+	w := &waiter{size: n, batch: batch, records: info.RecordCount, done: make(chan struct{}),
+		idem: info.ProducerID >= 0 && info.BaseSequence >= 0}
 
 	b.mu.Lock()
 	if b.closed {
@@ -177,11 +216,11 @@ func (b *Batcher) Append(ctx context.Context, topicID int64, partition int32, ba
 		b.release(n)
 		return nil, ErrClosed
 	}
-	if b.cur != nil && b.cur.w.Len()+len(batch)+64 > b.cfg.MaxFileBytes {
+	if b.cur != nil && b.cur.fileSize(len(batch)) > b.cfg.MaxFileBytes {
 		b.sealLocked()
 	}
 	if b.cur == nil {
-		f := &file{w: logfile.NewWriter(b.sizeHint())}
+		f := &file{parts: make(map[[2]int64]*partBatches)}
 		if b.cfg.Linger > 0 {
 			f.timer = time.AfterFunc(b.cfg.Linger, func() {
 				b.mu.Lock()
@@ -193,25 +232,21 @@ func (b *Batcher) Append(ctx context.Context, topicID int64, partition int32, ba
 		}
 		b.cur = f
 	}
-	if _, err := b.cur.w.Append(topicID, partition, batch); err != nil {
-		b.mu.Unlock()
-		b.release(n)
-		return nil, fmt.Errorf("batcher: append batch: %w", err)
+	f := b.cur
+	k := [2]int64{topicID, int64(partition)}
+	pb := f.parts[k]
+	if pb == nil {
+		pb = &partBatches{topicID: topicID, partition: partition}
+		f.parts[k] = pb
 	}
-	b.cur.waiters = append(b.cur.waiters, w)
-	if b.cfg.Linger == 0 || b.cur.w.Len() >= b.cfg.MaxFileBytes {
+	pb.waiters = append(pb.waiters, w)
+	f.waiters = append(f.waiters, w)
+	f.body += len(batch)
+	if b.cfg.Linger == 0 || f.fileSize(0) >= b.cfg.MaxFileBytes {
 		b.sealLocked()
 	}
 	b.mu.Unlock()
 	return &Pending{w: w}, nil
-}
-
-// sizeHint is the buffer size for a new file: a little more than the
-// recent files' average, so that busy agents do not regrow (and copy) the
-// buffer several times per file, and idle ones do not allocate the
-// maximum. b.mu is held.
-func (b *Batcher) sizeHint() int {
-	return min(b.cfg.MaxFileBytes, max(64<<10, int(max(b.avgFile, b.lastFile)*1.25)))
 }
 
 // sealLocked closes the open file and queues it for upload. b.mu is held.
@@ -221,9 +256,6 @@ func (b *Batcher) sealLocked() {
 		return
 	}
 	b.cur = nil
-	// Recent file sizes: the last one and a moving average.
-	b.lastFile = float64(f.w.Len())
-	b.avgFile = 0.5*b.avgFile + 0.5*b.lastFile
 	if f.timer != nil {
 		f.timer.Stop()
 	}
@@ -297,7 +329,7 @@ func (b *Batcher) run() {
 				b.commitQ <- f
 				continue
 			}
-			f.data = f.w.Finish()
+			b.layout(f)
 			f.key = b.newKey()
 			f.uploaded = make(chan error, 1)
 			b.upWG.Add(1)
@@ -365,47 +397,96 @@ func (b *Batcher) finish(f *file) {
 		b.failAll(f, &FlushError{Stage: "upload", Err: err})
 		return
 	}
-	entries := f.w.Entries()
-	fc := metadata.FileCommit{Key: f.key, Size: int64(len(f.data)), Batches: make([]metadata.BatchCommit, len(entries))}
-	partitions := make(map[[2]int64]struct{}, len(entries))
-	for i, e := range entries {
-		fc.Batches[i] = metadata.BatchCommit{
-			TopicID: e.TopicID, Partition: e.Partition,
-			ByteOffset: e.ByteOffset, ByteLength: e.ByteLength,
-			RecordCount: e.RecordCount, MaxTimestamp: e.MaxTimestamp,
-			ProducerID: e.ProducerID, ProducerEpoch: e.ProducerEpoch, BaseSequence: e.BaseSequence,
-		}
-		partitions[[2]int64{e.TopicID, int64(e.Partition)}] = struct{}{}
+	if len(f.commits) == 0 {
+		return // every batch failed at layout
 	}
+	fc := metadata.FileCommit{Key: f.key, Size: int64(len(f.data)), Batches: f.commits}
 	start := time.Now()
 	cctx, cancel := context.WithTimeout(b.ctx, b.cfg.CommitTimeout)
 	results, err := b.committer.CommitFile(cctx, fc)
 	cancel()
 	b.m.commit(time.Since(start), err)
-	if err == nil && len(results) != len(entries) {
-		err = fmt.Errorf("batcher: commit returned %d results for %d batches", len(results), len(entries))
+	if err == nil && len(results) != len(f.commits) {
+		err = fmt.Errorf("batcher: commit returned %d results for %d runs", len(results), len(f.commits))
 	}
 	if err != nil {
-		b.log.Warn("file commit failed", "key", f.key, "batches", len(entries), "err", err)
+		b.log.Warn("file commit failed", "key", f.key, "runs", len(f.commits), "err", err)
 		b.failAll(f, &FlushError{Stage: "commit", Ambiguous: !isDefiniteRefusal(err), Err: err})
 		return
 	}
-	b.m.flush(len(f.data), len(entries), len(partitions), time.Since(f.sealedAt))
-	for i, w := range f.waiters {
-		w.res = results[i]
-		if results[i].Err != nil {
-			w.err = results[i].Err
+	b.m.flush(len(f.data), len(f.waiters), len(f.parts), time.Since(f.sealedAt))
+	for i, run := range f.runs {
+		res := results[i]
+		next := res.BaseOffset
+		for _, w := range run {
+			w.res = res
+			w.res.BaseOffset = next
+			w.err = res.Err
+			next += int64(w.records)
 		}
 	}
 	if b.opts.OnCommit != nil {
-		b.opts.OnCommit(CommittedFile{Key: f.key, Data: f.data, Entries: entries, Results: results})
+		b.opts.OnCommit(CommittedFile{Key: f.key, Data: f.data, Commits: f.commits, Results: results})
 	}
 }
 
 func (b *Batcher) failAll(f *file, err error) {
 	for _, w := range f.waiters {
-		w.err = err
+		if w.err == nil {
+			w.err = err
+		}
 	}
+}
+
+// layout writes the sealed file: partitions in (topic, partition) order,
+// each partition's batches in arrival order, and the commit runs: the
+// consecutive batches of a partition without idempotence form one run; an
+// idempotent batch is a run of its own (its sequence is checked alone).
+func (b *Batcher) layout(f *file) {
+	parts := make([]*partBatches, 0, len(f.parts))
+	for _, pb := range f.parts {
+		parts = append(parts, pb)
+	}
+	sort.Slice(parts, func(i, j int) bool {
+		if parts[i].topicID != parts[j].topicID {
+			return parts[i].topicID < parts[j].topicID
+		}
+		return parts[i].partition < parts[j].partition
+	})
+	w := logfile.NewWriter(f.fileSize(0))
+	for _, pb := range parts {
+		open := -1 // index in f.commits of the partition's open run
+		for _, wt := range pb.waiters {
+			e, err := w.Append(pb.topicID, pb.partition, wt.batch)
+			wt.batch = nil
+			if err != nil {
+				wt.err = fmt.Errorf("batcher: lay out batch: %w", err)
+				continue
+			}
+			if !wt.idem && open >= 0 {
+				c := &f.commits[open]
+				c.ByteLength += e.ByteLength
+				c.RecordCount += e.RecordCount
+				c.MaxTimestamp = max(c.MaxTimestamp, e.MaxTimestamp)
+				f.runs[open] = append(f.runs[open], wt)
+				continue
+			}
+			f.commits = append(f.commits, metadata.BatchCommit{
+				TopicID: e.TopicID, Partition: e.Partition,
+				ByteOffset: e.ByteOffset, ByteLength: e.ByteLength,
+				RecordCount: e.RecordCount, MaxTimestamp: e.MaxTimestamp,
+				ProducerID: e.ProducerID, ProducerEpoch: e.ProducerEpoch, BaseSequence: e.BaseSequence,
+			})
+			f.runs = append(f.runs, []*waiter{wt})
+			open = -1
+			if !wt.idem {
+				f.commits[len(f.commits)-1].ProducerID = -1
+				f.commits[len(f.commits)-1].BaseSequence = metadata.NoSequence
+				open = len(f.commits) - 1
+			}
+		}
+	}
+	f.data = w.Finish()
 }
 
 // isDefiniteRefusal reports errors after which the commit surely did not happen.

@@ -141,9 +141,14 @@ func checkDense(t *testing.T, e *env, topic metadata.Topic, want map[int32]int64
 				if err != nil {
 					t.Fatal(err)
 				}
-				_, recs, err := kbatch.Decode(data, 0)
-				if err != nil || len(recs) != int(r.RecordCount) {
-					t.Fatalf("partition %d batch %d: %d records, err %v", p, r.BaseOffset, len(recs), err)
+				n := 0
+				err = kbatch.Split(data, func(b []byte) error {
+					_, recs, err := kbatch.Decode(b, 0)
+					n += len(recs)
+					return err
+				})
+				if err != nil || n != int(r.RecordCount) {
+					t.Fatalf("partition %d batch %d: %d records, err %v", p, r.BaseOffset, n, err)
 				}
 				next = r.LastOffset + 1
 			}
@@ -450,4 +455,85 @@ func (s *loseFirstPut) Put(ctx context.Context, key string, data []byte, o objec
 		return errors.New("connection reset after the write")
 	}
 	return err
+}
+
+// A file of many batches over few partitions commits one row per run of a
+// partition's batches; an idempotent batch is a row of its own; every
+// producer gets the offsets its records really have.
+func TestRunsPerPartition(t *testing.T) {
+	cfg := batcher.DefaultConfig()
+	cfg.Linger = time.Minute
+	e := newEnv(t, cfg, nil)
+	topic := e.topic(t, "t", 2)
+	pid, epoch, err := e.meta.InitProducer(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	type sent struct {
+		p    *batcher.Pending
+		part int32
+		tag  string
+	}
+	var all []sent
+	for i := 0; i < 40; i++ {
+		part := int32(i % 2)
+		tag := fmt.Sprint("b", i)
+		data := batch(t, 3, tag)
+		if i == 20 { // partition 0, in the middle of its batches
+			opts := kbatch.DefaultEncodeOptions()
+			opts.ProducerID, opts.ProducerEpoch, opts.BaseSequence = pid, epoch, 0
+			if data, err = kbatch.Encode([]kbatch.Record{{Timestamp: 1, Value: []byte(tag + "-0")}, {Timestamp: 1, Value: []byte(tag + "-1")},
+				{Timestamp: 1, Value: []byte(tag + "-2")}}, opts); err != nil {
+				t.Fatal(err)
+			}
+		}
+		p, err := e.b.Append(context.Background(), topic.ID, part, data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		all = append(all, sent{p, part, tag})
+	}
+	e.b.Flush()
+	for _, s := range all {
+		res, err := s.p.Wait(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The record at the returned offset is this batch's first one.
+		refs, _, err := e.meta.FindBatches(context.Background(), topic.ID, s.part, res.BaseOffset, 1)
+		if err != nil || len(refs) != 1 {
+			t.Fatalf("find %d: %v %v", res.BaseOffset, refs, err)
+		}
+		data, err := e.mem.Get(context.Background(), refs[0].FileKey, refs[0].ByteOffset, refs[0].ByteLength)
+		if err != nil {
+			t.Fatal(err)
+		}
+		off, found := refs[0].BaseOffset, ""
+		_ = kbatch.Split(data, func(b []byte) error {
+			_, recs, err := kbatch.Decode(b, 0)
+			for _, r := range recs {
+				if off == res.BaseOffset {
+					found = string(r.Value)
+				}
+				off++
+			}
+			return err
+		})
+		if found != s.tag+"-0" {
+			t.Fatalf("batch %s acknowledged at %d, which holds %q", s.tag, res.BaseOffset, found)
+		}
+	}
+	if e.commit.commits.Load() != 1 {
+		t.Fatalf("%d commits", e.commit.commits.Load())
+	}
+	for part, wantRows := range map[int32]int{0: 3, 1: 1} {
+		refs, _, err := e.meta.FindBatches(context.Background(), topic.ID, part, 0, 1<<30)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(refs) != wantRows {
+			t.Fatalf("partition %d: %d rows, want %d", part, len(refs), wantRows)
+		}
+	}
+	checkDense(t, e, topic, map[int32]int64{0: 60, 1: 60})
 }

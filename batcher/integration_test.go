@@ -168,7 +168,9 @@ func TestRealBackendsFlakyStore(t *testing.T) {
 				if _, err := e.s3.Get(context.Background(), r.FileKey, r.ByteOffset, r.ByteLength); err != nil {
 					t.Fatalf("committed batch %d of partition %d unreadable: %v", r.BaseOffset, p, err)
 				}
-				bases = append(bases, r.BaseOffset)
+				for o := r.BaseOffset; o <= r.LastOffset; o++ {
+					bases = append(bases, o)
+				}
 				next = r.LastOffset + 1
 			}
 		}
@@ -178,7 +180,7 @@ func TestRealBackendsFlakyStore(t *testing.T) {
 			set[b] = true
 		}
 		for _, a := range acked[p] {
-			if !set[a] {
+			if !set[a] || !set[a+1] {
 				t.Fatalf("partition %d: acknowledged batch at %d is not in the log", p, a)
 			}
 		}
