@@ -1,60 +1,23 @@
 package objectstore_test
 
 import (
-	"context"
-	"fmt"
-	"math/rand"
 	"testing"
 
 	"github.com/floe-broker/floe/objectstore"
+	"github.com/floe-broker/floe/objectstore/objtest"
 )
 
-// benchObjectSize is the size of one object in the raw PUT/GET benchmarks:
-// the batcher's default max_file_bytes.
-const benchObjectSize = 8 << 20
-
-// BenchmarkPut measures raw sequential PUT throughput (fsync included) of
-// 8 MiB objects to a Dir store.
-func BenchmarkPut(b *testing.B) {
+func newBenchDir(b *testing.B) objectstore.Store {
 	s, err := objectstore.NewDir(b.TempDir())
 	if err != nil {
 		b.Fatal(err)
 	}
-	data := make([]byte, benchObjectSize)
-	rand.New(rand.NewSource(1)).Read(data)
-	ctx := context.Background()
-	b.SetBytes(benchObjectSize)
-	for i := 0; b.Loop(); i++ {
-		if err := s.Put(ctx, fmt.Sprintf("bench/%02x/%d", i%256, i), data, objectstore.PutOptions{IfAbsent: true}); err != nil {
-			b.Fatal(err)
-		}
-	}
+	return s
 }
 
-// BenchmarkGet measures raw sequential GET throughput of whole 8 MiB
-// objects from a Dir store.
-func BenchmarkGet(b *testing.B) {
-	s, err := objectstore.NewDir(b.TempDir())
-	if err != nil {
-		b.Fatal(err)
-	}
-	data := make([]byte, benchObjectSize)
-	rand.New(rand.NewSource(1)).Read(data)
-	ctx := context.Background()
-	const objects = 4
-	for i := range objects {
-		if err := s.Put(ctx, fmt.Sprintf("bench/%d", i), data, objectstore.PutOptions{}); err != nil {
-			b.Fatal(err)
-		}
-	}
-	b.SetBytes(benchObjectSize)
-	for i := 0; b.Loop(); i++ {
-		got, err := s.Get(ctx, fmt.Sprintf("bench/%d", i%objects), 0, -1)
-		if err != nil {
-			b.Fatal(err)
-		}
-		if len(got) != benchObjectSize {
-			b.Fatalf("got %d bytes", len(got))
-		}
-	}
-}
+// BenchmarkPut measures raw PUT throughput (fsync included) of 8 MiB
+// objects to a Dir store.
+func BenchmarkPut(b *testing.B) { objtest.BenchPut(b, newBenchDir(b)) }
+
+// BenchmarkGet measures raw GET throughput of 8 MiB objects from a Dir store.
+func BenchmarkGet(b *testing.B) { objtest.BenchGet(b, newBenchDir(b)) }
