@@ -181,9 +181,10 @@ func (p *Pending) Wait(ctx context.Context) (metadata.BatchResult, error) {
 	}
 }
 
-// Append adds the batch to the open file and returns at once; batches
-// appended in sequence are committed in that order. It blocks only while
-// the buffer is full (backpressure), until ctx ends.
+// Append adds the batch to the open file and returns at once; batches of a
+// partition appended in sequence get offsets in that order. It blocks only
+// while the buffer is full (backpressure), until ctx ends. The batcher
+// keeps batch until the file is written: the caller must not modify it.
 func (b *Batcher) Append(ctx context.Context, topicID int64, partition int32, batch []byte) (*Pending, error) {
 	n := int64(len(batch))
 	if len(batch)+logfile.MinFileSize+logfile.EntrySize > b.cfg.MaxFileBytes {
