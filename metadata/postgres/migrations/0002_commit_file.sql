@@ -16,13 +16,15 @@
 -- Concurrency: the partitions' rows are locked in (topic_id, partition)
 -- order before anything else reads them — FOR UPDATE, or for a file without
 -- idempotent batches by the UPDATE that advances them, run as a nested loop
--- over the sorted partitions — so concurrent commits serialise per
+-- over the batches sorted by partition — so concurrent commits serialise per
 -- partition and never deadlock. producer_state rows are only touched under
 -- their partition's lock.
 --
 -- Cost: everything is set-based except the idempotence check, a loop over
 -- in-memory arrays that reads the table again only for a batch that is not
--- the next one expected (a retry, or an error).
+-- the next one expected (a retry, or an error). A file without idempotent
+-- batches whose batches all have partitions of their own (the common case)
+-- is one statement: lock and advance, clock, insert.
 
 -- floe_tail returns the last n elements of a.
 CREATE FUNCTION floe_tail(a anyarray, n integer) RETURNS anyarray
@@ -90,6 +92,8 @@ DECLARE
     v_idem    boolean;
     v_guc     text[];
     v_pos     integer;
+    l_ord     integer[];  -- plain files: the batches sequenced by the first pass
+    v_found   bigint[];   -- per batch, NULL when its partition does not exist
 BEGIN
     INSERT INTO files (key, size) VALUES (p_key, p_size) RETURNING id INTO v_file;
 
@@ -107,75 +111,133 @@ BEGIN
                    FOR UPDATE) x;
     ELSE
         -- No producer to check: every batch of an existing partition is
-        -- accepted, so lock and advance the partitions in one pass. The
-        -- UPDATE locks rows in the order its join yields them, so for this
-        -- statement only the plans that yield them in key order are allowed:
-        -- a nested loop, over the sorted partitions probing the primary key
-        -- (or over the primary key in order) — no hash or merge join, no
-        -- sequential or bitmap scan in physical order.
+        -- accepted, so one statement locks and advances the partitions,
+        -- inserts the batches and reads the clock. The UPDATE locks rows
+        -- in the order its join yields them, so for this statement only
+        -- the plans that yield them in key order are allowed: a nested
+        -- loop, over the batches sorted by partition probing the primary
+        -- key (or over the primary key in order) — no hash or merge join,
+        -- no sequential or bitmap scan in physical order. (The statement
+        -- has no other join.)
+        --
+        -- It joins one row per batch: a partition named by several batches
+        -- of the file is changed once, by the first of them in file order
+        -- (an UPDATE changes a row at most once; the later matches are
+        -- skipped); the others are sequenced below, under the locks held.
+        -- Its plan is the same whatever the arrays hold, so it is planned
+        -- once per session (a generic plan), not at every call.
         v_guc := ARRAY[current_setting('enable_hashjoin'), current_setting('enable_mergejoin'),
-                       current_setting('enable_seqscan'), current_setting('enable_bitmapscan')];
+                       current_setting('enable_seqscan'), current_setting('enable_bitmapscan'),
+                       current_setting('plan_cache_mode')];
         PERFORM set_config('enable_hashjoin', 'off', true), set_config('enable_mergejoin', 'off', true),
-                set_config('enable_seqscan', 'off', true), set_config('enable_bitmapscan', 'off', true);
+                set_config('enable_seqscan', 'off', true), set_config('enable_bitmapscan', 'off', true),
+                set_config('plan_cache_mode', 'force_generic_plan', true);
+        -- unnest() in the select list runs the arrays in step without
+        -- materialising each of them as unnest() in FROM does.
         WITH d AS (
-            SELECT u.t, u.q, sum(u.cnt) AS added
-              FROM unnest(p_topic, p_part, p_count) AS u(t, q, cnt)
-             GROUP BY u.t, u.q
-             ORDER BY u.t, u.q
+            SELECT u.*
+              FROM (SELECT unnest(p_topic) AS t, unnest(p_part) AS q, unnest(p_count) AS cnt,
+                           unnest(p_byte_off) AS bo, unnest(p_byte_len) AS bl, unnest(p_max_ts) AS mts,
+                           generate_series(1, n) AS ord) u
+             ORDER BY u.t, u.q, u.ord
         ), upd AS (
-            UPDATE partitions p SET high_watermark = p.high_watermark + d.added
+            UPDATE partitions p SET high_watermark = p.high_watermark + d.cnt
               FROM d
              WHERE p.topic_id = d.t AND p.partition = d.q
-            RETURNING p.topic_id, p.partition, p.high_watermark - d.added AS start, p.high_watermark
+            RETURNING d.*, p.high_watermark - d.cnt AS base, p.high_watermark AS hw
+        ), clock AS (
+            -- Read once every lock is held (upd has run to its end), so
+            -- that append times follow offset order within a partition.
+            SELECT floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint AS ms
+              FROM (SELECT count(*) FROM upd) x
+        ), ins AS (
+            INSERT INTO batches (topic_id, partition, base_offset, last_offset, file_id,
+                                 byte_offset, byte_length, record_count, max_timestamp, append_time)
+            SELECT upd.t, upd.q, upd.base, upd.base + upd.cnt - 1, v_file, upd.bo, upd.bl, upd.cnt, upd.mts,
+                   (SELECT clock.ms FROM clock)
+              FROM upd
         )
-        SELECT array_agg(upd.topic_id ORDER BY upd.topic_id, upd.partition),
-               array_agg(upd.partition ORDER BY upd.topic_id, upd.partition),
-               array_agg(upd.start ORDER BY upd.topic_id, upd.partition),
-               string_agg(upd.topic_id || ':' || upd.partition || ':' || upd.high_watermark, ',')
-          INTO l_topic, l_part, l_hw, v_payload
+        SELECT (SELECT clock.ms FROM clock), array_agg(upd.ord ORDER BY upd.ord), array_agg(upd.base ORDER BY upd.ord),
+               string_agg(upd.t || ':' || upd.q || ':' || upd.hw, ',')
+          INTO v_ms, l_ord, b_base, v_payload
           FROM upd;
         PERFORM set_config('enable_hashjoin', v_guc[1], true), set_config('enable_mergejoin', v_guc[2], true),
-                set_config('enable_seqscan', v_guc[3], true), set_config('enable_bitmapscan', v_guc[4], true);
+                set_config('enable_seqscan', v_guc[3], true), set_config('enable_bitmapscan', v_guc[4], true),
+                set_config('plan_cache_mode', v_guc[5], true);
+
+        IF cardinality(l_ord) IS DISTINCT FROM n THEN
+            -- Some batches were left: their partition does not exist, or
+            -- an earlier batch of the file advanced it.
+            SELECT array_agg(r.base ORDER BY g.i)
+              INTO b_base
+              FROM generate_series(1, n) AS g(i)
+              LEFT JOIN unnest(l_ord, b_base) AS r(ord, base) ON r.ord = g.i;
+            WITH lo AS (
+                SELECT u.ord, u.t, u.q, u.cnt, u.bo, u.bl, u.mts
+                  FROM unnest(p_topic, p_part, p_count, p_byte_off, p_byte_len, p_max_ts, b_base)
+                       WITH ORDINALITY AS u(t, q, cnt, bo, bl, mts, base, ord)
+                 WHERE u.base IS NULL
+            ), d AS (
+                -- Only the partitions the first pass locked (one created
+                -- since is not seen, as by the first pass).
+                SELECT lo.t, lo.q, sum(lo.cnt) AS added
+                  FROM lo
+                 WHERE (lo.t, lo.q) IN (SELECT p_topic[o.o], p_part[o.o] FROM unnest(l_ord) AS o(o))
+                 GROUP BY lo.t, lo.q
+            ), upd AS (
+                UPDATE partitions p SET high_watermark = p.high_watermark + d.added
+                  FROM d
+                 WHERE p.topic_id = d.t AND p.partition = d.q
+                RETURNING p.topic_id AS t, p.partition AS q, p.high_watermark - d.added AS start
+            ), b AS (
+                SELECT lo.*, upd.start + sum(lo.cnt::bigint) OVER (PARTITION BY lo.t, lo.q ORDER BY lo.ord) - lo.cnt AS base
+                  FROM lo JOIN upd ON upd.t = lo.t AND upd.q = lo.q
+            ), ins AS (
+                INSERT INTO batches (topic_id, partition, base_offset, last_offset, file_id,
+                                     byte_offset, byte_length, record_count, max_timestamp, append_time)
+                SELECT b.t, b.q, b.base, b.base + b.cnt - 1, v_file, b.bo, b.bl, b.cnt, b.mts, v_ms
+                  FROM b
+            )
+            SELECT array_agg(coalesce(u.base, b.base) ORDER BY u.ord)
+              INTO b_base
+              FROM unnest(b_base) WITH ORDINALITY AS u(base, ord)
+              LEFT JOIN b ON b.ord = u.ord;
+            -- Offsets follow file order within each partition (the first
+            -- pass took each partition's first batch: checked, not assumed).
+            IF EXISTS (SELECT FROM (SELECT u.base, lag(u.base) OVER (PARTITION BY u.t, u.q ORDER BY u.ord) AS prev
+                                      FROM unnest(p_topic, p_part, b_base) WITH ORDINALITY AS u(t, q, base, ord)
+                                     WHERE u.base IS NOT NULL) x
+                        WHERE x.base < x.prev) THEN
+                RAISE EXCEPTION 'floe_commit_file: offsets out of file order';
+            END IF;
+            SELECT string_agg(p.topic_id || ':' || p.partition || ':' || p.high_watermark, ',')
+              INTO v_payload
+              FROM partitions p
+             WHERE (p.topic_id, p.partition) IN (SELECT u.t, u.q FROM unnest(p_topic, p_part) AS u(t, q));
+        END IF;
     END IF;
 
-    -- The clock is read once the locks are held, so that append times
-    -- follow offset order within a partition.
-    v_ms := floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint;
-
     IF v_idem THEN
+        -- The clock is read once the locks are held, so that append times
+        -- follow offset order within a partition.
+        v_ms := floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint;
         SELECT array_agg(l.idx ORDER BY u.ord)
           INTO b_pidx
           FROM unnest(p_topic, p_part) WITH ORDINALITY AS u(t, q, ord)
           LEFT JOIN unnest(l_topic, l_part) WITH ORDINALITY AS l(t, q, idx) ON l.t = u.t AND l.q = u.q;
-    ELSE
-        -- Every batch of an existing partition is accepted: offsets follow
-        -- the partition's high watermark in file order.
-        WITH b AS (
-            SELECT u.ord, u.t, u.q, u.cnt, u.bo, u.bl, u.mts, l.idx,
-                   l.hw + sum(u.cnt::bigint) OVER (PARTITION BY l.idx ORDER BY u.ord) - u.cnt AS base
-              FROM unnest(p_topic, p_part, p_count, p_byte_off, p_byte_len, p_max_ts)
-                   WITH ORDINALITY AS u(t, q, cnt, bo, bl, mts, ord)
-              LEFT JOIN unnest(l_topic, l_part, l_hw) WITH ORDINALITY AS l(t, q, hw, idx) ON l.t = u.t AND l.q = u.q
-        ), ins AS (
-            INSERT INTO batches (topic_id, partition, base_offset, last_offset, file_id,
-                                 byte_offset, byte_length, record_count, max_timestamp, append_time)
-            SELECT b.t, b.q, b.base, b.base + b.cnt - 1, v_file, b.bo, b.bl, b.cnt, b.mts, v_ms
-              FROM b
-             WHERE b.base IS NOT NULL
-        )
-        SELECT array_agg(b.idx ORDER BY b.ord), array_agg(b.base ORDER BY b.ord)
-          INTO b_pidx, b_base
-          FROM b;
     END IF;
 
+    -- Batches without a partition: refused. (Files without idempotent
+    -- batches have offsets for all the others already.)
     b_err := array_fill(0::smallint, ARRAY[n]);
-    IF array_position(b_pidx, NULL) IS NOT NULL THEN
+    v_found := CASE WHEN v_idem THEN b_pidx::bigint[] ELSE b_base END;
+    IF array_position(v_found, NULL) IS NOT NULL THEN
         SELECT array_agg(CASE
-                   WHEN u.idx IS NOT NULL THEN 0
+                   WHEN u.f IS NOT NULL THEN 0
                    WHEN EXISTS (SELECT 1 FROM topics t WHERE t.id = u.t AND t.deleted_at IS NULL) THEN 2
                    ELSE 1 END::smallint ORDER BY u.ord)
           INTO b_err
-          FROM unnest(p_topic, b_pidx) WITH ORDINALITY AS u(t, idx, ord);
+          FROM unnest(p_topic, v_found) WITH ORDINALITY AS u(t, f, ord);
     END IF;
 
     -- Idempotence, in file order.
@@ -286,8 +348,8 @@ BEGIN
         INSERT INTO batches (topic_id, partition, base_offset, last_offset, file_id,
                              byte_offset, byte_length, record_count, max_timestamp, append_time)
         SELECT u.t, u.q, u.base, u.base + u.cnt - 1, v_file, u.bo, u.bl, u.cnt, u.mts, v_ms
-          FROM unnest(p_topic, p_part, b_base, p_count, p_byte_off, p_byte_len, p_max_ts)
-               AS u(t, q, base, cnt, bo, bl, mts)
+          FROM (SELECT unnest(p_topic) AS t, unnest(p_part) AS q, unnest(b_base) AS base, unnest(p_count) AS cnt,
+                       unnest(p_byte_off) AS bo, unnest(p_byte_len) AS bl, unnest(p_max_ts) AS mts) u
          WHERE u.base IS NOT NULL;
 
         WITH s AS (
