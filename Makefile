@@ -12,10 +12,15 @@ build:
 run: build
 	./bin/floe dev
 
-tools: $(TOOLS)/versitygw
+# The S3 server the tests run against, and the benchmark peer (versions
+# pinned; internal/services builds them on demand too).
+tools: $(TOOLS)/versitygw $(TOOLS)/nats-server
 
 $(TOOLS)/versitygw:
 	GOBIN=$(TOOLS) $(GO) install github.com/versity/versitygw/cmd/versitygw@v1.8.0
+
+$(TOOLS)/nats-server:
+	GOBIN=$(TOOLS) $(GO) install github.com/nats-io/nats-server/v2@v2.15.3
 
 # Every test, against a real PostgreSQL and a real S3 server started by the
 # tests themselves (internal/testenv).
