@@ -495,3 +495,43 @@ func TestRecreatedTopic(t *testing.T) {
 		t.Fatalf("re-created topic shows old records: %v %v", f, err)
 	}
 }
+
+// Reads inside a run of many Kafka batches: from its middle, and with a
+// budget spent before its end.
+func TestFetchInsideARun(t *testing.T) {
+	h := start(t, func(_ *agent.Config, b *batcher.Config) { b.Linger = 300 * time.Millisecond })
+	ctx := context.Background()
+	if _, err := h.c.CreateTopic(ctx, "t", 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	stream, err := h.c.Log.ProduceStream(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := int32(0)
+	for i := 0; i < 20; i++ {
+		if err := stream.Send(&floev1.ProduceStreamRequest{RequestId: uint64(i), Request: &floev1.ProduceRequest{
+			Topic: "t", Partition: &p, Records: []*floev1.Record{client.Value(nil, []byte(fmt.Sprint("r", i)))}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := 0; i < 20; i++ {
+		if r, err := stream.Recv(); err != nil || r.GetErrorCode() != 0 {
+			t.Fatalf("produce: %v %v", r, err)
+		}
+	}
+	_ = stream.CloseSend()
+	one, err := h.c.Fetch(ctx, "t", 0, 7, 1, 0)
+	if err != nil || len(one.GetRecords()) != 1 || string(one.GetRecords()[0].GetValue()) != "r7" || one.GetNextOffset() != 8 {
+		t.Fatalf("fetch of one record at 7: %v %v", one, err)
+	}
+	rest, err := h.c.Fetch(ctx, "t", 0, 8, 0, 0)
+	if err != nil || len(rest.GetRecords()) != 12 {
+		t.Fatalf("fetch from 8: %v %v", rest, err)
+	}
+	for i, r := range rest.GetRecords() {
+		if r.GetOffset() != int64(8+i) || string(r.GetValue()) != fmt.Sprint("r", 8+i) {
+			t.Fatalf("record %d: %v", i, r)
+		}
+	}
+}

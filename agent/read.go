@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 
@@ -11,6 +12,10 @@ import (
 	"github.com/floe-broker/floe/kbatch"
 	"github.com/floe-broker/floe/metadata"
 )
+
+// errBudgetSpent stops the walk over a run's Kafka batches once a read's
+// byte budget is spent.
+var errBudgetSpent = errors.New("agent: fetch budget spent")
 
 // maxCoalesceGap merges two byte ranges of one file into one GET when the
 // gap between them is at most this.
@@ -125,8 +130,23 @@ func (a *Agent) readRecords(ctx context.Context, topicID int64, partition int32,
 	for i, r := range refs {
 		// A committed run may hold several Kafka batches back to back; they
 		// take consecutive offsets from the run's base offset.
+		// Kafka batches wholly before next are skipped without decoding
+		// (their header gives the count); decoding stops once the budget is
+		// spent. Only a run read to its end can be checked against the
+		// metadata's record count.
 		base, full := r.BaseOffset, false
 		err := kbatch.Split(raw[i], func(batch []byte) error {
+			if full {
+				return errBudgetSpent
+			}
+			info, err := kbatch.ParseInfo(batch)
+			if err != nil {
+				return err
+			}
+			if base+int64(info.RecordCount) <= next {
+				base += int64(info.RecordCount)
+				return nil
+			}
 			info, krecs, err := kbatch.Decode(batch, 0)
 			if err != nil {
 				return err
@@ -155,10 +175,10 @@ func (a *Agent) readRecords(ctx context.Context, topicID int64, partition int32,
 			base += int64(len(krecs))
 			return nil
 		})
-		if err != nil {
+		if err != nil && !errors.Is(err, errBudgetSpent) {
 			return nil, st, offset, &dataLossError{fmt.Errorf("agent: decode batch %d of %s: %w", r.BaseOffset, r.FileKey, err)}
 		}
-		if base-r.BaseOffset != int64(r.RecordCount) {
+		if !full && base-r.BaseOffset != int64(r.RecordCount) {
 			return nil, st, offset, &dataLossError{fmt.Errorf("agent: batch %d of %s has %d records, metadata says %d", r.BaseOffset, r.FileKey, base-r.BaseOffset, r.RecordCount)}
 		}
 		if full {
