@@ -77,3 +77,18 @@ func Percentile(d []time.Duration, p int) time.Duration {
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// BenchCommitFiles runs BenchCommitFile for files of 1, 100 and 1000
+// partitions and 1000 idempotent ones, against the limit given.
+func BenchCommitFiles(b *testing.B, s metadata.Store, limit time.Duration) {
+	for _, bc := range []struct {
+		partitions int32
+		idempotent bool
+	}{{1, false}, {100, false}, {1000, false}, {1000, true}} {
+		name := fmt.Sprintf("partitions=%d", bc.partitions)
+		if bc.idempotent {
+			name += "/idempotent"
+		}
+		b.Run(name, func(b *testing.B) { BenchCommitFile(b, s, bc.partitions, bc.idempotent, limit) })
+	}
+}

@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"context"
-	"fmt"
 	"testing"
 	"time"
 
@@ -21,16 +20,7 @@ func BenchmarkCommitFile(b *testing.B) {
 	defer s.Close()
 	limit := rawCommitMedian(b, s, 500)
 	b.Logf("limit: one-row INSERT round trip median %v", limit)
-	for _, bc := range []struct {
-		partitions int32
-		idempotent bool
-	}{{1, false}, {100, false}, {1000, false}, {1000, true}} {
-		name := fmt.Sprintf("partitions=%d", bc.partitions)
-		if bc.idempotent {
-			name += "/idempotent"
-		}
-		b.Run(name, func(b *testing.B) { metadatatest.BenchCommitFile(b, s, bc.partitions, bc.idempotent, limit) })
-	}
+	metadatatest.BenchCommitFiles(b, s, limit)
 }
 
 // BenchmarkRawCommit is the limit: a one-row INSERT in its own implicit

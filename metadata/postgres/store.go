@@ -167,18 +167,13 @@ func migrateSchema(ctx context.Context, pool *pgxpool.Pool) error {
 		if err := tx.QueryRow(ctx, "SELECT coalesce(max(version), 0) FROM schema_migrations").Scan(&current); err != nil {
 			return err
 		}
-		if current > len(ms) {
-			return fmt.Errorf("schema version %d is newer than this binary's %d", current, len(ms))
-		}
-		for _, m := range ms[current:] {
-			if _, err := tx.Exec(ctx, m.SQL); err != nil {
-				return fmt.Errorf("%s: %w", m.Name, err)
-			}
-			if _, err := tx.Exec(ctx, "INSERT INTO schema_migrations (version, name) VALUES ($1, $2)", m.Version, m.Name); err != nil {
-				return err
-			}
-		}
-		return nil
+		return migrate.Apply(ms, current, func(q string) error {
+			_, err := tx.Exec(ctx, q)
+			return err
+		}, func(m migrate.Migration) error {
+			_, err := tx.Exec(ctx, "INSERT INTO schema_migrations (version, name) VALUES ($1, $2)", m.Version, m.Name)
+			return err
+		})
 	})
 	if err != nil {
 		return fmt.Errorf("metadata: migrate postgres schema: %w", err)

@@ -163,19 +163,14 @@ func (s *Store) migrate(ctx context.Context) error {
 		if err := tx.QueryRowContext(ctx, "SELECT coalesce(max(version), 0) FROM schema_migrations").Scan(&current); err != nil {
 			return err
 		}
-		if current > len(ms) {
-			return fmt.Errorf("schema version %d is newer than this binary's %d", current, len(ms))
-		}
-		for _, m := range ms[current:] {
-			if _, err := tx.ExecContext(ctx, m.SQL); err != nil {
-				return fmt.Errorf("migration %s: %w", m.Name, err)
-			}
-			if _, err := tx.ExecContext(ctx, "INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)",
-				m.Version, m.Name, time.Now().UnixMilli()); err != nil {
-				return err
-			}
-		}
-		return nil
+		return migrate.Apply(ms, current, func(q string) error {
+			_, err := tx.ExecContext(ctx, q)
+			return err
+		}, func(m migrate.Migration) error {
+			_, err := tx.ExecContext(ctx, "INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)",
+				m.Version, m.Name, time.Now().UnixMilli())
+			return err
+		})
 	})
 }
 

@@ -56,3 +56,22 @@ func Load(fsys fs.FS, dir string) ([]Migration, error) {
 	}
 	return ms, nil
 }
+
+// Apply runs, in order, the migrations of ms past version current (the
+// highest applied one): exec runs a migration's SQL and record notes it as
+// applied, both in the caller's transaction. A database newer than ms is
+// refused.
+func Apply(ms []Migration, current int, exec func(sql string) error, record func(Migration) error) error {
+	if current > len(ms) {
+		return fmt.Errorf("%w: schema version %d is newer than this binary's %d", ErrBadMigration, current, len(ms))
+	}
+	for _, m := range ms[current:] {
+		if err := exec(m.SQL); err != nil {
+			return fmt.Errorf("migration %s: %w", m.Name, err)
+		}
+		if err := record(m); err != nil {
+			return fmt.Errorf("record migration %s: %w", m.Name, err)
+		}
+	}
+	return nil
+}

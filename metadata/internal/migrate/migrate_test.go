@@ -2,6 +2,7 @@ package migrate
 
 import (
 	"errors"
+	"strings"
 	"testing"
 	"testing/fstest"
 )
@@ -31,5 +32,26 @@ func TestLoad(t *testing.T) {
 		} else if dir != "empty" && !errors.Is(err, ErrBadMigration) {
 			t.Errorf("Load(%s) = %v, want ErrBadMigration", dir, err)
 		}
+	}
+}
+
+func TestApply(t *testing.T) {
+	ms := []Migration{{1, "0001_a.sql", "A"}, {2, "0002_b.sql", "B"}, {3, "0003_c.sql", "C"}}
+	var ran []string
+	var recorded []int
+	exec := func(q string) error { ran = append(ran, q); return nil }
+	record := func(m Migration) error { recorded = append(recorded, m.Version); return nil }
+	if err := Apply(ms, 1, exec, record); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(ran, "") != "BC" || len(recorded) != 2 || recorded[0] != 2 || recorded[1] != 3 {
+		t.Fatalf("ran %v, recorded %v", ran, recorded)
+	}
+	if err := Apply(ms, 4, exec, record); !errors.Is(err, ErrBadMigration) {
+		t.Fatalf("newer database: %v", err)
+	}
+	boom := errors.New("boom")
+	if err := Apply(ms, 0, func(string) error { return boom }, record); !errors.Is(err, boom) {
+		t.Fatalf("failing migration: %v", err)
 	}
 }
