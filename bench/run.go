@@ -413,14 +413,7 @@ func runLoad(ctx context.Context, sys System, cfg RunConfig) (RunResult, error) 
 		return res, err
 	}
 	for _, r := range results {
-		res.Sent += r.Sent
-		res.Acked += r.Acked
-		res.Failed += r.Failed
-		res.Unacked += r.Unacked
-		res.Unsent += r.Unsent
-		if r.FirstError != nil && res.FirstError == "" {
-			res.FirstError = r.FirstError.Error()
-		}
+		res.addGen(r)
 		res.RecordsPerSec += float64(r.AckedInWindow)
 	}
 	res.RecordsPerSec /= cfg.Duration.Seconds()
@@ -496,13 +489,7 @@ func runCatchup(ctx context.Context, sys System, cfg RunConfig) (RunResult, erro
 		return res, err
 	}
 	for _, r := range results {
-		res.Sent += r.Sent
-		res.Acked += r.Acked
-		res.Failed += r.Failed
-		res.Unacked += r.Unacked
-		if r.FirstError != nil && res.FirstError == "" {
-			res.FirstError = r.FirstError.Error()
-		}
+		res.addGen(r)
 	}
 	mid, err := sys.Stats(ctx)
 	if err != nil {
@@ -594,4 +581,16 @@ func rateLabel(r float64) string {
 		return "closed loop"
 	}
 	return fmt.Sprintf("%.0f rec/s", r)
+}
+
+// addGen adds one producer's counts to the run's.
+func (res *RunResult) addGen(r GenResult) {
+	res.Sent += r.Sent
+	res.Acked += r.Acked
+	res.Failed += r.Failed
+	res.Unacked += r.Unacked
+	res.Unsent += r.Unsent
+	if r.FirstError != nil && res.FirstError == "" {
+		res.FirstError = r.FirstError.Error()
+	}
 }
