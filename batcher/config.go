@@ -68,8 +68,11 @@ var (
 )
 
 // FlushError is a failed upload or commit of the file holding the
-// producer's batch. Nothing of the file became visible unless Ambiguous is
-// set (a commit whose outcome is unknown); the producer may retry.
+// producer's batch. Unless Ambiguous is set, nothing of the file became
+// visible and the producer may retry safely. Ambiguous means the outcome is
+// still unknown after the batcher's bounded retries of the commit: the
+// records may be committed, and a plain retry may duplicate them (an
+// idempotent producer's retry gets the original offsets).
 type FlushError struct {
 	Stage     string // "upload" or "commit"
 	Ambiguous bool

@@ -22,7 +22,24 @@ var (
 	ErrProducerFenced     = errors.New("metadata: producer fenced by a newer epoch")
 	ErrInvalidCommit      = errors.New("metadata: invalid file commit")
 	ErrClosed             = errors.New("metadata: store closed")
+	// ErrUnknownProducer refuses a batch whose producer id was never
+	// issued by InitProducer.
+	ErrUnknownProducer = errors.New("metadata: unknown producer id")
+	// ErrNotApplied wraps a failure after which the operation surely did
+	// not take effect: the request never reached the store (connection
+	// refused, no connection from the pool) or was refused before it wrote
+	// anything. Without it, a CommitFile error is ambiguous: the commit may
+	// have landed and its answer been lost.
+	ErrNotApplied = errors.New("metadata: not applied")
 )
+
+// NotApplied reports whether err, returned by CommitFile, proves that the
+// file was not committed. Any other error is ambiguous; retrying the same
+// FileCommit (same Key) is always safe and answers with the first commit's
+// results if it landed.
+func NotApplied(err error) bool {
+	return errors.Is(err, ErrNotApplied) || errors.Is(err, ErrInvalidCommit) || errors.Is(err, ErrClosed)
+}
 
 // OffsetOutOfRangeError is returned when an offset is outside
 // [LogStartOffset, HighWatermark].
@@ -183,8 +200,15 @@ type Store interface {
 	// CommitFile records a file and assigns offsets to all its batches in
 	// one transaction (one round trip on PostgreSQL), locking partitions in
 	// (topic id, partition) order. Batches of one partition inside a file
-	// get consecutive offsets in the order given. A returned error means
-	// nothing was committed (per-batch refusals are in BatchResult.Err).
+	// get consecutive offsets in the order given. Per-batch refusals are
+	// in BatchResult.Err.
+	//
+	// CommitFile is idempotent by f.Key: committing a key that is already
+	// committed writes nothing and returns the results stored by the first
+	// commit (same offsets, refusals and LogAppendTime), so a caller whose
+	// answer was lost retries with the same FileCommit and learns the real
+	// outcome. An error for which NotApplied is true means nothing was
+	// committed; any other error means the outcome is unknown.
 	CommitFile(ctx context.Context, f FileCommit) ([]BatchResult, error)
 
 	// FindBatches returns the committed batches of a partition starting
@@ -207,6 +231,9 @@ type Store interface {
 	// the store) until ctx ends; the channel is closed then. The channel is
 	// buffered; when the receiver lags, notices are merged into one with All set.
 	Notices(ctx context.Context) (<-chan Notice, error)
+
+	// Ping checks that the store answers (readiness).
+	Ping(ctx context.Context) error
 
 	Close() error
 }

@@ -223,3 +223,11 @@ func pgCode(err error) (code, constraint string) {
 	}
 	return "", ""
 }
+
+// Ping checks that PostgreSQL answers.
+func (s *Store) Ping(ctx context.Context) error {
+	if err := s.pool.Ping(ctx); err != nil {
+		return s.wrap("ping", err)
+	}
+	return nil
+}

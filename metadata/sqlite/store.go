@@ -288,3 +288,14 @@ func (s *Store) InitProducer(ctx context.Context) (int64, int16, error) {
 	}
 	return id, 0, nil
 }
+
+// Ping checks that the database answers.
+func (s *Store) Ping(ctx context.Context) error {
+	if err := s.checkOpen(); err != nil {
+		return err
+	}
+	if err := s.r.PingContext(ctx); err != nil {
+		return s.wrap("ping", err)
+	}
+	return nil
+}
