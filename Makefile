@@ -6,8 +6,11 @@ export PATH := $(TOOLS):$(PATH)
 
 all: build
 
+# bin/floe is the broker and its CLI; bin/floe-bench the benchmark harness
+# (kept out of the broker; it runs the bin/floe beside it).
 build:
 	$(GO) build -o bin/floe ./cmd/floe
+	$(GO) build -o bin/floe-bench ./cmd/floe-bench
 
 run: build
 	./bin/floe dev
@@ -28,13 +31,13 @@ test: tools
 	CI=$${CI:-} $(GO) test -count=1 -timeout 25m ./...
 
 # Go benchmarks of the hot paths (each reports its ratio to the limit it
-# measures in the same run), then a short floe bench against floe dev.
+# measures in the same run), then a short floe-bench against floe dev.
 bench: tools build
 	$(GO) test -run '^$$' -bench . -benchtime 2s ./...
-	./bin/floe bench -start dev -workload e2e -rate 5000 -duration 5s -warmup 1s -out bench-out
+	./bin/floe-bench -start dev -workload e2e -rate 5000 -duration 5s -warmup 1s -out bench-out
 
 bench-report: build
-	./bin/floe bench -start dev -workload e2e -sweep -sweep-steps 10,25,50,75,100,125 \
+	./bin/floe-bench -start dev -workload e2e -sweep -sweep-steps 10,25,50,75,100,125 \
 		-duration 2s -warmup 1s -peer jetstream -peer-sync default -out bench-out
 
 proto:

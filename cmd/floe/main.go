@@ -23,7 +23,6 @@ usage:
   floe topic    create|list|describe|delete ...
   floe produce  TOPIC [flags]   produce lines from stdin
   floe consume  TOPIC [flags]   print records
-  floe bench    [flags]   measure throughput, latency and cost (see docs/benchmarks.md)
   floe version
 
 Run 'floe COMMAND -h' for a command's flags.
@@ -63,8 +62,6 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return runProduce(ctx, rest, stdin, stdout, stderr)
 	case "consume":
 		return runConsume(ctx, rest, stdout, stderr)
-	case "bench":
-		return runBench(ctx, rest, stdout, stderr)
 	case "version":
 		fmt.Fprintln(stdout, "floe", version)
 		return nil

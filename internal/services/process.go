@@ -1,6 +1,6 @@
 // Package services starts the real services floe's tools need — a
 // throwaway PostgreSQL cluster, a versitygw S3 server, a NATS server with
-// JetStream, and floe processes — from a binary (floe bench), not only from
+// JetStream, and floe processes — from a binary (floe-bench), not only from
 // tests. Every service lives in a fresh temporary directory, listens on the
 // loopback on a free port, dies with the process that started it (Linux
 // parent-death signal), and is removed by its Stop method.

@@ -1,3 +1,12 @@
+// Command floe-bench measures floe's throughput, latency and cost against
+// the limits of the machine (raw object-store PUT/GET, raw metadata commits)
+// and, with -peer, against NATS JetStream. It is a separate binary so that
+// the broker (bin/floe) links neither the harness nor the NATS client nor the
+// process launchers that run `go install` and `initdb`.
+//
+// With -start it runs the floe binary it finds next to itself (bin/floe
+// beside bin/floe-bench, as `make build` leaves them), on the PATH, or at
+// -floe.
 package main
 
 import (
@@ -8,9 +17,12 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/floe-broker/floe/batcher"
@@ -20,18 +32,55 @@ import (
 	"github.com/floe-broker/floe/objectstore/s3store"
 )
 
-const benchUsage = `usage: floe bench [flags]
+const benchUsage = `usage: floe-bench [flags]
 
 Measures floe's throughput, latency and cost against the limits of the
 machine (raw object-store PUT/GET, raw metadata commits) and, with -peer,
 against NATS JetStream. Either drive a deployment (-addr, -metrics) or
-start one (-start dev|cluster). See docs/benchmarks.md.
+start one (-start dev|cluster) with the floe binary (-floe). See
+docs/benchmarks.md.
 
 `
 
-// runBench implements `floe bench`.
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := runBench(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	if err != nil {
+		if !errors.Is(err, errUsage) {
+			fmt.Fprintln(os.Stderr, "floe-bench: "+strings.Join(strings.Fields(err.Error()), " "))
+		}
+		os.Exit(1)
+	}
+}
+
+// errUsage means the usage text was already printed.
+var errUsage = errors.New("usage")
+
+// findFloe returns the floe binary -start runs: flagPath if set, else
+// "floe" in the folder of this executable, else "floe" on the PATH.
+func findFloe(flagPath string) (string, error) {
+	if flagPath != "" {
+		if fi, err := os.Stat(flagPath); err != nil || fi.IsDir() {
+			return "", fmt.Errorf("flag -floe: %q is not a file", flagPath)
+		}
+		return filepath.Abs(flagPath)
+	}
+	if self, err := os.Executable(); err == nil {
+		beside := filepath.Join(filepath.Dir(self), "floe")
+		if fi, err := os.Stat(beside); err == nil && !fi.IsDir() {
+			return beside, nil
+		}
+	}
+	if p, err := exec.LookPath("floe"); err == nil {
+		return filepath.Abs(p)
+	}
+	return "", errors.New("no floe binary beside floe-bench or on the PATH: run `make build` or pass -floe")
+}
+
+// runBench is floe-bench with its arguments.
 func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) (err error) {
-	fs := flag.NewFlagSet("floe bench", flag.ContinueOnError)
+	fs := flag.NewFlagSet("floe-bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
 		fmt.Fprint(stderr, benchUsage)
@@ -43,6 +92,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) (err
 	bd := batcher.DefaultConfig()
 	addrs := fs.String("addr", "", "agents' gRPC addresses to drive, comma separated (instead of -start)")
 	metrics := fs.String("metrics", "", "agents' /metrics addresses (host:port), comma separated")
+	floeFlag := fs.String("floe", "", "the floe binary -start runs (default: floe beside floe-bench, else on the PATH)")
 	start := fs.String("start", "", "start a deployment: dev (floe dev: local directory + SQLite) or cluster (PostgreSQL + versitygw + -agents agents)")
 	fs.IntVar(&dc.Agents, "agents", dc.Agents, "agents of -start cluster")
 	pgDurable := fs.Bool("postgres-fsync", true, "-start cluster: PostgreSQL with fsync and synchronous commit on")
@@ -102,7 +152,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) (err
 	sc.Run = rc
 	sc.Linger, sc.MaxFileBytes, sc.MaxBufferedBytes, sc.CacheBytes = dc.Linger, dc.MaxFileBytes, dc.MaxBufferedBytes, dc.CacheBytes
 	sc.UploadConcurrency = bd.MaxConcurrentUploads
-	sc.Command = "floe bench " + strings.Join(args, " ")
+	sc.Command = "floe-bench " + strings.Join(args, " ")
 	dc.PostgresDurable = *pgDurable
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	sc.Logger, dc.Logger = log, log
@@ -121,9 +171,9 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) (err
 	case *start != "" && *addrs != "":
 		return errors.New("flags -start and -addr exclude each other")
 	case *start == "dev" || *start == "cluster":
-		exe, err := os.Executable()
+		exe, err := findFloe(*floeFlag)
 		if err != nil {
-			return fmt.Errorf("bench: find the floe binary: %w", err)
+			return err
 		}
 		dc.Executable = exe
 		sc.Progress.Note("starting %s deployment", *start)

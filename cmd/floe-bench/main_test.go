@@ -1,0 +1,138 @@
+package main_test
+
+import (
+	"bytes"
+	"context"
+	"debug/buildinfo"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/floe-broker/floe/bench"
+	"github.com/floe-broker/floe/internal/testenv"
+)
+
+// The binaries under test, built side by side as `make build` leaves them,
+// so floe-bench finds floe beside itself.
+var floeBin, benchBin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "floe-bench-bin-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	floeBin, benchBin = filepath.Join(dir, "floe"), filepath.Join(dir, "floe-bench")
+	for bin, pkg := range map[string]string{floeBin: "../floe", benchBin: "."} {
+		if out, err := exec.Command("go", "build", "-o", bin, pkg).CombinedOutput(); err != nil {
+			fmt.Fprintf(os.Stderr, "build %s: %v\n%s", pkg, err, out)
+			os.Exit(1)
+		}
+	}
+	testenv.Main(m)
+}
+
+// TestBenchSmoke runs `floe-bench -start dev` for two seconds with the e2e
+// workload and checks the report: throughput, latencies, one PUT per
+// commit, the limits and the three output files.
+func TestBenchSmoke(t *testing.T) {
+	out := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, benchBin, "-start", "dev", "-workload", "e2e",
+		"-duration", "2s", "-warmup", "500ms", "-rate", "500", "-partitions", "8",
+		"-limits-duration", "300ms", "-linger", "50ms", "-out", out)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("floe-bench: %v\nstderr:\n%s", err, stderr.String())
+	}
+	raw, err := os.ReadFile(filepath.Join(out, "report.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep bench.Report
+	if err := json.Unmarshal(raw, &rep); err != nil {
+		t.Fatal(err)
+	}
+	f := rep.Floe
+	if f.RecordsPerSec <= 0 || f.MBPerSec <= 0 || f.Acked == 0 || f.Failed != 0 {
+		t.Fatalf("no throughput: %+v", f)
+	}
+	if f.Produce.Count == 0 || f.Produce.P99Ms <= 0 || f.E2E == nil || f.E2E.Count == 0 || f.Consumed != f.Acked {
+		t.Fatalf("latencies: produce %+v, e2e %+v, consumed %d of %d", f.Produce, f.E2E, f.Consumed, f.Acked)
+	}
+	c := f.Cost
+	if c.RunPUTs == 0 || c.RunPUTs != c.RunCommits || c.RunPUTs != c.RunFlushes {
+		t.Fatalf("want exactly one PUT per commit per flush: %.0f PUTs, %.0f commits, %.0f flushes", c.RunPUTs, c.RunCommits, c.RunFlushes)
+	}
+	if c.CPUSeconds <= 0 || c.PeakRSSBytes <= 0 || !c.ServersAlive {
+		t.Fatalf("agent figures: %+v", c)
+	}
+	if rep.Limits.StoreMax == nil || rep.Limits.StoreMax.Put.MBPerSec <= 0 || rep.Limits.Commit == nil || rep.Limits.Commit.Commits == 0 {
+		t.Fatalf("limits: %+v", rep.Limits)
+	}
+	md, err := os.ReadFile(filepath.Join(out, "report.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(md), "| produce latency p99, ms |") || !strings.Contains(stdout.String(), "## Goals") {
+		t.Fatalf("report.md / stdout lack the tables:\n%s", md)
+	}
+	svg, err := os.ReadFile(filepath.Join(out, "latency.svg"))
+	if err != nil || !bytes.HasPrefix(svg, []byte("<svg")) {
+		t.Fatalf("latency.svg: %v %.60q", err, svg)
+	}
+}
+
+func TestBenchFlagErrors(t *testing.T) {
+	for _, args := range [][]string{
+		{},
+		{"-start", "nowhere"},
+		{"-start", "dev", "-addr", "127.0.0.1:1"},
+		{"-addr", "127.0.0.1:1", "-peer", "kafka"},
+		{"-start", "dev", "-floe", filepath.Join(t.TempDir(), "no-such-floe")},
+		{"extra"},
+	} {
+		out, err := exec.Command(benchBin, args...).CombinedOutput()
+		if err == nil {
+			t.Errorf("floe-bench %v succeeded:\n%s", args, out)
+		}
+	}
+}
+
+// TestBenchNotInBroker checks that the broker users deploy links neither
+// the benchmark harness, nor the process launchers (go install, initdb),
+// nor the NATS client: its package list and its binary's modules.
+func TestBenchNotInBroker(t *testing.T) {
+	out, err := exec.Command("go", "list", "-deps", "github.com/floe-broker/floe/cmd/floe").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, out)
+	}
+	forbidden := []string{"github.com/floe-broker/floe/bench", "github.com/floe-broker/floe/internal/services", "github.com/nats-io/"}
+	pkgs := strings.Fields(string(out))
+	if len(pkgs) < 10 {
+		t.Fatalf("go list -deps gave %d packages: %s", len(pkgs), out)
+	}
+	for _, pkg := range pkgs {
+		for _, f := range forbidden {
+			if pkg == f || strings.HasPrefix(pkg, f+"/") || strings.HasPrefix(pkg, f) && strings.HasSuffix(f, "/") {
+				t.Errorf("cmd/floe depends on %s", pkg)
+			}
+		}
+	}
+	info, err := buildinfo.ReadFile(floeBin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mod := range info.Deps {
+		if strings.Contains(strings.ToLower(mod.Path), "nats") {
+			t.Errorf("bin/floe links module %s", mod.Path)
+		}
+	}
+}
