@@ -1,6 +1,8 @@
 // Package testenv starts the real services floe's integration tests run
 // against — a throwaway PostgreSQL 15 cluster (postgres.go) and a versitygw
-// S3 server (s3.go) — once per test process, and stops them at exit.
+// S3 server (s3.go) — once per test process, and stops them at exit. All
+// of the process's temporary data lives in one folder that is removed when
+// the process ends, also when it panics or times out (tmpdir.go).
 //
 // A test that cannot get its service fails; it never skips.
 //
@@ -46,11 +48,17 @@ func VerifyNoLeaks(opts ...goleak.Option) MainOption {
 	return func(o *mainOptions) { o.leaks, o.leakOpts = true, opts }
 }
 
-// Main runs the tests, then stops every service started for them.
+// Main runs the tests, then stops every service started for them and
+// removes the process's temporary folder (TempRoot), whether the tests
+// passed or not.
 func Main(m *testing.M, opts ...MainOption) {
 	var o mainOptions
 	for _, opt := range opts {
 		opt(&o)
+	}
+	if tmpErr != nil {
+		fmt.Fprintln(os.Stderr, tmpErr)
+		os.Exit(1)
 	}
 	code := m.Run()
 	cleanupMu.Lock()
@@ -58,6 +66,7 @@ func Main(m *testing.M, opts ...MainOption) {
 		cleanups[i]()
 	}
 	cleanupMu.Unlock()
+	removeTempRoot()
 	if code == 0 && o.leaks {
 		if err := goleak.Find(o.leakOpts...); err != nil {
 			fmt.Fprintf(os.Stderr, "goleak: goroutines left after the tests: %v\n", err)
