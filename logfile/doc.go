@@ -48,13 +48,17 @@
 //
 // # Reading
 //
-// A reader that holds the whole file calls ReadIndex, which checks the
-// header, trailer, footer and body checksums and every entry's bounds, then
-// Batch for each entry. A reader of a remote object range-reads the last
-// TrailerSize bytes, calls ReadTrailer to learn where the footer is,
-// range-reads the footer and calls ParseFooter; it then reads batches by
-// their byte ranges and relies on each batch's own CRC (see package kbatch),
-// as it cannot check the body checksum without the whole body.
+// ReadIndex checks a whole file — header, trailer, footer and body
+// checksums, and every entry's bounds — and returns its entries; Batch then
+// returns each entry's bytes. They are the reference reader of the format
+// (the golden file and the fuzz tests go through them).
+//
+// The broker itself does not read the footer: the metadata store records
+// each batch's file key and byte range, and the agent reads those ranges
+// (or the whole file into its cache) and relies on each Kafka batch's own
+// CRC-32C (package kbatch), which covers everything in the batch but its
+// base offset. The footer lets a file be understood without the metadata
+// store, for repair and inspection.
 //
 // Every decoder bounds-checks lengths and counts against the bytes present
 // before allocating, and never panics on hostile input; every error about

@@ -90,46 +90,6 @@ func TestRoundTrip(t *testing.T) {
 	}
 }
 
-// TestRangeRead reads the index the way a remote reader does: the trailer,
-// then the footer range it names.
-func TestRangeRead(t *testing.T) {
-	file, _, w := buildFile(t)
-	size := int64(len(file))
-	trailer := file[size-TrailerSize:]
-	off, n, err := ReadTrailer(trailer, size)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if want := int64(footerCountSize + len(w.Entries())*EntrySize); n != want || off != size-TrailerSize-want {
-		t.Fatalf("footer at %d+%d, want %d+%d", off, n, size-TrailerSize-want, want)
-	}
-	entries, err := ParseFooter(file[off:off+n], trailer, size)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !reflect.DeepEqual(entries, w.Entries()) {
-		t.Fatal("ParseFooter entries differ from the writer's")
-	}
-	// The footer read with the wrong size or range fails.
-	if _, err := ParseFooter(file[off:off+n-1], trailer, size); !errors.Is(err, ErrCorrupt) {
-		t.Fatalf("short footer: %v", err)
-	}
-	if _, err := ParseFooter(file[off-1:off+n-1], trailer, size); !errors.Is(err, ErrCorrupt) {
-		t.Fatalf("shifted footer: %v", err)
-	}
-	// A wrong file size moves the footer; ParseFooter then fails.
-	off2, n2, err := ReadTrailer(trailer, size-1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := ParseFooter(file[off2:off2+n2], trailer, size-1); !errors.Is(err, ErrCorrupt) {
-		t.Fatalf("footer at a wrong size: %v", err)
-	}
-	if _, _, err := ReadTrailer(trailer[1:], size); !errors.Is(err, ErrCorrupt) {
-		t.Fatalf("short trailer: %v", err)
-	}
-}
-
 func TestEmptyFile(t *testing.T) {
 	w := NewWriter(0)
 	if w.Len() != MinFileSize {

@@ -21,18 +21,12 @@ func checkVersion(b []byte, where string) error {
 	return nil
 }
 
-// ReadTrailer parses the trailer, the last TrailerSize bytes of a file of
-// fileSize bytes, and returns the byte range of the footer so that a reader
-// can range-read just the footer. It checks the magic, the version and that
-// the footer fits between the header and the trailer with a whole number of
-// entries; the checksums are checked by ParseFooter.
-func ReadTrailer(trailer []byte, fileSize int64) (footerOff int64, footerLen int64, err error) {
-	if len(trailer) != TrailerSize {
-		return 0, 0, fmt.Errorf("%w: trailer of %d bytes, want %d", ErrCorrupt, len(trailer), TrailerSize)
-	}
-	if fileSize < MinFileSize {
-		return 0, 0, fmt.Errorf("%w: file of %d bytes, under the minimum %d", ErrCorrupt, fileSize, MinFileSize)
-	}
+// readTrailer parses the trailer, the last TrailerSize bytes of a file of
+// fileSize bytes (at least MinFileSize), and returns the byte range of the
+// footer. It checks the magic, the version and that the footer fits
+// between the header and the trailer with a whole number of entries; the
+// checksums are checked by parseFooter.
+func readTrailer(trailer []byte, fileSize int64) (footerOff int64, footerLen int64, err error) {
 	if !bytes.Equal(trailer[trMagic:], magic[:]) {
 		return 0, 0, fmt.Errorf("%w: trailer magic %q", ErrCorrupt, trailer[trMagic:])
 	}
@@ -49,19 +43,13 @@ func ReadTrailer(trailer []byte, fileSize int64) (footerOff int64, footerLen int
 	return fileSize - TrailerSize - footerLen, footerLen, nil
 }
 
-// ParseFooter checks and decodes a footer read from the byte range
-// ReadTrailer returned, given the same trailer bytes. It checks the footer
-// checksum, the entry count and that the entries tile the body: the first
-// starts right after the header, each next one where the previous one ends,
-// and the last ends at the footer.
-func ParseFooter(footer []byte, trailer []byte, fileSize int64) ([]Entry, error) {
-	footerOff, footerLen, err := ReadTrailer(trailer, fileSize)
-	if err != nil {
-		return nil, err
-	}
-	if int64(len(footer)) != footerLen {
-		return nil, fmt.Errorf("%w: footer of %d bytes, the trailer says %d", ErrCorrupt, len(footer), footerLen)
-	}
+// parseFooter checks and decodes the footer at the byte range readTrailer
+// returned, given the trailer. It checks the footer checksum, the entry
+// count and that the entries tile the body: the first starts right after
+// the header, each next one where the previous one ends, and the last ends
+// at the footer.
+func parseFooter(footer []byte, trailer []byte, footerOff int64) ([]Entry, error) {
+	footerLen := int64(len(footer))
 	crc := crc32.Update(crc32.Checksum(footer, castagnoli), castagnoli, trailer[:trFooterCRC])
 	if want := binary.BigEndian.Uint32(trailer[trFooterCRC:]); crc != want {
 		return nil, fmt.Errorf("%w: footer CRC %08x, computed %08x", ErrCorrupt, want, crc)
@@ -107,11 +95,11 @@ func ReadIndex(file []byte) ([]Entry, error) {
 		return nil, err
 	}
 	trailer := file[size-TrailerSize:]
-	footerOff, footerLen, err := ReadTrailer(trailer, size)
+	footerOff, footerLen, err := readTrailer(trailer, size)
 	if err != nil {
 		return nil, err
 	}
-	entries, err := ParseFooter(file[footerOff:footerOff+footerLen], trailer, size)
+	entries, err := parseFooter(file[footerOff:footerOff+footerLen], trailer, footerOff)
 	if err != nil {
 		return nil, err
 	}
