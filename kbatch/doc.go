@@ -24,9 +24,12 @@
 // offset delta, key, value (each a zigzag varint length, -1 for null, then
 // the bytes) and a varint count of headers (key string, nullable value).
 //
-// floe stores batches with a placeholder base offset of 0 and patches the
-// real one in with SetBaseOffset when serving them; the CRC does not cover
-// the base offset, so the checksum stays valid. floe only stores dense
+// floe stores batches with a placeholder base offset of 0: offsets are
+// assigned when the file is committed. Readers take the real base offset
+// from the metadata store: the agent adds it to each record's offset delta
+// as it decodes; a reader passing batches on undecoded writes it in with
+// SetBaseOffset. The CRC does not cover the base offset, so the checksum
+// stays valid either way. floe only stores dense
 // batches: offset delta i for record i, so RecordCount == LastOffsetDelta+1.
 //
 // Decoding is built for hostile input: every length and count is checked

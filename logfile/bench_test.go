@@ -11,11 +11,10 @@ func benchWrite(b *testing.B, batches [][]byte) {
 	for _, bt := range batches {
 		size += len(bt)
 	}
-	w := NewWriter(size + size/8)
 	b.SetBytes(int64(size))
 	b.ReportAllocs()
 	for b.Loop() {
-		w.Reset()
+		w := NewWriter(size + size/8)
 		for i, bt := range batches {
 			if _, err := w.Append(1, int32(i), bt); err != nil {
 				b.Fatal(err)

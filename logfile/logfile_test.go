@@ -150,38 +150,6 @@ func TestAppendRejects(t *testing.T) {
 	}
 }
 
-func TestReset(t *testing.T) {
-	batch := encode(t, makeRecords(3, 10, 1, "r"), kbatch.Zstd)
-	w := NewWriter(64)
-	if _, err := w.Append(1, 0, batch); err != nil {
-		t.Fatal(err)
-	}
-	first := bytes.Clone(w.Finish())
-	kept := w.Finish()
-	w.Reset()
-	if len(w.Entries()) != 0 || w.Len() != MinFileSize {
-		t.Fatalf("after Reset: %d entries, Len %d", len(w.Entries()), w.Len())
-	}
-	// The finished file is the caller's: building the next one must not
-	// overwrite it.
-	for range 3 {
-		if _, err := w.Append(2, 5, batch); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if !bytes.Equal(kept, first) {
-		t.Fatal("the writer overwrote a finished file after Reset")
-	}
-	// Reset of an unfinished file drops its batches.
-	w.Reset()
-	if _, err := w.Append(1, 0, batch); err != nil {
-		t.Fatal(err)
-	}
-	if second := w.Finish(); !bytes.Equal(second, first) {
-		t.Fatal("a file written after Reset differs from the same file written fresh")
-	}
-}
-
 func TestBatchBounds(t *testing.T) {
 	file, _, w := buildFile(t)
 	e := w.Entries()[3]

@@ -14,34 +14,22 @@ import (
 const maxEntries = (math.MaxUint32 - footerCountSize) / EntrySize
 
 // errFinished is returned by Append after Finish.
-var errFinished = errors.New("logfile: append after Finish (call Reset)")
+var errFinished = errors.New("logfile: append after Finish")
 
 // Writer builds one file in memory. It is not safe for concurrent use.
 type Writer struct {
 	buf      []byte // header and body so far; the file once finished
 	bodyCRC  uint32 // CRC-32C of buf up to the footer
 	entries  []Entry
-	hint     int
 	finished bool
 }
 
 // NewWriter returns a writer whose buffer starts with room for sizeHint
 // bytes of file.
 func NewWriter(sizeHint int) *Writer {
-	w := &Writer{hint: max(sizeHint, MinFileSize)}
-	w.start(nil)
-	return w
-}
-
-// start begins a new file in buf (reused when it is not nil).
-func (w *Writer) start(buf []byte) {
-	if buf == nil {
-		buf = make([]byte, 0, w.hint)
-	}
-	w.buf = appendHeader(buf[:0])
+	w := &Writer{buf: appendHeader(make([]byte, 0, max(sizeHint, MinFileSize)))}
 	w.bodyCRC = crc32.Checksum(w.buf, castagnoli)
-	w.entries = w.entries[:0]
-	w.finished = false
+	return w
 }
 
 // Append validates batch (exactly one Kafka v2 record batch) with
@@ -98,9 +86,8 @@ func (w *Writer) Entries() []Entry {
 	return append([]Entry(nil), w.entries...)
 }
 
-// Finish appends the footer and trailer and returns the complete file. The
-// writer keeps no reference to the returned slice once Reset; until then
-// Append fails and Finish returns the same file again.
+// Finish appends the footer and trailer and returns the complete file.
+// Afterwards Append fails and Finish returns the same file again.
 func (w *Writer) Finish() []byte {
 	if w.finished {
 		return w.buf
@@ -126,14 +113,4 @@ func (w *Writer) Finish() []byte {
 	w.buf = b
 	w.finished = true
 	return b
-}
-
-// Reset starts a new, empty file. A finished file's buffer belongs to the
-// caller, so Reset then allocates a new one; an unfinished one is reused.
-func (w *Writer) Reset() {
-	if w.finished {
-		w.start(nil)
-		return
-	}
-	w.start(w.buf)
 }

@@ -79,10 +79,6 @@ func makeTempRoot() (string, error) {
 	return dir, nil
 }
 
-// TempRoot returns the folder holding this test process's temporary data
-// (os.TempDir points at it), removed when the process ends.
-func TempRoot() string { return tmpRoot }
-
 // removeTempRoot removes the folder now and lets the reaper end.
 func removeTempRoot() {
 	if reaper == nil {

@@ -39,7 +39,7 @@ func TestTempRemovedAtExit(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
 			cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestTempRemovedAtExit$", "-test.count=1", "-test.v")
-			cmd.Env = append(os.Environ(), "TMPDIR="+tmp, tmpChildEnv+"="+mode)
+			cmd.Env = append(os.Environ(), "TMPDIR="+tmp, "FLOE_TESTENV_TMP_PARENT="+tmp, tmpChildEnv+"="+mode)
 			out, err := cmd.CombinedOutput()
 			if (err == nil) != (mode == "pass") || !strings.Contains(string(out), "CHILD left ") {
 				t.Fatalf("child: %v\n%s", err, out)
@@ -68,6 +68,9 @@ func TestTempRemovedAtExit(t *testing.T) {
 
 // tmpChild is TestTempRemovedAtExit in the child.
 func tmpChild(t *testing.T, mode string) {
+	if os.TempDir() != tmpRoot || filepath.Dir(tmpRoot) != os.Getenv("FLOE_TESTENV_TMP_PARENT") {
+		t.Fatalf("os.TempDir() = %s, want the process's folder %s inside %s", os.TempDir(), tmpRoot, os.Getenv("FLOE_TESTENV_TMP_PARENT"))
+	}
 	if mode == "panic" {
 		Postgres(t) // a cluster folder, with a server writing into it
 	}
