@@ -67,6 +67,9 @@ func New(cfg Config, meta metadata.Store, store ObjectReader, producer Producer,
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
+	// Object store errors are marked so that they reach clients as
+	// Unavailable whatever wraps them.
+	store = markedReader{store}
 	return &Agent{
 		cfg: cfg, meta: meta, store: store, producer: producer,
 		log:    opts.Logger,
@@ -77,10 +80,13 @@ func New(cfg Config, meta metadata.Store, store ObjectReader, producer Producer,
 	}, nil
 }
 
-// Register adds the agent's services to s.
-func (a *Agent) Register(s *grpc.Server) {
-	floev1.RegisterTopicServiceServer(s, a)
-	floev1.RegisterLogServiceServer(s, a)
+// Register adds the agent's services to s, answering a request over gRPC's
+// receive limit with InvalidArgument naming the limit (gRPC's own answer,
+// ResourceExhausted, would tell the client to retry later). Build s with
+// GRPCServerOptions.
+func (a *Agent) Register(s grpc.ServiceRegistrar) {
+	s.RegisterService(sizeChecked(&floev1.TopicService_ServiceDesc, a.cfg), a)
+	s.RegisterService(sizeChecked(&floev1.LogService_ServiceDesc, a.cfg), a)
 }
 
 // OnCommit is the batcher's hook: it caches the file and wakes readers.

@@ -7,11 +7,22 @@ import (
 
 // Config holds an agent's limits.
 type Config struct {
-	// MaxRecordBytes bounds one record (key + value + headers).
+	// MaxRecordBytes bounds one record: the bytes of its key, value and
+	// header keys and values. A record over it is refused with
+	// InvalidArgument (ErrorInfo RECORD_TOO_LARGE, metadata
+	// max_record_bytes).
 	MaxRecordBytes int
-	// MaxRequestBytes bounds one produce request's records.
+	// MaxRequestBytes bounds one produce request: the sum over its records
+	// of their bytes (as MaxRecordBytes counts them) plus RecordOverhead per
+	// record and HeaderOverhead per header, so that many tiny records count
+	// as the bytes they take. A request over it is refused with
+	// InvalidArgument (ErrorInfo REQUEST_TOO_LARGE, metadata
+	// max_request_bytes), also when gRPC's receive limit (MaxRecvMsgBytes,
+	// this plus a margin) refuses it first. The first record of a request
+	// is held to MaxRecordBytes only.
 	MaxRequestBytes int
-	// MaxFetchBytes caps a fetch's byte budget.
+	// MaxFetchBytes caps a fetch's byte budget; gRPC's send limit is this
+	// plus a margin (MaxSendMsgBytes).
 	MaxFetchBytes int
 	// MaxWait caps a fetch's long poll.
 	MaxWait time.Duration
