@@ -80,13 +80,11 @@ func New(cfg Config, meta metadata.Store, store ObjectReader, producer Producer,
 	}, nil
 }
 
-// Register adds the agent's services to s, answering a request over gRPC's
-// receive limit with InvalidArgument naming the limit (gRPC's own answer,
-// ResourceExhausted, would tell the client to retry later). Build s with
+// Register adds the agent's services to s, a server built with
 // GRPCServerOptions.
 func (a *Agent) Register(s grpc.ServiceRegistrar) {
-	s.RegisterService(sizeChecked(&floev1.TopicService_ServiceDesc, a.cfg), a)
-	s.RegisterService(sizeChecked(&floev1.LogService_ServiceDesc, a.cfg), a)
+	floev1.RegisterTopicServiceServer(s, a)
+	floev1.RegisterLogServiceServer(s, a)
 }
 
 // OnCommit is the batcher's hook: it caches the file and wakes readers.

@@ -2,8 +2,8 @@ package agent
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -13,45 +13,61 @@ import (
 	protoenc "google.golang.org/grpc/encoding/proto"
 	"google.golang.org/grpc/mem"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
+
+	floev1 "github.com/floe-broker/floe/api/floe/v1"
 )
 
 // recvMargin is what a request may take on the wire beyond MaxRequestBytes:
 // the topic name, producer fields and stream envelope. Records' protobuf
 // framing is already within the budget (RecordOverhead, HeaderOverhead), so
-// a request refused by gRPC's receive limit is over the budget too.
+// a request longer than MaxRequestBytes+recvMargin on the wire is over the
+// budget too, and is refused without being decoded.
 const recvMargin = 64 << 10
+
+// recvFactor sets gRPC's own receive limit (MaxRecvMsgBytes) at this many
+// times MaxRequestBytes. gRPC refuses a longer message by its header with
+// ResourceExhausted, before any codec or handler can answer, and writes that
+// status itself; so its limit sits well above the agent's, whose refusal
+// (InvalidArgument) covers requests up to it.
+const recvFactor = 4
 
 // sendMargin is what a response may take beyond MaxFetchBytes: the
 // protobuf framing of the records (offset, partition and timestamp fields).
 const sendMargin = 4 << 20
 
-// MaxRecvMsgBytes is gRPC's receive limit for the agent's requests: above
-// MaxRequestBytes by a margin, so that the produce budget check refuses a
-// request first, naming the limit.
-func (c Config) MaxRecvMsgBytes() int { return c.MaxRequestBytes + recvMargin }
+// maxWireRequest is the longest request the agent decodes; longer ones are
+// refused with InvalidArgument naming MaxRequestBytes.
+func (c Config) maxWireRequest() int { return c.MaxRequestBytes + recvMargin }
+
+// MaxRecvMsgBytes is gRPC's receive limit for the agent's requests: a
+// request up to it that is over MaxRequestBytes is refused by the agent
+// with InvalidArgument naming the limit; only a longer one gets gRPC's own
+// ResourceExhausted. It bounds the memory one request can hold.
+func (c Config) MaxRecvMsgBytes() int { return recvFactor*c.MaxRequestBytes + recvMargin }
 
 // MaxSendMsgBytes is gRPC's send limit for the agent's responses.
 func (c Config) MaxSendMsgBytes() int { return c.MaxFetchBytes + sendMargin }
 
 // GRPCServerOptions are the server options the agent's services need:
 //   - receive limit MaxRecvMsgBytes and send limit MaxSendMsgBytes;
-//   - a codec that turns a request that does not decode (invalid UTF-8 in a
-//     string, malformed protobuf) into InvalidArgument instead of gRPC's
-//     Internal;
+//   - a codec that refuses, with InvalidArgument, a request over
+//     MaxRequestBytes on the wire (gRPC's refusal would be
+//     ResourceExhausted, "retry later") and one that does not decode
+//     (invalid UTF-8 in a string, malformed protobuf; gRPC's answer would
+//     be Internal);
 //   - unary and stream interceptors that give each call a request id
 //     (RequestID) and turn failures on the agent's side (Unavailable,
 //     Internal, Unknown, DataLoss) into a generic message with the request
 //     id, logging the full error once at ERROR with the id and RPC name.
 //
-// Pass them to grpc.NewServer before any other interceptor options, and
-// register the services with Agent.Register (which turns gRPC's own
-// message-size refusal into InvalidArgument).
+// Pass them to grpc.NewServer before any other interceptor options.
 func GRPCServerOptions(cfg Config, log *slog.Logger) []grpc.ServerOption {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	g := &guard{log: log, base: encoding.GetCodecV2(protoenc.Name), undecoded: make(map[any]error)}
+	g := &guard{log: log, base: encoding.GetCodecV2(protoenc.Name), cfg: cfg, undecoded: make(map[any]error)}
 	return []grpc.ServerOption{
 		grpc.MaxRecvMsgSize(cfg.MaxRecvMsgBytes()),
 		grpc.MaxSendMsgSize(cfg.MaxSendMsgBytes()),
@@ -63,15 +79,17 @@ func GRPCServerOptions(cfg Config, log *slog.Logger) []grpc.ServerOption {
 
 // guard is the server codec and the interceptors of GRPCServerOptions.
 //
-// gRPC answers a request its codec cannot decode with Internal, before any
-// handler or interceptor runs. So, for floe's own messages, the codec
-// records the decode error against the message instead of failing, and the
-// interceptor that sees the message next (the unary interceptor, or the
-// stream wrapper's RecvMsg, on the same goroutine right after the decode)
-// takes it back and refuses the call with InvalidArgument.
+// gRPC answers a request its codec cannot decode with Internal, and writes
+// that status itself before any handler or interceptor runs. So, for
+// floe's own messages, the codec records its refusal against the message
+// instead of failing, and the interceptor that sees the message next (the
+// unary interceptor, or the stream wrapper's RecvMsg, on the same goroutine
+// right after the decode) takes it back and refuses the call with
+// InvalidArgument. In a produce stream only that request is refused.
 type guard struct {
 	log  *slog.Logger
 	base encoding.CodecV2
+	cfg  Config
 
 	mu        sync.Mutex    // protects undecoded
 	undecoded map[any]error // message -> its decode error, until the interceptor takes it
@@ -83,15 +101,54 @@ func (g *guard) Name() string { return protoenc.Name }
 func (g *guard) Marshal(v any) (mem.BufferSlice, error) { return g.base.Marshal(v) }
 
 func (g *guard) Unmarshal(data mem.BufferSlice, v any) error {
-	err := g.base.Unmarshal(data, v)
-	if err == nil || !floeMessage(v) {
-		return err
+	if !floeMessage(v) {
+		return g.base.Unmarshal(data, v)
+	}
+	var refusal error
+	if n := data.Len(); n > g.cfg.maxWireRequest() {
+		refusal = statusInfo(codes.InvalidArgument, ReasonRequestTooLarge,
+			map[string]string{"max_request_bytes": strconv.Itoa(g.cfg.MaxRequestBytes)},
+			"request of %d bytes over the agent's request limit of %d bytes: split it", n, g.cfg.MaxRequestBytes)
+	} else if err := g.base.Unmarshal(data, v); err != nil {
+		refusal = status.Errorf(codes.InvalidArgument, "request does not decode: %v", err)
+	} else {
+		return nil
+	}
+	re := &refusedError{err: refusal}
+	if _, ok := v.(*floev1.ProduceStreamRequest); ok {
+		// Only this request of the stream is refused, by its id.
+		re.requestID = streamRequestID(data)
 	}
 	g.mu.Lock()
-	g.undecoded[v] = err
+	g.undecoded[v] = re
 	g.mu.Unlock()
 	return nil
 }
+
+// streamRequestID reads field 1 (request_id) of an encoded
+// ProduceStreamRequest, or 0.
+func streamRequestID(data mem.BufferSlice) uint64 {
+	// The id is encoded first by every usual encoder; look at the start only.
+	head := make([]byte, min(data.Len(), 16))
+	data.CopyTo(head)
+	if num, typ, n := protowire.ConsumeTag(head); n > 0 && num == 1 && typ == protowire.VarintType {
+		if id, m := protowire.ConsumeVarint(head[n:]); m > 0 {
+			return id
+		}
+	}
+	return 0
+}
+
+// refusedError is the refusal of one received message that left the stream
+// usable; requestID is a ProduceStreamRequest's id.
+type refusedError struct {
+	err       error
+	requestID uint64
+}
+
+func (e *refusedError) Error() string              { return e.err.Error() }
+func (e *refusedError) Unwrap() error              { return e.err }
+func (e *refusedError) GRPCStatus() *status.Status { return status.Convert(e.err) }
 
 // floeMessage reports whether v is one of floe's API messages, which only
 // pass through the guard's interceptors.
@@ -100,7 +157,7 @@ func floeMessage(v any) bool {
 	return ok && strings.HasPrefix(string(m.ProtoReflect().Descriptor().FullName()), "floe.")
 }
 
-// decodeError takes back the decode error recorded for m, as InvalidArgument.
+// decodeError takes back the refusal recorded for m (a *refusedError).
 func (g *guard) decodeError(m any) error {
 	g.mu.Lock()
 	err, ok := g.undecoded[m]
@@ -109,7 +166,7 @@ func (g *guard) decodeError(m any) error {
 	if !ok {
 		return nil
 	}
-	return status.Errorf(codes.InvalidArgument, "request does not decode: %v", err)
+	return err
 }
 
 func (g *guard) unary(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
@@ -147,45 +204,4 @@ func (s *guardedStream) RecvMsg(m any) error {
 		return err
 	}
 	return s.g.decodeError(m)
-}
-
-// sizeChecked returns a copy of desc whose handlers answer gRPC's own
-// refusal of a message over the receive limit (ResourceExhausted, which
-// means "retry later") with InvalidArgument naming the limit: a request
-// that large will never pass.
-func sizeChecked(desc *grpc.ServiceDesc, cfg Config) *grpc.ServiceDesc {
-	d := *desc
-	d.Methods = make([]grpc.MethodDesc, len(desc.Methods))
-	for i, m := range desc.Methods {
-		h := m.Handler
-		m.Handler = func(srv any, ctx context.Context, dec func(any) error, icpt grpc.UnaryServerInterceptor) (any, error) {
-			return h(srv, ctx, func(v any) error { return recvError(dec(v), cfg) }, icpt)
-		}
-		d.Methods[i] = m
-	}
-	d.Streams = make([]grpc.StreamDesc, len(desc.Streams))
-	for i, s := range desc.Streams {
-		h := s.Handler
-		s.Handler = func(srv any, ss grpc.ServerStream) error { return h(srv, &sizeCheckedStream{ss, cfg}) }
-		d.Streams[i] = s
-	}
-	return &d
-}
-
-type sizeCheckedStream struct {
-	grpc.ServerStream
-	cfg Config
-}
-
-func (s *sizeCheckedStream) RecvMsg(m any) error { return recvError(s.ServerStream.RecvMsg(m), s.cfg) }
-
-// recvError turns gRPC's message-size refusal into InvalidArgument.
-func recvError(err error, cfg Config) error {
-	if status.Code(err) != codes.ResourceExhausted {
-		return err
-	}
-	return statusInfo(codes.InvalidArgument, ReasonRequestTooLarge,
-		map[string]string{"max_request_bytes": fmt.Sprint(cfg.MaxRequestBytes)},
-		"request over the agent's request limit of %d bytes (%d on the wire): split it (%s)",
-		cfg.MaxRequestBytes, cfg.MaxRecvMsgBytes(), status.Convert(err).Message())
 }

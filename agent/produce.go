@@ -258,6 +258,13 @@ func (a *Agent) ProduceStream(stream floev1.LogService_ProduceStreamServer) erro
 		if err == io.EOF {
 			return nil
 		}
+		var refused *refusedError
+		if errors.As(err, &refused) {
+			// Only this request was refused (too large, does not decode).
+			a.m.produced(0, 0, 0, refused)
+			fail(refused.requestID, refused.err)
+			continue
+		}
 		if err != nil {
 			return err
 		}
