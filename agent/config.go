@@ -50,6 +50,10 @@ type Config struct {
 	SubscribeBufferBytes int64
 }
 
+// maxRequestLimit bounds MaxRequestBytes, so that gRPC's receive limit
+// (MaxRecvMsgBytes, a few times it) stays within a message's 32-bit length.
+const maxRequestLimit = 256 << 20
+
 // DefaultConfig returns production defaults.
 func DefaultConfig() Config {
 	return Config{
@@ -75,6 +79,8 @@ func (c Config) validate() error {
 		return fmt.Errorf("agent: config MaxRecordBytes %d must be positive", c.MaxRecordBytes)
 	case c.MaxRequestBytes < c.MaxRecordBytes:
 		return fmt.Errorf("agent: config MaxRequestBytes %d must be at least MaxRecordBytes (%d)", c.MaxRequestBytes, c.MaxRecordBytes)
+	case c.MaxRequestBytes > maxRequestLimit:
+		return fmt.Errorf("agent: config MaxRequestBytes %d must be at most %d", c.MaxRequestBytes, maxRequestLimit)
 	case c.MaxFetchBytes <= 0:
 		return fmt.Errorf("agent: config MaxFetchBytes %d must be positive", c.MaxFetchBytes)
 	case c.MaxWait < 0:

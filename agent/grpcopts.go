@@ -92,7 +92,7 @@ type guard struct {
 	cfg  Config
 
 	mu        sync.Mutex    // protects undecoded
-	undecoded map[any]error // message -> its decode error, until the interceptor takes it
+	undecoded map[any]error // message -> its refusal, until the interceptor takes it (at most maxUndecoded)
 }
 
 // Name is the proto codec's name: the codec speaks plain protobuf.
@@ -120,10 +120,22 @@ func (g *guard) Unmarshal(data mem.BufferSlice, v any) error {
 		re.requestID = streamRequestID(data)
 	}
 	g.mu.Lock()
+	defer g.mu.Unlock()
+	if len(g.undecoded) >= maxUndecoded {
+		// Each refusal lives from the decode to the interceptor right
+		// after it; this many means an interceptor placed before the
+		// guard's ended calls early. Stay bounded: forget them.
+		g.log.Error("grpc: refused requests were never taken back; put agent.GRPCServerOptions before other interceptors",
+			"refusals", len(g.undecoded))
+		clear(g.undecoded)
+	}
 	g.undecoded[v] = re
-	g.mu.Unlock()
 	return nil
 }
+
+// maxUndecoded bounds the refusals waiting for their interceptor (each
+// waits microseconds, so only a misordered interceptor chain reaches it).
+const maxUndecoded = 4096
 
 // streamRequestID reads field 1 (request_id) of an encoded
 // ProduceStreamRequest, or 0.
