@@ -67,6 +67,9 @@ func New(cfg Config, meta metadata.Store, store ObjectReader, producer Producer,
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
+	// Object store errors are marked so that they reach clients as
+	// Unavailable whatever wraps them.
+	store = markedReader{store}
 	return &Agent{
 		cfg: cfg, meta: meta, store: store, producer: producer,
 		log:    opts.Logger,
@@ -77,8 +80,9 @@ func New(cfg Config, meta metadata.Store, store ObjectReader, producer Producer,
 	}, nil
 }
 
-// Register adds the agent's services to s.
-func (a *Agent) Register(s *grpc.Server) {
+// Register adds the agent's services to s, a server built with
+// GRPCServerOptions.
+func (a *Agent) Register(s grpc.ServiceRegistrar) {
 	floev1.RegisterTopicServiceServer(s, a)
 	floev1.RegisterLogServiceServer(s, a)
 }

@@ -7,11 +7,22 @@ import (
 
 // Config holds an agent's limits.
 type Config struct {
-	// MaxRecordBytes bounds one record (key + value + headers).
+	// MaxRecordBytes bounds one record: the bytes of its key, value and
+	// header keys and values. A record over it is refused with
+	// InvalidArgument (ErrorInfo RECORD_TOO_LARGE, metadata
+	// max_record_bytes).
 	MaxRecordBytes int
-	// MaxRequestBytes bounds one produce request's records.
+	// MaxRequestBytes bounds one produce request: the sum over its records
+	// of their bytes (as MaxRecordBytes counts them) plus RecordOverhead per
+	// record and HeaderOverhead per header, so that many tiny records count
+	// as the bytes they take. A request over it is refused with
+	// InvalidArgument (ErrorInfo REQUEST_TOO_LARGE, metadata
+	// max_request_bytes), also when gRPC's receive limit (MaxRecvMsgBytes,
+	// this plus a margin) refuses it first. The first record of a request
+	// is held to MaxRecordBytes only.
 	MaxRequestBytes int
-	// MaxFetchBytes caps a fetch's byte budget.
+	// MaxFetchBytes caps a fetch's byte budget; gRPC's send limit is this
+	// plus a margin (MaxSendMsgBytes).
 	MaxFetchBytes int
 	// MaxWait caps a fetch's long poll.
 	MaxWait time.Duration
@@ -39,6 +50,10 @@ type Config struct {
 	SubscribeBufferBytes int64
 }
 
+// maxRequestLimit bounds MaxRequestBytes, so that gRPC's receive limit
+// (MaxRecvMsgBytes, a few times it) stays within a message's 32-bit length.
+const maxRequestLimit = 256 << 20
+
 // DefaultConfig returns production defaults.
 func DefaultConfig() Config {
 	return Config{
@@ -64,6 +79,8 @@ func (c Config) validate() error {
 		return fmt.Errorf("agent: config MaxRecordBytes %d must be positive", c.MaxRecordBytes)
 	case c.MaxRequestBytes < c.MaxRecordBytes:
 		return fmt.Errorf("agent: config MaxRequestBytes %d must be at least MaxRecordBytes (%d)", c.MaxRequestBytes, c.MaxRecordBytes)
+	case c.MaxRequestBytes > maxRequestLimit:
+		return fmt.Errorf("agent: config MaxRequestBytes %d must be at most %d", c.MaxRequestBytes, maxRequestLimit)
 	case c.MaxFetchBytes <= 0:
 		return fmt.Errorf("agent: config MaxFetchBytes %d must be positive", c.MaxFetchBytes)
 	case c.MaxWait < 0:

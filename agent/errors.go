@@ -3,7 +3,12 @@ package agent
 import (
 	"context"
 	"errors"
+	"io"
+	"io/fs"
+	"net"
 	"strconv"
+	"strings"
+	"syscall"
 
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
@@ -15,10 +20,78 @@ import (
 	"github.com/floe-broker/floe/objectstore"
 )
 
-// toStatus maps an internal error to a gRPC status a client can act on.
+// ErrorInfo reasons (domain "floe") that clients may act on.
+const (
+	// ReasonOutcomeUnknown (Unknown): the records may or may not be
+	// committed. An idempotent producer's retry is safe (it gets the
+	// original offsets); a plain retry may duplicate them.
+	ReasonOutcomeUnknown = "OUTCOME_UNKNOWN"
+	// ReasonNotCommitted (Unavailable): nothing of the request was
+	// committed; retry safely.
+	ReasonNotCommitted = "NOT_COMMITTED"
+	// ReasonStoreUnavailable (Unavailable): the metadata or object store
+	// cannot be reached; retry later.
+	ReasonStoreUnavailable = "STORE_UNAVAILABLE"
+	// ReasonShuttingDown (Unavailable): the agent is closing; retry, on
+	// another agent if there is one.
+	ReasonShuttingDown = "SHUTTING_DOWN"
+	// ReasonInternal (Internal): a fault in the agent; do not retry blindly.
+	ReasonInternal = "INTERNAL"
+	// ReasonDataLoss (DataLoss): stored data does not decode or does not
+	// match its metadata.
+	ReasonDataLoss = "DATA_LOSS"
+	// ReasonUnknownProducer (FailedPrecondition): the producer id was never
+	// issued by InitProducer; call InitProducer.
+	ReasonUnknownProducer = "UNKNOWN_PRODUCER_ID"
+	// ReasonProducerFenced (FailedPrecondition): a newer epoch of the
+	// producer exists.
+	ReasonProducerFenced = "PRODUCER_FENCED"
+	// ReasonOutOfOrderSequence (FailedPrecondition): the base sequence is
+	// not the next one expected.
+	ReasonOutOfOrderSequence = "OUT_OF_ORDER_SEQUENCE"
+	// ReasonRequestTooLarge (InvalidArgument): the request is over the
+	// agent's request limit; split it.
+	ReasonRequestTooLarge = "REQUEST_TOO_LARGE"
+	// ReasonRecordTooLarge (InvalidArgument): a record is over the agent's
+	// record limit.
+	ReasonRecordTooLarge = "RECORD_TOO_LARGE"
+	// ReasonBatchTooLarge (InvalidArgument): a stored batch decompresses
+	// past the agent's limit and cannot be served.
+	ReasonBatchTooLarge = "BATCH_TOO_LARGE"
+)
+
+// errorDomain is the ErrorInfo domain of floe's reasons.
+const errorDomain = "floe"
+
+// serverError is a failure on the agent's side (a store, the network, a
+// bug). The client is told its code and msg, never the cause, which the
+// gRPC interceptors log once with the request id they add to the message.
+type serverError struct {
+	code   codes.Code
+	reason string
+	msg    string // what the client is told
+	err    error  // the cause: logged, never sent
+}
+
+func (e *serverError) Error() string { return e.msg + ": " + e.err.Error() }
+func (e *serverError) Unwrap() error { return e.err }
+
+// GRPCStatus is the client's view without a request id: even a server
+// without the interceptors sends no internal detail.
+func (e *serverError) GRPCStatus() *status.Status {
+	return withInfo(status.New(e.code, e.msg), e.reason, nil)
+}
+
+// toStatus maps an internal error to a gRPC status a client can act on:
+// a status error for client errors (with their message) and a
+// *serverError for failures on the agent's side.
 func toStatus(err error) error {
 	if err == nil {
 		return nil
+	}
+	var se *serverError
+	if errors.As(err, &se) {
+		return se
 	}
 	if _, ok := status.FromError(err); ok {
 		return err
@@ -30,11 +103,26 @@ func toStatus(err error) error {
 	)
 	switch {
 	case errors.As(err, &fe):
-		// Checked first: a flush that failed on a deadline is still a
-		// retriable store failure, not the caller's deadline.
-		return status.Error(codes.Unavailable, err.Error())
+		// Checked first: a flush that failed on a deadline is still a store
+		// failure, not the caller's deadline.
+		switch {
+		case fe.Ambiguous:
+			return &serverError{codes.Unknown, ReasonOutcomeUnknown,
+				"produce: outcome unknown: the records may or may not be committed; " +
+					"an idempotent producer's retry is safe (it gets the original offsets), a plain retry may duplicate them", err}
+		case errors.Is(err, metadata.ErrInvalidCommit):
+			return &serverError{codes.Internal, ReasonInternal, "produce: internal error, the records were not committed", err}
+		}
+		return &serverError{codes.Unavailable, ReasonNotCommitted,
+			"produce: the records were not committed (storage failed); retry safely", err}
+	case errors.Is(err, kbatch.ErrTooLarge):
+		// Checked before data loss: the batch is intact, only too big for
+		// this agent's decompression limit.
+		return statusInfo(codes.InvalidArgument, ReasonBatchTooLarge, nil,
+			"read: a stored batch cannot be served: %s", innermostText(err, kbatch.ErrTooLarge))
 	case errors.As(err, &dl):
-		return status.Error(codes.DataLoss, err.Error())
+		return &serverError{codes.DataLoss, ReasonDataLoss,
+			"read: stored data does not decode or does not match its metadata", err}
 	case errors.As(err, &oor):
 		return outOfRange(oor)
 	case errors.Is(err, metadata.ErrTopicNotFound), errors.Is(err, metadata.ErrPartitionNotFound):
@@ -44,24 +132,99 @@ func toStatus(err error) error {
 	case errors.Is(err, metadata.ErrInvalidTopicName), errors.Is(err, metadata.ErrInvalidPartitions),
 		errors.Is(err, batcher.ErrBatchTooLarge), errors.Is(err, kbatch.ErrCorrupt):
 		return status.Error(codes.InvalidArgument, err.Error())
-	case errors.Is(err, metadata.ErrOutOfOrderSequence), errors.Is(err, metadata.ErrProducerFenced):
-		return status.Error(codes.FailedPrecondition, err.Error())
+	case errors.Is(err, metadata.ErrUnknownProducer):
+		return statusInfo(codes.FailedPrecondition, ReasonUnknownProducer, nil,
+			"produce: %v: it was never issued by InitProducer; call InitProducer for a producer id", err)
+	case errors.Is(err, metadata.ErrProducerFenced):
+		return statusInfo(codes.FailedPrecondition, ReasonProducerFenced, nil, "produce: %v", err)
+	case errors.Is(err, metadata.ErrOutOfOrderSequence):
+		return statusInfo(codes.FailedPrecondition, ReasonOutOfOrderSequence, nil, "produce: %v", err)
 	case errors.Is(err, batcher.ErrBackpressure):
-		return status.Error(codes.ResourceExhausted, err.Error())
+		return status.Error(codes.ResourceExhausted, "produce: agent buffer full, retry later")
 	case errors.Is(err, batcher.ErrClosed), errors.Is(err, metadata.ErrClosed):
-		return status.Error(codes.Unavailable, err.Error())
+		return &serverError{codes.Unavailable, ReasonShuttingDown, "the agent is shutting down; retry, on another agent if there is one", err}
 	case errors.Is(err, context.DeadlineExceeded):
 		return status.Error(codes.DeadlineExceeded, err.Error())
 	case errors.Is(err, context.Canceled):
 		return status.Error(codes.Canceled, err.Error())
+	case isStoreFailure(err):
+		return &serverError{codes.Unavailable, ReasonStoreUnavailable,
+			"the agent cannot reach its metadata or object store; retry later", err}
 	}
-	if errors.Is(err, objectstore.ErrNotFound) {
-		// A file the metadata references is missing: a serious fault, but
-		// possibly a retention race; let the client retry.
-		return status.Error(codes.Unavailable, err.Error())
+	return &serverError{codes.Internal, ReasonInternal, "internal error in the agent", err}
+}
+
+// objectStoreError marks an error from the object store: its contract
+// makes every failure transient from the client's view (a missing object
+// referenced by the metadata is possibly a retention race).
+type objectStoreError struct{ err error }
+
+func (e *objectStoreError) Error() string { return e.err.Error() }
+func (e *objectStoreError) Unwrap() error { return e.err }
+
+// markedReader marks the errors of an ObjectReader as object store errors.
+// It embeds the reader so that methods added to ObjectReader keep working.
+type markedReader struct{ ObjectReader }
+
+func (r markedReader) Get(ctx context.Context, key string, off, length int64) ([]byte, error) {
+	b, err := r.ObjectReader.Get(ctx, key, off, length)
+	if err != nil && ctx.Err() == nil {
+		return nil, &objectStoreError{err}
 	}
-	// Store and network failures are transient from the client's view.
-	return status.Error(codes.Unavailable, err.Error())
+	return b, err
+}
+
+// isStoreFailure reports whether err is a failure to reach or use a store
+// that a later retry may not meet: object store errors, metadata errors
+// that never reached the store, network and connection failures, and
+// database errors of the classes that mean "not now" (connection
+// exception 08, transaction rollback 40, insufficient resources 53,
+// operator intervention 57, system error 58; SQLite busy, locked, I/O).
+// Anything else is a fault in the agent (Internal).
+func isStoreFailure(err error) bool {
+	var (
+		ose  *objectStoreError
+		perm *objectstore.PermanentError
+		ne   net.Error
+		pe   *fs.PathError
+		sqls interface{ SQLState() string }
+		rt   interface{ SafeToRetry() bool }
+		lite interface{ Code() int }
+	)
+	switch {
+	case errors.As(err, &ose), errors.As(err, &perm), errors.Is(err, objectstore.ErrNotFound), errors.Is(err, objectstore.ErrInjected),
+		errors.Is(err, metadata.ErrNotApplied), errors.As(err, &ne), errors.As(err, &pe), errors.Is(err, net.ErrClosed),
+		errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF),
+		errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE),
+		errors.Is(err, syscall.ETIMEDOUT), errors.Is(err, syscall.EHOSTUNREACH), errors.Is(err, syscall.ENETUNREACH):
+		return true
+	case errors.As(err, &sqls):
+		switch c := sqls.SQLState(); {
+		case len(c) == 5 && strings.Contains("|08|40|53|57|58|", "|"+c[:2]+"|"):
+			return true
+		}
+	case errors.As(err, &rt) && rt.SafeToRetry():
+		return true
+	case errors.As(err, &lite):
+		switch lite.Code() & 0xff {
+		case 5, 6, 10, 13, 14: // SQLITE_BUSY, LOCKED, IOERR, FULL, CANTOPEN
+			return true
+		}
+	}
+	return false
+}
+
+// innermostText is the message of the deepest error in err's chain that
+// still matches target (the one that says the most without the outer
+// context, such as file keys), or target's message.
+func innermostText(err, target error) string {
+	text := target.Error()
+	for e := err; e != nil; e = errors.Unwrap(e) {
+		if e != target && errors.Is(e, target) {
+			text = e.Error()
+		}
+	}
+	return text
 }
 
 // dataLossError marks stored data that does not decode or does not match
@@ -71,21 +234,30 @@ type dataLossError struct{ err error }
 func (e *dataLossError) Error() string { return e.err.Error() }
 func (e *dataLossError) Unwrap() error { return e.err }
 
+// statusInfo is a status error with an ErrorInfo detail.
+func statusInfo(c codes.Code, reason string, md map[string]string, format string, args ...any) error {
+	return withInfo(status.Newf(c, format, args...), reason, md).Err()
+}
+
+// withInfo adds an ErrorInfo detail of floe's domain to st.
+func withInfo(st *status.Status, reason string, md map[string]string) *status.Status {
+	if reason == "" && md == nil {
+		return st
+	}
+	d, err := st.WithDetails(&errdetails.ErrorInfo{Reason: reason, Domain: errorDomain, Metadata: md})
+	if err != nil {
+		return st
+	}
+	return d
+}
+
 // outOfRange is an OutOfRange status that carries the valid range both in
 // its message and, machine-readably, as an ErrorInfo detail with metadata
 // log_start_offset and high_watermark.
 func outOfRange(e *metadata.OffsetOutOfRangeError) error {
-	st := status.New(codes.OutOfRange, e.Error())
-	if d, err := st.WithDetails(&errdetails.ErrorInfo{
-		Reason: "OFFSET_OUT_OF_RANGE",
-		Domain: "floe",
-		Metadata: map[string]string{
-			"offset":           strconv.FormatInt(e.Offset, 10),
-			"log_start_offset": strconv.FormatInt(e.LogStartOffset, 10),
-			"high_watermark":   strconv.FormatInt(e.HighWatermark, 10),
-		},
-	}); err == nil {
-		st = d
-	}
-	return st.Err()
+	return statusInfo(codes.OutOfRange, "OFFSET_OUT_OF_RANGE", map[string]string{
+		"offset":           strconv.FormatInt(e.Offset, 10),
+		"log_start_offset": strconv.FormatInt(e.LogStartOffset, 10),
+		"high_watermark":   strconv.FormatInt(e.HighWatermark, 10),
+	}, "%s", e.Error())
 }

@@ -6,6 +6,7 @@ import (
 	"io"
 	"math"
 	"math/rand/v2"
+	"strconv"
 	"sync"
 	"time"
 
@@ -17,6 +18,19 @@ import (
 	"github.com/floe-broker/floe/kbatch"
 	"github.com/floe-broker/floe/metadata"
 )
+
+// RecordOverhead is the framing counted for each record of a produce
+// request, on top of its key, value and headers, against MaxRequestBytes:
+// the most framing a record takes in a Kafka v2 batch, its varints for
+// length (5 bytes), timestamp delta (10), offset delta (5), key length (5),
+// value length (5) and header count (5), plus its attributes byte (1). It
+// also bounds the record's protobuf framing on the wire (at most 29 bytes),
+// so a request of many empty records counts as the bytes it takes.
+const RecordOverhead = 36
+
+// HeaderOverhead is the framing counted for each header of a record: its
+// key length and value length varints in a Kafka v2 batch (5 bytes each).
+const HeaderOverhead = 10
 
 // produceGroup is the part of a request bound for one partition.
 type produceGroup struct {
@@ -35,7 +49,7 @@ type producePlan struct {
 // planProduce validates a request and encodes one batch per partition.
 func (a *Agent) planProduce(ctx context.Context, req *floev1.ProduceRequest) (*producePlan, error) {
 	if req == nil || len(req.GetRecords()) == 0 {
-		return nil, errf(codes.InvalidArgument, "produce: no records")
+		return nil, errf(codes.InvalidArgument, "produce: the request has no records")
 	}
 	comp := kbatch.Compression(req.GetCompression())
 	if req.GetCompression() < floev1.Compression_COMPRESSION_NONE || req.GetCompression() > floev1.Compression_COMPRESSION_ZSTD {
@@ -51,9 +65,15 @@ func (a *Agent) planProduce(ctx context.Context, req *floev1.ProduceRequest) (*p
 		if req.Partition == nil {
 			return nil, errf(codes.InvalidArgument, "produce: an idempotent producer must name the partition")
 		}
-		if req.GetProducerId() < 0 || req.GetProducerEpoch() < 0 || req.GetProducerEpoch() > math.MaxInt16 || req.GetBaseSequence() < 0 {
-			return nil, errf(codes.InvalidArgument, "produce: producer id %d, epoch %d, sequence %d out of range",
-				req.GetProducerId(), req.GetProducerEpoch(), req.GetBaseSequence())
+		// InitProducer issues ids from 1 with epoch 0; the metadata store
+		// refuses other ids it never issued when the file commits.
+		if req.GetProducerId() <= 0 {
+			return nil, statusInfo(codes.FailedPrecondition, ReasonUnknownProducer, nil,
+				"produce: producer id %d was never issued by InitProducer; call InitProducer for a producer id", req.GetProducerId())
+		}
+		if req.GetProducerEpoch() < 0 || req.GetProducerEpoch() > math.MaxInt16 || req.GetBaseSequence() < 0 {
+			return nil, errf(codes.InvalidArgument, "produce: producer epoch %d (want 0..%d) or base sequence %d (want >= 0) out of range",
+				req.GetProducerEpoch(), math.MaxInt16, req.GetBaseSequence())
 		}
 		opts.ProducerID = req.GetProducerId()
 		opts.ProducerEpoch = int16(req.GetProducerEpoch())
@@ -61,6 +81,7 @@ func (a *Agent) planProduce(ctx context.Context, req *floev1.ProduceRequest) (*p
 	}
 	plan := &producePlan{topic: t, n: len(req.GetRecords())}
 	now := time.Now().UnixMilli()
+	budget := 0                   // bytes counted against MaxRequestBytes
 	byPart := make(map[int32]int) // partition -> index in plan.groups
 	nullKeyPart := int32(-1)
 	for i, r := range req.GetRecords() {
@@ -69,14 +90,24 @@ func (a *Agent) planProduce(ctx context.Context, req *floev1.ProduceRequest) (*p
 			size += len(h.GetKey()) + len(h.GetValue())
 		}
 		if size > a.cfg.MaxRecordBytes {
-			return nil, errf(codes.InvalidArgument, "produce: record %d is %d bytes, limit %d", i, size, a.cfg.MaxRecordBytes)
+			return nil, statusInfo(codes.InvalidArgument, ReasonRecordTooLarge,
+				map[string]string{"max_record_bytes": strconv.Itoa(a.cfg.MaxRecordBytes)},
+				"produce: record %d is %d bytes (key, value and headers), over the agent's record limit of %d bytes",
+				i, size, a.cfg.MaxRecordBytes)
 		}
 		if r.GetTimestampMs() < 0 {
 			return nil, errf(codes.InvalidArgument, "produce: record %d has negative timestamp %d", i, r.GetTimestampMs())
 		}
 		plan.bytes += size
-		if plan.bytes > a.cfg.MaxRequestBytes {
-			return nil, errf(codes.InvalidArgument, "produce: request exceeds %d bytes", a.cfg.MaxRequestBytes)
+		// The first record is held to MaxRecordBytes only, so that one
+		// record at the record limit always makes a request.
+		budget += size + RecordOverhead + HeaderOverhead*len(r.GetHeaders())
+		if i > 0 && budget > a.cfg.MaxRequestBytes {
+			return nil, statusInfo(codes.InvalidArgument, ReasonRequestTooLarge,
+				map[string]string{"max_request_bytes": strconv.Itoa(a.cfg.MaxRequestBytes)},
+				"produce: request over the agent's request limit of %d bytes at record %d of %d "+
+					"(each record counts its key, value and headers plus %d bytes, and %d per header): split it",
+				a.cfg.MaxRequestBytes, i, len(req.GetRecords()), RecordOverhead, HeaderOverhead)
 		}
 		var p int32
 		switch {
@@ -212,7 +243,13 @@ func (a *Agent) ProduceStream(stream floev1.LogService_ProduceStreamServer) erro
 		}
 	}
 	fail := func(id uint64, err error) {
-		st, _ := status.FromError(err)
+		// Each request of the stream has its own request id for the log.
+		rid := RequestID(ctx)
+		if rid == "" {
+			rid = RequestID(withRequestID(ctx))
+		}
+		err = publicError(ctx, a.log, floev1.LogService_ProduceStream_FullMethodName, rid+"-"+strconv.FormatUint(id, 10), err)
+		st := status.Convert(err)
 		send(&floev1.ProduceStreamResponse{RequestId: id, ErrorCode: int32(st.Code()), ErrorMessage: st.Message()})
 	}
 	defer wg.Wait()
@@ -220,6 +257,13 @@ func (a *Agent) ProduceStream(stream floev1.LogService_ProduceStreamServer) erro
 		msg, err := stream.Recv()
 		if err == io.EOF {
 			return nil
+		}
+		var refused *refusedError
+		if errors.As(err, &refused) {
+			// Only this request was refused (too large, does not decode).
+			a.m.produced(0, 0, 0, refused)
+			fail(refused.requestID, refused.err)
+			continue
 		}
 		if err != nil {
 			return err

@@ -1,0 +1,154 @@
+package agent_test
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"net"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
+	"google.golang.org/grpc/test/bufconn"
+
+	"github.com/floe-broker/floe/agent"
+	floev1 "github.com/floe-broker/floe/api/floe/v1"
+	"github.com/floe-broker/floe/batcher"
+	"github.com/floe-broker/floe/metadata"
+	"github.com/floe-broker/floe/metadata/sqlite"
+	"github.com/floe-broker/floe/objectstore"
+)
+
+// guardedServer is an agent behind a real gRPC server built with
+// agent.GRPCServerOptions, logging into a buffer.
+type guardedServer struct {
+	conn   *grpc.ClientConn
+	topics floev1.TopicServiceClient
+	log    floev1.LogServiceClient
+	logs   *syncBuffer
+	store  *objectstore.Faulty
+}
+
+type guardedConfig struct {
+	agent     func(*agent.Config, *batcher.Config)
+	meta      func(metadata.Store) metadata.Store       // wraps the agent's metadata store
+	committer func(batcher.Committer) batcher.Committer // wraps the batcher's committer
+}
+
+// syncBuffer is a log sink safe for concurrent writers.
+type syncBuffer struct {
+	mu  sync.Mutex // protects buf
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+func startGuarded(t *testing.T, gc guardedConfig) *guardedServer {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	sq, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "meta.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var meta metadata.Store = sq
+	if gc.meta != nil {
+		meta = gc.meta(sq)
+	}
+	var committer batcher.Committer = sq
+	if gc.committer != nil {
+		committer = gc.committer(sq)
+	}
+	store := objectstore.WithFaults(objectstore.NewMemory(), objectstore.FaultConfig{})
+	acfg, bcfg := agent.DefaultConfig(), batcher.DefaultConfig()
+	bcfg.Linger = 5 * time.Millisecond
+	acfg.PollInterval = 200 * time.Millisecond
+	if gc.agent != nil {
+		gc.agent(&acfg, &bcfg)
+	}
+	logs := &syncBuffer{}
+	log := slog.New(slog.NewTextHandler(logs, nil))
+	var ag *agent.Agent
+	b, err := batcher.New(bcfg, store, committer, batcher.Options{OnCommit: func(f batcher.CommittedFile) { ag.OnCommit(f) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ag, err = agent.New(acfg, meta, store, b, agent.Options{Logger: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	lis := bufconn.Listen(1 << 20)
+	gs := grpc.NewServer(agent.GRPCServerOptions(acfg, log)...)
+	ag.Register(gs)
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() { defer wg.Done(); _ = gs.Serve(lis) }()
+	go func() { defer wg.Done(); _ = ag.Run(ctx) }()
+	conn, err := grpc.NewClient("passthrough:///bufnet",
+		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return lis.DialContext(ctx) }),
+		grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		conn.Close()
+		gs.Stop()
+		_ = b.Close(context.Background())
+		cancel()
+		wg.Wait()
+		sq.Close()
+	})
+	return &guardedServer{conn: conn, topics: floev1.NewTopicServiceClient(conn), log: floev1.NewLogServiceClient(conn), logs: logs, store: store}
+}
+
+func (s *guardedServer) createTopic(t *testing.T, name string, partitions int32) {
+	t.Helper()
+	if _, err := s.topics.CreateTopic(context.Background(), &floev1.CreateTopicRequest{Name: name, Partitions: partitions}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// errorInfo returns the floe ErrorInfo detail of err, or nil.
+func errorInfo(err error) *errdetails.ErrorInfo {
+	for _, d := range status.Convert(err).Details() {
+		if ei, ok := d.(*errdetails.ErrorInfo); ok && ei.GetDomain() == "floe" {
+			return ei
+		}
+	}
+	return nil
+}
+
+// wantStatus fails unless err has code c, ErrorInfo reason (if not ""),
+// and a message containing every part.
+func wantStatus(t *testing.T, what string, err error, c interface{ String() string }, reason string, parts ...string) {
+	t.Helper()
+	st := status.Convert(err)
+	if st.Code().String() != c.String() {
+		t.Fatalf("%s: got %v (%q), want %v", what, st.Code(), st.Message(), c)
+	}
+	if reason != "" {
+		if ei := errorInfo(err); ei == nil || ei.GetReason() != reason {
+			t.Fatalf("%s: ErrorInfo %v, want reason %s", what, ei, reason)
+		}
+	}
+	for _, p := range parts {
+		if !strings.Contains(st.Message(), p) {
+			t.Fatalf("%s: message %q does not say %q", what, st.Message(), p)
+		}
+	}
+}
