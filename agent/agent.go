@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"golang.org/x/sync/singleflight"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -46,7 +45,7 @@ type Agent struct {
 	topics *topicCache
 	cache  *fileCache
 	hub    *hub
-	loads  singleflight.Group // whole-file loads on cache misses
+	loads  *loader // object store reads on cache misses, bounded in bytes
 }
 
 // Options are an Agent's collaborators.
@@ -67,14 +66,16 @@ func New(cfg Config, meta metadata.Store, store ObjectReader, producer Producer,
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Agent{
+	a := &Agent{
 		cfg: cfg, meta: meta, store: store, producer: producer,
 		log:    opts.Logger,
 		m:      newMetrics(opts.Registry),
 		topics: newTopicCache(meta, cfg.TopicCacheTTL),
 		cache:  newFileCache(cfg.CacheBytes),
 		hub:    newHub(),
-	}, nil
+	}
+	a.loads = newLoader(store, a.cache, cfg)
+	return a, nil
 }
 
 // Register adds the agent's services to s.
@@ -97,8 +98,10 @@ func (a *Agent) OnCommit(f batcher.CommittedFile) {
 }
 
 // Run follows the metadata store's commit notices until ctx ends,
-// resubscribing after failures.
+// resubscribing after failures. It returns once the object store reads it
+// started for readers have ended.
 func (a *Agent) Run(ctx context.Context) error {
+	defer a.loads.close()
 	for {
 		ch, err := a.meta.Notices(ctx)
 		if err == nil {

@@ -54,25 +54,13 @@ func (a *Agent) readFile(ctx context.Context, key string, refs []metadata.BatchR
 		a.m.cacheHit()
 	} else if size := refs[idx[0]].FileSize; size > 0 && size <= a.cfg.CacheFileMaxBytes && a.cfg.CacheBytes > 0 {
 		a.m.cacheMiss()
-		// The load is shared by every reader of the file: it runs under its
-		// own deadline, not the first caller's context.
-		v, err, _ := a.loads.Do(key, func() (any, error) {
-			if d, ok := a.cache.Get(key); ok {
-				return d, nil
-			}
-			lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), a.cfg.LoadTimeout)
-			defer cancel()
-			d, err := a.store.Get(lctx, key, 0, -1)
-			if err != nil {
-				return nil, err
-			}
-			a.cache.Add(key, d)
-			return d, nil
-		})
+		// The load is shared by every reader of the file and bounded with
+		// all other reads (loader).
+		d, err := a.loads.file(ctx, key, size)
 		if err != nil {
 			return fmt.Errorf("agent: read file %s: %w", key, err)
 		}
-		data, ok = v.([]byte), true
+		data, ok = d, true
 	}
 	if ok {
 		for _, i := range idx {
@@ -96,7 +84,7 @@ func (a *Agent) readFile(ctx context.Context, key string, refs []metadata.BatchR
 			hi = max(hi, refs[sorted[end]].ByteOffset+refs[sorted[end]].ByteLength)
 			end++
 		}
-		buf, err := a.store.Get(ctx, key, lo, hi-lo)
+		buf, err := a.loads.rng(ctx, key, lo, hi-lo)
 		if err != nil {
 			return fmt.Errorf("agent: read file %s [%d, %d): %w", key, lo, hi, err)
 		}
