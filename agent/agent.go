@@ -46,6 +46,7 @@ type Agent struct {
 	cache  *fileCache
 	hub    *hub
 	loads  *loader // object store reads on cache misses, bounded in bytes
+	index  *index  // recent batches and high watermarks (index.go)
 }
 
 // Options are an Agent's collaborators.
@@ -75,6 +76,7 @@ func New(cfg Config, meta metadata.Store, store ObjectReader, producer Producer,
 		hub:    newHub(),
 	}
 	a.loads = newLoader(store, a.cache, cfg)
+	a.index = newIndex(cfg.IndexMaxPartitions, cfg.IndexMaxBatches)
 	return a, nil
 }
 
@@ -84,9 +86,11 @@ func (a *Agent) Register(s *grpc.Server) {
 	floev1.RegisterLogServiceServer(s, a)
 }
 
-// OnCommit is the batcher's hook: it caches the file and wakes readers.
+// OnCommit is the batcher's hook: it caches the file, records its batches
+// in the read index and wakes readers.
 func (a *Agent) OnCommit(f batcher.CommittedFile) {
 	a.cache.Add(f.Key, f.Data)
+	a.indexCommitted(f)
 	n := metadata.Notice{Partitions: make([]metadata.PartitionNotice, 0, len(f.Commits))}
 	for i, c := range f.Commits {
 		if f.Results[i].Err != nil {
@@ -98,16 +102,14 @@ func (a *Agent) OnCommit(f batcher.CommittedFile) {
 }
 
 // Run follows the metadata store's commit notices until ctx ends,
-// resubscribing after failures. It returns once the object store reads it
-// started for readers have ended.
+// resubscribing after failures. It returns once the whole-file loads in
+// progress have ended.
 func (a *Agent) Run(ctx context.Context) error {
 	defer a.loads.close()
 	for {
 		ch, err := a.meta.Notices(ctx)
 		if err == nil {
-			for n := range ch {
-				a.hub.notify(n)
-			}
+			a.followNotices(ctx, ch)
 		} else {
 			a.log.Warn("commit notices unavailable, readers fall back to polling", "err", err)
 		}

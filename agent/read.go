@@ -119,7 +119,7 @@ const responseOverhead = 3 * (1 + binary.MaxVarintLen64)
 // the partition's state and the next offset to read.
 func (a *Agent) readRecords(ctx context.Context, topicID int64, partition int32, offset int64, maxBytes int) ([]*floev1.Record, metadata.PartitionState, int64, error) {
 	maxRecords := a.cfg.MaxFetchRecords
-	refs, st, err := a.meta.FindBatches(ctx, topicID, partition, offset, int64(maxBytes))
+	refs, st, err := a.findBatches(ctx, topicID, partition, offset, int64(maxBytes))
 	if err != nil || len(refs) == 0 {
 		return nil, st, offset, err
 	}
