@@ -60,6 +60,9 @@ func (l *loader) file(ctx context.Context, key string, size int64) ([]byte, erro
 	if d, ok := l.cache.Get(key); ok {
 		return d, nil
 	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	l.mu.Lock()
 	ld, ok := l.loads[key]
 	if !ok {
