@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"golang.org/x/sync/singleflight"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -46,7 +45,8 @@ type Agent struct {
 	topics *topicCache
 	cache  *fileCache
 	hub    *hub
-	loads  singleflight.Group // whole-file loads on cache misses
+	loads  *loader // object store reads on cache misses, bounded in bytes
+	index  *index  // recent batches and high watermarks (index.go)
 }
 
 // Options are an Agent's collaborators.
@@ -70,14 +70,17 @@ func New(cfg Config, meta metadata.Store, store ObjectReader, producer Producer,
 	// Object store errors are marked so that they reach clients as
 	// Unavailable whatever wraps them.
 	store = markedReader{store}
-	return &Agent{
+	a := &Agent{
 		cfg: cfg, meta: meta, store: store, producer: producer,
 		log:    opts.Logger,
 		m:      newMetrics(opts.Registry),
 		topics: newTopicCache(meta, cfg.TopicCacheTTL),
 		cache:  newFileCache(cfg.CacheBytes),
 		hub:    newHub(),
-	}, nil
+	}
+	a.loads = newLoader(store, a.cache, cfg)
+	a.index = newIndex(cfg.IndexMaxPartitions, cfg.IndexMaxBatches)
+	return a, nil
 }
 
 // Register adds the agent's services to s, a server built with
@@ -87,9 +90,11 @@ func (a *Agent) Register(s grpc.ServiceRegistrar) {
 	floev1.RegisterLogServiceServer(s, a)
 }
 
-// OnCommit is the batcher's hook: it caches the file and wakes readers.
+// OnCommit is the batcher's hook: it caches the file, records its batches
+// in the read index and wakes readers.
 func (a *Agent) OnCommit(f batcher.CommittedFile) {
 	a.cache.Add(f.Key, f.Data)
+	a.indexCommitted(f)
 	n := metadata.Notice{Partitions: make([]metadata.PartitionNotice, 0, len(f.Commits))}
 	for i, c := range f.Commits {
 		if f.Results[i].Err != nil {
@@ -101,14 +106,14 @@ func (a *Agent) OnCommit(f batcher.CommittedFile) {
 }
 
 // Run follows the metadata store's commit notices until ctx ends,
-// resubscribing after failures.
+// resubscribing after failures. It returns once the whole-file loads in
+// progress have ended.
 func (a *Agent) Run(ctx context.Context) error {
+	defer a.loads.close()
 	for {
 		ch, err := a.meta.Notices(ctx)
 		if err == nil {
-			for n := range ch {
-				a.hub.notify(n)
-			}
+			a.followNotices(ctx, ch)
 		} else {
 			a.log.Warn("commit notices unavailable, readers fall back to polling", "err", err)
 		}

@@ -48,6 +48,27 @@ type Config struct {
 	// SubscribeBufferBytes bounds the bytes one subscription holds read but
 	// not yet sent, across its partitions (at least one fetch budget).
 	SubscribeBufferBytes int64
+
+	// Reads: response caps, read memory and the recent-batch index
+	// (validated by validateReads in config_read.go).
+
+	// MaxFetchRecords caps the records of one fetch or subscription
+	// response, whatever their size (at least one is always sent).
+	MaxFetchRecords int
+	// MaxLoadingBytes bounds the bytes being read from the object store at
+	// once on cache misses (whole files and ranges), across all requests.
+	MaxLoadingBytes int64
+	// MaxLoadWait bounds how long a read waits for MaxLoadingBytes to free
+	// before it is refused with ResourceExhausted.
+	MaxLoadWait time.Duration
+	// IndexPollInterval is how often the recent-batch index re-reads the
+	// high watermarks of the topics it tracks (one query per topic), in
+	// case a commit notice was lost.
+	IndexPollInterval time.Duration
+	// IndexMaxPartitions bounds the partitions the index tracks.
+	IndexMaxPartitions int
+	// IndexMaxBatches bounds the batch references the index holds.
+	IndexMaxBatches int
 }
 
 // maxRequestLimit bounds MaxRequestBytes, so that gRPC's receive limit
@@ -70,6 +91,13 @@ func DefaultConfig() Config {
 		MaxBackpressureWait:    2 * time.Second,
 		LoadTimeout:            30 * time.Second,
 		SubscribeBufferBytes:   16 << 20,
+
+		MaxFetchRecords:    10000,
+		MaxLoadingBytes:    64 << 20,
+		MaxLoadWait:        2 * time.Second,
+		IndexPollInterval:  30 * time.Second,
+		IndexMaxPartitions: 1 << 16,
+		IndexMaxBatches:    1 << 16,
 	}
 }
 
@@ -102,5 +130,5 @@ func (c Config) validate() error {
 	case c.SubscribeBufferBytes < int64(c.MaxFetchBytes):
 		return fmt.Errorf("agent: config SubscribeBufferBytes %d must be at least MaxFetchBytes (%d)", c.SubscribeBufferBytes, c.MaxFetchBytes)
 	}
-	return nil
+	return c.validateReads()
 }

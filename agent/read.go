@@ -2,11 +2,14 @@ package agent
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"sort"
 
 	"golang.org/x/sync/errgroup"
+	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/proto"
 
 	floev1 "github.com/floe-broker/floe/api/floe/v1"
 	"github.com/floe-broker/floe/kbatch"
@@ -51,25 +54,13 @@ func (a *Agent) readFile(ctx context.Context, key string, refs []metadata.BatchR
 		a.m.cacheHit()
 	} else if size := refs[idx[0]].FileSize; size > 0 && size <= a.cfg.CacheFileMaxBytes && a.cfg.CacheBytes > 0 {
 		a.m.cacheMiss()
-		// The load is shared by every reader of the file: it runs under its
-		// own deadline, not the first caller's context.
-		v, err, _ := a.loads.Do(key, func() (any, error) {
-			if d, ok := a.cache.Get(key); ok {
-				return d, nil
-			}
-			lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), a.cfg.LoadTimeout)
-			defer cancel()
-			d, err := a.store.Get(lctx, key, 0, -1)
-			if err != nil {
-				return nil, err
-			}
-			a.cache.Add(key, d)
-			return d, nil
-		})
+		// The load is shared by every reader of the file and bounded with
+		// all other reads (loader).
+		d, err := a.loads.file(ctx, key, size)
 		if err != nil {
 			return fmt.Errorf("agent: read file %s: %w", key, err)
 		}
-		data, ok = v.([]byte), true
+		data, ok = d, true
 	}
 	if ok {
 		for _, i := range idx {
@@ -93,7 +84,7 @@ func (a *Agent) readFile(ctx context.Context, key string, refs []metadata.BatchR
 			hi = max(hi, refs[sorted[end]].ByteOffset+refs[sorted[end]].ByteLength)
 			end++
 		}
-		buf, err := a.store.Get(ctx, key, lo, hi-lo)
+		buf, err := a.loads.rng(ctx, key, lo, hi-lo)
 		if err != nil {
 			return fmt.Errorf("agent: read file %s [%d, %d): %w", key, lo, hi, err)
 		}
@@ -110,11 +101,25 @@ func (a *Agent) readFile(ctx context.Context, key string, refs []metadata.BatchR
 	return nil
 }
 
-// readRecords returns up to maxBytes of records of a partition from offset
-// (at least one record when any exists), the partition's state and the
-// next offset to read.
+// recordWireSize is what a record adds to a FetchResponse or
+// SubscribeResponse on the wire: its message, its length prefix and the
+// field tag (records are field 1 and 2, one-byte tags). Counting this, not
+// only key, value and headers, keeps responses of tiny records in budget.
+func recordWireSize(r *floev1.Record) int {
+	return protowire.SizeTag(2) + protowire.SizeBytes(proto.Size(r))
+}
+
+// responseOverhead bounds the bytes of a FetchResponse or SubscribeResponse
+// besides its records (three int64 fields, or an int32 and an int64).
+const responseOverhead = 3 * (1 + binary.MaxVarintLen64)
+
+// readRecords returns records of a partition from offset whose wire size
+// (recordWireSize) sums to at most maxBytes and that number at most the
+// agent's MaxFetchRecords — but at least one record when any exists — with
+// the partition's state and the next offset to read.
 func (a *Agent) readRecords(ctx context.Context, topicID int64, partition int32, offset int64, maxBytes int) ([]*floev1.Record, metadata.PartitionState, int64, error) {
-	refs, st, err := a.meta.FindBatches(ctx, topicID, partition, offset, int64(maxBytes))
+	maxRecords := a.cfg.MaxFetchRecords
+	refs, st, err := a.findBatches(ctx, topicID, partition, offset, int64(maxBytes))
 	if err != nil || len(refs) == 0 {
 		return nil, st, offset, err
 	}
@@ -156,17 +161,18 @@ func (a *Agent) readRecords(ctx context.Context, topicID int64, partition int32,
 				if off < next || full {
 					continue
 				}
-				size := len(kr.Key) + len(kr.Value)
-				for _, h := range kr.Headers {
-					size += len(h.Key) + len(h.Value)
-				}
-				if len(recs) > 0 && bytes+size > maxBytes {
+				if len(recs) >= maxRecords {
 					full = true
 					continue
 				}
 				pr := &floev1.Record{Key: kr.Key, Value: kr.Value, TimestampMs: kr.Timestamp, Offset: off, Partition: partition}
 				for _, h := range kr.Headers {
 					pr.Headers = append(pr.Headers, &floev1.Header{Key: h.Key, Value: h.Value})
+				}
+				size := recordWireSize(pr)
+				if len(recs) > 0 && bytes+size > maxBytes {
+					full = true
+					continue
 				}
 				recs = append(recs, pr)
 				bytes += size

@@ -1,0 +1,22 @@
+package agent
+
+import "fmt"
+
+// validateReads checks the read settings (the last block of Config).
+func (c Config) validateReads() error {
+	switch {
+	case c.MaxFetchRecords <= 0:
+		return fmt.Errorf("agent: config MaxFetchRecords %d must be positive", c.MaxFetchRecords)
+	case c.MaxLoadingBytes <= 0:
+		return fmt.Errorf("agent: config MaxLoadingBytes %d must be positive", c.MaxLoadingBytes)
+	case c.MaxLoadWait <= 0:
+		return fmt.Errorf("agent: config MaxLoadWait %v must be positive", c.MaxLoadWait)
+	case c.IndexPollInterval <= 0:
+		return fmt.Errorf("agent: config IndexPollInterval %v must be positive", c.IndexPollInterval)
+	case c.IndexMaxPartitions <= 0:
+		return fmt.Errorf("agent: config IndexMaxPartitions %d must be positive", c.IndexMaxPartitions)
+	case c.IndexMaxBatches < 0:
+		return fmt.Errorf("agent: config IndexMaxBatches %d must not be negative", c.IndexMaxBatches)
+	}
+	return nil
+}

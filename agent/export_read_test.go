@@ -1,0 +1,4 @@
+package agent
+
+// ResponseOverhead bounds a response's bytes besides its records.
+const ResponseOverhead = responseOverhead

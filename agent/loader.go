@@ -1,0 +1,144 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"golang.org/x/sync/semaphore"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+// errLoadBusy refuses a read whose bytes did not fit in MaxLoadingBytes
+// within MaxLoadWait; it reaches the client as ResourceExhausted.
+var errLoadBusy = errors.New("agent: read memory busy")
+
+// loader reads from the object store on cache misses. The bytes being
+// read at once, across all requests, are bounded by a weighted semaphore:
+// a read waits for room up to MaxLoadWait (and its caller's context), then
+// is refused with ResourceExhausted. A whole-file load is shared by every
+// reader of the file and runs in a goroutine of its own, cancelled as soon
+// as its last reader has left.
+type loader struct {
+	store   ObjectReader
+	cache   *fileCache
+	mem     *semaphore.Weighted
+	max     int64
+	wait    time.Duration // MaxLoadWait
+	timeout time.Duration // LoadTimeout
+
+	mu    sync.Mutex // protects loads and the waiters of each load
+	loads map[string]*load
+	wg    sync.WaitGroup // load goroutines
+}
+
+// load is one whole-file read in progress. data and err are set before
+// done is closed.
+type load struct {
+	done    chan struct{}
+	data    []byte
+	err     error
+	waiters int // readers waiting; guarded by loader.mu
+	cancel  context.CancelFunc
+}
+
+func newLoader(store ObjectReader, cache *fileCache, cfg Config) *loader {
+	return &loader{
+		store: store, cache: cache,
+		mem: semaphore.NewWeighted(cfg.MaxLoadingBytes), max: cfg.MaxLoadingBytes,
+		wait: cfg.MaxLoadWait, timeout: cfg.LoadTimeout,
+		loads: make(map[string]*load),
+	}
+}
+
+// file returns the whole file, from the cache or by joining (or starting)
+// its load, and caches it. size is the file's size from the metadata.
+func (l *loader) file(ctx context.Context, key string, size int64) ([]byte, error) {
+	if d, ok := l.cache.Get(key); ok {
+		return d, nil
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	l.mu.Lock()
+	ld, ok := l.loads[key]
+	if !ok {
+		lctx, cancel := context.WithTimeout(context.Background(), l.timeout)
+		ld = &load{done: make(chan struct{}), cancel: cancel}
+		l.loads[key] = ld
+		l.wg.Add(1)
+		go l.run(lctx, key, size, ld)
+	}
+	ld.waiters++
+	l.mu.Unlock()
+	select {
+	case <-ld.done:
+		l.leave(key, ld)
+		return ld.data, ld.err
+	case <-ctx.Done():
+		l.leave(key, ld)
+		return nil, ctx.Err()
+	}
+}
+
+// leave drops a reader of ld; the last one to leave an unfinished load
+// cancels it (a reader arriving later starts a new one).
+func (l *loader) leave(key string, ld *load) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	ld.waiters--
+	if ld.waiters > 0 {
+		return
+	}
+	if l.loads[key] == ld {
+		delete(l.loads, key)
+	}
+	ld.cancel()
+}
+
+// run performs a whole-file load within the memory bound.
+func (l *loader) run(ctx context.Context, key string, size int64, ld *load) {
+	defer l.wg.Done()
+	defer ld.cancel()
+	data, err := l.get(ctx, key, 0, -1, size)
+	if err == nil {
+		l.cache.Add(key, data)
+	}
+	l.mu.Lock()
+	if l.loads[key] == ld {
+		delete(l.loads, key)
+	}
+	ld.data, ld.err = data, err
+	close(ld.done)
+	l.mu.Unlock()
+}
+
+// get reads [off, off+length) of key (length < 0: to the end; size is then
+// the expected length) once size bytes fit in the bound.
+func (l *loader) get(ctx context.Context, key string, off, length, size int64) ([]byte, error) {
+	w := min(max(size, 1), l.max)
+	wctx, cancel := context.WithTimeout(ctx, l.wait)
+	err := l.mem.Acquire(wctx, w)
+	cancel()
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, status.Error(codes.ResourceExhausted, fmt.Sprintf("%v: %d bytes could not be read within %v (at most %d bytes are read at once); retry later",
+			errLoadBusy, size, l.wait, l.max))
+	}
+	defer l.mem.Release(w)
+	return l.store.Get(ctx, key, off, length)
+}
+
+// rng reads a byte range of key within the memory bound, under ctx.
+func (l *loader) rng(ctx context.Context, key string, off, length int64) ([]byte, error) {
+	return l.get(ctx, key, off, length, length)
+}
+
+// close waits for the loads in progress (each ends within LoadTimeout, or
+// at once when its readers have left).
+func (l *loader) close() { l.wg.Wait() }
