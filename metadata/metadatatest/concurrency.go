@@ -120,6 +120,7 @@ func testConcurrentCommits(t *testing.T, s metadata.Store) {
 func testCancelledCommit(t *testing.T, s metadata.Store) {
 	const partitions = 50
 	tp := createTopic(t, s, "cancel", partitions)
+	pid := producers(t, s, 500) // each round gives each a new epoch
 	var keys []string
 	for round, delay := range []time.Duration{0, 50 * time.Microsecond, 200 * time.Microsecond, time.Millisecond,
 		2 * time.Millisecond, 5 * time.Millisecond, 10 * time.Millisecond, 20 * time.Millisecond,
@@ -128,8 +129,8 @@ func testCancelledCommit(t *testing.T, s metadata.Store) {
 		for i := range 1500 {
 			p := int32(i % partitions)
 			if i%3 == 0 {
-				// A new producer each: accepted, and its state written.
-				batches = append(batches, idem(tp.ID, p, int64(10000*round+i), 0, 0, 1))
+				// A new epoch of a producer each: accepted, and its state written.
+				batches = append(batches, idem(tp.ID, p, pid+int64(i/3), int16(round), 0, 1))
 			} else {
 				batches = append(batches, plain(tp.ID, p, 2))
 			}

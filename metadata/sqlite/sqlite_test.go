@@ -46,8 +46,12 @@ func TestReopen(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	pid, _, err := s.InitProducer(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
 	res, err := s.CommitFile(ctx, metadata.FileCommit{Key: "f1", Size: 100, Batches: []metadata.BatchCommit{
-		{TopicID: tp.ID, Partition: 1, ByteLength: 50, RecordCount: 4, ProducerID: 3, BaseSequence: 0},
+		{TopicID: tp.ID, Partition: 1, ByteLength: 50, RecordCount: 4, ProducerID: pid, BaseSequence: 0},
 	}})
 	if err != nil || res[0].Err != nil {
 		t.Fatalf("CommitFile: %v %+v", err, res)
@@ -66,14 +70,14 @@ func TestReopen(t *testing.T) {
 	}
 	// The producer state survived too: the retry is a duplicate.
 	res, err = s.CommitFile(ctx, metadata.FileCommit{Key: "f2", Size: 100, Batches: []metadata.BatchCommit{
-		{TopicID: tp.ID, Partition: 1, ByteLength: 50, RecordCount: 4, ProducerID: 3, BaseSequence: 0},
+		{TopicID: tp.ID, Partition: 1, ByteLength: 50, RecordCount: 4, ProducerID: pid, BaseSequence: 0},
 	}})
 	if err != nil || !res[0].Duplicate || res[0].BaseOffset != 0 {
 		t.Fatalf("retry after reopen: %v %+v", err, res)
 	}
 	var versions int
-	if err := s.r.QueryRowContext(ctx, "SELECT count(*) FROM schema_migrations").Scan(&versions); err != nil || versions != 1 {
-		t.Errorf("schema_migrations rows %d (%v), want 1", versions, err)
+	if err := s.r.QueryRowContext(ctx, "SELECT count(*) FROM schema_migrations").Scan(&versions); err != nil || versions != 2 {
+		t.Errorf("schema_migrations rows %d (%v), want 2", versions, err)
 	}
 }
 
