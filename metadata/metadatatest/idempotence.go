@@ -113,7 +113,7 @@ func testIdempotentMixedFile(t *testing.T, s metadata.Store) {
 	wantAccepted(t, "a", commitOne(t, s, idem(tp.ID, 0, p1, 0, 0, 4)), 0)
 	wantAccepted(t, "b", commitOne(t, s, idem(tp.ID, 1, p2, 3, 0, 4)), 0)
 	res := commit(t, s, file(key(),
-		plain(tp.ID, 0, 2),           // 4
+		plain(tp.ID, 0, 2),            // 4
 		idem(tp.ID, 0, p1, 0, 0, 4),   // duplicate of 0
 		idem(tp.ID, 0, p1, 0, 4, 1),   // 6
 		idem(tp.ID, 1, p2, 2, 4, 1),   // fenced
@@ -121,7 +121,7 @@ func testIdempotentMixedFile(t *testing.T, s metadata.Store) {
 		idem(tp.ID, 1, p2, 3, 4, 2),   // 4
 		idem(tp.ID, 2, p3, 0, 100, 1), // refused: a new producer starts at 0
 		idem(tp.ID, 2, p3, 0, 0, 1),   // 0, new producer
-		plain(tp.ID, 2, 1),           // 1
+		plain(tp.ID, 2, 1),            // 1
 		idem(tp.ID, 9, p3, 0, 0, 1),   // no such partition
 	))
 	wantAccepted(t, "plain", res[0], 4)
