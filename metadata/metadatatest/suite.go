@@ -43,6 +43,8 @@ func Run(t *testing.T, open func(t *testing.T) metadata.Store) {
 		{"CommitReplay", testCommitReplay},
 		{"CommitReplayConcurrent", testCommitReplayConcurrent},
 		{"UnknownProducer", testUnknownProducer},
+		{"FaultAnswerLost", testFaultAnswerLost},
+		{"FaultRefusedAndHung", testFaultRefusedAndHung},
 		{"FindBatchesBudget", testFindBatchesBudget},
 		{"FindBatchesRange", testFindBatchesRange},
 		{"FindBatchesManyBatches", testFindBatchesMany},
