@@ -60,6 +60,7 @@ func Run(t *testing.T, open func(t *testing.T) metadata.Store) {
 		{"Notices", testNotices},
 		{"NoticesOverflow", testNoticesOverflow},
 		{"ConcurrentCommits", testConcurrentCommits},
+		{"ConcurrentSamePartitions", testConcurrentSamePartitions},
 		{"CancelledCommit", testCancelledCommit},
 		{"Closed", testClosed},
 	}
