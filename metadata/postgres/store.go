@@ -2,11 +2,17 @@
 // one floe runs in production: many agents share one database.
 //
 // CommitFile is one round trip: a call of the PL/pgSQL function
-// floe_commit_file (migrations/0002_commit_file.sql), which locks the file's
-// partitions in (topic id, partition) order, sequences the batches, and
-// announces the new high watermarks with pg_notify. PostgreSQL's clock is
-// the one clock for append times. Schema migrations are embedded and applied
-// at Open under an advisory lock, so agents may start together.
+// floe_commit_file_v2 (migrations/0003_commit_file_v2.sql), which records
+// the file with its results (a second commit of the key answers with them),
+// locks the file's partitions in (topic id, partition) order, and sequences
+// the batches. The store's notifier announces the new high watermarks with
+// NOTIFY after the commits, merged, outside their transactions (see
+// notifier). PostgreSQL's clock is the one clock for append times. Schema
+// migrations are embedded and applied at Open under an advisory lock, so
+// agents may start together; applied ones are checked against their
+// checksums. floe_commit_file, the previous release's entry point, stays
+// (a wrapper of floe_commit_file_v2) for agents of that release during a
+// rolling upgrade.
 package postgres
 
 import (
