@@ -50,6 +50,10 @@ CREATE FUNCTION floe_commit_file_v2(
 LANGUAGE plpgsql
 -- Row estimates of unnest() are guesses; never let one buy a JIT compile.
 SET jit = off
+-- Plans do not depend on what the arrays hold: plan each statement once
+-- per session (custom plans cost more to make than to run). This is cost
+-- only; the lock order does not depend on any plan.
+SET plan_cache_mode = force_generic_plan
 AS $fn$
 DECLARE
     n         integer := cardinality(p_topic);
