@@ -88,6 +88,14 @@ func testCommitReplay(t *testing.T, s metadata.Store) {
 	if after := logState(t, s, tp.ID, 3); !reflect.DeepEqual(after, before) {
 		t.Fatalf("a commit of the same key changed the log: %v, was %v", after, before)
 	}
+	// Another number of batches under the same key: a caller's mistake,
+	// refused; the key stays the first file's.
+	if _, err := s.CommitFile(ctx(t), file(f.Key, plain(tp.ID, 0, 1))); !errors.Is(err, metadata.ErrInvalidCommit) {
+		t.Errorf("same key, one batch instead of %d: %v, want ErrInvalidCommit", len(f.Batches), err)
+	}
+	if after := logState(t, s, tp.ID, 3); !reflect.DeepEqual(after, before) {
+		t.Fatalf("a commit of the same key changed the log: %v, was %v", after, before)
+	}
 	// The idempotent producers' state is the first commit's too.
 	wantAccepted(t, "producer's next batch", commitOne(t, s, idem(tp.ID, 0, pid, 0, 6, 1)), 6)
 	wantAccepted(t, "second producer's next batch", commitOne(t, s, idem(tp.ID, 2, pid+1, 0, 1, 1)), 1)

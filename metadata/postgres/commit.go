@@ -21,6 +21,8 @@ const commitSQL = `SELECT o_base, o_dup, o_err, o_append_time, o_replay, o_notic
 // CommitFile records f and sequences its batches with one call of
 // floe_commit_file_v2: one round trip, one implicit transaction. A key
 // already committed answers with the results stored by its first commit.
+// (A commit of a committed key with another number of batches is a
+// caller's mistake: ErrInvalidCommit, and nothing written.)
 //
 // Errors: ErrNotApplied wraps a failure before the statement could reach
 // PostgreSQL (no connection from the pool, connection refused, nothing
@@ -85,8 +87,11 @@ func (s *Store) CommitFile(ctx context.Context, f metadata.FileCommit) ([]metada
 	if notice != nil && s.notifier != nil {
 		s.notifier.add(*notice)
 	}
-	if replay && appendTime == nil {
-		return nil, fmt.Errorf("metadata: commit file %s: %w", f.Key, errNoStoredResults)
+	if appendTime == nil {
+		if replay {
+			return nil, fmt.Errorf("metadata: commit file %s: %w", f.Key, errNoStoredResults)
+		}
+		return nil, fmt.Errorf("metadata: commit file %s (committed): no append time", f.Key)
 	}
 	if replay && len(codes) != n {
 		return nil, fmt.Errorf("%w: file %s was committed with %d batches, not %d", metadata.ErrInvalidCommit, f.Key, len(codes), n)

@@ -36,6 +36,8 @@ type partState struct {
 // CommitFile records f and sequences its batches in one write transaction.
 // A key already committed answers with the results stored by its first
 // commit, and writes nothing.
+// (A commit of a committed key with another number of batches is a
+// caller's mistake: ErrInvalidCommit, and nothing written.)
 //
 // Errors: ErrNotApplied wraps every failure before COMMIT (the transaction
 // could not begin, or failed and rolled back); a failing COMMIT is

@@ -91,7 +91,7 @@ DECLARE
     v_maxpid  bigint;     -- the last producer id issued
     v_pos     integer;
     v_notice  text;
-    l_ord     integer[];  -- plain files: the batches sequenced by the first pass
+    l_ord     integer[];  -- plain files: the batches given offsets, by ordinal
     v_found   bigint[];   -- per batch, NULL when its partition does not exist
 BEGIN
     INSERT INTO files (key, size) VALUES (p_key, p_size) ON CONFLICT (key) DO NOTHING RETURNING id INTO v_file;
