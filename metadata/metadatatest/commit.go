@@ -117,18 +117,6 @@ func testCommitInvalid(t *testing.T, s metadata.Store) {
 		t.Fatalf("refused commits moved the high watermark to %d", got)
 	}
 
-	// A key can be committed once; the second commit changes nothing.
-	f := file(key(), plain(tp.ID, 0, 3), plain(tp.ID, 1, 2))
-	commit(t, s, f)
-	again := file(f.Key, plain(tp.ID, 0, 5), plain(tp.ID, 1, 5))
-	if _, err := s.CommitFile(c, again); !errors.Is(err, metadata.ErrInvalidCommit) {
-		t.Errorf("CommitFile(same key) = %v, want ErrInvalidCommit", err)
-	}
-	if h0, h1 := hw(t, s, tp.ID, 0), hw(t, s, tp.ID, 1); h0 != 3 || h1 != 2 {
-		t.Errorf("high watermarks %d, %d after a refused duplicate key, want 3, 2", h0, h1)
-	}
-	allBatches(t, s, tp.ID, 0)
-	allBatches(t, s, tp.ID, 1)
 }
 
 func testCommitUnknownPartitions(t *testing.T, s metadata.Store) {

@@ -9,7 +9,7 @@ import (
 
 func testIdempotentRetry(t *testing.T, s metadata.Store) {
 	tp := createTopic(t, s, "retry", 2)
-	const pid = 42
+	pid := producers(t, s, 3)
 	commitOne(t, s, plain(tp.ID, 0, 3)) // someone else's records first: offsets 0-2
 	first := commitOne(t, s, idem(tp.ID, 0, pid, 0, 0, 5))
 	wantAccepted(t, "first", first, 3)
@@ -44,7 +44,7 @@ func testIdempotentRetry(t *testing.T, s metadata.Store) {
 
 func testIdempotentOrderAndEpochs(t *testing.T, s metadata.Store) {
 	tp := createTopic(t, s, "order", 1)
-	const pid = 7
+	pid := producers(t, s, 1)
 	// With no state a producer must start at sequence 0.
 	wantRefused(t, "first at 42", commitOne(t, s, idem(tp.ID, 0, pid, 0, 42, 3)), metadata.ErrOutOfOrderSequence)
 	wantAccepted(t, "first at 0", commitOne(t, s, idem(tp.ID, 0, pid, 0, 0, 3)), 0)
@@ -70,7 +70,7 @@ func testIdempotentOrderAndEpochs(t *testing.T, s metadata.Store) {
 
 func testIdempotentWithinOneFile(t *testing.T, s metadata.Store) {
 	tp := createTopic(t, s, "onefile", 2)
-	const pid = 9
+	pid := producers(t, s, 1)
 	res := commit(t, s, file(key(),
 		idem(tp.ID, 0, pid, 0, 0, 2),
 		idem(tp.ID, 1, pid, 0, 0, 1),
@@ -108,19 +108,21 @@ func testIdempotentWithinOneFile(t *testing.T, s metadata.Store) {
 // batches of several producers and partitions in one file.
 func testIdempotentMixedFile(t *testing.T, s metadata.Store) {
 	tp := createTopic(t, s, "mixed", 3)
-	wantAccepted(t, "a", commitOne(t, s, idem(tp.ID, 0, 1, 0, 0, 4)), 0)
-	wantAccepted(t, "b", commitOne(t, s, idem(tp.ID, 1, 2, 3, 0, 4)), 0)
+	p1 := producers(t, s, 3)
+	p2, p3 := p1+1, p1+2
+	wantAccepted(t, "a", commitOne(t, s, idem(tp.ID, 0, p1, 0, 0, 4)), 0)
+	wantAccepted(t, "b", commitOne(t, s, idem(tp.ID, 1, p2, 3, 0, 4)), 0)
 	res := commit(t, s, file(key(),
-		plain(tp.ID, 0, 2),           // 4
-		idem(tp.ID, 0, 1, 0, 0, 4),   // duplicate of 0
-		idem(tp.ID, 0, 1, 0, 4, 1),   // 6
-		idem(tp.ID, 1, 2, 2, 4, 1),   // fenced
-		idem(tp.ID, 1, 2, 3, 5, 1),   // out of order
-		idem(tp.ID, 1, 2, 3, 4, 2),   // 4
-		idem(tp.ID, 2, 3, 0, 100, 1), // refused: a new producer starts at 0
-		idem(tp.ID, 2, 3, 0, 0, 1),   // 0, new producer
-		plain(tp.ID, 2, 1),           // 1
-		idem(tp.ID, 9, 3, 0, 0, 1),   // no such partition
+		plain(tp.ID, 0, 2),            // 4
+		idem(tp.ID, 0, p1, 0, 0, 4),   // duplicate of 0
+		idem(tp.ID, 0, p1, 0, 4, 1),   // 6
+		idem(tp.ID, 1, p2, 2, 4, 1),   // fenced
+		idem(tp.ID, 1, p2, 3, 5, 1),   // out of order
+		idem(tp.ID, 1, p2, 3, 4, 2),   // 4
+		idem(tp.ID, 2, p3, 0, 100, 1), // refused: a new producer starts at 0
+		idem(tp.ID, 2, p3, 0, 0, 1),   // 0, new producer
+		plain(tp.ID, 2, 1),            // 1
+		idem(tp.ID, 9, p3, 0, 0, 1),   // no such partition
 	))
 	wantAccepted(t, "plain", res[0], 4)
 	wantDuplicate(t, "duplicate", res[1], 0)
@@ -144,7 +146,7 @@ func testIdempotentMixedFile(t *testing.T, s metadata.Store) {
 // remembered, and no more.
 func testIdempotentDedupeWindow(t *testing.T, s metadata.Store) {
 	tp := createTopic(t, s, "window", 1)
-	const pid = 11
+	pid := producers(t, s, 1)
 	for i := range int32(7) {
 		wantAccepted(t, "batch", commitOne(t, s, idem(tp.ID, 0, pid, 0, 2*i, 2)), int64(2*i))
 	}
@@ -162,7 +164,7 @@ func testIdempotentDedupeWindow(t *testing.T, s metadata.Store) {
 
 func testIdempotentWraparound(t *testing.T, s metadata.Store) {
 	tp := createTopic(t, s, "wrap", 1)
-	const pid = 12
+	pid := producers(t, s, 2)
 	// Producers start at 0: one huge batch brings the sequence near the top.
 	const b = int64(math.MaxInt32 - 4)
 	wantAccepted(t, "up to MaxInt32-5", commitOne(t, s, idem(tp.ID, 0, pid, 0, 0, math.MaxInt32-4)), 0)

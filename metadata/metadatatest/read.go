@@ -168,7 +168,8 @@ func testListOffset(t *testing.T, s metadata.Store) {
 
 func testDeletedTopicUnreadable(t *testing.T, s metadata.Store) {
 	tp := createTopic(t, s, "doomed", 2)
-	commit(t, s, file(key(), plain(tp.ID, 0, 3), idem(tp.ID, 1, 1, 0, 0, 2)))
+	pid := producers(t, s, 1)
+	commit(t, s, file(key(), plain(tp.ID, 0, 3), idem(tp.ID, 1, pid, 0, 0, 2)))
 	c := ctx(t)
 	if err := s.DeleteTopic(c, "doomed"); err != nil {
 		t.Fatalf("DeleteTopic: %v", err)
@@ -187,6 +188,6 @@ func testDeletedTopicUnreadable(t *testing.T, s metadata.Store) {
 	if got := hw(t, s, tp2.ID, 0); got != 0 {
 		t.Errorf("re-created topic high watermark %d, want 0", got)
 	}
-	r := commitOne(t, s, idem(tp2.ID, 1, 1, 0, 0, 2))
+	r := commitOne(t, s, idem(tp2.ID, 1, pid, 0, 0, 2))
 	wantAccepted(t, "same producer batch on the re-created topic", r, 0)
 }

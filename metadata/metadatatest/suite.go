@@ -40,6 +40,11 @@ func Run(t *testing.T, open func(t *testing.T) metadata.Store) {
 		{"CommitDenseOffsets", testCommitDenseOffsets},
 		{"CommitInvalid", testCommitInvalid},
 		{"CommitUnknownPartitions", testCommitUnknownPartitions},
+		{"CommitReplay", testCommitReplay},
+		{"CommitReplayConcurrent", testCommitReplayConcurrent},
+		{"UnknownProducer", testUnknownProducer},
+		{"FaultAnswerLost", testFaultAnswerLost},
+		{"FaultRefusedAndHung", testFaultRefusedAndHung},
 		{"FindBatchesBudget", testFindBatchesBudget},
 		{"FindBatchesRange", testFindBatchesRange},
 		{"FindBatchesManyBatches", testFindBatchesMany},
@@ -55,6 +60,7 @@ func Run(t *testing.T, open func(t *testing.T) metadata.Store) {
 		{"Notices", testNotices},
 		{"NoticesOverflow", testNoticesOverflow},
 		{"ConcurrentCommits", testConcurrentCommits},
+		{"ConcurrentSamePartitions", testConcurrentSamePartitions},
 		{"CancelledCommit", testCancelledCommit},
 		{"Closed", testClosed},
 	}
@@ -111,6 +117,25 @@ func idem(topic int64, partition int32, pid int64, epoch int16, seq, count int32
 	b := plain(topic, partition, count)
 	b.ProducerID, b.ProducerEpoch, b.BaseSequence = pid, epoch, seq
 	return b
+}
+
+// producers issues n producer ids with InitProducer and returns the first;
+// the ids are consecutive (the store is fresh and used by one goroutine).
+func producers(t *testing.T, s metadata.Store, n int) int64 {
+	t.Helper()
+	var first int64
+	for i := range n {
+		id, epoch, err := s.InitProducer(ctx(t))
+		if err != nil || epoch != 0 {
+			t.Fatalf("InitProducer: %d, %d, %v", id, epoch, err)
+		}
+		if i == 0 {
+			first = id
+		} else if id != first+int64(i) {
+			t.Fatalf("InitProducer: id %d after %d ids from %d: not consecutive", id, i, first)
+		}
+	}
+	return first
 }
 
 // file lays batches out back to back in a file named key.

@@ -228,3 +228,28 @@ func TestParsePayload(t *testing.T) {
 		}
 	}
 }
+
+// TestLockOrderAnyPlan commits files naming the same partitions in random
+// orders, concurrently, on a database whose planner settings push every
+// statement to hash joins and sequential scans: the commit function's lock
+// order must not depend on the plan.
+func TestLockOrderAnyPlan(t *testing.T) {
+	dsn := testenv.Postgres(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var db string
+	if err := conn.QueryRow(ctx, "SELECT current_database()").Scan(&db); err != nil {
+		t.Fatal(err)
+	}
+	for _, setting := range []string{"enable_nestloop", "enable_indexscan", "enable_indexonlyscan", "enable_bitmapscan", "enable_mergejoin"} {
+		if _, err := conn.Exec(ctx, "ALTER DATABASE "+pgx.Identifier{db}.Sanitize()+" SET "+setting+" = off"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	conn.Close(ctx)
+	metadatatest.ConcurrentSamePartitions(t, open(t, dsn))
+}

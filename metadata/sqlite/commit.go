@@ -34,24 +34,33 @@ type partState struct {
 }
 
 // CommitFile records f and sequences its batches in one write transaction.
+// A key already committed answers with the results stored by its first
+// commit, and writes nothing.
+// (A commit of a committed key with another number of batches is a
+// caller's mistake: ErrInvalidCommit, and nothing written.)
+//
+// Errors: ErrNotApplied wraps every failure before COMMIT (the transaction
+// could not begin, or failed and rolled back); a failing COMMIT is
+// ambiguous.
 func (s *Store) CommitFile(ctx context.Context, f metadata.FileCommit) ([]metadata.BatchResult, error) {
 	if err := validate.Commit(f); err != nil {
 		return nil, err
 	}
 	if err := s.checkOpen(); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("metadata: commit file %s: %w", f.Key, err)
 	}
-	var (
-		results []metadata.BatchResult
-		parts   map[partKey]*partState
-	)
-	err := s.write(ctx, func(tx *sql.Tx) error {
-		var err error
-		results, parts, err = commitTx(ctx, tx, f)
-		return err
-	})
+	op := "commit file " + f.Key
+	tx, err := s.w.BeginTx(ctx, nil)
 	if err != nil {
-		return nil, s.wrap("commit file "+f.Key, err)
+		return nil, s.notApplied(op, ctxErr(ctx, err))
+	}
+	results, parts, err := commitTx(ctx, tx, f)
+	if err != nil {
+		_ = tx.Rollback()
+		return nil, s.notApplied(op, ctxErr(ctx, err))
+	}
+	if err := tx.Commit(); err != nil {
+		return nil, fmt.Errorf("metadata: %s: outcome unknown: %w", op, ctxErr(ctx, err))
 	}
 	var n metadata.Notice
 	for k, p := range parts {
@@ -68,18 +77,32 @@ func (s *Store) CommitFile(ctx context.Context, f metadata.FileCommit) ([]metada
 	return results, nil
 }
 
+// notApplied wraps err, a failure that surely left the database unchanged,
+// with ErrNotApplied (and ErrClosed once the store is closed).
+func (s *Store) notApplied(op string, err error) error {
+	if s.checkOpen() != nil {
+		return fmt.Errorf("metadata: %s: %w: %w", op, metadata.ErrNotApplied, metadata.ErrClosed)
+	}
+	return fmt.Errorf("metadata: %s: %w: %w", op, metadata.ErrNotApplied, err)
+}
+
+// errNoStoredResults: the file was committed by a release that did not
+// store results.
+var errNoStoredResults = errors.New("metadata: file committed earlier, without stored results (by a previous release)")
+
+// commitTx runs a commit in tx. For a key already committed it returns the
+// stored results and no partitions.
 func commitTx(ctx context.Context, tx *sql.Tx, f metadata.FileCommit) ([]metadata.BatchResult, map[partKey]*partState, error) {
 	now := time.Now().UnixMilli()
-	var exists bool
-	if err := tx.QueryRowContext(ctx, "SELECT EXISTS (SELECT 1 FROM files WHERE key = ?)", f.Key).Scan(&exists); err != nil {
-		return nil, nil, err
-	}
-	if exists {
-		return nil, nil, fmt.Errorf("%w: file %s is already committed", metadata.ErrInvalidCommit, f.Key)
-	}
-	var fileID int64
-	if err := tx.QueryRowContext(ctx, "INSERT INTO files (key, size, created_at) VALUES (?, ?, ?) RETURNING id",
-		f.Key, f.Size, now).Scan(&fileID); err != nil {
+	var stored sql.NullString
+	err := tx.QueryRowContext(ctx, "SELECT results FROM files WHERE key = ?", f.Key).Scan(&stored)
+	switch {
+	case err == nil && !stored.Valid:
+		return nil, nil, errNoStoredResults
+	case err == nil:
+		results, err := decodeResults(stored.String, len(f.Batches))
+		return results, nil, err
+	case !errors.Is(err, sql.ErrNoRows):
 		return nil, nil, err
 	}
 
@@ -94,6 +117,7 @@ func commitTx(ctx context.Context, tx *sql.Tx, f metadata.FileCommit) ([]metadat
 		return nil, nil, err
 	}
 	defer getState.Close()
+	maxPID := int64(-1) // the last producer id issued; -1: not read yet
 
 	results := make([]metadata.BatchResult, len(f.Batches))
 	accepted := make([]bool, len(f.Batches))
@@ -119,6 +143,15 @@ func commitTx(ctx context.Context, tx *sql.Tx, f metadata.FileCommit) ([]metadat
 		}
 		var st *producerState
 		if validate.Idempotent(b) {
+			if maxPID < 0 {
+				if err := tx.QueryRowContext(ctx, "SELECT value FROM sequences WHERE name = 'producer_id'").Scan(&maxPID); err != nil {
+					return nil, nil, err
+				}
+			}
+			if b.ProducerID > maxPID {
+				r.Err = metadata.ErrUnknownProducer
+				continue
+			}
 			key := prodKey{pk, b.ProducerID}
 			if st = producers[key]; st == nil {
 				if st, err = loadProducer(ctx, getState, key); err != nil {
@@ -144,10 +177,61 @@ func commitTx(ctx context.Context, tx *sql.Tx, f metadata.FileCommit) ([]metadat
 		}
 	}
 
+	encoded, err := encodeResults(results, now)
+	if err != nil {
+		return nil, nil, err
+	}
+	var fileID int64
+	if err := tx.QueryRowContext(ctx, "INSERT INTO files (key, size, created_at, results) VALUES (?, ?, ?, ?) RETURNING id",
+		f.Key, f.Size, now, encoded).Scan(&fileID); err != nil {
+		return nil, nil, err
+	}
 	if err := writeCommit(ctx, tx, f, fileID, now, results, accepted, parts, producers); err != nil {
 		return nil, nil, err
 	}
 	return results, parts, nil
+}
+
+// encodeResults is the files.results JSON of a commit's results.
+func encodeResults(results []metadata.BatchResult, appendTime int64) (string, error) {
+	var rows jsonRows
+	for i, r := range results {
+		code, ok := validate.RefusalCode(r.Err)
+		if !ok {
+			return "", fmt.Errorf("batch %d: %v is no refusal", i, r.Err)
+		}
+		dup := int64(0)
+		if r.Duplicate {
+			dup = 1
+		}
+		rows.add(r.BaseOffset, dup, int64(code))
+	}
+	return "[" + strconv.FormatInt(appendTime, 10) + "," + rows.String() + "]", nil
+}
+
+// decodeResults reads files.results for a file of n batches.
+func decodeResults(stored string, n int) ([]metadata.BatchResult, error) {
+	var doc []json.RawMessage
+	var appendTime int64
+	var rows [][3]int64
+	if err := json.Unmarshal([]byte(stored), &doc); err != nil || len(doc) != 2 {
+		return nil, fmt.Errorf("stored results %.40q: not [time, rows]: %v", stored, err)
+	}
+	if err := errors.Join(json.Unmarshal(doc[0], &appendTime), json.Unmarshal(doc[1], &rows)); err != nil {
+		return nil, fmt.Errorf("stored results %.40q: %w", stored, err)
+	}
+	if len(rows) != n {
+		return nil, fmt.Errorf("%w: the file was committed with %d batches, not %d", metadata.ErrInvalidCommit, len(rows), n)
+	}
+	results := make([]metadata.BatchResult, n)
+	for i, row := range rows {
+		refusal, ok := validate.RefusalError(int16(row[2]))
+		if !ok {
+			return nil, fmt.Errorf("stored results: batch %d: unknown refusal code %d", i, row[2])
+		}
+		results[i] = metadata.BatchResult{BaseOffset: row[0], LogAppendTime: appendTime, Duplicate: row[1] == 1, Err: refusal}
+	}
+	return results, nil
 }
 
 // loadPartitions reads the state of every partition the batches name, in

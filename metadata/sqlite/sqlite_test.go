@@ -2,15 +2,19 @@ package sqlite
 
 import (
 	"context"
+	"database/sql"
 	"errors"
+	"io/fs"
 	"path/filepath"
 	"strings"
 	"testing"
+	"testing/fstest"
 	"time"
 
 	"go.uber.org/goleak"
 
 	"github.com/floe-broker/floe/metadata"
+	"github.com/floe-broker/floe/metadata/internal/migrate"
 	"github.com/floe-broker/floe/metadata/metadatatest"
 )
 
@@ -46,8 +50,12 @@ func TestReopen(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	pid, _, err := s.InitProducer(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
 	res, err := s.CommitFile(ctx, metadata.FileCommit{Key: "f1", Size: 100, Batches: []metadata.BatchCommit{
-		{TopicID: tp.ID, Partition: 1, ByteLength: 50, RecordCount: 4, ProducerID: 3, BaseSequence: 0},
+		{TopicID: tp.ID, Partition: 1, ByteLength: 50, RecordCount: 4, ProducerID: pid, BaseSequence: 0},
 	}})
 	if err != nil || res[0].Err != nil {
 		t.Fatalf("CommitFile: %v %+v", err, res)
@@ -66,14 +74,14 @@ func TestReopen(t *testing.T) {
 	}
 	// The producer state survived too: the retry is a duplicate.
 	res, err = s.CommitFile(ctx, metadata.FileCommit{Key: "f2", Size: 100, Batches: []metadata.BatchCommit{
-		{TopicID: tp.ID, Partition: 1, ByteLength: 50, RecordCount: 4, ProducerID: 3, BaseSequence: 0},
+		{TopicID: tp.ID, Partition: 1, ByteLength: 50, RecordCount: 4, ProducerID: pid, BaseSequence: 0},
 	}})
 	if err != nil || !res[0].Duplicate || res[0].BaseOffset != 0 {
 		t.Fatalf("retry after reopen: %v %+v", err, res)
 	}
 	var versions int
-	if err := s.r.QueryRowContext(ctx, "SELECT count(*) FROM schema_migrations").Scan(&versions); err != nil || versions != 1 {
-		t.Errorf("schema_migrations rows %d (%v), want 1", versions, err)
+	if err := s.r.QueryRowContext(ctx, "SELECT count(*) FROM schema_migrations").Scan(&versions); err != nil || versions != 2 {
+		t.Errorf("schema_migrations rows %d (%v), want 2", versions, err)
 	}
 }
 
@@ -130,5 +138,108 @@ func TestProducerState(t *testing.T) {
 	}
 	if v := st.check(b(0, 2, 1), 0); !errors.Is(v.err, metadata.ErrProducerFenced) {
 		t.Errorf("old epoch: %+v", v)
+	}
+}
+
+// TestMigrationChecksums: a database of the previous release (no checksum
+// column) gets its checksums recorded; an applied migration whose SQL
+// changed is refused, naming the file.
+func TestMigrationChecksums(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	path := filepath.Join(t.TempDir(), "meta.db")
+	// The previous release: 0001 only, schema_migrations without checksums.
+	db, err := sql.Open("sqlite", "file:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	init, err := fs.ReadFile(migrationFS, "migrations/0001_init.sql")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{
+		"CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL)",
+		string(init),
+		"INSERT INTO schema_migrations VALUES (1, '0001_init.sql', 0)",
+	} {
+		if _, err := db.ExecContext(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	db.Close()
+
+	s, err := Open(ctx, path)
+	if err != nil {
+		t.Fatalf("Open on the previous release's database: %v", err)
+	}
+	defer s.Close()
+	ms, err := migrate.Load(migrationFS, "migrations")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range ms {
+		var sum string
+		if err := s.r.QueryRowContext(ctx, "SELECT checksum FROM schema_migrations WHERE version = ?", m.Version).Scan(&sum); err != nil || sum != m.Checksum {
+			t.Errorf("%s: checksum %q (%v), want %s", m.Name, sum, err, m.Checksum)
+		}
+	}
+
+	edited := fstest.MapFS{}
+	for _, m := range ms {
+		q := m.SQL
+		if m.Version == 1 {
+			q = strings.Replace(q, "CREATE TABLE topics", "CREATE TABLE  topics", 1)
+		}
+		edited["migrations/"+m.Name] = &fstest.MapFile{Data: []byte(q)}
+	}
+	err = s.migrateFS(ctx, edited)
+	if !errors.Is(err, migrate.ErrChanged) || !strings.Contains(err.Error(), "0001_init.sql") {
+		t.Fatalf("migrate with an edited 0001 = %v, want ErrChanged naming 0001_init.sql", err)
+	}
+	if err := s.migrateFS(ctx, migrationFS); err != nil {
+		t.Fatalf("migrate with the real files: %v", err)
+	}
+}
+
+// TestCommitNotAppliedWhenBusy: another process holds the database's write
+// lock past the busy timeout: the commit could not begin, and says so.
+func TestCommitNotAppliedWhenBusy(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	path := filepath.Join(t.TempDir(), "meta.db")
+	s, err := Open(ctx, path, WithBusyTimeout(100*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	tp, err := s.CreateTopic(ctx, metadata.TopicSpec{Name: "t", Partitions: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := sql.Open("sqlite", "file:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	conn, err := other.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
+		t.Fatal(err)
+	}
+	f := metadata.FileCommit{Key: "k", Size: 10, Batches: []metadata.BatchCommit{
+		{TopicID: tp.ID, ByteLength: 10, RecordCount: 1, ProducerID: -1, BaseSequence: metadata.NoSequence}}}
+	_, err = s.CommitFile(ctx, f)
+	if !metadata.NotApplied(err) || errors.Is(err, metadata.ErrClosed) {
+		t.Fatalf("CommitFile while another process writes = %v, want NotApplied", err)
+	}
+	if _, err := conn.ExecContext(ctx, "ROLLBACK"); err != nil {
+		t.Fatal(err)
+	}
+	conn.Close()
+	res, err := s.CommitFile(ctx, f)
+	if err != nil || res[0].BaseOffset != 0 {
+		t.Fatalf("CommitFile once free = %+v, %v; want offset 0", res, err)
 	}
 }

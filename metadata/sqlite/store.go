@@ -15,6 +15,7 @@ import (
 	"embed"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -148,7 +149,12 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 // migrate applies the embedded migrations the database lacks, in one
 // write transaction.
 func (s *Store) migrate(ctx context.Context) error {
-	ms, err := migrate.Load(migrationFS, "migrations")
+	return s.migrateFS(ctx, migrationFS)
+}
+
+// migrateFS applies the migrations of fsys's migrations folder.
+func (s *Store) migrateFS(ctx context.Context, fsys fs.FS) error {
+	ms, err := migrate.Load(fsys, "migrations")
 	if err != nil {
 		return err
 	}
@@ -159,16 +165,43 @@ func (s *Store) migrate(ctx context.Context) error {
 			applied_at INTEGER NOT NULL)`); err != nil {
 			return err
 		}
-		var current int
-		if err := tx.QueryRowContext(ctx, "SELECT coalesce(max(version), 0) FROM schema_migrations").Scan(&current); err != nil {
+		// Checksums came after the table: a database of an earlier
+		// release gets the column here, and its rows their checksums.
+		var hasChecksum bool
+		if err := tx.QueryRowContext(ctx, "SELECT count(*) > 0 FROM pragma_table_info('schema_migrations') WHERE name = 'checksum'").
+			Scan(&hasChecksum); err != nil {
 			return err
 		}
-		return migrate.Apply(ms, current, func(q string) error {
+		if !hasChecksum {
+			if _, err := tx.ExecContext(ctx, "ALTER TABLE schema_migrations ADD COLUMN checksum TEXT"); err != nil {
+				return err
+			}
+		}
+		rows, err := tx.QueryContext(ctx, "SELECT version, name, coalesce(checksum, '') FROM schema_migrations ORDER BY version")
+		if err != nil {
+			return err
+		}
+		var applied []migrate.Applied
+		for rows.Next() {
+			var a migrate.Applied
+			if err := rows.Scan(&a.Version, &a.Name, &a.Checksum); err != nil {
+				rows.Close()
+				return err
+			}
+			applied = append(applied, a)
+		}
+		if err := errors.Join(rows.Err(), rows.Close()); err != nil {
+			return err
+		}
+		return migrate.Apply(ms, applied, func(q string) error {
 			_, err := tx.ExecContext(ctx, q)
 			return err
 		}, func(m migrate.Migration) error {
-			_, err := tx.ExecContext(ctx, "INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)",
-				m.Version, m.Name, time.Now().UnixMilli())
+			_, err := tx.ExecContext(ctx, "INSERT INTO schema_migrations (version, name, applied_at, checksum) VALUES (?, ?, ?, ?)",
+				m.Version, m.Name, time.Now().UnixMilli(), m.Checksum)
+			return err
+		}, func(m migrate.Migration) error {
+			_, err := tx.ExecContext(ctx, "UPDATE schema_migrations SET checksum = ? WHERE version = ?", m.Checksum, m.Version)
 			return err
 		})
 	})
