@@ -19,6 +19,7 @@ import (
 	"github.com/floe-broker/floe/metadata"
 	"github.com/floe-broker/floe/metadata/sqlite"
 	"github.com/floe-broker/floe/objectstore"
+	"github.com/floe-broker/floe/objectstore/objfault"
 )
 
 func TestMain(m *testing.M) { testenv.Main(m, testenv.VerifyNoLeaks()) }
@@ -52,7 +53,7 @@ type countingCommitter struct {
 func (c *countingCommitter) CommitFile(ctx context.Context, f metadata.FileCommit) ([]metadata.BatchResult, error) {
 	c.commits.Add(1)
 	if c.fail.Load() {
-		return nil, errors.New("injected commit failure")
+		return nil, fmt.Errorf("%w: injected commit failure", metadata.ErrNotApplied)
 	}
 	return c.Store.CommitFile(ctx, f)
 }
@@ -273,7 +274,7 @@ func TestOrderKeptAcrossOverlappingUploads(t *testing.T) {
 	cfg.MaxFileBytes = 2048
 	cfg.MaxConcurrentUploads = 4
 	e := newEnv(t, cfg, func(m *objectstore.Memory) objectstore.Store {
-		return objectstore.WithFaults(m, objectstore.FaultConfig{Latency: 3 * time.Millisecond, Seed: 1})
+		return objfault.New(m, objfault.Config{Latency: 3 * time.Millisecond, Seed: 1})
 	})
 	topic := e.topic(t, "t", 2)
 	var pend []*batcher.Pending
@@ -299,44 +300,27 @@ func TestOrderKeptAcrossOverlappingUploads(t *testing.T) {
 }
 
 func TestUploadFailureFailsProducersAndCommitsNothing(t *testing.T) {
-	var faulty *objectstore.Faulty
+	var faulty *objfault.Store
 	e := newEnv(t, fastConfig(), func(m *objectstore.Memory) objectstore.Store {
-		faulty = objectstore.WithFaults(m, objectstore.FaultConfig{ErrorRate: 1, Seed: 1})
+		faulty = objfault.New(m, objfault.Config{ErrorRate: 1, Seed: 1})
 		return faulty
 	})
 	topic := e.topic(t, "t", 2)
 	_, err := e.b.Produce(context.Background(), topic.ID, 0, batch(t, 5, "z"))
 	var fe *batcher.FlushError
-	if !errors.As(err, &fe) || fe.Stage != "upload" {
-		t.Fatalf("got %v, want an upload FlushError", err)
+	if !errors.As(err, &fe) || fe.Stage != batcher.StageUpload || fe.Ambiguous {
+		t.Fatalf("got %v, want a definite upload FlushError", err)
 	}
 	if e.commit.commits.Load() != 0 {
 		t.Fatal("a file whose upload failed was committed")
 	}
 	checkDense(t, e, topic, map[int32]int64{})
 	// The store recovers: the next produce succeeds at offset 0.
-	faulty.Set(objectstore.FaultConfig{})
+	faulty.Set(objfault.Config{})
 	res, err := e.b.Produce(context.Background(), topic.ID, 0, batch(t, 5, "z"))
 	if err != nil || res.BaseOffset != 0 {
 		t.Fatalf("after recovery: offset %d, err %v", res.BaseOffset, err)
 	}
-}
-
-// A PUT applied whose answer was lost is retried; the retry's ErrExists
-// proves the object is ours, and the producer is acknowledged once.
-func TestLostPutResponseIsRetried(t *testing.T) {
-	cfg := fastConfig()
-	cfg.UploadAttempts = 2
-	e := newEnv(t, cfg, func(m *objectstore.Memory) objectstore.Store { return &loseFirstPut{Store: m} })
-	topic := e.topic(t, "t", 1)
-	res, err := e.b.Produce(context.Background(), topic.ID, 0, batch(t, 2, "l"))
-	if err != nil {
-		t.Fatalf("lost response not recovered: %v", err)
-	}
-	if res.BaseOffset != 0 || e.commit.commits.Load() != 1 {
-		t.Fatalf("offset %d, %d commits", res.BaseOffset, e.commit.commits.Load())
-	}
-	checkDense(t, e, topic, map[int32]int64{0: 2})
 }
 
 func TestCommitFailureFailsProducers(t *testing.T) {
@@ -345,8 +329,11 @@ func TestCommitFailureFailsProducers(t *testing.T) {
 	e.commit.fail.Store(true)
 	_, err := e.b.Produce(context.Background(), topic.ID, 0, batch(t, 2, "c"))
 	var fe *batcher.FlushError
-	if !errors.As(err, &fe) || fe.Stage != "commit" {
-		t.Fatalf("got %v, want a commit FlushError", err)
+	if !errors.As(err, &fe) || fe.Stage != batcher.StageCommit || fe.Ambiguous {
+		t.Fatalf("got %v, want a definite commit FlushError", err)
+	}
+	if n := e.commit.commits.Load(); n != 1 {
+		t.Fatalf("a definite commit failure was tried %d times, want once", n)
 	}
 	checkDense(t, e, topic, map[int32]int64{})
 	e.commit.fail.Store(false)
@@ -442,20 +429,6 @@ func TestConfigValidate(t *testing.T) {
 }
 
 var _ = logfile.HeaderSize
-
-// loseFirstPut applies the first put and reports it failed.
-type loseFirstPut struct {
-	objectstore.Store
-	lost atomic.Bool
-}
-
-func (s *loseFirstPut) Put(ctx context.Context, key string, data []byte, o objectstore.PutOptions) error {
-	err := s.Store.Put(ctx, key, data, o)
-	if err == nil && s.lost.CompareAndSwap(false, true) {
-		return errors.New("connection reset after the write")
-	}
-	return err
-}
 
 // A file of many batches over few partitions commits one row per run of a
 // partition's batches; an idempotent batch is a row of its own; every

@@ -13,6 +13,7 @@ import (
 	"github.com/floe-broker/floe/metadata"
 	"github.com/floe-broker/floe/metadata/postgres"
 	"github.com/floe-broker/floe/objectstore"
+	"github.com/floe-broker/floe/objectstore/objfault"
 	"github.com/floe-broker/floe/objectstore/s3store"
 )
 
@@ -22,7 +23,7 @@ type realEnv struct {
 	meta   *postgres.Store
 	s3     *s3store.Store
 	store  *countingStore
-	faulty *objectstore.Faulty
+	faulty *objfault.Store
 	commit *countingCommitter
 	b      *batcher.Batcher
 }
@@ -44,7 +45,7 @@ func newRealEnv(tb testing.TB, cfg batcher.Config) *realEnv {
 	}
 	tb.Cleanup(func() { s3.Close() })
 	e := &realEnv{meta: meta, s3: s3}
-	e.faulty = objectstore.WithFaults(s3, objectstore.FaultConfig{})
+	e.faulty = objfault.New(s3, objfault.Config{})
 	e.store = &countingStore{Store: e.faulty}
 	e.commit = &countingCommitter{Store: meta}
 	e.b, err = batcher.New(cfg, e.store, e.commit, batcher.Options{})
@@ -116,13 +117,12 @@ func TestRealBackendsOnePutOneCommit(t *testing.T) {
 func TestRealBackendsFlakyStore(t *testing.T) {
 	cfg := batcher.DefaultConfig()
 	cfg.Linger = 2 * time.Millisecond
-	cfg.UploadAttempts = 2
 	e := newRealEnv(t, cfg)
 	topic, err := e.meta.CreateTopic(context.Background(), metadata.TopicSpec{Name: "flaky", Partitions: 4})
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.faulty.Set(objectstore.FaultConfig{ErrorRate: 0.3, LostResponseRate: 0.2, Seed: 7, Operations: []string{objectstore.OpPut}})
+	e.faulty.Set(objfault.Config{ErrorRate: 0.3, LostResponseRate: 0.2, Seed: 7, Operations: []string{objectstore.OpPut}})
 	var (
 		mu    sync.Mutex
 		acked = map[int32][]int64{}
@@ -145,7 +145,7 @@ func TestRealBackendsFlakyStore(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	e.faulty.Set(objectstore.FaultConfig{})
+	e.faulty.Set(objfault.Config{})
 	total := 0
 	for p := int32(0); p < 4; p++ {
 		var next int64
