@@ -454,7 +454,7 @@ func (b *Batcher) finish(f *file) {
 			close(w.done)
 		}
 	}()
-	up := <-f.uploaded
+	up := b.awaitUpload(f)
 	if up.err != nil {
 		b.log.Error("file upload failed", "key", f.key, "batches", len(f.waiters), "err", up.err)
 		b.failAll(f, &FlushError{Stage: StageUpload, Err: up.err})
@@ -493,6 +493,25 @@ func (b *Batcher) finish(f *file) {
 	}
 	if b.opts.OnCommit != nil {
 		b.opts.OnCommit(CommittedFile{Key: f.key, Data: f.data, Commits: commits, Results: results})
+	}
+}
+
+// awaitUpload waits for the file's upload until its deadline, even if the
+// store does not honour its context: past the deadline the file has failed
+// and will never be committed, whenever its PUT returns.
+func (b *Batcher) awaitUpload(f *file) uploadResult {
+	t := time.NewTimer(time.Until(f.sealedAt.Add(b.cfg.UploadTimeout)))
+	defer t.Stop()
+	select {
+	case up := <-f.uploaded:
+		return up
+	case <-t.C:
+	}
+	select {
+	case up := <-f.uploaded: // it ended with the deadline
+		return up
+	default:
+		return uploadResult{err: fmt.Errorf("batcher: upload deadline (%v) passed: the store did not return", b.cfg.UploadTimeout), at: time.Now()}
 	}
 }
 

@@ -421,10 +421,17 @@ func TestCloseAbortsStuckUpload(t *testing.T) {
 }
 
 func TestConfigValidate(t *testing.T) {
-	bad := batcher.DefaultConfig()
-	bad.MaxBufferedBytes = 10
-	if _, err := batcher.New(bad, objectstore.NewMemory(), &countingCommitter{}, batcher.Options{}); err == nil {
-		t.Fatal("invalid config accepted")
+	for name, mutate := range map[string]func(*batcher.Config){
+		"buffer":         func(c *batcher.Config) { c.MaxBufferedBytes = 10 },
+		"upload timeout": func(c *batcher.Config) { c.UploadTimeout = 0 },
+		"commit timeout": func(c *batcher.Config) { c.CommitTimeout = -time.Second },
+		"huge timeout":   func(c *batcher.Config) { c.CommitTimeout = time.Hour },
+	} {
+		bad := batcher.DefaultConfig()
+		mutate(&bad)
+		if _, err := batcher.New(bad, objectstore.NewMemory(), &countingCommitter{}, batcher.Options{}); err == nil {
+			t.Errorf("%s: invalid config accepted", name)
+		}
 	}
 }
 
