@@ -3,7 +3,10 @@
 //
 // Requests are retried with jittered exponential backoff, at most
 // Config.MaxAttempts times (throttling such as 503 SlowDown, 5xx, timeouts,
-// connection errors). Checksums are computed and validated only where the
+// connection errors), each attempt bounded by Config.RequestTimeout, and
+// never past the caller's context: its deadline bounds all attempts, so a
+// caller with one deadline (the batcher's upload deadline) has no retry
+// loop of its own to add. Checksums are computed and validated only where the
 // API requires them, so that every S3-compatible server works.
 //
 // Bad credentials and missing buckets come back as
