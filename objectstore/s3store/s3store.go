@@ -114,12 +114,6 @@ func newRetryer(cfg Config) aws.Retryer {
 	})
 }
 
-// Client returns the underlying S3 client.
-func (s *Store) Client() *s3.Client { return s.client }
-
-// Bucket returns the bucket name.
-func (s *Store) Bucket() string { return s.cfg.Bucket }
-
 // Close releases idle connections. The Store must not be used afterwards.
 func (s *Store) Close() error {
 	s.transport.CloseIdleConnections()
