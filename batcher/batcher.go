@@ -15,6 +15,19 @@
 // thousands of small batches over a few partitions thus costs a few rows,
 // and the commit's cost follows the partitions a file touches, not its
 // batch count.
+//
+// Failures: a file has one upload deadline and one commit deadline
+// (Config). An upload that fails or misses its deadline fails the file's
+// producers definitely; the file is never committed, and the files after
+// it go on. A commit error the metadata store marks as not applied
+// (metadata.NotApplied) fails the producers definitely, at once; any other
+// leaves the outcome unknown, so the same FileCommit (same key) is retried
+// until the commit deadline: CommitFile is idempotent by key, and a retry
+// after a commit that landed answers with its results, which each producer
+// then gets once. Only if the outcome is still unknown at the deadline do
+// the producers get a FlushError with Ambiguous set. A producer that stops
+// waiting before its file's commit started has its batch withdrawn from
+// the commit (Pending.Wait). Each failed file is logged once at ERROR.
 package batcher
 
 import (
