@@ -20,11 +20,11 @@ import (
 type commitFault int
 
 const (
-	commitPass    commitFault = iota
-	commitLose                // commit, then answer an error (the answer was lost)
-	commitReset               // answer an ambiguous error without committing
-	commitRefuse              // answer metadata.ErrNotApplied without committing
-	commitHang                // block until the call's context ends
+	commitPass   commitFault = iota
+	commitLose               // commit, then answer an error (the answer was lost)
+	commitReset              // answer an ambiguous error without committing
+	commitRefuse             // answer metadata.ErrNotApplied without committing
+	commitHang               // block until the call's context ends
 )
 
 // fakeMeta is a Committer following metadata.Store's contract: offsets
