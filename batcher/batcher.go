@@ -524,7 +524,7 @@ func (b *Batcher) awaitUpload(f *file) uploadResult {
 	case up := <-f.uploaded: // it ended with the deadline
 		return up
 	default:
-		return uploadResult{err: fmt.Errorf("batcher: upload deadline (%v) passed: the store did not return", b.cfg.UploadTimeout), at: time.Now()}
+		return uploadResult{err: fmt.Errorf("batcher: upload deadline (%v) passed: the store had not returned", b.cfg.UploadTimeout), at: time.Now()}
 	}
 }
 
