@@ -23,14 +23,13 @@ import (
 	"github.com/floe-broker/floe/client"
 	"github.com/floe-broker/floe/metadata/sqlite"
 	"github.com/floe-broker/floe/objectstore"
-	"github.com/floe-broker/floe/objectstore/objfault"
 )
 
 func TestMain(m *testing.M) { testenv.Main(m, testenv.VerifyNoLeaks()) }
 
 type harness struct {
 	c     *client.Client
-	store *objfault.Store
+	store *objectstore.Faulty
 	mem   *objectstore.Memory
 }
 
@@ -42,7 +41,7 @@ func start(t *testing.T, mutate func(*agent.Config, *batcher.Config)) *harness {
 		t.Fatal(err)
 	}
 	mem := objectstore.NewMemory()
-	store := objfault.New(mem, objfault.Config{})
+	store := objectstore.WithFaults(mem, objectstore.FaultConfig{})
 	acfg, bcfg := agent.DefaultConfig(), batcher.DefaultConfig()
 	bcfg.Linger = 5 * time.Millisecond
 	acfg.PollInterval = 200 * time.Millisecond
@@ -181,12 +180,12 @@ func TestStoreFailureIsUnavailableAndLosesNothing(t *testing.T) {
 	if _, err := h.c.CreateTopic(ctx, "t", 1, nil); err != nil {
 		t.Fatal(err)
 	}
-	h.store.Set(objfault.Config{ErrorRate: 1, Operations: []string{"put"}})
+	h.store.Set(objectstore.FaultConfig{ErrorRate: 1, Operations: []string{"put"}})
 	_, err := h.c.Produce(ctx, "t", 0, client.Value(nil, []byte("lost")))
 	if code(err) != codes.Unavailable {
 		t.Fatalf("produce with a failing store: %v, want Unavailable", err)
 	}
-	h.store.Set(objfault.Config{})
+	h.store.Set(objectstore.FaultConfig{})
 	resp, err := h.c.Produce(ctx, "t", 0, client.Value(nil, []byte("kept")))
 	if err != nil || resp.GetOffsets()[0] != 0 {
 		t.Fatalf("after recovery: %v %v", resp, err)
@@ -370,7 +369,7 @@ func TestTailReadsCostNoGet(t *testing.T) {
 	if _, err := h.c.Produce(ctx, "t", 0, client.Value(nil, []byte("x"))); err != nil {
 		t.Fatal(err)
 	}
-	h.store.Set(objfault.Config{ErrorRate: 1, Operations: []string{"get"}})
+	h.store.Set(objectstore.FaultConfig{ErrorRate: 1, Operations: []string{"get"}})
 	if _, err := h.c.Fetch(ctx, "t", 0, 0, 0, 0); err != nil {
 		t.Fatalf("tail fetch went to the store: %v", err)
 	}
@@ -388,7 +387,7 @@ func TestBackpressureIsResourceExhausted(t *testing.T) {
 	if _, err := h.c.CreateTopic(ctx, "t", 1, nil); err != nil {
 		t.Fatal(err)
 	}
-	h.store.Set(objfault.Config{Latency: time.Second, Operations: []string{objectstore.OpPut}})
+	h.store.Set(objectstore.FaultConfig{Latency: time.Second, Operations: []string{objectstore.OpPut}})
 	var wg sync.WaitGroup
 	codesSeen := make(chan codes.Code, 8)
 	for i := 0; i < 8; i++ {
@@ -415,7 +414,7 @@ func TestBackpressureIsResourceExhausted(t *testing.T) {
 	if exhausted == 0 || ok == 0 {
 		t.Fatalf("%d acknowledged, %d refused with ResourceExhausted: want both", ok, exhausted)
 	}
-	h.store.Set(objfault.Config{})
+	h.store.Set(objectstore.FaultConfig{})
 	f, err := h.c.Fetch(ctx, "t", 0, 0, 0, 0)
 	if err != nil || len(f.GetRecords()) != ok {
 		t.Fatalf("log holds %d records, %d were acknowledged: %v", len(f.GetRecords()), ok, err)

@@ -19,7 +19,6 @@ import (
 	"github.com/floe-broker/floe/metadata"
 	"github.com/floe-broker/floe/metadata/sqlite"
 	"github.com/floe-broker/floe/objectstore"
-	"github.com/floe-broker/floe/objectstore/objfault"
 )
 
 func TestMain(m *testing.M) { testenv.Main(m, testenv.VerifyNoLeaks()) }
@@ -274,7 +273,7 @@ func TestOrderKeptAcrossOverlappingUploads(t *testing.T) {
 	cfg.MaxFileBytes = 2048
 	cfg.MaxConcurrentUploads = 4
 	e := newEnv(t, cfg, func(m *objectstore.Memory) objectstore.Store {
-		return objfault.New(m, objfault.Config{Latency: 3 * time.Millisecond, Seed: 1})
+		return objectstore.WithFaults(m, objectstore.FaultConfig{Latency: 3 * time.Millisecond, Seed: 1})
 	})
 	topic := e.topic(t, "t", 2)
 	var pend []*batcher.Pending
@@ -300,9 +299,9 @@ func TestOrderKeptAcrossOverlappingUploads(t *testing.T) {
 }
 
 func TestUploadFailureFailsProducersAndCommitsNothing(t *testing.T) {
-	var faulty *objfault.Store
+	var faulty *objectstore.Faulty
 	e := newEnv(t, fastConfig(), func(m *objectstore.Memory) objectstore.Store {
-		faulty = objfault.New(m, objfault.Config{ErrorRate: 1, Seed: 1})
+		faulty = objectstore.WithFaults(m, objectstore.FaultConfig{ErrorRate: 1, Seed: 1})
 		return faulty
 	})
 	topic := e.topic(t, "t", 2)
@@ -316,7 +315,7 @@ func TestUploadFailureFailsProducersAndCommitsNothing(t *testing.T) {
 	}
 	checkDense(t, e, topic, map[int32]int64{})
 	// The store recovers: the next produce succeeds at offset 0.
-	faulty.Set(objfault.Config{})
+	faulty.Set(objectstore.FaultConfig{})
 	res, err := e.b.Produce(context.Background(), topic.ID, 0, batch(t, 5, "z"))
 	if err != nil || res.BaseOffset != 0 {
 		t.Fatalf("after recovery: offset %d, err %v", res.BaseOffset, err)

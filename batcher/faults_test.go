@@ -13,7 +13,6 @@ import (
 	"github.com/floe-broker/floe/batcher"
 	"github.com/floe-broker/floe/metadata"
 	"github.com/floe-broker/floe/objectstore"
-	"github.com/floe-broker/floe/objectstore/objfault"
 )
 
 // commitFault is what fakeMeta does with one CommitFile call.
@@ -163,7 +162,7 @@ func (c *logCapture) errors() []logRecord {
 type fakeEnv struct {
 	meta  *fakeMeta
 	mem   *objectstore.Memory
-	store *objfault.Store
+	store *objectstore.Faulty
 	logs  *logCapture
 	b     *batcher.Batcher
 }
@@ -171,7 +170,7 @@ type fakeEnv struct {
 func newFakeEnv(t *testing.T, cfg batcher.Config, wrap func(objectstore.Store) objectstore.Store) *fakeEnv {
 	t.Helper()
 	e := &fakeEnv{meta: newFakeMeta(), mem: objectstore.NewMemory(), logs: &logCapture{}}
-	e.store = objfault.New(e.mem, objfault.Config{})
+	e.store = objectstore.WithFaults(e.mem, objectstore.FaultConfig{})
 	var s objectstore.Store = e.store
 	if wrap != nil {
 		s = wrap(s)
@@ -328,7 +327,7 @@ func TestHungUploadFailsWithinDeadline(t *testing.T) {
 	cfg.UploadTimeout = 300 * time.Millisecond
 	sig := &signalPut{started: make(chan string, 10)}
 	e := newFakeEnv(t, cfg, func(s objectstore.Store) objectstore.Store { sig.Store = s; return sig })
-	e.store.Next(objectstore.OpPut, 1, objfault.Hang)
+	e.store.Next(objectstore.OpPut, 1, objectstore.FaultHang)
 	start := time.Now()
 	pa := appendBatch(t, e.b, 0, 2)
 	e.b.Flush()

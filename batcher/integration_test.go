@@ -13,7 +13,6 @@ import (
 	"github.com/floe-broker/floe/metadata"
 	"github.com/floe-broker/floe/metadata/postgres"
 	"github.com/floe-broker/floe/objectstore"
-	"github.com/floe-broker/floe/objectstore/objfault"
 	"github.com/floe-broker/floe/objectstore/s3store"
 )
 
@@ -23,7 +22,7 @@ type realEnv struct {
 	meta   *postgres.Store
 	s3     *s3store.Store
 	store  *countingStore
-	faulty *objfault.Store
+	faulty *objectstore.Faulty
 	commit *countingCommitter
 	b      *batcher.Batcher
 }
@@ -45,7 +44,7 @@ func newRealEnv(tb testing.TB, cfg batcher.Config) *realEnv {
 	}
 	tb.Cleanup(func() { s3.Close() })
 	e := &realEnv{meta: meta, s3: s3}
-	e.faulty = objfault.New(s3, objfault.Config{})
+	e.faulty = objectstore.WithFaults(s3, objectstore.FaultConfig{})
 	e.store = &countingStore{Store: e.faulty}
 	e.commit = &countingCommitter{Store: meta}
 	e.b, err = batcher.New(cfg, e.store, e.commit, batcher.Options{})
@@ -122,7 +121,7 @@ func TestRealBackendsFlakyStore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.faulty.Set(objfault.Config{ErrorRate: 0.3, LostResponseRate: 0.2, Seed: 7, Operations: []string{objectstore.OpPut}})
+	e.faulty.Set(objectstore.FaultConfig{ErrorRate: 0.3, LostResponseRate: 0.2, Seed: 7, Operations: []string{objectstore.OpPut}})
 	var (
 		mu    sync.Mutex
 		acked = map[int32][]int64{}
@@ -145,7 +144,7 @@ func TestRealBackendsFlakyStore(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	e.faulty.Set(objfault.Config{})
+	e.faulty.Set(objectstore.FaultConfig{})
 	total := 0
 	for p := int32(0); p < 4; p++ {
 		var next int64

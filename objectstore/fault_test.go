@@ -1,4 +1,4 @@
-package objfault_test
+package objectstore_test
 
 import (
 	"context"
@@ -8,54 +8,49 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
-
 	"github.com/floe-broker/floe/objectstore"
-	"github.com/floe-broker/floe/objectstore/objfault"
 	"github.com/floe-broker/floe/objectstore/objtest"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
-
-func TestWithoutFaults(t *testing.T) {
+func TestFaultyWithoutFaults(t *testing.T) {
 	objtest.Run(t, func(t *testing.T) objectstore.Store {
-		return objfault.New(objectstore.NewMemory(), objfault.Config{})
+		return objectstore.WithFaults(objectstore.NewMemory(), objectstore.FaultConfig{})
 	})
 }
 
-func TestErrorRate(t *testing.T) {
+func TestFaultyErrorRate(t *testing.T) {
 	ctx := t.Context()
 	inner := objectstore.NewMemory()
-	f := objfault.New(inner, objfault.Config{ErrorRate: 1})
+	f := objectstore.WithFaults(inner, objectstore.FaultConfig{ErrorRate: 1})
 	err := f.Put(ctx, "k", []byte("x"), objectstore.PutOptions{})
-	if !errors.Is(err, objfault.ErrInjected) {
+	if !errors.Is(err, objectstore.ErrInjected) {
 		t.Fatalf("Put = %v, want ErrInjected", err)
 	}
 	if inner.Len() != 0 {
 		t.Fatalf("an injected error reached the inner store")
 	}
-	if _, err := f.Get(ctx, "k", 0, -1); !errors.Is(err, objfault.ErrInjected) {
+	if _, err := f.Get(ctx, "k", 0, -1); !errors.Is(err, objectstore.ErrInjected) {
 		t.Errorf("Get = %v, want ErrInjected", err)
 	}
-	if _, err := f.Head(ctx, "k"); !errors.Is(err, objfault.ErrInjected) {
+	if _, err := f.Head(ctx, "k"); !errors.Is(err, objectstore.ErrInjected) {
 		t.Errorf("Head = %v, want ErrInjected", err)
 	}
-	if err := f.Delete(ctx, "k"); !errors.Is(err, objfault.ErrInjected) {
+	if err := f.Delete(ctx, "k"); !errors.Is(err, objectstore.ErrInjected) {
 		t.Errorf("Delete = %v, want ErrInjected", err)
 	}
-	if err := f.List(ctx, "", func(objectstore.ObjectInfo) error { return nil }); !errors.Is(err, objfault.ErrInjected) {
+	if err := f.List(ctx, "", func(objectstore.ObjectInfo) error { return nil }); !errors.Is(err, objectstore.ErrInjected) {
 		t.Errorf("List = %v, want ErrInjected", err)
 	}
 
 	// Faults limited to puts leave gets alone.
-	f.Set(objfault.Config{ErrorRate: 1, Operations: []string{objectstore.OpPut}})
+	f.Set(objectstore.FaultConfig{ErrorRate: 1, Operations: []string{objectstore.OpPut}})
 	if err := inner.Put(ctx, "k", []byte("x"), objectstore.PutOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := f.Get(ctx, "k", 0, -1); err != nil {
 		t.Errorf("Get with put-only faults: %v", err)
 	}
-	if err := f.Put(ctx, "k2", nil, objectstore.PutOptions{}); !errors.Is(err, objfault.ErrInjected) {
+	if err := f.Put(ctx, "k2", nil, objectstore.PutOptions{}); !errors.Is(err, objectstore.ErrInjected) {
 		t.Errorf("Put with put-only faults = %v, want ErrInjected", err)
 	}
 	if got := f.Config(); got.ErrorRate != 1 || len(got.Operations) != 1 {
@@ -63,25 +58,25 @@ func TestErrorRate(t *testing.T) {
 	}
 
 	// Faults switched off.
-	f.Set(objfault.Config{})
+	f.Set(objectstore.FaultConfig{})
 	if err := f.Put(ctx, "k2", nil, objectstore.PutOptions{}); err != nil {
 		t.Errorf("Put without faults: %v", err)
 	}
 }
 
-func TestLostResponse(t *testing.T) {
+func TestFaultyLostResponse(t *testing.T) {
 	ctx := t.Context()
 	inner := objectstore.NewMemory()
-	f := objfault.New(inner, objfault.Config{LostResponseRate: 1})
+	f := objectstore.WithFaults(inner, objectstore.FaultConfig{LostResponseRate: 1})
 	err := f.Put(ctx, "k", []byte("applied"), objectstore.PutOptions{IfAbsent: true})
-	if !errors.Is(err, objfault.ErrInjected) {
+	if !errors.Is(err, objectstore.ErrInjected) {
 		t.Fatalf("Put = %v, want ErrInjected", err)
 	}
 	got, err := inner.Get(ctx, "k", 0, -1)
 	if err != nil || string(got) != "applied" {
 		t.Fatalf("the put was not applied to the inner store: %q, %v", got, err)
 	}
-	if err := f.Delete(ctx, "k"); !errors.Is(err, objfault.ErrInjected) {
+	if err := f.Delete(ctx, "k"); !errors.Is(err, objectstore.ErrInjected) {
 		t.Fatalf("Delete = %v, want ErrInjected", err)
 	}
 	if _, err := inner.Head(ctx, "k"); !errors.Is(err, objectstore.ErrNotFound) {
@@ -92,14 +87,14 @@ func TestLostResponse(t *testing.T) {
 		t.Fatal(err)
 	}
 	err = f.List(ctx, "", func(objectstore.ObjectInfo) error { seen++; return nil })
-	if !errors.Is(err, objfault.ErrInjected) || seen != 1 {
+	if !errors.Is(err, objectstore.ErrInjected) || seen != 1 {
 		t.Fatalf("List = %v after %d objects, want ErrInjected after 1", err, seen)
 	}
 }
 
-func TestRatesAreSeeded(t *testing.T) {
+func TestFaultyRatesAreSeeded(t *testing.T) {
 	run := func() (pattern string, failures int) {
-		f := objfault.New(objectstore.NewMemory(), objfault.Config{ErrorRate: 0.3, Seed: 42})
+		f := objectstore.WithFaults(objectstore.NewMemory(), objectstore.FaultConfig{ErrorRate: 0.3, Seed: 42})
 		var b strings.Builder
 		for i := range 1000 {
 			if err := f.Put(t.Context(), fmt.Sprint(i), nil, objectstore.PutOptions{}); err != nil {
@@ -121,8 +116,8 @@ func TestRatesAreSeeded(t *testing.T) {
 	}
 }
 
-func TestLatency(t *testing.T) {
-	f := objfault.New(objectstore.NewMemory(), objfault.Config{Latency: 50 * time.Millisecond})
+func TestFaultyLatency(t *testing.T) {
+	f := objectstore.WithFaults(objectstore.NewMemory(), objectstore.FaultConfig{Latency: 50 * time.Millisecond})
 	start := time.Now()
 	if err := f.Put(t.Context(), "k", nil, objectstore.PutOptions{}); err != nil {
 		t.Fatal(err)
@@ -131,7 +126,7 @@ func TestLatency(t *testing.T) {
 		t.Errorf("Put took %v, want at least the 50ms latency", d)
 	}
 	// The sleep respects the context.
-	f.Set(objfault.Config{Latency: time.Hour})
+	f.Set(objectstore.FaultConfig{Latency: time.Hour})
 	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Millisecond)
 	defer cancel()
 	if _, err := f.Head(ctx, "k"); !errors.Is(err, context.DeadlineExceeded) {
@@ -140,14 +135,14 @@ func TestLatency(t *testing.T) {
 }
 
 // A hung call blocks until its context ends and never reaches the store.
-func TestHang(t *testing.T) {
+func TestFaultyHang(t *testing.T) {
 	inner := objectstore.NewMemory()
-	f := objfault.New(inner, objfault.Config{HangRate: 1, Operations: []string{objectstore.OpPut}})
+	f := objectstore.WithFaults(inner, objectstore.FaultConfig{HangRate: 1, Operations: []string{objectstore.OpPut}})
 	ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
 	defer cancel()
 	start := time.Now()
 	err := f.Put(ctx, "k", []byte("x"), objectstore.PutOptions{})
-	if !errors.Is(err, context.DeadlineExceeded) || !errors.Is(err, objfault.ErrInjected) {
+	if !errors.Is(err, context.DeadlineExceeded) || !errors.Is(err, objectstore.ErrInjected) {
 		t.Fatalf("hung Put = %v, want ErrInjected and DeadlineExceeded", err)
 	}
 	if d := time.Since(start); d < 50*time.Millisecond {
@@ -163,12 +158,12 @@ func TestHang(t *testing.T) {
 
 // Next scripts the faults of the next calls, deterministically, ahead of
 // the random ones.
-func TestNext(t *testing.T) {
+func TestFaultyNext(t *testing.T) {
 	ctx := t.Context()
 	inner := objectstore.NewMemory()
-	f := objfault.New(inner, objfault.Config{})
-	f.Next(objectstore.OpPut, 2, objfault.Error)
-	f.Next("", 1, objfault.LostResponse)
+	f := objectstore.WithFaults(inner, objectstore.FaultConfig{})
+	f.Next(objectstore.OpPut, 2, objectstore.FaultError)
+	f.Next("", 1, objectstore.FaultLostResponse)
 	var got []string
 	for i := range 4 {
 		err := f.Put(ctx, fmt.Sprint(i), []byte("x"), objectstore.PutOptions{})
@@ -185,11 +180,11 @@ func TestNext(t *testing.T) {
 		t.Fatalf("puts = %v, want [error error lost ok]", got)
 	}
 	// A script for puts leaves gets alone; Set drops what is left of it.
-	f.Next(objectstore.OpPut, 5, objfault.Hang)
+	f.Next(objectstore.OpPut, 5, objectstore.FaultHang)
 	if _, err := f.Get(ctx, "3", 0, -1); err != nil {
 		t.Fatalf("Get with a put script: %v", err)
 	}
-	f.Set(objfault.Config{})
+	f.Set(objectstore.FaultConfig{})
 	if err := f.Put(ctx, "4", nil, objectstore.PutOptions{}); err != nil {
 		t.Fatalf("Put after Set: %v", err)
 	}

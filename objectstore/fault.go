@@ -1,10 +1,10 @@
-// Package objfault is a fault-injecting objectstore.Store wrapper for
-// tests: injected errors, lost responses (the call takes effect, its answer
-// is an error), hung calls (blocked until their context ends) and latency,
-// drawn at seeded random rates or scripted for the next N calls. It lives
-// outside package objectstore so that the production package holds no
-// fault injection.
-package objfault
+package objectstore
+
+// Fault injection lives in this package, not in a test-only one, because
+// the tests of several packages (agent, batcher) wrap their stores with it
+// and the agent classifies ErrInjected with the other object store
+// failures. It does nothing unless a caller wraps a store with WithFaults,
+// which only tests do: no command of the floe binary calls it.
 
 import (
 	"context"
@@ -14,45 +14,43 @@ import (
 	"slices"
 	"sync"
 	"time"
-
-	"github.com/floe-broker/floe/objectstore"
 )
 
-// ErrInjected is the error (wrapped) that a Store returns for a fault it
+// ErrInjected is the error (wrapped) that a Faulty store returns for a fault it
 // injected. Callers treat it as transient.
-var ErrInjected = errors.New("objfault: injected fault")
+var ErrInjected = errors.New("objectstore: injected fault")
 
 // Fault is one kind of injected fault.
 type Fault int
 
 const (
-	// None lets the call through.
-	None Fault = iota
-	// Error fails the call with ErrInjected before it reaches the inner store.
-	Error
-	// LostResponse lets the call take effect in the inner store and still
+	// FaultNone lets the call through.
+	FaultNone Fault = iota
+	// FaultError fails the call with ErrInjected before it reaches the inner store.
+	FaultError
+	// FaultLostResponse lets the call take effect in the inner store and still
 	// fails it with ErrInjected, as when a write is applied and its
 	// response lost.
-	LostResponse
-	// Hang blocks the call until its context ends, then fails it with the
+	FaultLostResponse
+	// FaultHang blocks the call until its context ends, then fails it with the
 	// context's error, without reaching the inner store: a hung server.
-	Hang
+	FaultHang
 )
 
-// Config says which faults a Store injects at random.
-type Config struct {
-	// ErrorRate is the probability (0..1) of an Error fault.
+// FaultConfig says which faults a Faulty store injects at random.
+type FaultConfig struct {
+	// ErrorRate is the probability (0..1) of a FaultError.
 	ErrorRate float64
-	// LostResponseRate is the probability (0..1) of a LostResponse fault.
+	// LostResponseRate is the probability (0..1) of a FaultLostResponse.
 	LostResponseRate float64
-	// HangRate is the probability (0..1) of a Hang fault.
+	// HangRate is the probability (0..1) of a FaultHang.
 	HangRate float64
 	// Latency is added before every affected call (the sleep ends early,
 	// with the context's error, if ctx is done).
 	Latency time.Duration
 	// Seed seeds the random choices, for reproducible runs.
 	Seed int64
-	// Operations limits the faults to these operations (objectstore.OpPut,
+	// Operations limits the faults to these operations (OpPut,
 	// OpGet, OpHead, OpDelete, OpList); empty means all.
 	Operations []string
 }
@@ -64,29 +62,29 @@ type script struct {
 	fault Fault
 }
 
-// Store is an objectstore.Store wrapper that injects faults. Its faults
+// Faulty is a Store wrapper that injects faults for tests. Its faults
 // can be changed at run time with Set and Next.
-type Store struct {
-	inner objectstore.Store
+type Faulty struct {
+	inner Store
 
 	mu      sync.Mutex // protects cfg, rng and scripts
-	cfg     Config
+	cfg     FaultConfig
 	rng     *rand.Rand
 	scripts []script
 }
 
-var _ objectstore.Store = (*Store)(nil)
+var _ Store = (*Faulty)(nil)
 
-// New wraps s with fault injection configured by cfg.
-func New(s objectstore.Store, cfg Config) *Store {
-	f := &Store{inner: s}
+// WithFaults wraps s with fault injection configured by cfg.
+func WithFaults(s Store, cfg FaultConfig) *Faulty {
+	f := &Faulty{inner: s}
 	f.Set(cfg)
 	return f
 }
 
 // Set replaces the random fault configuration, reseeds the random source
 // and drops the faults scripted by Next.
-func (f *Store) Set(cfg Config) {
+func (f *Faulty) Set(cfg FaultConfig) {
 	cfg.Operations = slices.Clone(cfg.Operations)
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -95,10 +93,10 @@ func (f *Store) Set(cfg Config) {
 	f.scripts = nil
 }
 
-// Next makes the next n calls of op (objectstore.OpPut, ...; "" for any
+// Next makes the next n calls of op (OpPut, ...; "" for any
 // operation) suffer fault, whatever the random configuration says. Scripts
 // queue up: the first one matching a call is used.
-func (f *Store) Next(op string, n int, fault Fault) {
+func (f *Faulty) Next(op string, n int, fault Fault) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if n > 0 {
@@ -107,7 +105,7 @@ func (f *Store) Next(op string, n int, fault Fault) {
 }
 
 // Config returns the current random fault configuration.
-func (f *Store) Config() Config {
+func (f *Faulty) Config() FaultConfig {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	cfg := f.cfg
@@ -116,7 +114,7 @@ func (f *Store) Config() Config {
 }
 
 // decide draws the fault of one call of op.
-func (f *Store) decide(op string) (time.Duration, Fault) {
+func (f *Faulty) decide(op string) (time.Duration, Fault) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for i := range f.scripts {
@@ -132,23 +130,23 @@ func (f *Store) decide(op string) (time.Duration, Fault) {
 		return 0, fault
 	}
 	if len(f.cfg.Operations) > 0 && !slices.Contains(f.cfg.Operations, op) {
-		return 0, None
+		return 0, FaultNone
 	}
-	fault := None
+	fault := FaultNone
 	switch r := f.rng.Float64(); {
 	case r < f.cfg.ErrorRate:
-		fault = Error
+		fault = FaultError
 	case r < f.cfg.ErrorRate+f.cfg.LostResponseRate:
-		fault = LostResponse
+		fault = FaultLostResponse
 	case r < f.cfg.ErrorRate+f.cfg.LostResponseRate+f.cfg.HangRate:
-		fault = Hang
+		fault = FaultHang
 	}
 	return f.cfg.Latency, fault
 }
 
 // before applies latency and the faults that stop a call before the inner
 // store; lose says whether to drop the response of a call that went through.
-func (f *Store) before(ctx context.Context, op string) (lose bool, err error) {
+func (f *Faulty) before(ctx context.Context, op string) (lose bool, err error) {
 	latency, fault := f.decide(op)
 	if latency > 0 {
 		t := time.NewTimer(latency)
@@ -160,13 +158,13 @@ func (f *Store) before(ctx context.Context, op string) (lose bool, err error) {
 		}
 	}
 	switch fault {
-	case Error:
+	case FaultError:
 		return false, fmt.Errorf("%w: %s failed", ErrInjected, op)
-	case Hang:
+	case FaultHang:
 		<-ctx.Done()
 		return false, fmt.Errorf("%w: %s hung: %w", ErrInjected, op, ctx.Err())
 	}
-	return fault == LostResponse, nil
+	return fault == FaultLostResponse, nil
 }
 
 func lostResponse(op string, err error) error {
@@ -176,68 +174,68 @@ func lostResponse(op string, err error) error {
 	return fmt.Errorf("%w: %s applied but response lost", ErrInjected, op)
 }
 
-// Put implements objectstore.Store.
-func (f *Store) Put(ctx context.Context, key string, data []byte, opts objectstore.PutOptions) error {
-	lose, err := f.before(ctx, objectstore.OpPut)
+// Put implements Store.
+func (f *Faulty) Put(ctx context.Context, key string, data []byte, opts PutOptions) error {
+	lose, err := f.before(ctx, OpPut)
 	if err != nil {
 		return err
 	}
 	err = f.inner.Put(ctx, key, data, opts)
 	if lose {
-		return lostResponse(objectstore.OpPut, err)
+		return lostResponse(OpPut, err)
 	}
 	return err
 }
 
-// Get implements objectstore.Store.
-func (f *Store) Get(ctx context.Context, key string, off, length int64) ([]byte, error) {
-	lose, err := f.before(ctx, objectstore.OpGet)
+// Get implements Store.
+func (f *Faulty) Get(ctx context.Context, key string, off, length int64) ([]byte, error) {
+	lose, err := f.before(ctx, OpGet)
 	if err != nil {
 		return nil, err
 	}
 	data, err := f.inner.Get(ctx, key, off, length)
 	if lose {
-		return nil, lostResponse(objectstore.OpGet, err)
+		return nil, lostResponse(OpGet, err)
 	}
 	return data, err
 }
 
-// Head implements objectstore.Store.
-func (f *Store) Head(ctx context.Context, key string) (objectstore.ObjectInfo, error) {
-	lose, err := f.before(ctx, objectstore.OpHead)
+// Head implements Store.
+func (f *Faulty) Head(ctx context.Context, key string) (ObjectInfo, error) {
+	lose, err := f.before(ctx, OpHead)
 	if err != nil {
-		return objectstore.ObjectInfo{}, err
+		return ObjectInfo{}, err
 	}
 	info, err := f.inner.Head(ctx, key)
 	if lose {
-		return objectstore.ObjectInfo{}, lostResponse(objectstore.OpHead, err)
+		return ObjectInfo{}, lostResponse(OpHead, err)
 	}
 	return info, err
 }
 
-// Delete implements objectstore.Store.
-func (f *Store) Delete(ctx context.Context, key string) error {
-	lose, err := f.before(ctx, objectstore.OpDelete)
+// Delete implements Store.
+func (f *Faulty) Delete(ctx context.Context, key string) error {
+	lose, err := f.before(ctx, OpDelete)
 	if err != nil {
 		return err
 	}
 	err = f.inner.Delete(ctx, key)
 	if lose {
-		return lostResponse(objectstore.OpDelete, err)
+		return lostResponse(OpDelete, err)
 	}
 	return err
 }
 
-// List implements objectstore.Store. With a lost response, fn has seen the
+// List implements Store. With a lost response, fn has seen the
 // whole listing and the call still fails.
-func (f *Store) List(ctx context.Context, prefix string, fn func(objectstore.ObjectInfo) error) error {
-	lose, err := f.before(ctx, objectstore.OpList)
+func (f *Faulty) List(ctx context.Context, prefix string, fn func(ObjectInfo) error) error {
+	lose, err := f.before(ctx, OpList)
 	if err != nil {
 		return err
 	}
 	err = f.inner.List(ctx, prefix, fn)
 	if lose {
-		return lostResponse(objectstore.OpList, err)
+		return lostResponse(OpList, err)
 	}
 	return err
 }
