@@ -15,6 +15,19 @@
 // thousands of small batches over a few partitions thus costs a few rows,
 // and the commit's cost follows the partitions a file touches, not its
 // batch count.
+//
+// Failures: a file has one upload deadline and one commit deadline
+// (Config). An upload that fails or misses its deadline fails the file's
+// producers definitely; the file is never committed, and the files after
+// it go on. A commit error the metadata store marks as not applied
+// (metadata.NotApplied) fails the producers definitely, at once; any other
+// leaves the outcome unknown, so the same FileCommit (same key) is retried
+// until the commit deadline: CommitFile is idempotent by key, and a retry
+// after a commit that landed answers with its results, which each producer
+// then gets once. Only if the outcome is still unknown at the deadline do
+// the producers get a FlushError with Ambiguous set. A producer that stops
+// waiting before its file's commit started has its batch withdrawn from
+// the commit (Pending.Wait). Each failed file is logged once at ERROR.
 package batcher
 
 import (
@@ -92,14 +105,49 @@ type Batcher struct {
 	upWG     sync.WaitGroup // upload goroutines
 }
 
+// waitState is where a batch stands between its producer and its file.
+type waitState int
+
+const (
+	statePending    waitState = iota // not yet in a commit: may be withdrawn
+	stateWithdrawn                   // its producer stopped waiting first: never committed
+	stateCommitting                  // part of a commit in flight
+	stateAnswered                    // res and err are final
+)
+
 type waiter struct {
 	size    int64
 	batch   []byte // until the file is laid out
 	records int32
-	idem    bool // carries a producer id and sequence
-	res     metadata.BatchResult
-	err     error
-	done    chan struct{}
+	idem    bool                 // carries a producer id and sequence
+	entry   metadata.BatchCommit // its place in the file, once laid out
+	done    chan struct{}        // closed once the file is finished
+
+	mu    sync.Mutex // protects state, res and err
+	state waitState
+	res   metadata.BatchResult
+	err   error
+}
+
+// answer sets the batch's outcome unless its producer withdrew it.
+func (w *waiter) answer(res metadata.BatchResult, err error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.state != stateWithdrawn {
+		w.state, w.res, w.err = stateAnswered, res, err
+	}
+}
+
+// freeze moves a pending batch into its file's commit and reports whether
+// it is in (false: withdrawn or already answered).
+func (w *waiter) freeze() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.state == statePending {
+		w.state = stateCommitting
+		return true
+	}
+	return false
 }
 
 // partBatches are one partition's batches in a file, in arrival order.
@@ -107,6 +155,12 @@ type partBatches struct {
 	topicID   int64
 	partition int32
 	waiters   []*waiter
+}
+
+// uploadResult is how a file's upload ended.
+type uploadResult struct {
+	err error
+	at  time.Time
 }
 
 type file struct {
@@ -117,9 +171,8 @@ type file struct {
 	sealedAt time.Time
 	key      string
 	data     []byte
-	commits  []metadata.BatchCommit
-	runs     [][]*waiter // the batches of each commit
-	uploaded chan error
+	order    []*waiter // the batches laid out, in file order
+	uploaded chan uploadResult
 }
 
 // fileSize is the size the file will have with one more batch of n bytes.
@@ -170,15 +223,36 @@ func (b *Batcher) Produce(ctx context.Context, topicID int64, partition int32, b
 // Pending is an appended batch waiting for its file's commit.
 type Pending struct{ w *waiter }
 
-// Wait blocks until the batch's file is committed or failed, or ctx ends
-// (the batch may then still be committed: the caller cannot know).
+// Wait blocks until the batch's file is committed or failed, or ctx ends.
+// Every error it returns says whether the batch may be committed:
+//
+//   - ctx ended before the file's commit started: the batch is withdrawn,
+//     never to be committed, and Wait returns a *FlushError (StageWithdraw,
+//     not Ambiguous) wrapping ErrWithdrawn and ctx's error;
+//   - ctx ended while the commit was in flight: a *FlushError (StageCommit)
+//     with Ambiguous set;
+//   - otherwise the file's outcome: a *FlushError for a failed upload or
+//     commit, a per-batch refusal from the metadata store, or nil.
 func (p *Pending) Wait(ctx context.Context) (metadata.BatchResult, error) {
+	w := p.w
 	select {
-	case <-p.w.done:
-		return p.w.res, p.w.err
+	case <-w.done:
 	case <-ctx.Done():
-		return metadata.BatchResult{}, fmt.Errorf("batcher: wait for commit: %w", ctx.Err())
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		switch w.state {
+		case statePending:
+			w.state = stateWithdrawn
+			w.err = &FlushError{Stage: StageWithdraw, Err: fmt.Errorf("%w: %w", ErrWithdrawn, ctx.Err())}
+		case stateCommitting:
+			return metadata.BatchResult{}, &FlushError{Stage: StageCommit, Ambiguous: true,
+				Err: fmt.Errorf("batcher: stopped waiting during the commit: %w", ctx.Err())}
+		}
+		return w.res, w.err
 	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.res, w.err
 }
 
 // Append adds the batch to the open file and returns at once; batches of a
@@ -310,7 +384,8 @@ func (b *Batcher) release(n int64) {
 	b.m.buffered(-n)
 }
 
-// run starts uploads in seal order and feeds the commit goroutine.
+// run lays out sealed files, starts their uploads in seal order (each
+// within its upload deadline) and feeds the commit goroutine.
 func (b *Batcher) run() {
 	defer close(b.runDone)
 	defer close(b.commitQ)
@@ -321,20 +396,18 @@ func (b *Batcher) run() {
 		closed := b.closed
 		b.mu.Unlock()
 		for _, f := range q {
+			b.layout(f)
+			f.key = newKey()
+			f.uploaded = make(chan uploadResult, 1)
+			ctx, cancel := context.WithDeadline(b.ctx, f.sealedAt.Add(b.cfg.UploadTimeout))
 			select {
 			case b.uploads <- struct{}{}:
-			case <-b.ctx.Done():
-				// Aborting: still hand it on so its producers get an answer.
-				f.uploaded = make(chan error, 1)
-				f.uploaded <- b.ctx.Err()
-				b.commitQ <- f
-				continue
+				b.upWG.Add(1)
+				go b.upload(ctx, cancel, f)
+			case <-ctx.Done():
+				cancel()
+				f.uploaded <- uploadResult{err: b.uploadErr(ctx, fmt.Errorf("batcher: wait for an upload slot: %w", ctx.Err())), at: time.Now()}
 			}
-			b.layout(f)
-			f.key = b.newKey()
-			f.uploaded = make(chan error, 1)
-			b.upWG.Add(1)
-			go b.upload(f)
 			b.commitQ <- f
 		}
 		if closed && len(q) == 0 {
@@ -347,36 +420,35 @@ func (b *Batcher) run() {
 	}
 }
 
-func (b *Batcher) newKey() string {
+// newKey names a file: unique (a ULID), spread over 256 key prefixes.
+func newKey() string {
 	id := ulid.Make()
-	return fmt.Sprintf("%sv1/files/%02x/%s", b.cfg.KeyPrefix, id[15], id.String())
+	return fmt.Sprintf("v1/files/%02x/%s", id[15], id.String())
 }
 
-// upload PUTs one file, retrying transient failures. An ErrExists after a
-// failed attempt means that attempt was applied and its answer lost: keys
-// are unique, so the object is ours.
-func (b *Batcher) upload(f *file) {
+// uploadErr says why an upload failed when its context ended.
+func (b *Batcher) uploadErr(ctx context.Context, err error) error {
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) && b.ctx.Err() == nil {
+		return fmt.Errorf("batcher: upload deadline (%v) passed: %w", b.cfg.UploadTimeout, err)
+	}
+	return err
+}
+
+// upload PUTs one file once, within ctx (its upload deadline). The store
+// retries inside that deadline (s3store: the SDK's retries, an if-absent
+// PUT whose answer was lost recognised as ours); the batcher adds no retry
+// loop of its own.
+func (b *Batcher) upload(ctx context.Context, cancel context.CancelFunc, f *file) {
 	defer b.upWG.Done()
 	defer func() { <-b.uploads }()
+	defer cancel()
 	start := time.Now()
-	var err error
-	for attempt := 1; attempt <= b.cfg.UploadAttempts; attempt++ {
-		err = b.store.Put(b.ctx, f.key, f.data, objectstore.PutOptions{IfAbsent: true})
-		if err == nil || (attempt > 1 && errors.Is(err, objectstore.ErrExists)) {
-			err = nil
-			break
-		}
-		if objectstore.IsPermanent(err) || b.ctx.Err() != nil || attempt == b.cfg.UploadAttempts {
-			break
-		}
-		b.log.Warn("file upload failed, retrying", "key", f.key, "attempt", attempt, "err", err)
-		select {
-		case <-time.After(time.Duration(attempt) * 50 * time.Millisecond):
-		case <-b.ctx.Done():
-		}
+	err := b.store.Put(ctx, f.key, f.data, objectstore.PutOptions{IfAbsent: true})
+	if err != nil && ctx.Err() != nil {
+		err = b.uploadErr(ctx, err)
 	}
 	b.m.upload(time.Since(start), len(f.data), err)
-	f.uploaded <- err
+	f.uploaded <- uploadResult{err: err, at: time.Now()}
 }
 
 // commitLoop commits uploaded files in seal order and answers producers.
@@ -387,6 +459,7 @@ func (b *Batcher) commitLoop() {
 	}
 }
 
+// finish waits for the file's upload, commits it and answers its producers.
 func (b *Batcher) finish(f *file) {
 	defer func() {
 		for _, w := range f.waiters {
@@ -394,55 +467,133 @@ func (b *Batcher) finish(f *file) {
 			close(w.done)
 		}
 	}()
-	if err := <-f.uploaded; err != nil {
-		b.failAll(f, &FlushError{Stage: "upload", Err: err})
+	up := b.awaitUpload(f)
+	if up.err != nil {
+		b.log.Error("file upload failed", "key", f.key, "batches", len(f.waiters), "err", up.err)
+		b.failAll(f, &FlushError{Stage: StageUpload, Err: up.err})
 		return
 	}
-	if len(f.commits) == 0 {
-		return // every batch failed at layout
+	deadline := up.at.Add(b.cfg.CommitTimeout)
+	if !time.Now().Before(deadline) {
+		// The files before it took the whole deadline: nothing was sent.
+		err := fmt.Errorf("batcher: commit deadline (%v) passed before the commit started", b.cfg.CommitTimeout)
+		b.log.Error("file commit failed", "key", f.key, "batches", len(f.waiters), "err", err)
+		b.failAll(f, &FlushError{Stage: StageCommit, Err: err})
+		return
 	}
-	fc := metadata.FileCommit{Key: f.key, Size: int64(len(f.data)), Batches: f.commits}
-	start := time.Now()
-	cctx, cancel := context.WithTimeout(b.ctx, b.cfg.CommitTimeout)
-	results, err := b.committer.CommitFile(cctx, fc)
-	cancel()
-	b.m.commit(time.Since(start), err)
-	if err == nil && len(results) != len(f.commits) {
-		err = fmt.Errorf("batcher: commit returned %d results for %d runs", len(results), len(f.commits))
+	commits, runs := buildCommits(f.order)
+	if len(commits) == 0 {
+		b.log.Debug("file not committed: every batch withdrawn or refused", "key", f.key)
+		return
 	}
+	fc := metadata.FileCommit{Key: f.key, Size: int64(len(f.data)), Batches: commits}
+	results, ambiguous, err := b.commit(fc, deadline)
 	if err != nil {
-		b.log.Warn("file commit failed", "key", f.key, "runs", len(f.commits), "err", err)
-		b.failAll(f, &FlushError{Stage: "commit", Ambiguous: !isDefiniteRefusal(err), Err: err})
+		b.log.Error("file commit failed", "key", f.key, "runs", len(commits), "outcome_unknown", ambiguous, "err", err)
+		b.failAll(f, &FlushError{Stage: StageCommit, Ambiguous: ambiguous, Err: err})
 		return
 	}
 	b.m.flush(len(f.data), len(f.waiters), len(f.parts), time.Since(f.sealedAt))
-	for i, run := range f.runs {
+	for i, run := range runs {
 		res := results[i]
 		next := res.BaseOffset
 		for _, w := range run {
-			w.res = res
-			w.res.BaseOffset = next
-			w.err = res.Err
+			wr := res
+			wr.BaseOffset = next
+			w.answer(wr, res.Err)
 			next += int64(w.records)
 		}
 	}
 	if b.opts.OnCommit != nil {
-		b.opts.OnCommit(CommittedFile{Key: f.key, Data: f.data, Commits: f.commits, Results: results})
+		b.opts.OnCommit(CommittedFile{Key: f.key, Data: f.data, Commits: commits, Results: results})
 	}
 }
 
+// awaitUpload waits for the file's upload until its deadline, even if the
+// store does not honour its context: past the deadline the file has failed
+// and will never be committed, whenever its PUT returns.
+func (b *Batcher) awaitUpload(f *file) uploadResult {
+	t := time.NewTimer(time.Until(f.sealedAt.Add(b.cfg.UploadTimeout)))
+	defer t.Stop()
+	select {
+	case up := <-f.uploaded:
+		return up
+	case <-t.C:
+	}
+	select {
+	case up := <-f.uploaded: // it ended with the deadline
+		return up
+	default:
+		return uploadResult{err: fmt.Errorf("batcher: upload deadline (%v) passed: the store had not returned", b.cfg.UploadTimeout), at: time.Now()}
+	}
+}
+
+// Commit retry pacing: the first pause, its cap, and the share of the
+// commit deadline one attempt may use (so a hung connection leaves time
+// for a retry on another).
+const (
+	commitBackoff    = 10 * time.Millisecond
+	commitMaxBackoff = 500 * time.Millisecond
+	commitAttemptDiv = 2
+)
+
+// commit commits fc, retrying the same FileCommit (CommitFile is
+// idempotent by key: a retry after a landed commit answers with its
+// results) while the outcome is unknown, until deadline. It returns
+// whether an error leaves the outcome unknown: false when every attempt
+// surely did nothing (metadata.NotApplied), which is answered at once.
+func (b *Batcher) commit(fc metadata.FileCommit, deadline time.Time) (_ []metadata.BatchResult, ambiguous bool, _ error) {
+	ctx, cancel := context.WithDeadline(b.ctx, deadline)
+	defer cancel()
+	pause := commitBackoff
+	for attempt := 1; ; attempt++ {
+		actx, acancel := context.WithTimeout(ctx, b.cfg.CommitTimeout/commitAttemptDiv)
+		start := time.Now()
+		results, err := b.committer.CommitFile(actx, fc)
+		acancel()
+		b.m.commit(time.Since(start), err)
+		if err == nil {
+			if len(results) != len(fc.Batches) {
+				// Committed, but the answer cannot be mapped to the batches.
+				return nil, true, fmt.Errorf("batcher: commit returned %d results for %d runs", len(results), len(fc.Batches))
+			}
+			return results, false, nil
+		}
+		definite := metadata.NotApplied(err)
+		ambiguous = ambiguous || !definite
+		b.log.Debug("file commit attempt failed", "key", fc.Key, "attempt", attempt, "outcome_unknown", !definite, "err", err)
+		if !ambiguous || errors.Is(err, metadata.ErrInvalidCommit) || errors.Is(err, metadata.ErrClosed) {
+			return nil, ambiguous, fmt.Errorf("batcher: commit: %w", err)
+		}
+		t := time.NewTimer(pause)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+		}
+		if ctx.Err() != nil {
+			if b.ctx.Err() == nil {
+				return nil, true, fmt.Errorf("batcher: commit deadline (%v) passed after %d attempts: %w", b.cfg.CommitTimeout, attempt, err)
+			}
+			return nil, true, fmt.Errorf("batcher: commit aborted by close after %d attempts: %w", attempt, err)
+		}
+		pause = min(2*pause, commitMaxBackoff)
+	}
+}
+
+// failAll answers every batch of f still unanswered with err.
 func (b *Batcher) failAll(f *file, err error) {
 	for _, w := range f.waiters {
-		if w.err == nil {
-			w.err = err
+		w.mu.Lock()
+		if w.state == statePending || w.state == stateCommitting {
+			w.state, w.err = stateAnswered, err
 		}
+		w.mu.Unlock()
 	}
 }
 
 // layout writes the sealed file: partitions in (topic, partition) order,
-// each partition's batches in arrival order, and the commit runs: the
-// consecutive batches of a partition without idempotence form one run; an
-// idempotent batch is a run of its own (its sequence is checked alone).
+// each partition's batches in arrival order.
 func (b *Batcher) layout(f *file) {
 	parts := make([]*partBatches, 0, len(f.parts))
 	for _, pb := range f.parts {
@@ -455,42 +606,57 @@ func (b *Batcher) layout(f *file) {
 		return parts[i].partition < parts[j].partition
 	})
 	w := logfile.NewWriter(f.fileSize(0))
+	f.order = make([]*waiter, 0, len(f.waiters))
 	for _, pb := range parts {
-		open := -1 // index in f.commits of the partition's open run
 		for _, wt := range pb.waiters {
 			e, err := w.Append(pb.topicID, pb.partition, wt.batch)
 			wt.batch = nil
 			if err != nil {
-				wt.err = fmt.Errorf("batcher: lay out batch: %w", err)
+				wt.answer(metadata.BatchResult{}, fmt.Errorf("batcher: lay out batch: %w", err))
 				continue
 			}
-			if !wt.idem && open >= 0 {
-				c := &f.commits[open]
-				c.ByteLength += e.ByteLength
-				c.RecordCount += e.RecordCount
-				c.MaxTimestamp = max(c.MaxTimestamp, e.MaxTimestamp)
-				f.runs[open] = append(f.runs[open], wt)
-				continue
-			}
-			f.commits = append(f.commits, metadata.BatchCommit{
+			wt.entry = metadata.BatchCommit{
 				TopicID: e.TopicID, Partition: e.Partition,
 				ByteOffset: e.ByteOffset, ByteLength: e.ByteLength,
 				RecordCount: e.RecordCount, MaxTimestamp: e.MaxTimestamp,
 				ProducerID: e.ProducerID, ProducerEpoch: e.ProducerEpoch, BaseSequence: e.BaseSequence,
-			})
-			f.runs = append(f.runs, []*waiter{wt})
-			open = -1
-			if !wt.idem {
-				f.commits[len(f.commits)-1].ProducerID = -1
-				f.commits[len(f.commits)-1].BaseSequence = metadata.NoSequence
-				open = len(f.commits) - 1
 			}
+			if !wt.idem {
+				wt.entry.ProducerID, wt.entry.BaseSequence = -1, metadata.NoSequence
+			}
+			f.order = append(f.order, wt)
 		}
 	}
 	f.data = w.Finish()
 }
 
-// isDefiniteRefusal reports errors after which the commit surely did not happen.
-func isDefiniteRefusal(err error) bool {
-	return errors.Is(err, metadata.ErrInvalidCommit) || errors.Is(err, metadata.ErrClosed)
+// buildCommits moves the file's pending batches into its commit (batches
+// withdrawn before are left out) and groups them into runs, one metadata
+// row each: consecutive batches of a partition without idempotence that
+// are adjacent in the file form one run; an idempotent batch is a run of
+// its own (its sequence is checked alone). A withdrawn batch between two
+// others splits their run, so no run covers its bytes.
+func buildCommits(order []*waiter) (commits []metadata.BatchCommit, runs [][]*waiter) {
+	open := false // the last run may take more batches
+	for _, w := range order {
+		if !w.freeze() {
+			open = false
+			continue
+		}
+		e := w.entry
+		if n := len(commits); open && !w.idem {
+			c := &commits[n-1]
+			if c.TopicID == e.TopicID && c.Partition == e.Partition && c.ByteOffset+c.ByteLength == e.ByteOffset {
+				c.ByteLength += e.ByteLength
+				c.RecordCount += e.RecordCount
+				c.MaxTimestamp = max(c.MaxTimestamp, e.MaxTimestamp)
+				runs[n-1] = append(runs[n-1], w)
+				continue
+			}
+		}
+		commits = append(commits, e)
+		runs = append(runs, []*waiter{w})
+		open = !w.idem
+	}
+	return commits, runs
 }

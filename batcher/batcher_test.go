@@ -52,7 +52,7 @@ type countingCommitter struct {
 func (c *countingCommitter) CommitFile(ctx context.Context, f metadata.FileCommit) ([]metadata.BatchResult, error) {
 	c.commits.Add(1)
 	if c.fail.Load() {
-		return nil, errors.New("injected commit failure")
+		return nil, fmt.Errorf("%w: injected commit failure", metadata.ErrNotApplied)
 	}
 	return c.Store.CommitFile(ctx, f)
 }
@@ -307,8 +307,8 @@ func TestUploadFailureFailsProducersAndCommitsNothing(t *testing.T) {
 	topic := e.topic(t, "t", 2)
 	_, err := e.b.Produce(context.Background(), topic.ID, 0, batch(t, 5, "z"))
 	var fe *batcher.FlushError
-	if !errors.As(err, &fe) || fe.Stage != "upload" {
-		t.Fatalf("got %v, want an upload FlushError", err)
+	if !errors.As(err, &fe) || fe.Stage != batcher.StageUpload || fe.Ambiguous {
+		t.Fatalf("got %v, want a definite upload FlushError", err)
 	}
 	if e.commit.commits.Load() != 0 {
 		t.Fatal("a file whose upload failed was committed")
@@ -322,31 +322,17 @@ func TestUploadFailureFailsProducersAndCommitsNothing(t *testing.T) {
 	}
 }
 
-// A PUT applied whose answer was lost is retried; the retry's ErrExists
-// proves the object is ours, and the producer is acknowledged once.
-func TestLostPutResponseIsRetried(t *testing.T) {
-	cfg := fastConfig()
-	cfg.UploadAttempts = 2
-	e := newEnv(t, cfg, func(m *objectstore.Memory) objectstore.Store { return &loseFirstPut{Store: m} })
-	topic := e.topic(t, "t", 1)
-	res, err := e.b.Produce(context.Background(), topic.ID, 0, batch(t, 2, "l"))
-	if err != nil {
-		t.Fatalf("lost response not recovered: %v", err)
-	}
-	if res.BaseOffset != 0 || e.commit.commits.Load() != 1 {
-		t.Fatalf("offset %d, %d commits", res.BaseOffset, e.commit.commits.Load())
-	}
-	checkDense(t, e, topic, map[int32]int64{0: 2})
-}
-
 func TestCommitFailureFailsProducers(t *testing.T) {
 	e := newEnv(t, fastConfig(), nil)
 	topic := e.topic(t, "t", 1)
 	e.commit.fail.Store(true)
 	_, err := e.b.Produce(context.Background(), topic.ID, 0, batch(t, 2, "c"))
 	var fe *batcher.FlushError
-	if !errors.As(err, &fe) || fe.Stage != "commit" {
-		t.Fatalf("got %v, want a commit FlushError", err)
+	if !errors.As(err, &fe) || fe.Stage != batcher.StageCommit || fe.Ambiguous {
+		t.Fatalf("got %v, want a definite commit FlushError", err)
+	}
+	if n := e.commit.commits.Load(); n != 1 {
+		t.Fatalf("a definite commit failure was tried %d times, want once", n)
 	}
 	checkDense(t, e, topic, map[int32]int64{})
 	e.commit.fail.Store(false)
@@ -434,28 +420,21 @@ func TestCloseAbortsStuckUpload(t *testing.T) {
 }
 
 func TestConfigValidate(t *testing.T) {
-	bad := batcher.DefaultConfig()
-	bad.MaxBufferedBytes = 10
-	if _, err := batcher.New(bad, objectstore.NewMemory(), &countingCommitter{}, batcher.Options{}); err == nil {
-		t.Fatal("invalid config accepted")
+	for name, mutate := range map[string]func(*batcher.Config){
+		"buffer":         func(c *batcher.Config) { c.MaxBufferedBytes = 10 },
+		"upload timeout": func(c *batcher.Config) { c.UploadTimeout = 0 },
+		"commit timeout": func(c *batcher.Config) { c.CommitTimeout = -time.Second },
+		"huge timeout":   func(c *batcher.Config) { c.CommitTimeout = time.Hour },
+	} {
+		bad := batcher.DefaultConfig()
+		mutate(&bad)
+		if _, err := batcher.New(bad, objectstore.NewMemory(), &countingCommitter{}, batcher.Options{}); err == nil {
+			t.Errorf("%s: invalid config accepted", name)
+		}
 	}
 }
 
 var _ = logfile.HeaderSize
-
-// loseFirstPut applies the first put and reports it failed.
-type loseFirstPut struct {
-	objectstore.Store
-	lost atomic.Bool
-}
-
-func (s *loseFirstPut) Put(ctx context.Context, key string, data []byte, o objectstore.PutOptions) error {
-	err := s.Store.Put(ctx, key, data, o)
-	if err == nil && s.lost.CompareAndSwap(false, true) {
-		return errors.New("connection reset after the write")
-	}
-	return err
-}
 
 // A file of many batches over few partitions commits one row per run of a
 // partition's batches; an idempotent batch is a row of its own; every

@@ -7,6 +7,16 @@ import (
 )
 
 // Config tunes a Batcher.
+//
+// Deadlines: a file gets one upload deadline (UploadTimeout from its seal,
+// the wait for an upload slot and every attempt of the store included) and
+// one commit deadline (CommitTimeout from the end of its upload, the wait
+// for the files sealed before it and every retry included). Every producer
+// is thus answered within Linger + UploadTimeout + CommitTimeout of its
+// append, well under a client's usual timeout with the defaults (about
+// 20 s). The object store's own retries run inside the upload deadline: its
+// per-attempt timeout should be shorter than UploadTimeout
+// (s3store.Config.RequestTimeout).
 type Config struct {
 	// Linger is how long the first batch of a file waits for company before
 	// the file is flushed.
@@ -18,13 +28,15 @@ type Config struct {
 	MaxBufferedBytes int64
 	// MaxConcurrentUploads bounds the PUTs in flight.
 	MaxConcurrentUploads int
-	// UploadAttempts is how many times a failed PUT is tried.
-	UploadAttempts int
-	// CommitTimeout bounds one metadata commit, so a hung database fails
-	// the file's producers (retriably) instead of stalling the agent.
+	// UploadTimeout is a file's one upload deadline, counted from its seal.
+	// Past it the file fails, its producers are told so (definitely: it is
+	// never committed), and the files sealed after it go on. Default 10 s.
+	UploadTimeout time.Duration
+	// CommitTimeout is a file's one commit deadline, counted from the end of
+	// its upload. An ambiguous commit failure is retried (same file key)
+	// until then; a commit whose outcome is still unknown at the deadline
+	// answers FlushError.Ambiguous. Default 10 s.
 	CommitTimeout time.Duration
-	// KeyPrefix is put before "v1/files/..." in object keys (may be empty).
-	KeyPrefix string
 }
 
 // DefaultConfig returns the defaults of the design notes.
@@ -34,10 +46,14 @@ func DefaultConfig() Config {
 		MaxFileBytes:         8 << 20,
 		MaxBufferedBytes:     64 << 20,
 		MaxConcurrentUploads: 4,
-		UploadAttempts:       3,
-		CommitTimeout:        30 * time.Second,
+		UploadTimeout:        10 * time.Second,
+		CommitTimeout:        10 * time.Second,
 	}
 }
+
+// maxTimeout bounds UploadTimeout and CommitTimeout: past it a client has
+// long given up.
+const maxTimeout = 10 * time.Minute
 
 func (c Config) validate() error {
 	switch {
@@ -49,10 +65,10 @@ func (c Config) validate() error {
 		return fmt.Errorf("batcher: config MaxBufferedBytes %d must be at least MaxFileBytes (%d)", c.MaxBufferedBytes, c.MaxFileBytes)
 	case c.MaxConcurrentUploads < 1:
 		return fmt.Errorf("batcher: config MaxConcurrentUploads %d must be at least 1", c.MaxConcurrentUploads)
-	case c.UploadAttempts < 1:
-		return fmt.Errorf("batcher: config UploadAttempts %d must be at least 1", c.UploadAttempts)
-	case c.CommitTimeout <= 0:
-		return fmt.Errorf("batcher: config CommitTimeout %v must be positive", c.CommitTimeout)
+	case c.UploadTimeout <= 0 || c.UploadTimeout > maxTimeout:
+		return fmt.Errorf("batcher: config UploadTimeout %v must be within (0, %v]", c.UploadTimeout, maxTimeout)
+	case c.CommitTimeout <= 0 || c.CommitTimeout > maxTimeout:
+		return fmt.Errorf("batcher: config CommitTimeout %v must be within (0, %v]", c.CommitTimeout, maxTimeout)
 	}
 	return nil
 }
@@ -65,19 +81,38 @@ var (
 	ErrBackpressure = errors.New("batcher: buffer full")
 	// ErrBatchTooLarge is returned for a batch larger than MaxFileBytes.
 	ErrBatchTooLarge = errors.New("batcher: batch larger than the file limit")
+	// ErrWithdrawn is wrapped by the FlushError of a batch whose producer
+	// stopped waiting before its file's commit started: the batch is left
+	// out of the commit (its bytes stay in the object, unreferenced).
+	ErrWithdrawn = errors.New("batcher: batch withdrawn before its commit")
 )
 
-// FlushError is a failed upload or commit of the file holding the
-// producer's batch. Unless Ambiguous is set, nothing of the file became
-// visible and the producer may retry safely. Ambiguous means the outcome is
-// still unknown after the batcher's bounded retries of the commit: the
-// records may be committed, and a plain retry may duplicate them (an
-// idempotent producer's retry gets the original offsets).
+// Stages of a FlushError.
+const (
+	StageUpload   = "upload"   // the file's upload failed or missed its deadline
+	StageCommit   = "commit"   // the file's commit failed, missed its deadline or is unknown
+	StageWithdraw = "withdraw" // the producer stopped waiting before the commit (ErrWithdrawn)
+)
+
+// FlushError is a batch that was not acknowledged: its file's upload or
+// commit failed, or its producer stopped waiting.
+//
+// Unless Ambiguous is set, the batch is surely not committed, now or later,
+// and the producer may retry safely. Ambiguous means the outcome is
+// unknown: the commit may have landed (its answer lost, or still in flight
+// when the producer's context ended) and the batcher could not learn the
+// outcome before the commit deadline. A plain retry may then duplicate the
+// records; an idempotent producer's retry gets the original offsets.
 type FlushError struct {
-	Stage     string // "upload" or "commit"
+	Stage     string // StageUpload, StageCommit or StageWithdraw
 	Ambiguous bool
 	Err       error
 }
 
-func (e *FlushError) Error() string { return fmt.Sprintf("batcher: %s failed: %v", e.Stage, e.Err) }
+func (e *FlushError) Error() string {
+	if e.Ambiguous {
+		return fmt.Sprintf("batcher: %s outcome unknown: %v", e.Stage, e.Err)
+	}
+	return fmt.Sprintf("batcher: %s failed: %v", e.Stage, e.Err)
+}
 func (e *FlushError) Unwrap() error { return e.Err }

@@ -116,7 +116,6 @@ func TestRealBackendsOnePutOneCommit(t *testing.T) {
 func TestRealBackendsFlakyStore(t *testing.T) {
 	cfg := batcher.DefaultConfig()
 	cfg.Linger = 2 * time.Millisecond
-	cfg.UploadAttempts = 2
 	e := newRealEnv(t, cfg)
 	topic, err := e.meta.CreateTopic(context.Background(), metadata.TopicSpec{Name: "flaky", Partitions: 4})
 	if err != nil {

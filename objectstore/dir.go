@@ -47,14 +47,11 @@ func NewDir(root string) (*Dir, error) {
 	return &Dir{root: abs}, nil
 }
 
-// Root returns the absolute root directory.
-func (d *Dir) Root() string { return d.root }
-
-// ValidateDirKey reports whether key can be stored in a Dir: it must be
+// validateDirKey reports whether key can be stored in a Dir: it must be
 // non-empty, must not start or end with "/", must not hold empty, "." or
 // ".." segments, NUL bytes or backslashes, and no segment may start with
 // ".floe-tmp-".
-func ValidateDirKey(key string) error {
+func validateDirKey(key string) error {
 	if key == "" {
 		return errEmptyKey
 	}
@@ -75,7 +72,7 @@ func ValidateDirKey(key string) error {
 }
 
 func (d *Dir) path(key string) (string, error) {
-	if err := ValidateDirKey(key); err != nil {
+	if err := validateDirKey(key); err != nil {
 		return "", err
 	}
 	return filepath.Join(d.root, filepath.FromSlash(key)), nil

@@ -56,9 +56,3 @@ func TestMetricsOverMemory(t *testing.T) {
 		return objectstore.WithMetrics(objectstore.NewMemory(), reg)
 	})
 }
-
-func TestFaultyWithoutFaults(t *testing.T) {
-	objtest.Run(t, func(t *testing.T) objectstore.Store {
-		return objectstore.WithFaults(objectstore.NewMemory(), objectstore.FaultConfig{Latency: 0})
-	})
-}

@@ -25,21 +25,27 @@ type Config struct {
 	// bucket.endpoint/key; most S3-compatible servers need it.
 	PathStyle bool
 	// MaxAttempts bounds the attempts of one request, retries included.
+	// The caller's context bounds them too: no attempt starts, and no
+	// backoff continues, once it is done.
 	MaxAttempts int
 	// MaxBackoff caps the jittered exponential backoff between attempts.
 	MaxBackoff time.Duration
-	// RequestTimeout bounds one attempt, reading the response included.
+	// RequestTimeout bounds one attempt, reading the response included. It
+	// should be well under the caller's deadline for the whole request (the
+	// batcher's upload deadline, 10 s by default), so that a stalled
+	// connection is given up and retried on a fresh one within it.
 	RequestTimeout time.Duration
 }
 
 // DefaultConfig returns the defaults: region us-east-1, 5 attempts, at most
-// 2 s between attempts, 30 s per attempt. Bucket is left empty.
+// 1 s between attempts, 4 s per attempt (an 8 MiB file needs 2 MB/s).
+// Bucket is left empty.
 func DefaultConfig() Config {
 	return Config{
 		Region:         "us-east-1",
 		MaxAttempts:    5,
-		MaxBackoff:     2 * time.Second,
-		RequestTimeout: 30 * time.Second,
+		MaxBackoff:     time.Second,
+		RequestTimeout: 4 * time.Second,
 	}
 }
 

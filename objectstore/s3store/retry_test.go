@@ -2,6 +2,7 @@ package s3store_test
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -205,5 +206,29 @@ func TestIfAbsentLostResponseOfConflict(t *testing.T) {
 	got, err := direct.Get(ctx, "k", 0, -1)
 	if err != nil || string(got) != "theirs" {
 		t.Fatalf("object = %q, %v", got, err)
+	}
+}
+
+// A hung server: the caller's deadline ends the request, retries
+// included, even when one attempt may take longer.
+func TestRetriesStopAtContextDeadline(t *testing.T) {
+	cfg := configFor(t)
+	p := newFaultProxy(t, cfg.Endpoint, func(int, *http.Request) action { return hang })
+	cfg.Endpoint = p.srv.URL
+	cfg.MaxAttempts = 5
+	cfg.RequestTimeout = 2 * time.Second
+	s := newStore(t, cfg)
+	ctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	err := s.Put(ctx, "k", []byte("hung"), objectstore.PutOptions{IfAbsent: true})
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Put to a hung server = %v, want DeadlineExceeded", err)
+	}
+	if d := time.Since(start); d > 2*time.Second {
+		t.Fatalf("Put returned %v after its 300ms deadline", d)
+	}
+	if got := p.requests(); len(got) != 1 {
+		t.Errorf("proxy saw %d requests, want 1 (no retry after the deadline)", len(got))
 	}
 }

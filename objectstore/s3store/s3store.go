@@ -3,7 +3,10 @@
 //
 // Requests are retried with jittered exponential backoff, at most
 // Config.MaxAttempts times (throttling such as 503 SlowDown, 5xx, timeouts,
-// connection errors). Checksums are computed and validated only where the
+// connection errors), each attempt bounded by Config.RequestTimeout, and
+// never past the caller's context: its deadline bounds all attempts, so a
+// caller with one deadline (the batcher's upload deadline) has no retry
+// loop of its own to add. Checksums are computed and validated only where the
 // API requires them, so that every S3-compatible server works.
 //
 // Bad credentials and missing buckets come back as
@@ -110,12 +113,6 @@ func newRetryer(cfg Config) aws.Retryer {
 		}})
 	})
 }
-
-// Client returns the underlying S3 client.
-func (s *Store) Client() *s3.Client { return s.client }
-
-// Bucket returns the bucket name.
-func (s *Store) Bucket() string { return s.cfg.Bucket }
 
 // Close releases idle connections. The Store must not be used afterwards.
 func (s *Store) Close() error {

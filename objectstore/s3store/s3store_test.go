@@ -190,7 +190,7 @@ func TestConfigValidate(t *testing.T) {
 		t.Fatalf("valid config: %v", err)
 	}
 	d := s3store.DefaultConfig()
-	if d.Region != "us-east-1" || d.MaxAttempts != 5 || d.MaxBackoff != 2*time.Second || d.RequestTimeout != 30*time.Second {
+	if d.Region != "us-east-1" || d.MaxAttempts != 5 || d.MaxBackoff != time.Second || d.RequestTimeout != 4*time.Second {
 		t.Errorf("DefaultConfig() = %+v", d)
 	}
 	cases := []struct {
