@@ -129,12 +129,14 @@ func TestIdleSubscriptionsCostNoStatements(t *testing.T) {
 	t.Logf("PostgreSQL statements with %d idle subscriptions over %d partitions and %d long polls: %.1f/s (%d in %v)",
 		subs, partitions, longPolls, rate, after-before, window)
 	// The agent's own calls are exact: none. The database's count also
-	// holds what autovacuum does in it, hence the margin.
+	// holds what autovacuum may do in it (a few transactions, after the
+	// 1,000 partition rows), hence the margin; before, this test measured
+	// 7.5/s (2.2/s with the default TTL).
 	if finds+describes+lists != 0 {
 		t.Errorf("%d FindBatches, %d DescribeTopic and %d ListOffset while idle, want none", finds, describes, lists)
 	}
-	if rate >= 1 {
-		t.Fatalf("%.1f statements/s while idle, want (almost) none (< 1/s)", rate)
+	if rate >= 2 {
+		t.Fatalf("%.1f statements/s while idle, want (almost) none (< 2/s)", rate)
 	}
 }
 
