@@ -72,12 +72,14 @@ func New(cfg Config, meta metadata.Store, store ObjectReader, producer Producer,
 	store = markedReader{store}
 	a := &Agent{
 		cfg: cfg, meta: meta, store: store, producer: producer,
-		log:    opts.Logger,
-		m:      newMetrics(opts.Registry),
-		topics: newTopicCache(meta, cfg.TopicCacheTTL),
-		cache:  newFileCache(cfg.CacheBytes),
-		hub:    newHub(),
+		log:   opts.Logger,
+		m:     newMetrics(opts.Registry),
+		cache: newFileCache(cfg.CacheBytes),
+		hub:   newHub(),
 	}
+	// A topic the read index watches is re-read by the index poll, which
+	// drops it once gone: its name need not be looked up again meanwhile.
+	a.topics = newTopicCache(meta, cfg.TopicCacheTTL, func(id int64) bool { return a.index.watches(id) })
 	a.loads = newLoader(store, a.cache, cfg)
 	a.index = newIndex(cfg.IndexMaxPartitions, cfg.IndexMaxBatches)
 	return a, nil
@@ -147,10 +149,16 @@ func (a *Agent) DeleteTopic(ctx context.Context, req *floev1.DeleteTopicRequest)
 	if err := metadata.ValidateTopicName(req.GetName()); err != nil {
 		return nil, toStatus(err)
 	}
+	t, cached := a.topics.peek(req.GetName())
 	if err := a.meta.DeleteTopic(ctx, req.GetName()); err != nil {
 		return nil, toStatus(err)
 	}
 	a.topics.forget(req.GetName())
+	if cached {
+		// Its readers here re-read at once and learn that it is gone.
+		a.topics.dropID(t.ID)
+		a.hub.notify(metadata.Notice{Partitions: a.index.dropTopic(t.ID)})
+	}
 	return &floev1.DeleteTopicResponse{}, nil
 }
 

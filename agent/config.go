@@ -34,7 +34,9 @@ type Config struct {
 	// CacheFileMaxBytes: files up to this size are fetched whole and cached
 	// on a miss; bigger ones are read by coalesced ranges.
 	CacheFileMaxBytes int64
-	// TopicCacheTTL is how long a topic lookup is trusted.
+	// TopicCacheTTL is how long a topic lookup is trusted; past it, a
+	// topic the read index watches stays trusted until the index poll
+	// (IndexPollInterval) or a read finds it deleted.
 	TopicCacheTTL time.Duration
 	// MaxSubscribePartitions bounds the partitions of one subscription.
 	MaxSubscribePartitions int

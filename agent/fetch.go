@@ -40,6 +40,7 @@ func (a *Agent) Fetch(ctx context.Context, req *floev1.FetchRequest) (*floev1.Fe
 		woken := a.hub.wait(t.ID, req.GetPartition())
 		recs, st, next, err := a.readRecords(ctx, t.ID, req.GetPartition(), req.GetOffset(), budget)
 		if err != nil {
+			a.topics.forgetIfGone(req.GetTopic(), err)
 			return nil, toStatus(err)
 		}
 		left := time.Until(deadline)
@@ -91,6 +92,7 @@ func (a *Agent) ListOffsets(ctx context.Context, req *floev1.ListOffsetsRequest)
 	for _, p := range parts {
 		off, err := a.meta.ListOffset(ctx, t.ID, p, spec, req.GetTimestampMs())
 		if err != nil {
+			a.topics.forgetIfGone(req.GetTopic(), err)
 			return nil, toStatus(err)
 		}
 		resp.Offsets = append(resp.Offsets, &floev1.PartitionOffset{Partition: p, Offset: off})
@@ -154,6 +156,7 @@ func (a *Agent) Subscribe(req *floev1.SubscribeRequest, stream floev1.LogService
 			continue
 		}
 		if starts[i], err = a.resolveStart(ctx, t.ID, p, req.GetStart()); err != nil {
+			a.topics.forgetIfGone(req.GetTopic(), err)
 			return toStatus(err)
 		}
 	}
@@ -186,6 +189,7 @@ func (a *Agent) Subscribe(req *floev1.SubscribeRequest, stream floev1.LogService
 		return sendErr
 	}
 	if err := g.Wait(); err != nil && (ctx.Err() == nil || !errors.Is(err, context.Canceled)) {
+		a.topics.forgetIfGone(req.GetTopic(), err)
 		return toStatus(err)
 	}
 	return nil

@@ -28,12 +28,13 @@ const maxRefsPerPartition = 64
 type index struct {
 	maxParts, maxRefs int
 
-	mu    sync.Mutex // protects everything below
-	live  bool       // notices are being applied
-	gen   uint64     // bumped whenever knowledge may have been lost
-	parts map[partKey]*list.Element
-	lru   *list.List // of *indexEntry, front = most recently used
-	nrefs int        // refs held across entries
+	mu       sync.Mutex // protects everything below
+	live     bool       // notices are being applied
+	gen      uint64     // bumped whenever knowledge may have been lost
+	parts    map[partKey]*list.Element
+	lru      *list.List    // of *indexEntry, front = most recently used
+	nrefs    int           // refs held across entries
+	perTopic map[int64]int // entries per topic
 }
 
 type indexEntry struct {
@@ -45,7 +46,8 @@ type indexEntry struct {
 }
 
 func newIndex(maxParts, maxRefs int) *index {
-	return &index{maxParts: maxParts, maxRefs: maxRefs, parts: make(map[partKey]*list.Element), lru: list.New()}
+	return &index{maxParts: maxParts, maxRefs: maxRefs, parts: make(map[partKey]*list.Element), lru: list.New(),
+		perTopic: make(map[int64]int)}
 }
 
 // lookup answers a FindBatches from the index when it can: at the known
@@ -169,15 +171,19 @@ func (x *index) polled(topicID int64, states []metadata.PartitionState) []metada
 func (x *index) topics() []int64 {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	seen := make(map[int64]bool)
-	var out []int64
-	for k := range x.parts {
-		if !seen[k.topic] {
-			seen[k.topic] = true
-			out = append(out, k.topic)
-		}
+	out := make([]int64, 0, len(x.perTopic))
+	for t := range x.perTopic {
+		out = append(out, t)
 	}
 	return out
+}
+
+// watches reports whether the index tracks topicID while notices flow: it
+// then re-reads the topic every IndexPollInterval and drops it once gone.
+func (x *index) watches(topicID int64) bool {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	return x.live && x.perTopic[topicID] > 0
 }
 
 // dropTopic forgets a topic's partitions (it no longer exists) and
@@ -217,6 +223,7 @@ func (x *index) entry(k partKey) *indexEntry {
 	}
 	e := &indexEntry{key: k}
 	x.parts[k] = x.lru.PushFront(e)
+	x.perTopic[k.topic]++
 	return e
 }
 
@@ -225,6 +232,9 @@ func (x *index) removeLocked(el *list.Element) {
 	x.lru.Remove(el)
 	delete(x.parts, e.key)
 	x.nrefs -= len(e.refs)
+	if x.perTopic[e.key.topic]--; x.perTopic[e.key.topic] == 0 {
+		delete(x.perTopic, e.key.topic)
+	}
 }
 
 // addRefs extends e's contiguous run with the batches of refs past its

@@ -45,11 +45,15 @@ func statements(t *testing.T, admin *pgx.Conn, db string) int64 {
 	return n
 }
 
-// 100 idle subscriptions over 1,000 partitions, and ten idle long polls,
-// cost PostgreSQL (almost) no statements once they have started: they wait
-// for commit notices and the read index answers their re-checks. Before
-// the index, every idle follower ran FindBatches every PollInterval (about
-// 1,000 statements per second here).
+// 100 idle subscriptions over 1,000 partitions, and three idle long polls,
+// cost PostgreSQL no statements once they have started: they wait for
+// commit notices, the read index answers their re-checks, and the topic
+// a long poll names is not looked up again while the index watches it,
+// however short the topic cache's TTL. Before the index, every idle
+// follower ran FindBatches every PollInterval (about 1,000 statements per
+// second here); before the watched topics outlived the TTL, every long
+// poll re-resolved its topic once per TTL (0.8 statements/s here with the
+// default TTL, several per second with this test's).
 func TestIdleSubscriptionsCostNoStatements(t *testing.T) {
 	const (
 		partitions = 1000
@@ -75,6 +79,7 @@ func TestIdleSubscriptionsCostNoStatements(t *testing.T) {
 	u.RawQuery = q.Encode()
 	meta := &countingMeta{Store: openPostgres(t, u.String())}
 	acfg, bcfg := agent.DefaultConfig(), batcher.DefaultConfig()
+	acfg.TopicCacheTTL = 200 * time.Millisecond // expires many times in the window
 	n := startNode(t, meta, objectstore.NewMemory(), acfg, bcfg)
 
 	ctx, cancel := context.WithCancel(context.Background())
@@ -117,17 +122,21 @@ func TestIdleSubscriptionsCostNoStatements(t *testing.T) {
 	f0, d0, s0, l0 := meta.find.Load(), meta.describe.Load(), meta.states.Load(), meta.listOffset.Load()
 	time.Sleep(window)
 	after := statements(t, admin, cfg.Database)
-	finds := meta.find.Load() - f0
+	finds, describes, states, lists := meta.find.Load()-f0, meta.describe.Load()-d0, meta.states.Load()-s0, meta.listOffset.Load()-l0
 	t.Logf("in the window the agent made %d FindBatches, %d DescribeTopic (topic cache), %d PartitionStates, %d ListOffset calls",
-		finds, meta.describe.Load()-d0, meta.states.Load()-s0, meta.listOffset.Load()-l0)
+		finds, describes, states, lists)
 	rate := float64(after-before) / window.Seconds()
 	t.Logf("PostgreSQL statements with %d idle subscriptions over %d partitions and %d long polls: %.1f/s (%d in %v)",
 		subs, partitions, longPolls, rate, after-before, window)
-	if finds != 0 {
-		t.Errorf("%d FindBatches while idle, want none", finds)
+	// The agent's own calls are exact: none. The database's count also
+	// holds what autovacuum may do in it (a few transactions, after the
+	// 1,000 partition rows), hence the margin; before, this test measured
+	// 7.5/s (2.2/s with the default TTL).
+	if finds+describes+lists != 0 {
+		t.Errorf("%d FindBatches, %d DescribeTopic and %d ListOffset while idle, want none", finds, describes, lists)
 	}
-	if rate >= 5 {
-		t.Fatalf("%.1f statements/s while idle, want near zero (< 5/s)", rate)
+	if rate >= 2 {
+		t.Fatalf("%.1f statements/s while idle, want (almost) none (< 2/s)", rate)
 	}
 }
 

@@ -10,6 +10,8 @@ import (
 	"golang.org/x/sync/semaphore"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+
+	"github.com/floe-broker/floe/logfile"
 )
 
 // errLoadBusy refuses a read whose bytes did not fit in MaxLoadingBytes
@@ -99,11 +101,18 @@ func (l *loader) leave(key string, ld *load) {
 	ld.cancel()
 }
 
-// run performs a whole-file load within the memory bound.
+// run performs a whole-file load within the memory bound and caches the
+// file once its checksums hold (logfile.ReadIndex checks the trailer,
+// footer and body CRC-32C); a file failing them is data loss, not cached.
 func (l *loader) run(ctx context.Context, key string, size int64, ld *load) {
 	defer l.wg.Done()
 	defer ld.cancel()
 	data, err := l.get(ctx, key, 0, -1, size)
+	if err == nil {
+		if _, cerr := logfile.ReadIndex(data); cerr != nil {
+			data, err = nil, &dataLossError{fmt.Errorf("agent: file %s fails its checks: %w", key, cerr)}
+		}
+	}
 	if err == nil {
 		l.cache.Add(key, data)
 	}

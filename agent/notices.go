@@ -53,7 +53,9 @@ func (a *Agent) pollIndex(ctx context.Context) {
 	for _, t := range a.index.topics() {
 		states, err := a.meta.PartitionStates(ctx, t)
 		if errors.Is(err, metadata.ErrTopicNotFound) {
-			// Its readers re-read and learn that the topic is gone.
+			// Its readers re-read and learn that the topic is gone; a
+			// request naming it looks it up afresh.
+			a.topics.dropID(t)
 			a.hub.notify(metadata.Notice{Partitions: a.index.dropTopic(t)})
 			continue
 		}
