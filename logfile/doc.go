@@ -53,12 +53,13 @@
 // returns each entry's bytes. They are the reference reader of the format
 // (the golden file and the fuzz tests go through them).
 //
-// The broker itself does not read the footer: the metadata store records
-// each batch's file key and byte range, and the agent reads those ranges
-// (or the whole file into its cache) and relies on each Kafka batch's own
-// CRC-32C (package kbatch), which covers everything in the batch but its
-// base offset. The footer lets a file be understood without the metadata
-// store, for repair and inspection.
+// The metadata store records each batch's file key and byte range, so the
+// broker does not need the footer to find batches. The agent checks every
+// file it loads whole into its read cache with ReadIndex (a mismatch is data
+// loss and the file is not cached); ranged reads of bigger files rely on
+// each Kafka batch's own CRC-32C (package kbatch), which covers everything
+// in the batch but its base offset. The footer also lets a file be
+// understood without the metadata store, for repair and inspection.
 //
 // Every decoder bounds-checks lengths and counts against the bytes present
 // before allocating, and never panics on hostile input; every error about
