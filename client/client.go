@@ -19,6 +19,7 @@ const MaxMessageBytes = 64 << 20
 
 // Client talks to one floe agent.
 type Client struct {
+	addr   string
 	conn   *grpc.ClientConn
 	Topics floev1.TopicServiceClient
 	Log    floev1.LogServiceClient
@@ -41,8 +42,11 @@ func Dial(addr string, opts ...grpc.DialOption) (*Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("client: dial %s: %w", addr, err)
 	}
-	return &Client{conn: conn, Topics: floev1.NewTopicServiceClient(conn), Log: floev1.NewLogServiceClient(conn)}, nil
+	return &Client{addr: addr, conn: conn, Topics: floev1.NewTopicServiceClient(conn), Log: floev1.NewLogServiceClient(conn)}, nil
 }
+
+// Addr is the address the client was dialed with.
+func (c *Client) Addr() string { return c.addr }
 
 // Close closes the connection.
 func (c *Client) Close() error { return c.conn.Close() }

@@ -1,12 +1,12 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"errors"
-	"flag"
+
 	"fmt"
 	"io"
+	"math"
 	"sort"
 	"strconv"
 	"strings"
@@ -15,15 +15,30 @@ import (
 
 	floev1 "github.com/floe-broker/floe/api/floe/v1"
 	"github.com/floe-broker/floe/client"
-	"github.com/floe-broker/floe/kbatch"
 )
 
-func addrFlag(fs *flag.FlagSet) *string {
-	return fs.String("addr", envOr("FLOE_ADDR", devGRPCAddr), "agent address (env FLOE_ADDR)")
+// dial connects to the first address; the connection is lazy.
+func dial(addrs *addrList) (*client.Client, error) {
+	return client.Dial(addrs.addrs[0])
 }
 
-func dial(addr string) (*client.Client, error) {
-	return client.Dial(addr)
+// dialAll connects to every address, for commands that fail over.
+func dialAll(addrs *addrList) ([]*client.Client, func(), error) {
+	var cs []*client.Client
+	closeAll := func() {
+		for _, c := range cs {
+			c.Close()
+		}
+	}
+	for _, a := range addrs.addrs {
+		c, err := client.Dial(a)
+		if err != nil {
+			closeAll()
+			return nil, nil, err
+		}
+		cs = append(cs, c)
+	}
+	return cs, closeAll, nil
 }
 
 // kvFlag collects repeated key=value flags.
@@ -39,31 +54,54 @@ func (k kvFlag) Set(s string) error {
 	return nil
 }
 
+// topicCommands are the subcommands of `floe topic`.
+var topicCommands = map[string]struct {
+	args, about string
+	nargs       int
+}{
+	"create":   {"NAME", "Create a topic.", 1},
+	"list":     {"", "List the topics and their partition counts.", 0},
+	"describe": {"NAME", "Show a topic's configuration and each partition's log start offset and high watermark.", 1},
+	"delete":   {"NAME", "Delete a topic; its records become unreadable.", 1},
+}
+
+const topicUsage = `usage: floe topic create|list|describe|delete [flags] [NAME]
+
+Manage topics. Run 'floe topic SUBCOMMAND -h' for a subcommand's flags.
+`
+
 func runTopic(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
-		fmt.Fprintln(stderr, "usage: floe topic create|list|describe|delete [flags] [NAME]")
-		return errUsage
+		return errors.New("topic: a subcommand is required: create, list, describe or delete (see 'floe topic -h')")
 	}
 	sub := args[0]
 	switch sub {
-	case "create", "list", "describe", "delete":
-	default:
-		return fmt.Errorf("topic: unknown subcommand %q (create, list, describe, delete)", sub)
+	case "-h", "-help", "--help", "help":
+		fmt.Fprint(stdout, topicUsage)
+		return nil
 	}
-	fs := flag.NewFlagSet("floe topic "+sub, flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	spec, ok := topicCommands[sub]
+	if !ok {
+		return fmt.Errorf("topic: unknown subcommand %q: create, list, describe or delete (see 'floe topic -h')", sub)
+	}
+	cmd := newCommand("floe topic "+sub, spec.args, spec.about, spec.nargs, spec.nargs)
+	fs := cmd.fs
 	addr := addrFlag(fs)
-	partitions := fs.Int("partitions", 1, "partition count (create)")
+	var partitions *int
 	config := kvFlag{}
-	fs.Var(config, "config", "topic config key=value (create, repeatable)")
-	if err := fs.Parse(reorder(args[1:])); err != nil {
-		return errUsage
+	if sub == "create" {
+		partitions = fs.Int("partitions", 1, "partition count")
+		fs.Var(config, "config", "topic config key=value (repeatable)")
 	}
-	name := fs.Arg(0)
-	if sub != "list" && name == "" {
-		return fmt.Errorf("topic %s: a topic name is required", sub)
+	pos, err := cmd.parse(args[1:], stdout)
+	if err != nil {
+		return err
 	}
-	c, err := dial(*addr)
+	name := ""
+	if len(pos) > 0 {
+		name = pos[0]
+	}
+	c, err := dial(addr)
 	if err != nil {
 		return err
 	}
@@ -72,6 +110,9 @@ func runTopic(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	defer cancel()
 	switch sub {
 	case "create":
+		if *partitions < 1 || *partitions > math.MaxInt32 {
+			return fmt.Errorf("flag -partitions: %d is out of range: 1 to %d", *partitions, math.MaxInt32)
+		}
 		t, err := c.CreateTopic(ctx, name, int32(*partitions), config)
 		if err != nil {
 			return fmt.Errorf("create topic %q: %w", name, err)
@@ -111,149 +152,8 @@ func runTopic(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			return fmt.Errorf("delete topic %q: %w", name, err)
 		}
 		fmt.Fprintf(stdout, "deleted topic %s\n", name)
-	default:
-		return fmt.Errorf("topic: unknown subcommand %q (create, list, describe, delete)", sub)
 	}
 	return nil
-}
-
-func runProduce(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("floe produce", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	addr := addrFlag(fs)
-	partition := fs.Int("partition", -1, "partition (default: by key, or one partition per batch for null keys)")
-	keySep := fs.String("key-separator", "", "split each line into key and value at the first occurrence of this")
-	headers := kvFlag{}
-	fs.Var(headers, "header", "header key=value added to every record (repeatable)")
-	batch := fs.Int("batch", 500, "lines per produce request at most")
-	compression := fs.String("compression", "none", "none, gzip, snappy, lz4 or zstd")
-	verbose := fs.Bool("v", false, "print partition and offset of each record")
-	if err := fs.Parse(reorder(args)); err != nil {
-		return errUsage
-	}
-	topic := fs.Arg(0)
-	if topic == "" {
-		return errors.New("produce: a topic name is required")
-	}
-	comp, err := kbatch.ParseCompression(*compression)
-	if err != nil {
-		return fmt.Errorf("flag -compression: %w", err)
-	}
-	if *batch <= 0 {
-		return errors.New("flag -batch must be positive")
-	}
-	c, err := dial(*addr)
-	if err != nil {
-		return err
-	}
-	defer c.Close()
-
-	lines := make(chan string, *batch)
-	readErr := make(chan error, 1)
-	go func() {
-		sc := bufio.NewScanner(stdin)
-		sc.Buffer(make([]byte, 64<<10), 16<<20)
-		for sc.Scan() {
-			lines <- sc.Text()
-		}
-		readErr <- sc.Err()
-		close(lines)
-	}()
-	var hs []*floev1.Header
-	for k, v := range headers {
-		hs = append(hs, &floev1.Header{Key: k, Value: []byte(v)})
-	}
-	total := 0
-	send := func(recs []*floev1.Record) error {
-		req := &floev1.ProduceRequest{Topic: topic, Records: recs, Compression: floev1.Compression(comp)}
-		if *partition >= 0 {
-			p := int32(*partition)
-			req.Partition = &p
-		}
-		rctx, cancel := context.WithTimeout(ctx, 60*time.Second)
-		defer cancel()
-		resp, err := c.Log.Produce(rctx, req)
-		if err != nil {
-			return fmt.Errorf("produce to %q: %w", topic, err)
-		}
-		total += len(recs)
-		if *verbose {
-			for i := range recs {
-				fmt.Fprintf(stdout, "%d\t%d\n", resp.GetPartitions()[i], resp.GetOffsets()[i])
-			}
-		}
-		return nil
-	}
-	for {
-		line, ok := <-lines
-		if !ok {
-			break
-		}
-		recs := []*floev1.Record{toRecord(line, *keySep, hs)}
-	fill:
-		for len(recs) < *batch {
-			select {
-			case l, ok := <-lines:
-				if !ok {
-					break fill
-				}
-				recs = append(recs, toRecord(l, *keySep, hs))
-			default:
-				break fill
-			}
-		}
-		if err := send(recs); err != nil {
-			return err
-		}
-	}
-	if err := <-readErr; err != nil {
-		return fmt.Errorf("read stdin: %w", err)
-	}
-	if *verbose {
-		fmt.Fprintf(stderr, "produced %d records\n", total)
-	}
-	return nil
-}
-
-func toRecord(line, sep string, hs []*floev1.Header) *floev1.Record {
-	r := &floev1.Record{Value: []byte(line), Headers: hs}
-	if sep != "" {
-		if k, v, ok := strings.Cut(line, sep); ok {
-			r.Key, r.Value = []byte(k), []byte(v)
-		}
-	}
-	return r
-}
-
-// reorder moves flags before positional arguments so that
-// `floe produce TOPIC -v` works like `floe produce -v TOPIC`.
-func reorder(args []string) []string {
-	var flags, pos []string
-	for i := 0; i < len(args); i++ {
-		a := args[i]
-		if a == "--" {
-			pos = append(pos, args[i+1:]...)
-			break
-		}
-		if strings.HasPrefix(a, "-") && len(a) > 1 {
-			flags = append(flags, a)
-			if !strings.Contains(a, "=") && i+1 < len(args) && !isBoolFlag(a) {
-				flags = append(flags, args[i+1])
-				i++
-			}
-			continue
-		}
-		pos = append(pos, a)
-	}
-	return append(flags, pos...)
-}
-
-func isBoolFlag(a string) bool {
-	switch strings.TrimLeft(a, "-") {
-	case "v", "follow", "f", "print-key", "print-offset", "print-partition":
-		return true
-	}
-	return false
 }
 
 // parseFrom turns -from into a start position.

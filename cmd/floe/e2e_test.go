@@ -57,6 +57,7 @@ func freeAddr(t *testing.T) string {
 
 // proc is a running floe server process.
 type proc struct {
+	mu      *sync.Mutex // protects logs
 	cmd     *exec.Cmd
 	addr    string
 	metrics string
@@ -64,12 +65,37 @@ type proc struct {
 	done    chan struct{}
 }
 
+// startFloe starts a floe server and waits until it is ready (/readyz).
 func startFloe(t *testing.T, args ...string) *proc {
 	t.Helper()
-	p := &proc{addr: freeAddr(t), metrics: freeAddr(t), logs: &strings.Builder{}, done: make(chan struct{})}
-	args = append(args, "-listen", p.addr, "-metrics-listen", p.metrics, "-linger", "20ms")
+	return startFloeWait(t, "/readyz", args...)
+}
+
+// startFloeWait starts a floe server and waits until path answers 200.
+func startFloeWait(t *testing.T, path string, args ...string) *proc {
+	t.Helper()
+	p := &proc{logs: &strings.Builder{}, done: make(chan struct{})}
+	// Addresses given in args (to restart on them) are kept.
+	for i := 0; i+1 < len(args); i++ {
+		switch args[i] {
+		case "-listen":
+			p.addr = args[i+1]
+		case "-metrics-listen":
+			p.metrics = args[i+1]
+		}
+	}
+	if p.addr == "" {
+		p.addr = freeAddr(t)
+		args = append(args, "-listen", p.addr)
+	}
+	if p.metrics == "" {
+		p.metrics = freeAddr(t)
+		args = append(args, "-metrics-listen", p.metrics)
+	}
+	args = append(args, "-linger", "20ms", "-ready-interval", "200ms")
 	p.cmd = exec.Command(floeBin, args...)
 	var mu sync.Mutex
+	p.mu = &mu
 	p.cmd.Stdout = lockedWriter{&mu, p.logs}
 	p.cmd.Stderr = lockedWriter{&mu, p.logs}
 	p.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
@@ -93,7 +119,7 @@ func startFloe(t *testing.T, args ...string) *proc {
 	})
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		resp, err := http.Get("http://" + p.metrics + "/healthz")
+		resp, err := http.Get("http://" + p.metrics + path)
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == 200 {
@@ -108,7 +134,7 @@ func startFloe(t *testing.T, args ...string) *proc {
 		case <-time.After(100 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("floe %v did not become healthy", args)
+			t.Fatalf("floe %v: %s did not answer 200", args, path)
 		}
 	}
 }
@@ -122,6 +148,13 @@ func (l lockedWriter) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.w.Write(p)
+}
+
+// logText returns what the process wrote so far.
+func (p *proc) logText() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.logs.String()
 }
 
 func (p *proc) kill() {
@@ -473,7 +506,7 @@ func TestDevEndToEnd(t *testing.T) {
 
 func TestAgentStartErrorsAreOneLine(t *testing.T) {
 	cases := [][]string{
-		{"agent", "-postgres-url", "postgres://nobody@127.0.0.1:1/x?connect_timeout=2", "-s3-bucket", "b"},
+		{"agent", "-fail-fast", "-postgres-url", "postgres://nobody@127.0.0.1:1/x?connect_timeout=2", "-s3-bucket", "b", "-s3-endpoint", "http://127.0.0.1:1", "-s3-path-style"},
 		{"agent", "-s3-bucket", "b"},
 		{"nonsense"},
 	}

@@ -18,69 +18,77 @@ import (
 const usage = `floe — a diskless log broker
 
 usage:
-  floe dev      [flags]   run agent on a local directory and SQLite (embedded default)
-  floe agent    [flags]   run an agent against PostgreSQL and S3
-  floe topic    create|list|describe|delete ...
-  floe produce  TOPIC [flags]   produce lines from stdin
-  floe consume  TOPIC [flags]   print records
-  floe version
+  floe dev      [flags]                 run an agent on a local directory and SQLite
+  floe agent    [flags]                 run an agent against PostgreSQL and S3
+  floe topic    create|list|describe|delete [flags] [NAME]
+  floe produce  TOPIC [flags]           produce lines of stdin (or a file) as records
+  floe consume  TOPIC [flags]           print records
+  floe version                          print the version, commit and Go version
 
-Run 'floe COMMAND -h' for a command's flags.
+Run 'floe COMMAND -h' for a command's arguments and flags.
 `
-
-var version = "dev"
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 	stop()
 	if err != nil {
-		if !errors.Is(err, errUsage) {
-			fmt.Fprintln(os.Stderr, "floe: "+oneLine(err))
-		}
+		fmt.Fprintln(os.Stderr, "floe: "+oneLine(err))
 		os.Exit(1)
 	}
 }
 
-// errUsage means the usage text was already printed.
-var errUsage = errors.New("usage")
-
+// run runs the command of args. A nil error exits 0; any other is printed
+// in one line and exits 1.
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	err := dispatch(ctx, args, stdin, stdout, stderr)
+	if errors.Is(err, errHelp) {
+		return nil
+	}
+	return err
+}
+
+func dispatch(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
-		fmt.Fprint(stderr, usage)
-		return errUsage
+		return errors.New("a command is required (run 'floe -h' for the list)")
 	}
 	cmd, rest := args[0], args[1:]
 	switch cmd {
 	case "dev":
-		return runDev(ctx, rest, stderr)
+		return runDev(ctx, rest, stdout, stderr)
 	case "agent":
-		return runAgent(ctx, rest, stderr)
+		return runAgent(ctx, rest, stdout, stderr)
 	case "topic":
 		return runTopic(ctx, rest, stdout, stderr)
 	case "produce":
 		return runProduce(ctx, rest, stdin, stdout, stderr)
 	case "consume":
 		return runConsume(ctx, rest, stdout, stderr)
-	case "version":
-		fmt.Fprintln(stdout, "floe", version)
+	case "version", "--version", "-version":
+		c := newCommand("floe version", "", "Print the version, commit and Go version of this binary.", 0, 0)
+		if _, err := c.parse(rest, stdout); err != nil {
+			return err
+		}
+		fmt.Fprintln(stdout, versionString())
 		return nil
-	case "-h", "--help", "help":
+	case "-h", "--help", "-help", "help":
 		fmt.Fprint(stdout, usage)
 		return nil
 	default:
-		fmt.Fprintf(stderr, "floe: unknown command %q\n\n%s", cmd, usage)
-		return errUsage
+		return fmt.Errorf("unknown command %q (run 'floe -h' for the list)", cmd)
 	}
 }
 
-// oneLine renders err on one line; gRPC errors as "code: message".
+// oneLine renders err on one line, a gRPC status in it as "Code: message".
 func oneLine(err error) string {
 	msg := err.Error()
-	if st, ok := status.FromError(errors.Unwrap(err)); ok && st.Message() != "" {
-		msg = strings.TrimSuffix(msg, st.Err().Error()) + st.Code().String() + ": " + st.Message()
-	} else if st, ok := status.FromError(err); ok {
-		msg = st.Code().String() + ": " + st.Message()
+	var se interface {
+		error
+		GRPCStatus() *status.Status
+	}
+	if errors.As(err, &se) {
+		st := se.GRPCStatus()
+		msg = strings.Replace(msg, se.Error(), st.Code().String()+": "+st.Message(), 1)
 	}
 	return strings.Join(strings.Fields(strings.ReplaceAll(msg, "\n", " ")), " ")
 }

@@ -33,23 +33,129 @@ type serverConfig struct {
 	Batcher     batcher.Config
 	Agent       agent.Config
 	Logger      *slog.Logger
+	// FailFast ends the start at the first store that does not answer,
+	// instead of waiting for it.
+	FailFast bool
+	// ReadyInterval is the period of the readiness checks of the stores.
+	ReadyInterval time.Duration
 	// Ready, optional, is called with the bound addresses once serving.
 	Ready func(grpcAddr, metricsAddr string)
 }
 
-// serve runs an agent on meta and store until ctx ends, then drains:
-// stops accepting, flushes and commits what producers handed in.
-func serve(ctx context.Context, sc serverConfig, meta metadata.Store, store objectstore.Store, reg *prometheus.Registry) error {
+// Start-up retries: the first wait, its cap, and the bound of one attempt.
+const (
+	startBackoff    = 500 * time.Millisecond
+	startMaxBackoff = 10 * time.Second
+	startAttempt    = 15 * time.Second
+)
+
+// openFunc opens an agent's stores, retrying each step through st.
+type openFunc func(ctx context.Context, st *starter) (metadata.Store, objectstore.Store, error)
+
+// serve listens and serves at once — /healthz, /readyz and /metrics, and
+// gRPC with health NOT_SERVING and floe's services answering Unavailable —
+// then opens the stores with open (waiting for them unless sc.FailFast),
+// then runs an agent until ctx ends, then drains: stops accepting, flushes
+// and commits what producers handed in. ctx ending while the stores are
+// awaited is a clean stop.
+func serve(ctx context.Context, sc serverConfig, open openFunc, reg *prometheus.Registry) error {
+	log := sc.Logger
+	lis, err := net.Listen("tcp", sc.GRPCAddr)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", sc.GRPCAddr, err)
+	}
+	mlis, err := net.Listen("tcp", sc.MetricsAddr)
+	if err != nil {
+		lis.Close()
+		return fmt.Errorf("listen on %s: %w", sc.MetricsAddr, err)
+	}
+	ready := newReadiness(log, "starting")
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
+	mux.Handle("/readyz", ready)
+	hsrv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	httpDone := make(chan error, 1)
+	go func() {
+		err := hsrv.Serve(mlis)
+		if errors.Is(err, http.ErrServerClosed) {
+			err = nil
+		}
+		httpDone <- err
+	}()
+	defer func() {
+		closeCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = hsrv.Shutdown(closeCtx)
+		<-httpDone
+	}()
+
+	// The agent's options first: message limits above its own checks (so
+	// that oversize requests are InvalidArgument naming the limit), request
+	// ids and error rewriting.
+	gs := grpc.NewServer(append(agent.GRPCServerOptions(sc.Agent, log), grpc.MaxConcurrentStreams(1024))...)
+	late := &lateAgent{}
+	late.register(gs)
+	hs := health.NewServer()
+	healthpb.RegisterHealthServer(gs, hs)
+	reflection.Register(gs)
+	ready.attach(hs) // NOT_SERVING until the stores answer
+	grpcDone := make(chan error, 1)
+	go func() {
+		err := gs.Serve(lis)
+		if errors.Is(err, grpc.ErrServerStopped) {
+			err = nil
+		}
+		grpcDone <- err
+	}()
+	// stopGRPC stops accepting and ends the calls in flight (giving them
+	// 5 s), then returns gs.Serve's error.
+	stopGRPC := func() error {
+		ready.stop()
+		hs.Shutdown()
+		stopped := make(chan struct{})
+		go func() { gs.GracefulStop(); close(stopped) }()
+		select {
+		case <-stopped:
+		case <-time.After(5 * time.Second):
+			gs.Stop()
+			<-stopped
+		}
+		if err := <-grpcDone; err != nil {
+			return fmt.Errorf("grpc server: %w", err)
+		}
+		return nil
+	}
+
+	st := &starter{log: log, ready: ready, failFast: sc.FailFast, attempt: startAttempt, backoff: startBackoff, maxBackof: startMaxBackoff}
+	meta, store, err := open(ctx, st)
+	if err != nil {
+		gerr := stopGRPC()
+		if errors.Is(err, errStartCanceled) {
+			log.Info("floe agent stopped while waiting for its stores")
+			return gerr
+		}
+		return err
+	}
+	defer meta.Close()
+	return runServing(ctx, sc, meta, store, reg, late, ready, stopGRPC, lis.Addr().String(), mlis.Addr().String())
+}
+
+// runServing runs an agent on meta and store, answering through late,
+// until ctx ends; then stops gRPC with stopGRPC and drains.
+func runServing(ctx context.Context, sc serverConfig, meta metadata.Store, store objectstore.Store, reg *prometheus.Registry,
+	late *lateAgent, ready *readiness, stopGRPC func() error, grpcAddr, metricsAddr string) error {
 	log := sc.Logger
 	// A soft memory limit the GC works to keep: what the agent may hold by
-	// configuration (unacknowledged bytes, read cache) plus room for
+	// configuration (unacknowledged bytes, read cache, reads in progress) plus room for
 	// requests in flight and the runtime. GOMEMLIMIT overrides it.
 	if os.Getenv("GOMEMLIMIT") == "" {
-		limit := sc.Batcher.MaxBufferedBytes + sc.Agent.CacheBytes + 192<<20
+		limit := sc.Batcher.MaxBufferedBytes + sc.Agent.CacheBytes + sc.Agent.MaxLoadingBytes + 192<<20
 		debug.SetMemoryLimit(limit)
 		log.Debug("memory limit set", "bytes", limit)
 	}
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	probe := store // readiness probes stay out of the request metrics
 	store = objectstore.WithMetrics(store, reg)
 
 	var ag *agent.Agent
@@ -59,78 +165,35 @@ func serve(ctx context.Context, sc serverConfig, meta metadata.Store, store obje
 		OnCommit: func(f batcher.CommittedFile) { ag.OnCommit(f) },
 	})
 	if err != nil {
-		return err
+		return errors.Join(err, stopGRPC())
 	}
 	ag, err = agent.New(sc.Agent, meta, store, b, agent.Options{Logger: log, Registry: reg})
 	if err != nil {
 		_ = b.Close(context.Background())
-		return err
+		return errors.Join(err, stopGRPC())
 	}
-
-	lis, err := net.Listen("tcp", sc.GRPCAddr)
-	if err != nil {
-		_ = b.Close(context.Background())
-		return fmt.Errorf("listen on %s: %w", sc.GRPCAddr, err)
-	}
-	mlis, err := net.Listen("tcp", sc.MetricsAddr)
-	if err != nil {
-		lis.Close()
-		_ = b.Close(context.Background())
-		return fmt.Errorf("listen on %s: %w", sc.MetricsAddr, err)
-	}
-
-	gs := grpc.NewServer(
-		grpc.MaxRecvMsgSize(sc.Agent.MaxRequestBytes+(1<<20)),
-		grpc.MaxSendMsgSize(sc.Agent.MaxFetchBytes+(4<<20)),
-		grpc.MaxConcurrentStreams(1024),
-	)
-	ag.Register(gs)
-	hs := health.NewServer()
-	healthpb.RegisterHealthServer(gs, hs)
-	reflection.Register(gs)
-
-	mux := http.NewServeMux()
-	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
-	hsrv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	late.set(ag)
+	log.Info("floe agent serving", "grpc", grpcAddr, "metrics", metricsAddr)
 
 	runCtx, cancelRun := context.WithCancel(context.Background())
 	defer cancelRun()
 	g := new(errgroup.Group)
 	g.Go(func() error { return ag.Run(runCtx) })
 	g.Go(func() error {
-		if err := gs.Serve(lis); err != nil && !errors.Is(err, grpc.ErrServerStopped) {
-			return fmt.Errorf("grpc server: %w", err)
-		}
+		watchReadiness(runCtx, ready, meta, probe, sc.ReadyInterval)
 		return nil
 	})
-	g.Go(func() error {
-		if err := hsrv.Serve(mlis); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			return fmt.Errorf("metrics server: %w", err)
-		}
-		return nil
-	})
-	log.Info("floe agent serving", "grpc", lis.Addr().String(), "metrics", mlis.Addr().String())
 	if sc.Ready != nil {
-		sc.Ready(lis.Addr().String(), mlis.Addr().String())
+		sc.Ready(grpcAddr, metricsAddr)
 	}
 
 	<-ctx.Done()
 	log.Info("floe agent stopping")
-	hs.Shutdown()
-	stopped := make(chan struct{})
-	go func() { gs.GracefulStop(); close(stopped) }()
-	select {
-	case <-stopped:
-	case <-time.After(5 * time.Second):
-		gs.Stop()
-		<-stopped
-	}
+	serr := stopGRPC()
 	closeCtx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
 	berr := b.Close(closeCtx)
-	_ = hsrv.Shutdown(closeCtx)
 	cancelRun()
 	gerr := g.Wait()
-	return errors.Join(berr, gerr)
+	return errors.Join(serr, berr, gerr)
 }

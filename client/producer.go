@@ -1,0 +1,377 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	floev1 "github.com/floe-broker/floe/api/floe/v1"
+)
+
+// ProducerOptions tunes a Producer. Zero fields take the defaults.
+type ProducerOptions struct {
+	// MaxInFlight bounds the requests sent and not yet answered (default 8).
+	MaxInFlight int
+	// Idempotent makes the producer take an id from InitProducer and number
+	// its records per partition, so that a retried request is never stored
+	// twice. Every Send must then name its partition.
+	Idempotent bool
+	// Compression of the batches.
+	Compression floev1.Compression
+	// Retries bounds the retries of one request after retriable failures
+	// (default 10), with capped exponential backoff from MinBackoff
+	// (default 100 ms) to MaxBackoff (default 5 s).
+	Retries                int
+	MinBackoff, MaxBackoff time.Duration
+	// RequestTimeout bounds the wait for one answer (default 30 s).
+	RequestTimeout time.Duration
+	// OnResult, optional, receives each answered request, in the order the
+	// requests were sent, with the tag given to Send.
+	OnResult func(tag any, resp *floev1.ProduceResponse)
+}
+
+func (o ProducerOptions) withDefaults() ProducerOptions {
+	if o.MaxInFlight <= 0 {
+		o.MaxInFlight = 8
+	}
+	if o.Retries <= 0 {
+		o.Retries = 10
+	}
+	if o.MinBackoff <= 0 {
+		o.MinBackoff = 100 * time.Millisecond
+	}
+	if o.MaxBackoff < o.MinBackoff {
+		o.MaxBackoff = max(5*time.Second, o.MinBackoff)
+	}
+	if o.RequestTimeout <= 0 {
+		o.RequestTimeout = 30 * time.Second
+	}
+	return o
+}
+
+// maxInFlightPerPartition is how many requests of one partition an
+// idempotent producer leaves unanswered: the sequencer remembers the last
+// five batches of each producer and partition, so a retry of any of them
+// is recognised.
+const maxInFlightPerPartition = 5
+
+// BatchError is the failure of one request: its tag and why.
+type BatchError struct {
+	Tag any
+	Err error
+}
+
+func (e *BatchError) Error() string { return e.Err.Error() }
+func (e *BatchError) Unwrap() error { return e.Err }
+
+// Producer sends batches of records to one topic over ProduceStream,
+// pipelined (up to MaxInFlight unanswered), and retries retriable failures
+// in order. With Idempotent, a retry never duplicates a record; without,
+// a request lost with its stream is retried (at least once), but one the
+// agent answers "outcome unknown" (Unknown) is an error. Its methods are
+// for one goroutine.
+type Producer struct {
+	c     *Client
+	ctx   context.Context
+	topic string
+	opts  ProducerOptions
+
+	producerID    int64
+	producerEpoch int32
+	seqs          map[int32]int32 // partition -> next sequence (idempotent)
+
+	stream  *prodStream // nil until the first send or after a failure
+	nextID  uint64
+	queue   []*prodReq          // unanswered and unreported requests, in send order
+	byID    map[uint64]*prodReq // requests sent on the current stream, unanswered
+	perPart map[int32]int       // partition -> requests in the queue
+	failed  bool                // some request in the queue needs a retry
+}
+
+// prodReq is one request and its outcome.
+type prodReq struct {
+	tag       any
+	partition int32 // as given to Send
+	req       *floev1.ProduceRequest
+	resp      *floev1.ProduceResponse
+	retry     bool // failed retriably (or was lost with its stream)
+}
+
+// prodStream is one ProduceStream and the goroutine receiving its answers.
+type prodStream struct {
+	s       floev1.LogService_ProduceStreamClient
+	cancel  context.CancelFunc
+	answers chan prodAnswer // buffered: never blocks the receiver
+	done    chan struct{}   // closed when the receiver has returned
+}
+
+// prodAnswer is an answer, or the end of the stream (err set, id unused).
+type prodAnswer struct {
+	msg *floev1.ProduceStreamResponse
+	err error
+}
+
+// NewProducer returns a producer for topic. With opts.Idempotent it calls
+// InitProducer first. ctx bounds every call the producer makes.
+func (c *Client) NewProducer(ctx context.Context, topic string, opts ProducerOptions) (*Producer, error) {
+	opts = opts.withDefaults()
+	p := &Producer{c: c, ctx: ctx, topic: topic, opts: opts, producerID: -1,
+		seqs: map[int32]int32{}, byID: map[uint64]*prodReq{}, perPart: map[int32]int{}}
+	if opts.Idempotent {
+		var resp *floev1.InitProducerResponse
+		err := p.withRetries(func(ctx context.Context) error {
+			var err error
+			resp, err = c.Log.InitProducer(ctx, &floev1.InitProducerRequest{})
+			return err
+		})
+		if err != nil {
+			return nil, fmt.Errorf("init producer: %w", err)
+		}
+		p.producerID, p.producerEpoch = resp.GetProducerId(), resp.GetProducerEpoch()
+	}
+	return p, nil
+}
+
+// Send queues records for partition (< 0: the agent partitions by key;
+// not allowed when idempotent) and sends them, waiting while MaxInFlight
+// requests are unanswered. It returns the first failure that retries could
+// not fix, as a *BatchError.
+func (p *Producer) Send(partition int32, records []*floev1.Record, tag any) error {
+	req := &floev1.ProduceRequest{Topic: p.topic, Records: records, Compression: p.opts.Compression}
+	if partition >= 0 {
+		req.Partition = &partition
+	}
+	if p.opts.Idempotent {
+		if partition < 0 {
+			return &BatchError{Tag: tag, Err: errors.New("client: an idempotent producer must name the partition")}
+		}
+		seq := p.seqs[partition]
+		req.ProducerId, req.ProducerEpoch, req.BaseSequence = &p.producerID, p.producerEpoch, seq
+		// Sequences wrap to 0 past the largest int32, as Kafka's do.
+		p.seqs[partition] = int32((int64(seq) + int64(len(records))) % (math.MaxInt32 + 1))
+	}
+	// A failure is retried (in order) before anything new is sent.
+	for p.failed || len(p.queue) >= p.opts.MaxInFlight || (p.opts.Idempotent && p.perPart[partition] >= maxInFlightPerPartition) {
+		if err := p.step(); err != nil {
+			return err
+		}
+	}
+	r := &prodReq{tag: tag, partition: partition, req: req}
+	p.queue = append(p.queue, r)
+	p.perPart[partition]++
+	p.send(r)
+	return p.report()
+}
+
+// Flush waits until every request sent is answered and reported.
+func (p *Producer) Flush() error {
+	for len(p.queue) > 0 {
+		if err := p.step(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Close ends the stream. Unanswered requests are abandoned: Flush first.
+func (p *Producer) Close() {
+	p.closeStream()
+}
+
+// send sends r on the stream, opening one if needed; a failure marks r for
+// a retry (the stream's end marks the others).
+func (p *Producer) send(r *prodReq) {
+	if p.stream == nil {
+		if err := p.openStream(); err != nil {
+			r.retry, p.failed = true, true
+			return
+		}
+	}
+	p.nextID++
+	p.byID[p.nextID] = r
+	// A failed Send means the stream ended: the receiver reports it, and
+	// the end marks r for a retry.
+	_ = p.stream.s.Send(&floev1.ProduceStreamRequest{RequestId: p.nextID, Request: r.req})
+}
+
+func (p *Producer) openStream() error {
+	ctx, cancel := context.WithCancel(p.ctx)
+	s, err := p.c.Log.ProduceStream(ctx)
+	if err != nil {
+		cancel()
+		return err
+	}
+	ps := &prodStream{s: s, cancel: cancel, answers: make(chan prodAnswer, p.opts.MaxInFlight+1), done: make(chan struct{})}
+	go func() {
+		defer close(ps.done)
+		for {
+			msg, err := s.Recv()
+			if err != nil {
+				ps.answers <- prodAnswer{err: err}
+				return
+			}
+			ps.answers <- prodAnswer{msg: msg}
+		}
+	}()
+	p.stream = ps
+	return nil
+}
+
+// closeStream ends the current stream and waits for its receiver.
+func (p *Producer) closeStream() {
+	if p.stream == nil {
+		return
+	}
+	p.stream.cancel()
+	for done := false; !done; { // drain, so the receiver never blocks
+		select {
+		case <-p.stream.done:
+			done = true
+		case <-p.stream.answers:
+		}
+	}
+	p.stream = nil
+	for id, r := range p.byID { // lost with the stream
+		r.retry, p.failed = true, true
+		delete(p.byID, id)
+	}
+}
+
+// step waits for one answer (or the stream's end), then reports what is
+// done and, when a request failed and nothing sent before it is pending,
+// retries the failed ones in order.
+func (p *Producer) step() error {
+	if len(p.byID) > 0 && p.stream != nil {
+		t := time.NewTimer(p.opts.RequestTimeout)
+		select {
+		case a := <-p.stream.answers:
+			t.Stop()
+			if err := p.handle(a); err != nil {
+				return err
+			}
+		case <-t.C:
+			p.closeStream() // no answer in time: the requests are retried
+		case <-p.ctx.Done():
+			t.Stop()
+			return p.ctx.Err()
+		}
+	} else if len(p.byID) > 0 {
+		p.closeStream()
+	}
+	if len(p.byID) == 0 && len(p.queue) > 0 && p.queue[0].resp == nil {
+		p.failed = true // nothing in flight can answer the head: resend
+	}
+	if err := p.report(); err != nil {
+		return err
+	}
+	if p.failed && len(p.byID) == 0 {
+		return p.recover() // every outcome known: retry the failed in order
+	}
+	return nil
+}
+
+// handle applies one answer.
+func (p *Producer) handle(a prodAnswer) error {
+	if a.err != nil {
+		p.closeStream() // marks what it carried for a retry
+		return nil
+	}
+	r, ok := p.byID[a.msg.GetRequestId()]
+	if !ok {
+		return nil // an answer to a request already given up on this stream
+	}
+	delete(p.byID, a.msg.GetRequestId())
+	if a.msg.GetErrorCode() == 0 {
+		r.resp = a.msg.GetResponse()
+		return nil
+	}
+	err := status.Error(codes.Code(a.msg.GetErrorCode()), a.msg.GetErrorMessage())
+	// Out of order: an earlier request of its partition failed; the
+	// in-order retry settles it.
+	if p.retriable(err) || (p.opts.Idempotent && status.Code(err) == codes.FailedPrecondition) {
+		r.retry, p.failed = true, true
+		return nil
+	}
+	return &BatchError{Tag: r.tag, Err: err}
+}
+
+// report hands the answered requests at the head of the queue to OnResult.
+func (p *Producer) report() error {
+	for len(p.queue) > 0 && p.queue[0].resp != nil {
+		r := p.queue[0]
+		p.queue[0] = nil
+		p.queue = p.queue[1:]
+		p.perPart[r.partition]--
+		if p.opts.OnResult != nil {
+			p.opts.OnResult(r.tag, r.resp)
+		}
+	}
+	return nil
+}
+
+// recover resends, one at a time and in send order, every request of the
+// queue that has no answer, retrying each with backoff; then reports.
+func (p *Producer) recover() error {
+	p.closeStream()
+	for _, r := range p.queue {
+		if r.resp != nil {
+			continue
+		}
+		err := p.withRetries(func(ctx context.Context) error {
+			resp, err := p.c.Log.Produce(ctx, r.req)
+			if err == nil {
+				r.resp = resp
+			}
+			return err
+		})
+		if err != nil {
+			return &BatchError{Tag: r.tag, Err: err}
+		}
+		r.retry = false
+	}
+	p.failed = false
+	return p.report()
+}
+
+// retriable is Retriable, except that a plain producer does not retry a
+// request whose outcome the agent says is unknown (Unknown): the retry
+// could store its records twice. An idempotent producer's retry cannot.
+func (p *Producer) retriable(err error) bool {
+	if !p.opts.Idempotent && status.Code(err) == codes.Unknown {
+		return false
+	}
+	return Retriable(err)
+}
+
+// withRetries runs call, bounded by RequestTimeout, until it succeeds, fails
+// with a non-retriable error, or Retries retries are spent.
+func (p *Producer) withRetries(call func(ctx context.Context) error) error {
+	wait := p.opts.MinBackoff
+	for attempt := 0; ; attempt++ {
+		ctx, cancel := context.WithTimeout(p.ctx, p.opts.RequestTimeout)
+		err := call(ctx)
+		cancel()
+		if err == nil {
+			return nil
+		}
+		if p.ctx.Err() != nil {
+			return p.ctx.Err()
+		}
+		if !p.retriable(err) || attempt == p.opts.Retries {
+			return err
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-p.ctx.Done():
+			t.Stop()
+			return p.ctx.Err()
+		case <-t.C:
+		}
+		wait = min(2*wait, p.opts.MaxBackoff)
+	}
+}
