@@ -15,6 +15,7 @@ import (
 
 	floev1 "github.com/floe-broker/floe/api/floe/v1"
 	"github.com/floe-broker/floe/batcher"
+	"github.com/floe-broker/floe/internal/kpartition"
 	"github.com/floe-broker/floe/kbatch"
 	"github.com/floe-broker/floe/metadata"
 )
@@ -114,7 +115,7 @@ func (a *Agent) planProduce(ctx context.Context, req *floev1.ProduceRequest) (*p
 		case req.Partition != nil:
 			p = req.GetPartition()
 		case r.Key != nil:
-			p = partitionForKey(r.GetKey(), t.Partitions)
+			p = kpartition.ForKey(r.GetKey(), t.Partitions)
 		default:
 			if nullKeyPart < 0 {
 				nullKeyPart = rand.Int32N(t.Partitions)

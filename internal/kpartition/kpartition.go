@@ -1,8 +1,17 @@
-package agent
+// Package kpartition is Kafka's default partitioner for keyed records, shared
+// by the agent (records produced without a partition) and the Go client, so
+// that keys land on the partitions Kafka clients would choose.
+package kpartition
 
-// murmur2 is Kafka's murmur2 hash (org.apache.kafka.common.utils.Utils.murmur2),
+// ForKey is the partition of a keyed record among partitions:
+// toPositive(murmur2(key)) % partitions, as Kafka's default partitioner.
+func ForKey(key []byte, partitions int32) int32 {
+	return (Murmur2(key) & 0x7fffffff) % partitions
+}
+
+// Murmur2 is Kafka's murmur2 hash (org.apache.kafka.common.utils.Utils.murmur2),
 // so keys land on the partitions Kafka clients would choose.
-func murmur2(data []byte) int32 {
+func Murmur2(data []byte) int32 {
 	const (
 		seed uint32 = 0x9747b28c
 		m    uint32 = 0x5bd1e995
@@ -36,10 +45,4 @@ func murmur2(data []byte) int32 {
 	h *= m
 	h ^= h >> 15
 	return int32(h)
-}
-
-// partitionForKey is Kafka's default partitioner for keyed records:
-// toPositive(murmur2(key)) % partitions.
-func partitionForKey(key []byte, partitions int32) int32 {
-	return (murmur2(key) & 0x7fffffff) % partitions
 }

@@ -1,4 +1,4 @@
-package agent
+package kpartition
 
 import (
 	"fmt"
@@ -14,7 +14,7 @@ func TestMurmur2MatchesFranzGo(t *testing.T) {
 		for i := 0; i < 500; i++ {
 			key := []byte(fmt.Sprintf("key-%d-%s", i, string(make([]byte, i%5))))
 			want := p.Partition(&kgo.Record{Key: key}, n)
-			if got := partitionForKey(key, int32(n)); int(got) != want {
+			if got := ForKey(key, int32(n)); int(got) != want {
 				t.Fatalf("key %q over %d partitions: %d, franz-go %d", key, n, got, want)
 			}
 		}
@@ -32,7 +32,7 @@ func TestMurmur2KnownValues(t *testing.T) {
 		"abc": 479470107,
 	}
 	for s, want := range cases {
-		if got := murmur2([]byte(s)); got != want {
+		if got := Murmur2([]byte(s)); got != want {
 			t.Errorf("murmur2(%q) = %d, want %d", s, got, want)
 		}
 	}
