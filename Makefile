@@ -8,8 +8,12 @@ all: build
 
 # bin/floe is the broker and its CLI; bin/floe-bench the benchmark harness
 # (kept out of the broker; it runs the bin/floe beside it).
+# The version and commit stamped into bin/floe (floe version).
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+COMMIT ?= $(shell git rev-parse --short HEAD 2>/dev/null)
+
 build:
-	$(GO) build -o bin/floe ./cmd/floe
+	$(GO) build -ldflags "-X main.version=$(VERSION) -X main.commit=$(COMMIT)" -o bin/floe ./cmd/floe
 	$(GO) build -o bin/floe-bench ./cmd/floe-bench
 
 run: build
