@@ -71,7 +71,13 @@ func Start(spec ProcessSpec) (*Process, error) {
 	started := make(chan error, 1)
 	go func() {
 		defer close(p.exited)
-		runtime.LockOSThread() // never unlocked: the thread ends with this goroutine
+		// Pdeathsig fires when the forking *thread* ends, not the process:
+		// keep this goroutine on its thread while the child runs, then hand
+		// the thread back. (A goroutine that exits locked ends its thread,
+		// which would kill every other child forked from it earlier, such
+		// as a test's agent process.)
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
 		if err := cmd.Start(); err != nil {
 			started <- err
 			return
