@@ -331,7 +331,7 @@ func (s *Store) ListGroups(ctx context.Context) ([]metadata.GroupListing, error)
 			if err != nil || g == nil {
 				return err
 			}
-			live := liveOnly(g, now)
+			live := group.LiveOnly(g, now)
 			out = append(out, metadata.GroupListing{Group: n, State: live.State(), Members: len(live.Members)})
 		}
 		return nil
@@ -340,39 +340,6 @@ func (s *Store) ListGroups(ctx context.Context) ([]metadata.GroupListing, error)
 		return nil, s.wrap("list groups", err)
 	}
 	return out, nil
-}
-
-// liveOnly is g without its expired members.
-func liveOnly(g *group.Group, now int64) *group.Group {
-	c := *g
-	c.Members = nil
-	for _, m := range g.Members {
-		if !m.Expired(now) {
-			c.Members = append(c.Members, m)
-		}
-	}
-	return &c
-}
-
-// Describe builds a description from a loaded group and its offsets.
-func describe(g *group.Group, offsets []metadata.CommittedOffset, now int64) metadata.GroupDescription {
-	live := liveOnly(g, now)
-	d := metadata.GroupDescription{Group: g.Name, State: live.State(), GroupEpoch: g.Epoch, Offsets: offsets,
-		Members: []metadata.GroupMember{}}
-	if g.RebalanceAt > 0 {
-		d.LastRebalance = time.UnixMilli(g.RebalanceAt).UTC()
-	}
-	if g.RebalanceMs > 0 {
-		d.LastRebalanceDuration = time.Duration(g.RebalanceMs) * time.Millisecond
-	}
-	for _, m := range live.Members {
-		d.Members = append(d.Members, metadata.GroupMember{
-			MemberID: m.ID, MemberEpoch: m.Epoch, Subscription: m.Subscription, Assigned: m.Assigned,
-			Revoking: m.Revoking, Target: m.Target, SessionTimeout: time.Duration(m.SessionTimeoutMs) * time.Millisecond,
-			LastHeartbeat: time.UnixMilli(m.LastHeartbeat).UTC(), JoinedAt: time.UnixMilli(m.JoinedAt).UTC(),
-		})
-	}
-	return d
 }
 
 // DescribeGroup implements metadata.Store.
@@ -396,7 +363,7 @@ func (s *Store) DescribeGroup(ctx context.Context, name string) (metadata.GroupD
 		if err != nil {
 			return err
 		}
-		d = describe(g, offsets, time.Now().UnixMilli())
+		d = group.Describe(g, offsets, time.Now().UnixMilli())
 		return nil
 	})
 	if err != nil {
