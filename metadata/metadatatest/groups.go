@@ -17,6 +17,7 @@ var groupTests = []struct {
 	fn   func(t *testing.T, s metadata.Store)
 }{
 	{"GroupChurn", testGroupChurn},
+	{"GroupConcurrent", testGroupConcurrent},
 	{"GroupJoinLeave", testGroupJoinLeave},
 	{"GroupCommitFencing", testGroupCommitFencing},
 	{"GroupSimpleCommit", testGroupSimpleCommit},
