@@ -194,3 +194,90 @@ func BenchmarkGroupHeartbeat(b *testing.B) {
 		})
 	})
 }
+
+// BenchmarkGroupRebalance: 100 members over 1,000 partitions, each
+// heartbeating at the interval the store advertises (session timeout 3 s,
+// interval 1 s), on PostgreSQL with real clocks. Reports how long after a
+// join and after a member's death (it stops heartbeating) the group is
+// stable again, and that time over the session timeout.
+//
+//	go test -run '^$' -bench BenchmarkGroupRebalance -benchtime 1x ./metadata/postgres/
+func BenchmarkGroupRebalance(b *testing.B) {
+	s, err := Open(context.Background(), testenv.Postgres(b), DefaultOptions())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	if _, err := s.CreateTopic(context.Background(), metadata.TopicSpec{Name: "big", Partitions: 1000}); err != nil {
+		b.Fatal(err)
+	}
+	const members, timeout = 100, 3 * time.Second
+	stable := func(ctx context.Context, grp string, want int) time.Duration {
+		start := time.Now()
+		for {
+			d, err := s.DescribeGroup(ctx, grp)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if d.State == metadata.GroupStable && len(d.Members) == want {
+				return time.Since(start)
+			}
+			if time.Since(start) > 10*timeout {
+				b.Fatalf("not stable after %v: %d members", 10*timeout, len(d.Members))
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	for n := range b.N {
+		grp := fmt.Sprintf("big%d", n)
+		ctx, cancel := context.WithCancel(context.Background())
+		var wg sync.WaitGroup
+		kill := make([]chan struct{}, members)
+		run := func(i int) {
+			defer wg.Done()
+			id := fmt.Sprintf("m%03d", i)
+			var epoch int32
+			var owned []metadata.TopicPartition
+			for {
+				r, err := s.Heartbeat(ctx, metadata.HeartbeatRequest{Group: grp, MemberID: id, MemberEpoch: epoch,
+					Subscription: []string{"big"}, Owned: owned, SessionTimeout: timeout})
+				if err != nil {
+					if ctx.Err() == nil {
+						b.Error(err)
+					}
+					return
+				}
+				epoch, owned = r.MemberEpoch, r.Assigned // releases at once
+				wait := r.HeartbeatInterval
+				if r.Pending > 0 || epoch != r.GroupEpoch {
+					wait = 100 * time.Millisecond // reconciling: come back soon
+				}
+				select {
+				case <-ctx.Done():
+					return
+				case <-kill[i]:
+					return
+				case <-time.After(wait):
+				}
+			}
+		}
+		for i := range members - 1 {
+			kill[i] = make(chan struct{})
+			wg.Add(1)
+			go run(i)
+		}
+		first := stable(ctx, grp, members-1)
+		kill[members-1] = make(chan struct{})
+		wg.Add(1)
+		go run(members - 1)
+		join := stable(ctx, grp, members)
+		close(kill[37])
+		death := stable(ctx, grp, members-1)
+		b.ReportMetric(float64(first.Milliseconds()), "first-stable-ms")
+		b.ReportMetric(float64(join.Milliseconds()), "join-ms")
+		b.ReportMetric(float64(death.Milliseconds()), "death-ms")
+		b.ReportMetric(float64(death)/float64(timeout), "death-x-session")
+		cancel()
+		wg.Wait()
+	}
+}
