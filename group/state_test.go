@@ -296,3 +296,28 @@ func BenchmarkHeartbeatRebalance(b *testing.B) {
 		}
 	}
 }
+
+// TestReconcileInterval: a member with partitions pending is told to come
+// back within ReconcileInterval; a stable one at a third of its session.
+func TestReconcileInterval(t *testing.T) {
+	s := newSim(t, Topic{ID: 1, Name: "a", Partitions: 4})
+	a := &simClient{held: map[TP]bool{}, sub: []string{"a"}}
+	if err := s.beat(a, 3*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	out, err := Heartbeat(s.g, metadata.HeartbeatRequest{Group: "g", MemberID: "b", Subscription: []string{"a"},
+		SessionTimeout: 3 * time.Second}, s.topics, s.now, nil)
+	if err != nil || out.Response.Pending != 2 || out.Response.HeartbeatInterval != ReconcileInterval {
+		t.Fatalf("joining behind a holder: %+v, %v", out.Response, err)
+	}
+	// a is told to release two partitions (and to come back soon), then
+	// releases them and is stable.
+	for i, want := range []time.Duration{ReconcileInterval, time.Second} {
+		out, err = Heartbeat(s.g, metadata.HeartbeatRequest{Group: "g", MemberID: a.id, MemberEpoch: a.epoch,
+			SessionTimeout: 3 * time.Second}, s.topics, s.now, nil)
+		if err != nil || out.Response.HeartbeatInterval != want {
+			t.Fatalf("heartbeat %d of the holder: %+v, %v; want interval %v", i, out.Response, err, want)
+		}
+		a.epoch = out.Response.MemberEpoch
+	}
+}

@@ -112,7 +112,9 @@ type HeartbeatResponse struct {
 	// Pending counts target partitions not yet in Assigned (still held by
 	// their previous owner); > 0 means "heartbeat again soon".
 	Pending int
-	// HeartbeatInterval is when the member should heartbeat next.
+	// HeartbeatInterval is when the member should heartbeat next: a third
+	// of the session timeout (50 ms to 5 s), at most 100 ms while the
+	// member has partitions to release or pending.
 	HeartbeatInterval time.Duration
 }
 

@@ -256,16 +256,12 @@ func BenchmarkGroupRebalance(b *testing.B) {
 					return
 				}
 				epoch, owned = r.MemberEpoch, r.Assigned // releases at once
-				wait := r.HeartbeatInterval
-				if r.Pending > 0 || epoch != r.GroupEpoch {
-					wait = 100 * time.Millisecond // reconciling: come back soon
-				}
 				select {
 				case <-ctx.Done():
 					return
 				case <-kill[i]:
 					return
-				case <-time.After(wait):
+				case <-time.After(r.HeartbeatInterval):
 				}
 			}
 		}
