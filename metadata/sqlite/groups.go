@@ -1,0 +1,287 @@
+package sqlite
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/floe-broker/floe/group"
+	"github.com/floe-broker/floe/metadata"
+)
+
+// Consumer groups: every operation is one transaction; heartbeats load the
+// group (a row and its members), run group.Heartbeat and write back what
+// changed.
+// newMemberID makes a random member id.
+func newMemberID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// loadGroup reads a group and its members; nil when it does not exist.
+func loadGroup(ctx context.Context, tx *sql.Tx, name string) (*group.Group, error) {
+	g := &group.Group{Name: name}
+	var names string
+	err := tx.QueryRowContext(ctx, `SELECT group_epoch, topic_names, topics_sig, rebalance_at, rebalance_ms
+		FROM consumer_groups WHERE name = ?`, name).Scan(&g.Epoch, &names, &g.TopicsSig, &g.RebalanceAt, &g.RebalanceMs)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	g.TopicNames = splitNames(names)
+	rows, err := tx.QueryContext(ctx, `SELECT member_id, member_epoch, subscription, assigned, revoking, target,
+		revoking_since, session_timeout_ms, last_heartbeat, joined_at
+		FROM group_members WHERE group_name = ? ORDER BY member_id`, name)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		m := &group.Member{}
+		var sub, as, rv, tg string
+		if err := rows.Scan(&m.ID, &m.Epoch, &sub, &as, &rv, &tg, &m.RevokingSince, &m.SessionTimeoutMs,
+			&m.LastHeartbeat, &m.JoinedAt); err != nil {
+			return nil, err
+		}
+		m.Subscription = splitNames(sub)
+		if m.Assigned, err = group.DecodeTPs(as); err == nil {
+			if m.Revoking, err = group.DecodeTPs(rv); err == nil {
+				m.Target, err = group.DecodeTPs(tg)
+			}
+		}
+		if err != nil {
+			return nil, err
+		}
+		g.Members = append(g.Members, m)
+	}
+	return g, rows.Err()
+}
+
+func splitNames(s string) []string {
+	if s == "" {
+		return nil
+	}
+	return strings.Split(s, ",")
+}
+
+// liveTopics returns the live topics among names, by name.
+func liveTopics(ctx context.Context, tx *sql.Tx, names []string) (map[string]group.Topic, error) {
+	js, err := json.Marshal(names)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := tx.QueryContext(ctx, `SELECT id, name, partitions FROM topics
+		WHERE deleted_at IS NULL AND name IN (SELECT value FROM json_each(?))`, string(js))
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := map[string]group.Topic{}
+	for rows.Next() {
+		var t group.Topic
+		if err := rows.Scan(&t.ID, &t.Name, &t.Partitions); err != nil {
+			return nil, err
+		}
+		out[t.Name] = t
+	}
+	return out, rows.Err()
+}
+
+// Heartbeat implements metadata.Store.
+func (s *Store) Heartbeat(ctx context.Context, req metadata.HeartbeatRequest) (metadata.HeartbeatResponse, error) {
+	if err := group.Validate(req); err != nil {
+		return metadata.HeartbeatResponse{}, err
+	}
+	if err := s.checkOpen(); err != nil {
+		return metadata.HeartbeatResponse{}, err
+	}
+	var resp metadata.HeartbeatResponse
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		now := time.Now().UnixMilli()
+		g, err := loadGroup(ctx, tx, req.Group)
+		if err != nil {
+			return err
+		}
+		isNew := g == nil
+		if isNew {
+			if req.MemberEpoch != metadata.JoinEpoch {
+				if req.MemberEpoch == metadata.LeaveEpoch {
+					resp = metadata.HeartbeatResponse{MemberID: req.MemberID, MemberEpoch: metadata.LeaveEpoch, Assigned: []group.TP{}}
+					return nil
+				}
+				return fmt.Errorf("%w: %q: group %q does not exist", metadata.ErrUnknownMember, req.MemberID, req.Group)
+			}
+			g = &group.Group{Name: req.Group}
+		}
+		var names []string
+		for _, m := range g.Members {
+			names = append(names, m.Subscription...)
+		}
+		topics, err := liveTopics(ctx, tx, group.Canonical(append(names, req.Subscription...)))
+		if err != nil {
+			return err
+		}
+		out, err := group.Heartbeat(g, req, topics, now, newMemberID)
+		if err != nil {
+			return err
+		}
+		resp = out.Response
+		return writeHeartbeat(ctx, tx, g, out, isNew, now)
+	})
+	if err != nil {
+		return metadata.HeartbeatResponse{}, s.wrap("heartbeat "+req.Group, err)
+	}
+	return resp, nil
+}
+
+func writeHeartbeat(ctx context.Context, tx *sql.Tx, g *group.Group, out group.Outcome, isNew bool, now int64) error {
+	if isNew {
+		if _, err := tx.ExecContext(ctx, "INSERT INTO consumer_groups (name, created_at) VALUES (?, ?)", g.Name, now); err != nil {
+			return err
+		}
+	}
+	if isNew || out.GroupChanged {
+		if _, err := tx.ExecContext(ctx, `UPDATE consumer_groups SET group_epoch = ?, topic_names = ?, topics_sig = ?,
+			rebalance_at = ?, rebalance_ms = ? WHERE name = ?`, g.Epoch, strings.Join(g.TopicNames, ","), g.TopicsSig,
+			g.RebalanceAt, g.RebalanceMs, g.Name); err != nil {
+			return err
+		}
+	}
+	for _, id := range out.Deleted {
+		if _, err := tx.ExecContext(ctx, "DELETE FROM group_members WHERE group_name = ? AND member_id = ?", g.Name, id); err != nil {
+			return err
+		}
+	}
+	for _, m := range out.Upsert {
+		if _, err := tx.ExecContext(ctx, `INSERT OR REPLACE INTO group_members (group_name, member_id, member_epoch,
+			subscription, assigned, revoking, target, revoking_since, session_timeout_ms, last_heartbeat, joined_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`, g.Name, m.ID, m.Epoch, strings.Join(m.Subscription, ","),
+			group.EncodeTPs(m.Assigned), group.EncodeTPs(m.Revoking), group.EncodeTPs(m.Target), m.RevokingSince,
+			m.SessionTimeoutMs, m.LastHeartbeat, m.JoinedAt); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// liveMembers counts g's members whose session has not expired.
+func liveMembers(ctx context.Context, tx *sql.Tx, name string, now int64) (int, error) {
+	var n int
+	err := tx.QueryRowContext(ctx, `SELECT count(*) FROM group_members WHERE group_name = ?
+		AND last_heartbeat + session_timeout_ms >= ?`, name, now).Scan(&n)
+	return n, err
+}
+
+// ListGroups implements metadata.Store.
+func (s *Store) ListGroups(ctx context.Context) ([]metadata.GroupListing, error) {
+	if err := s.checkOpen(); err != nil {
+		return nil, err
+	}
+	var out []metadata.GroupListing
+	err := s.read(ctx, func(tx *sql.Tx) error {
+		rows, err := tx.QueryContext(ctx, "SELECT name FROM consumer_groups ORDER BY name")
+		if err != nil {
+			return err
+		}
+		var names []string
+		for rows.Next() {
+			var n string
+			if err := rows.Scan(&n); err != nil {
+				rows.Close()
+				return err
+			}
+			names = append(names, n)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		now := time.Now().UnixMilli()
+		for _, n := range names {
+			g, err := loadGroup(ctx, tx, n)
+			if err != nil || g == nil {
+				return err
+			}
+			live := group.LiveOnly(g, now)
+			out = append(out, metadata.GroupListing{Group: n, State: live.State(), Members: len(live.Members)})
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, s.wrap("list groups", err)
+	}
+	return out, nil
+}
+
+// DescribeGroup implements metadata.Store.
+func (s *Store) DescribeGroup(ctx context.Context, name string) (metadata.GroupDescription, error) {
+	if err := group.ValidateName("group", name); err != nil {
+		return metadata.GroupDescription{}, err
+	}
+	if err := s.checkOpen(); err != nil {
+		return metadata.GroupDescription{}, err
+	}
+	var d metadata.GroupDescription
+	err := s.read(ctx, func(tx *sql.Tx) error {
+		g, err := loadGroup(ctx, tx, name)
+		if err != nil {
+			return err
+		}
+		if g == nil {
+			return fmt.Errorf("%w: %q", metadata.ErrGroupNotFound, name)
+		}
+		offsets, err := readOffsets(ctx, tx, name)
+		if err != nil {
+			return err
+		}
+		d = group.Describe(g, offsets, time.Now().UnixMilli())
+		return nil
+	})
+	if err != nil {
+		return metadata.GroupDescription{}, s.wrap("describe group "+name, err)
+	}
+	return d, nil
+}
+
+// DeleteGroup implements metadata.Store.
+func (s *Store) DeleteGroup(ctx context.Context, name string) error {
+	if err := group.ValidateName("group", name); err != nil {
+		return err
+	}
+	if err := s.checkOpen(); err != nil {
+		return err
+	}
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		var exists bool
+		if err := tx.QueryRowContext(ctx, "SELECT EXISTS (SELECT 1 FROM consumer_groups WHERE name = ?)", name).Scan(&exists); err != nil {
+			return err
+		}
+		if !exists {
+			return fmt.Errorf("%w: %q", metadata.ErrGroupNotFound, name)
+		}
+		n, err := liveMembers(ctx, tx, name, time.Now().UnixMilli())
+		if err != nil {
+			return err
+		}
+		if n > 0 {
+			return fmt.Errorf("%w: %d in group %q", metadata.ErrGroupNotEmpty, n, name)
+		}
+		for _, q := range []string{"DELETE FROM group_members WHERE group_name = ?",
+			"DELETE FROM group_offsets WHERE group_name = ?", "DELETE FROM consumer_groups WHERE name = ?"} {
+			if _, err := tx.ExecContext(ctx, q, name); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	return s.wrap("delete group "+name, err)
+}
