@@ -247,7 +247,7 @@ func TestTimeRetention(t *testing.T) {
 		old := write(t, e, batch(tp.ID, 0, 3))
 		time.Sleep(time.Second)
 		young := write(t, e, batch(tp.ID, 0, 3))
-		c := newCompactor(t, e, "a", func(c *compactor.Config) { c.Grace = 200 * time.Millisecond })
+		c := newCompactor(t, e, "a", func(c *compactor.Config) { c.Grace = 0 })
 		r := runOnce(t, c) // grace 0: marked and deleted in one pass
 		if r.Advanced != 1 || r.FilesMarked != 1 || r.FilesDeleted != 1 {
 			t.Fatalf("pass: %+v, want the old file marked and deleted", r)
