@@ -41,14 +41,17 @@ func (k kvFlag) Set(s string) error {
 
 func runTopic(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
-		fmt.Fprintln(stderr, "usage: floe topic create|list|describe|delete [flags] [NAME]")
+		fmt.Fprintln(stderr, "usage: floe topic create|list|describe|delete|alter|delete-records [flags] [NAME]")
 		return errUsage
 	}
 	sub := args[0]
+	if run, ok := topicRetentionCmds[sub]; ok {
+		return run(ctx, args[1:], stdout, stderr)
+	}
 	switch sub {
 	case "create", "list", "describe", "delete":
 	default:
-		return fmt.Errorf("topic: unknown subcommand %q (create, list, describe, delete)", sub)
+		return fmt.Errorf("topic: unknown subcommand %q (create, list, describe, delete, alter, delete-records)", sub)
 	}
 	fs := flag.NewFlagSet("floe topic "+sub, flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -106,6 +109,7 @@ func runTopic(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			fmt.Fprintf(tw, "%d\t%d\t%d\n", p.GetPartition(), p.GetLogStartOffset(), p.GetHighWatermark())
 		}
 		tw.Flush()
+		printStorage(stdout, resp)
 	case "delete":
 		if _, err := c.Topics.DeleteTopic(ctx, &floev1.DeleteTopicRequest{Name: name}); err != nil {
 			return fmt.Errorf("delete topic %q: %w", name, err)

@@ -48,5 +48,11 @@ func runDev(ctx context.Context, args []string, stderr io.Writer) error {
 		return fmt.Errorf("metadata store: %w", err)
 	}
 	defer meta.Close()
-	return serve(ctx, sc, meta, store, prometheus.NewRegistry())
+	reg := prometheus.NewRegistry()
+	stopCompactor, err := startDevCompactor(ctx, meta, store, reg, sc.Logger)
+	if err != nil {
+		return err
+	}
+	defer stopCompactor()
+	return serve(ctx, sc, meta, store, reg)
 }

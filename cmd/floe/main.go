@@ -20,7 +20,8 @@ const usage = `floe — a diskless log broker
 usage:
   floe dev      [flags]   run agent on a local directory and SQLite (embedded default)
   floe agent    [flags]   run an agent against PostgreSQL and S3
-  floe topic    create|list|describe|delete ...
+  floe compactor [flags]  run retention, file deletion and orphan collection (PostgreSQL and S3)
+  floe topic    create|list|describe|delete|alter|delete-records ...
   floe produce  TOPIC [flags]   produce lines from stdin
   floe consume  TOPIC [flags]   print records
   floe version
@@ -56,6 +57,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return runDev(ctx, rest, stderr)
 	case "agent":
 		return runAgent(ctx, rest, stderr)
+	case "compactor":
+		return runCompactor(ctx, rest, stderr)
 	case "topic":
 		return runTopic(ctx, rest, stdout, stderr)
 	case "produce":
