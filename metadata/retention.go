@@ -165,6 +165,8 @@ type RetentionStore interface {
 	TopicStorage(ctx context.Context, topicID int64) (TopicStorage, error)
 	// DeletionQueue returns the files waiting for deletion.
 	DeletionQueue(ctx context.Context) (DeletionQueue, error)
+
+	MergeStore
 }
 
 // CheckConfigChange checks an AlterTopicConfig request's shape: non-empty
@@ -221,4 +223,52 @@ func TimeRetentionCursor(first, last *int64, n, limit, hw int64) int64 {
 	default:
 		return hw
 	}
+}
+
+// MergeBatch is a live batch of a small file, a candidate for merging.
+type MergeBatch struct {
+	TopicID    int64
+	Partition  int32
+	BaseOffset int64
+	FileID     int64
+	FileKey    string
+	FileSize   int64
+	ByteOffset int64
+	ByteLength int64
+}
+
+// BatchMove repoints one batch row from its old file to a merged one.
+type BatchMove struct {
+	TopicID        int64
+	Partition      int32
+	BaseOffset     int64
+	FromFileID     int64
+	FromByteOffset int64
+	ByteOffset     int64 // in the merged file; the length is unchanged
+}
+
+// MergeCommit is a merged file and the batches it now holds.
+type MergeCommit struct {
+	Key   string
+	Size  int64
+	Moves []BatchMove
+}
+
+// MergeResult counts what CommitMerge did.
+type MergeResult struct {
+	Moved       int // batches repointed (those gone meanwhile are skipped)
+	FilesMarked int // old files left without batches, marked 'deleting'
+}
+
+// MergeStore is the metadata side of merging small files.
+type MergeStore interface {
+	// MergeCandidates returns the live batches of up to maxFiles committed
+	// files smaller than maxSize and created more than minAge ago, oldest
+	// file first.
+	MergeCandidates(ctx context.Context, maxSize int64, minAge time.Duration, maxFiles int) ([]MergeBatch, error)
+	// CommitMerge records the merged file and repoints the moved batches
+	// that still point where they did, in one transaction, and marks
+	// 'deleting' the old files left without batches (and the merged file
+	// if no batch moved). A key already committed changes nothing.
+	CommitMerge(ctx context.Context, m MergeCommit) (MergeResult, error)
 }

@@ -2,6 +2,7 @@ package metadatatest
 
 import (
 	"errors"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -347,4 +348,76 @@ var retentionTests = []struct {
 	{"DeadFiles", testDeadFiles},
 	{"DeletedTopicFiles", testDeletedTopicFiles},
 	{"Leases", testLeases},
+	{"Merge", testMerge},
+}
+
+// testMerge: live batches of small, aged files are repointed to a merged
+// file in one transaction; the emptied files die; batches that moved
+// meanwhile are skipped; a repeated merge commit changes nothing.
+func testMerge(t *testing.T, s metadata.Store) {
+	c := ctx(t)
+	tp := createTopic(t, s, "mg", 2)
+	k1, k2, k3, big := key(), key(), key(), key()
+	commit(t, s, file(k1, plain(tp.ID, 0, 1), plain(tp.ID, 1, 2))) // p0: 0, p1: 0..1
+	commit(t, s, file(k2, plain(tp.ID, 0, 1)))                     // p0: 1
+	commit(t, s, file(k3, plain(tp.ID, 0, 1)))                     // p0: 2
+	bigFile := file(big, plain(tp.ID, 0, 1))                       // p0: 3
+	bigFile.Size = 1 << 30
+	commit(t, s, bigFile)
+	if _, err := s.DeleteRecords(c, tp.ID, 0, 1); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(5 * time.Millisecond)
+	cands, err := s.MergeCandidates(c, 1<<20, 0, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, m := range cands {
+		got = append(got, fmt.Sprintf("%s/%d/%d", m.FileKey, m.Partition, m.BaseOffset))
+	}
+	want := []string{k1 + "/1/0", k2 + "/0/1", k3 + "/0/2"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("MergeCandidates = %v, want %v (live batches of small files, oldest first)", got, want)
+	}
+	if young, _ := s.MergeCandidates(c, 1<<20, time.Hour, 10); len(young) != 0 {
+		t.Errorf("MergeCandidates(min age 1h) = %v", young)
+	}
+	merged := metadata.MergeCommit{Key: key(), Size: 1000}
+	for i, m := range cands {
+		merged.Moves = append(merged.Moves, metadata.BatchMove{TopicID: m.TopicID, Partition: m.Partition, BaseOffset: m.BaseOffset,
+			FromFileID: m.FileID, FromByteOffset: m.ByteOffset, ByteOffset: 16 + int64(i)*200})
+	}
+	stale := merged.Moves[0]
+	stale.FromByteOffset++ // moved since: skipped
+	merged.Moves = append(merged.Moves, stale)
+	res, err := s.CommitMerge(c, merged)
+	if err != nil || res.Moved != 3 || res.FilesMarked != 2 {
+		t.Fatalf("CommitMerge = %+v, %v; want 3 moved, k2 and k3 marked (k1 keeps a dead batch)", res, err)
+	}
+	refs, _, err := s.FindBatches(c, tp.ID, 0, 1, 1<<20)
+	if err != nil || len(refs) != 3 || refs[0].FileKey != merged.Key || refs[0].ByteOffset != 216 || refs[1].FileKey != merged.Key ||
+		refs[1].ByteOffset != 416 || refs[2].FileKey != big {
+		t.Errorf("partition 0 after merge: %+v, %v", refs, err)
+	}
+	if p1 := allBatches(t, s, tp.ID, 1); len(p1) != 1 || p1[0].FileKey != merged.Key || p1[0].ByteOffset != 16 || p1[0].ByteLength != 200 {
+		t.Errorf("partition 1 after merge: %+v", p1)
+	}
+	if again, err := s.CommitMerge(c, merged); err != nil || again != (metadata.MergeResult{}) {
+		t.Errorf("repeated CommitMerge = %+v, %v; want nothing done", again, err)
+	}
+	if r, err := s.CollectDeadBatches(c, 10); err != nil || r.Batches != 1 || r.FilesMarked != 1 {
+		t.Errorf("CollectDeadBatches after merge = %+v, %v; want k1 marked", r, err)
+	}
+	dead, _ := s.DeletableFiles(c, 0, 10)
+	var keys []string
+	for _, f := range dead {
+		keys = append(keys, f.Key)
+	}
+	slices.Sort(keys)
+	wantDead := []string{k1, k2, k3}
+	slices.Sort(wantDead)
+	if !slices.Equal(keys, wantDead) {
+		t.Errorf("deletable after merge: %v, want %v", keys, wantDead)
+	}
 }

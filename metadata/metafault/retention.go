@@ -96,3 +96,15 @@ func (s *Store) TopicStorage(ctx context.Context, topicID int64) (metadata.Topic
 func (s *Store) DeletionQueue(ctx context.Context) (metadata.DeletionQueue, error) {
 	return call(ctx, s, OpRetention, func() (metadata.DeletionQueue, error) { return s.inner.DeletionQueue(ctx) })
 }
+
+// MergeCandidates implements metadata.MergeStore.
+func (s *Store) MergeCandidates(ctx context.Context, maxSize int64, minAge time.Duration, maxFiles int) ([]metadata.MergeBatch, error) {
+	return call(ctx, s, OpRetention, func() ([]metadata.MergeBatch, error) {
+		return s.inner.MergeCandidates(ctx, maxSize, minAge, maxFiles)
+	})
+}
+
+// CommitMerge implements metadata.MergeStore.
+func (s *Store) CommitMerge(ctx context.Context, m metadata.MergeCommit) (metadata.MergeResult, error) {
+	return call(ctx, s, OpRetention, func() (metadata.MergeResult, error) { return s.inner.CommitMerge(ctx, m) })
+}
