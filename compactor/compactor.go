@@ -52,10 +52,11 @@ const (
 	JobRetention = "retention"
 	JobDeletion  = "deletion"
 	JobOrphans   = "orphans"
+	JobMerge     = "merge"
 )
 
 // Jobs is every job, in the order a pass runs them.
-var Jobs = []string{JobRetention, JobDeletion, JobOrphans}
+var Jobs = []string{JobRetention, JobMerge, JobDeletion, JobOrphans}
 
 // Config configures a Compactor.
 type Config struct {
@@ -88,6 +89,12 @@ type Config struct {
 	// the key shards it lists (one LIST request or more each): a whole
 	// cycle over the 256 shards takes 256/OrphanShards passes at least.
 	OrphanPage, OrphanShards int
+	// MergeSmallBytes: files smaller than this, created more than
+	// MergeMinAge ago, are merged, up to MergeMaxFiles files and about
+	// MergeTargetBytes of live batches per pass; 0 disables merging.
+	MergeSmallBytes, MergeTargetBytes int64
+	MergeMinAge                       time.Duration
+	MergeMaxFiles                     int
 	// TopicMetrics refreshes the per-topic storage gauges each retention
 	// pass (one TopicStorage query per topic).
 	TopicMetrics bool
@@ -112,6 +119,10 @@ func DefaultConfig() Config {
 		DeleteConcurrency: 8,
 		OrphanPage:        1000,
 		OrphanShards:      16,
+		MergeSmallBytes:   1 << 20,
+		MergeTargetBytes:  32 << 20,
+		MergeMinAge:       10 * time.Minute,
+		MergeMaxFiles:     1000,
 		TopicMetrics:      true,
 	}
 }
@@ -124,6 +135,9 @@ func (c Config) validate() error {
 		return fmt.Errorf("compactor: config Interval %v and LeaseTTL %v must be positive", c.Interval, c.LeaseTTL)
 	case c.Grace < 0:
 		return fmt.Errorf("compactor: config Grace %v is negative", c.Grace)
+	case c.MergeSmallBytes > 0 && (c.MergeTargetBytes < c.MergeSmallBytes || c.MergeMaxFiles < 2 || c.MergeMinAge < 0):
+		return fmt.Errorf("compactor: config merge: MergeTargetBytes %d must be >= MergeSmallBytes %d, MergeMaxFiles %d >= 2, MergeMinAge %v >= 0",
+			c.MergeTargetBytes, c.MergeSmallBytes, c.MergeMaxFiles, c.MergeMinAge)
 	case c.OrphanAge < c.Grace:
 		return fmt.Errorf("compactor: config OrphanAge %v is shorter than Grace %v", c.OrphanAge, c.Grace)
 	case c.BatchLimit < 1 || c.MaxSteps < 1 || c.DeleteLimit < 1 || c.DeleteConcurrency < 1 || c.OrphanPage < 1 ||
@@ -173,6 +187,8 @@ type Report struct {
 	Advanced       int      // partitions whose log start moved
 	Batches        int      // batch rows collected
 	FilesMarked    int
+	FilesMerged    int // small files whose batches moved to a merged file
+	BatchesMoved   int
 	FilesDeleted   int
 	BytesDeleted   int64
 	DeleteFailures int
@@ -235,6 +251,8 @@ func (c *Compactor) RunOnce(ctx context.Context) (Report, error) {
 		switch job {
 		case JobRetention:
 			err = c.retentionPass(ctx, &r)
+		case JobMerge:
+			err = c.mergePass(ctx, &r)
 		case JobDeletion:
 			err = c.deletionPass(ctx, &r)
 		case JobOrphans:

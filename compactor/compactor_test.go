@@ -363,19 +363,23 @@ func TestOrphansCollected(t *testing.T) {
 	})
 }
 
-// Readers fetching while retention moves the cursors and files are deleted
-// never meet a missing object for a batch the metadata gave them.
+// Readers fetching while retention moves the cursors, small files are
+// merged and files are deleted never meet a missing object for a batch the
+// metadata gave them.
 func TestReadersDuringDeletion(t *testing.T) {
 	backends(t, func(t *testing.T, e env) {
 		ctx, cancel := context.WithTimeout(context.Background(), 4*time.Second)
 		defer cancel()
 		tp, _ := e.meta.CreateTopic(ctx, metadata.TopicSpec{Name: "rd", Partitions: 2,
 			Config: map[string]string{metadata.ConfigRetentionBytes: "2000"}})
-		c := newCompactor(t, e, "a", func(c *compactor.Config) { c.Grace = 200 * time.Millisecond })
+		c := newCompactor(t, e, "a", func(c *compactor.Config) {
+			c.Grace, c.MergeMinAge, c.MergeMaxFiles = 200*time.Millisecond, 100*time.Millisecond, 10
+		})
 		var (
 			wg                sync.WaitGroup
 			reads, missing    atomic.Int64
 			outOfRange, files atomic.Int64
+			merged            atomic.Int64
 		)
 		stop := make(chan struct{})
 		wg.Add(1)
@@ -387,10 +391,8 @@ func TestReadersDuringDeletion(t *testing.T) {
 					return
 				default:
 				}
-				f := metadata.FileCommit{Key: newKey(), Size: 300, Batches: []metadata.BatchCommit{
-					batch(tp.ID, int32(i%2), 2), batch(tp.ID, int32((i+1)%2), 1)}}
-				f.Batches[1].ByteOffset = 200
-				if err := e.store.Put(ctx, f.Key, make([]byte, f.Size), objectstore.PutOptions{}); err != nil {
+				f, err := tryPutReal(e, "w", row{tp.ID, int32(i % 2), []int{2}}, row{tp.ID, int32((i + 1) % 2), []int{1}})
+				if err != nil {
 					t.Errorf("put: %v", err)
 					return
 				}
@@ -414,9 +416,11 @@ func TestReadersDuringDeletion(t *testing.T) {
 					hw, _ := e.meta.ListOffset(ctx, tp.ID, 1, metadata.OffsetLatest, 0)
 					_, _ = e.meta.DeleteRecords(ctx, tp.ID, 1, hw-3)
 				}
-				if _, err := c.RunOnce(ctx); err != nil && ctx.Err() == nil {
+				r, err := c.RunOnce(ctx)
+				if err != nil && ctx.Err() == nil {
 					t.Errorf("RunOnce: %v", err)
 				}
+				merged.Add(int64(r.FilesMerged))
 			}
 		}()
 		for r := range 4 {
@@ -454,13 +458,13 @@ func TestReadersDuringDeletion(t *testing.T) {
 		close(stop)
 		wg.Wait()
 		st, _ := e.meta.TopicStorage(context.Background(), tp.ID)
-		t.Logf("%d files written, %d batch reads, %d out of range, %d missing objects; storage at the end %+v",
-			files.Load(), reads.Load(), outOfRange.Load(), missing.Load(), st)
+		t.Logf("%d files written, %d merged, %d batch reads, %d out of range, %d missing objects; storage at the end %+v",
+			files.Load(), merged.Load(), reads.Load(), outOfRange.Load(), missing.Load(), st)
 		if missing.Load() != 0 {
 			t.Errorf("%d reads of a batch the metadata gave met a missing object", missing.Load())
 		}
-		if reads.Load() == 0 || files.Load() < 10 {
-			t.Errorf("the run did too little: %d reads, %d files", reads.Load(), files.Load())
+		if reads.Load() == 0 || files.Load() < 10 || merged.Load() == 0 {
+			t.Errorf("the run did too little: %d reads, %d files, %d merged", reads.Load(), files.Load(), merged.Load())
 		}
 	})
 }

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/floe-broker/floe/metadata"
 	"github.com/floe-broker/floe/objectstore"
 )
 
@@ -119,6 +120,42 @@ func TestConfigValidate(t *testing.T) {
 		mut(&c)
 		if err := c.validate(); err == nil {
 			t.Errorf("%s: accepted", name)
+		}
+	}
+}
+
+func TestPlanMerge(t *testing.T) {
+	mb := func(file int64, topic int64, part int32, base, length int64) metadata.MergeBatch {
+		return metadata.MergeBatch{FileID: file, TopicID: topic, Partition: part, BaseOffset: base, ByteLength: length}
+	}
+	cands := []metadata.MergeBatch{
+		mb(1, 1, 1, 10, 100), mb(1, 1, 0, 5, 100),
+		mb(2, 1, 0, 6, 300),
+		mb(3, 2, 0, 0, 50), mb(3, 1, 1, 11, 50),
+		mb(4, 1, 0, 7, 10),
+	}
+	key := func(bs []metadata.MergeBatch) string {
+		var s []string
+		for _, b := range bs {
+			s = append(s, fmt.Sprintf("%d:%d/%d@%d", b.FileID, b.TopicID, b.Partition, b.BaseOffset))
+		}
+		return fmt.Sprint(s)
+	}
+	for _, tc := range []struct {
+		cands  []metadata.MergeBatch
+		target int64
+		want   string
+	}{
+		{nil, 1000, "[]"},
+		{cands[:2], 1000, "[]"}, // one file: nothing to merge
+		// Everything fits: ordered by topic, partition, offset.
+		{cands, 1000, "[1:1/0@5 2:1/0@6 4:1/0@7 1:1/1@10 3:1/1@11 3:2/0@0]"},
+		// Two files at least, then files while under the target.
+		{cands, 100, "[1:1/0@5 2:1/0@6 1:1/1@10]"},
+		{cands, 600, "[1:1/0@5 2:1/0@6 1:1/1@10 3:1/1@11 3:2/0@0]"},
+	} {
+		if got := key(planMerge(tc.cands, tc.target)); got != tc.want {
+			t.Errorf("planMerge(%d candidates, target %d) = %s, want %s", len(tc.cands), tc.target, got, tc.want)
 		}
 	}
 }

@@ -49,6 +49,11 @@ func (t tracked) ListTopics(ctx context.Context) ([]metadata.Topic, error) {
 	return t.Store.ListTopics(ctx)
 }
 
+func (t tracked) MergeCandidates(ctx context.Context, maxSize int64, minAge time.Duration, maxFiles int) ([]metadata.MergeBatch, error) {
+	defer t.j.enter(compactor.JobMerge, t.owner)()
+	return t.Store.MergeCandidates(ctx, maxSize, minAge, maxFiles)
+}
+
 func (t tracked) DeletableFiles(ctx context.Context, grace time.Duration, limit int) ([]metadata.DeadFile, error) {
 	defer t.j.enter(compactor.JobDeletion, t.owner)()
 	return t.Store.DeletableFiles(ctx, grace, limit)

@@ -15,6 +15,7 @@ import (
 //	floe_compactor_log_start_advances_total       partitions whose log start moved
 //	floe_compactor_batches_collected_total        batch rows removed
 //	floe_compactor_files_marked_total             files marked 'deleting'
+//	floe_compactor_files_merged_total             small files merged into bigger ones
 //	floe_compactor_files_deleted_total            files deleted (object and row)
 //	floe_compactor_bytes_deleted_total            their bytes
 //	floe_compactor_delete_failures_total          object deletes that failed (retried)
@@ -29,6 +30,7 @@ import (
 type metrics struct {
 	passes                                              *prometheus.CounterVec
 	advances, collected, marked, deleted, bytesDeleted  prometheus.Counter
+	merged                                              prometheus.Counter
 	deleteFailures, listed, orphansFound, orphansDelete prometheus.Counter
 	queueFiles, queueBytes, queueOldest                 prometheus.Gauge
 	topicBytes, topicFiles                              *prometheus.GaugeVec
@@ -47,6 +49,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		advances:       counter("log_start_advances_total", "Partitions whose log start offset retention moved."),
 		collected:      counter("batches_collected_total", "Unreachable batch rows removed."),
 		marked:         counter("files_marked_total", "Files marked for deletion."),
+		merged:         counter("files_merged_total", "Small files whose live batches were merged into a bigger file."),
 		deleted:        counter("files_deleted_total", "Dead files deleted from the object store and the metadata."),
 		bytesDeleted:   counter("bytes_deleted_total", "Bytes of the dead files deleted."),
 		deleteFailures: counter("delete_failures_total", "Object deletes that failed (retried on a later pass)."),
@@ -65,7 +68,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	if reg == nil {
 		return m, nil
 	}
-	for _, c := range []prometheus.Collector{m.passes, m.advances, m.collected, m.marked, m.deleted, m.bytesDeleted,
+	for _, c := range []prometheus.Collector{m.passes, m.advances, m.collected, m.marked, m.merged, m.deleted, m.bytesDeleted,
 		m.deleteFailures, m.listed, m.orphansFound, m.orphansDelete, m.queueFiles, m.queueBytes, m.queueOldest,
 		m.topicBytes, m.topicFiles} {
 		if err := reg.Register(c); err != nil {
