@@ -138,6 +138,9 @@ func (c Config) validate() error {
 	case c.MergeSmallBytes > 0 && (c.MergeTargetBytes < c.MergeSmallBytes || c.MergeMaxFiles < 2 || c.MergeMinAge < 0):
 		return fmt.Errorf("compactor: config merge: MergeTargetBytes %d must be >= MergeSmallBytes %d, MergeMaxFiles %d >= 2, MergeMinAge %v >= 0",
 			c.MergeTargetBytes, c.MergeSmallBytes, c.MergeMaxFiles, c.MergeMinAge)
+	case c.MergeSmallBytes > 0 && mergeDeadline(c.OrphanAge, c.Grace) < time.Second:
+		return fmt.Errorf("compactor: config OrphanAge %v must exceed Grace %v by 2s at least when merging (merges finish within half the difference)",
+			c.OrphanAge, c.Grace)
 	case c.OrphanAge < c.Grace:
 		return fmt.Errorf("compactor: config OrphanAge %v is shorter than Grace %v", c.OrphanAge, c.Grace)
 	case c.BatchLimit < 1 || c.MaxSteps < 1 || c.DeleteLimit < 1 || c.DeleteConcurrency < 1 || c.OrphanPage < 1 ||

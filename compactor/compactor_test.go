@@ -120,7 +120,7 @@ func newCompactor(t testing.TB, e env, owner string, mut func(*compactor.Config)
 	cfg.Owner = owner
 	cfg.Interval = 20 * time.Millisecond
 	cfg.Grace = 300 * time.Millisecond
-	cfg.OrphanAge = 2 * time.Second
+	cfg.OrphanAge = 3 * time.Second
 	if mut != nil {
 		mut(&cfg)
 	}

@@ -80,3 +80,11 @@ func deleteConfirmed(err error) bool {
 func collectMore(lastBatches, limit, step, maxSteps int) bool {
 	return lastBatches >= limit && step < maxSteps
 }
+
+// mergeDeadline bounds a merge's upload and commit: half the time between
+// the grace period and the orphan age, so that a merged object is known to
+// the metadata long before the orphan job could delete it (the rule of
+// orphanDue holds for the compactor's own uploads too).
+func mergeDeadline(orphanAge, grace time.Duration) time.Duration {
+	return max((orphanAge-grace)/2, 0)
+}

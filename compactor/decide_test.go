@@ -115,6 +115,7 @@ func TestConfigValidate(t *testing.T) {
 		"zero batch":      func(c *Config) { c.BatchLimit = 0 },
 		"zero shards":     func(c *Config) { c.OrphanShards = 0 },
 		"zero concurrent": func(c *Config) { c.DeleteConcurrency = 0 },
+		"merge deadline":  func(c *Config) { c.OrphanAge = c.Grace + time.Second },
 	} {
 		c := ok
 		mut(&c)
@@ -156,6 +157,19 @@ func TestPlanMerge(t *testing.T) {
 	} {
 		if got := key(planMerge(tc.cands, tc.target)); got != tc.want {
 			t.Errorf("planMerge(%d candidates, target %d) = %s, want %s", len(tc.cands), tc.target, got, tc.want)
+		}
+	}
+}
+
+func TestMergeDeadline(t *testing.T) {
+	for _, tc := range []struct{ age, grace, want time.Duration }{
+		{25 * time.Minute, 5 * time.Minute, 10 * time.Minute},
+		{2 * time.Second, 0, time.Second},
+		{time.Minute, time.Minute, 0},
+		{time.Second, time.Minute, 0},
+	} {
+		if got := mergeDeadline(tc.age, tc.grace); got != tc.want {
+			t.Errorf("mergeDeadline(%v, %v) = %v, want %v", tc.age, tc.grace, got, tc.want)
 		}
 	}
 }

@@ -113,13 +113,21 @@ func (c *Compactor) mergePass(ctx context.Context, r *Report) error {
 	out := w.Finish()
 	id := ulid.Make()
 	key := fmt.Sprintf("%s%02x/%s", c.cfg.Prefix, id[15], id.String())
-	if err := c.store.Put(ctx, key, out, objectstore.PutOptions{IfAbsent: true}); err != nil {
+	// The merged object is unknown to the metadata until its commit: the
+	// upload and the commit must be over well before the orphan job may
+	// take it for an orphan (OrphanAge after its upload).
+	dctx, cancel := context.WithTimeout(ctx, mergeDeadline(c.cfg.OrphanAge, c.cfg.Grace))
+	defer cancel()
+	if err := c.store.Put(dctx, key, out, objectstore.PutOptions{IfAbsent: true}); err != nil {
 		return fmt.Errorf("upload merged file: %w", err)
 	}
-	if err := c.renew(ctx, JobMerge); err != nil {
+	if err := c.renew(dctx, JobMerge); err != nil {
 		return err // the uploaded file is an orphan
 	}
-	res, err := c.meta.CommitMerge(ctx, metadata.MergeCommit{Key: key, Size: int64(len(out)), Moves: moves})
+	if err := dctx.Err(); err != nil {
+		return fmt.Errorf("merged file %s not committed (an orphan): deadline passed: %w", key, err)
+	}
+	res, err := c.meta.CommitMerge(dctx, metadata.MergeCommit{Key: key, Size: int64(len(out)), Moves: moves})
 	if err != nil {
 		return fmt.Errorf("commit merged file %s (an orphan unless committed): %w", key, err)
 	}

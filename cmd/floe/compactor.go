@@ -48,6 +48,9 @@ func runCompactor(ctx context.Context, args []string, stderr io.Writer) error {
 	fs.DurationVar(&d.LeaseTTL, "lease-ttl", d.LeaseTTL, "how long a job's lease lasts without renewal")
 	fs.DurationVar(&d.Grace, "grace", d.Grace, "how long a dead file stays after it was marked (reads in flight; more than the agents' commit timeout and index poll interval)")
 	fs.DurationVar(&d.OrphanAge, "orphan-age", d.OrphanAge, "age after which an object the metadata does not know is deleted (grace + the agents' upload + commit timeouts)")
+	fs.Int64Var(&d.MergeSmallBytes, "merge-small-bytes", d.MergeSmallBytes, "merge files smaller than this (0: no merging)")
+	fs.Int64Var(&d.MergeTargetBytes, "merge-target-bytes", d.MergeTargetBytes, "bytes of live batches one merge writes at most")
+	fs.DurationVar(&d.MergeMinAge, "merge-min-age", d.MergeMinAge, "merge only files older than this")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil

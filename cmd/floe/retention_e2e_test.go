@@ -79,7 +79,7 @@ func TestCompactorPostgresS3(t *testing.T) {
 	storeArgs := []string{"-postgres-url", dsn, "-s3-bucket", s3.Bucket, "-s3-endpoint", s3.Endpoint,
 		"-s3-region", s3.Region, "-s3-access-key", s3.AccessKey, "-s3-secret-key", s3.SecretKey, "-s3-path-style", "-s3-prefix", "e2e"}
 	a := startFloe(t, append([]string{"agent"}, storeArgs...)...)
-	compArgs := append([]string{"-interval", "100ms", "-grace", "300ms", "-orphan-age", "2s"}, storeArgs...)
+	compArgs := append([]string{"-interval", "100ms", "-grace", "300ms", "-orphan-age", "3s"}, storeArgs...)
 	m1 := startCompactor(t, compArgs...)
 	m2 := startCompactor(t, compArgs...)
 	c := dialT(t, a.addr)
