@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"time"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -9,6 +10,9 @@ import (
 	floev1 "github.com/floe-broker/floe/api/floe/v1"
 	"github.com/floe-broker/floe/metadata"
 )
+
+// describeStorageTimeout bounds the storage figures of DescribeTopic.
+const describeStorageTimeout = 5 * time.Second
 
 // AlterTopicConfig implements floev1.TopicServiceServer.
 func (a *Agent) AlterTopicConfig(ctx context.Context, req *floev1.AlterTopicConfigRequest) (*floev1.AlterTopicConfigResponse, error) {
@@ -52,6 +56,10 @@ func (a *Agent) DeleteRecords(ctx context.Context, req *floev1.DeleteRecordsRequ
 // describeStorage adds the storage figures to a DescribeTopic answer; they
 // are left out (and the failure logged) when they cannot be read.
 func (a *Agent) describeStorage(ctx context.Context, topicID int64, resp *floev1.DescribeTopicResponse) {
+	// The figures sum the topic's batches: bounded, so that describing a
+	// huge topic still answers (without them).
+	ctx, cancel := context.WithTimeout(ctx, describeStorageTimeout)
+	defer cancel()
 	st, err := a.meta.TopicStorage(ctx, topicID)
 	if err != nil {
 		a.log.Warn("describe topic: storage figures unavailable", "topic_id", topicID, "err", err)

@@ -95,9 +95,11 @@ type Config struct {
 	MergeSmallBytes, MergeTargetBytes int64
 	MergeMinAge                       time.Duration
 	MergeMaxFiles                     int
-	// TopicMetrics refreshes the per-topic storage gauges each retention
-	// pass (one TopicStorage query per topic).
-	TopicMetrics bool
+	// TopicMetrics refreshes the per-topic storage gauges (one
+	// TopicStorage query per topic, which sums the topic's batches) on a
+	// retention pass at most every TopicMetricsInterval.
+	TopicMetrics         bool
+	TopicMetricsInterval time.Duration
 	// Logger receives what the jobs do; nil discards.
 	Logger *slog.Logger
 	// Registerer receives the metrics; nil registers none.
@@ -108,22 +110,23 @@ type Config struct {
 // period, orphans deleted after 25 minutes.
 func DefaultConfig() Config {
 	return Config{
-		Interval:          30 * time.Second,
-		LeaseTTL:          2 * time.Minute,
-		Grace:             5 * time.Minute,
-		OrphanAge:         25 * time.Minute,
-		Prefix:            "v1/files/",
-		BatchLimit:        1000,
-		MaxSteps:          100,
-		DeleteLimit:       1000,
-		DeleteConcurrency: 8,
-		OrphanPage:        1000,
-		OrphanShards:      16,
-		MergeSmallBytes:   1 << 20,
-		MergeTargetBytes:  32 << 20,
-		MergeMinAge:       10 * time.Minute,
-		MergeMaxFiles:     1000,
-		TopicMetrics:      true,
+		Interval:             30 * time.Second,
+		LeaseTTL:             2 * time.Minute,
+		Grace:                5 * time.Minute,
+		OrphanAge:            25 * time.Minute,
+		Prefix:               "v1/files/",
+		BatchLimit:           1000,
+		MaxSteps:             100,
+		DeleteLimit:          1000,
+		DeleteConcurrency:    8,
+		OrphanPage:           1000,
+		OrphanShards:         16,
+		MergeSmallBytes:      1 << 20,
+		MergeTargetBytes:     32 << 20,
+		MergeMinAge:          10 * time.Minute,
+		MergeMaxFiles:        1000,
+		TopicMetrics:         true,
+		TopicMetricsInterval: 5 * time.Minute,
 	}
 }
 
@@ -165,7 +168,8 @@ type Compactor struct {
 	log   *slog.Logger
 	m     *metrics
 
-	passMu sync.Mutex // serialises passes (Run and RunOnce callers)
+	passMu     sync.Mutex // serialises passes (Run and RunOnce callers) and protects topicsSeen
+	topicsSeen time.Time  // when the per-topic gauges were last refreshed
 }
 
 // New returns a compactor of meta's files in store (the batcher's store,

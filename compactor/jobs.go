@@ -66,7 +66,8 @@ func (c *Compactor) retentionPass(ctx context.Context, r *Report) error {
 	if err := c.sweepEmpty(ctx, r); err != nil {
 		return err
 	}
-	if c.cfg.TopicMetrics {
+	if c.cfg.TopicMetrics && time.Since(c.topicsSeen) >= c.cfg.TopicMetricsInterval {
+		c.topicsSeen = time.Now()
 		for _, t := range topics {
 			st, err := c.meta.TopicStorage(ctx, t.ID)
 			if errors.Is(err, metadata.ErrTopicNotFound) {
