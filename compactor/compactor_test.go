@@ -235,6 +235,38 @@ func mustGauge(t testing.TB, reg *prometheus.Registry, name string) prometheus.C
 	return nil
 }
 
+// A topic whose cleanup.policy is compact alone is not trimmed by time or
+// size (keyed compaction is not implemented: it is kept whole).
+func TestCompactOnlyTopicKept(t *testing.T) {
+	e := env{meta: mustSQLite(t), store: objectstore.NewMemory()}
+	ctx := context.Background()
+	tp, err := e.meta.CreateTopic(ctx, metadata.TopicSpec{Name: "c", Partitions: 1,
+		Config: map[string]string{"cleanup.policy": "compact", metadata.ConfigRetentionBytes: "0", metadata.ConfigRetentionMs: "0"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(t, e, batch(tp.ID, 0, 2))
+	c := newCompactor(t, e, "a", func(c *compactor.Config) { c.Grace = 0 })
+	if r := runOnce(t, c); r.Advanced != 0 || r.FilesDeleted != 0 {
+		t.Fatalf("pass on a compact-only topic: %+v", r)
+	}
+	if _, err := e.meta.AlterTopicConfig(ctx, "c", map[string]string{"cleanup.policy": "compact,delete"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if r := runOnce(t, c); r.Advanced != 1 || r.FilesDeleted != 1 {
+		t.Fatalf("pass once deletion applies: %+v", r)
+	}
+}
+
+func mustSQLite(t *testing.T) metadata.Store {
+	meta, err := sqlite.Open(context.Background(), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { meta.Close() })
+	return meta
+}
+
 // Time retention: batches older than retention.ms die, younger stay.
 func TestTimeRetention(t *testing.T) {
 	backends(t, func(t *testing.T, e env) {

@@ -31,6 +31,9 @@ func (c *Compactor) retentionPass(ctx context.Context, r *Report) error {
 			c.log.Warn("topic retention config ignored", "topic", t.Name, "err", err)
 			continue
 		}
+		if !ret.Delete {
+			continue // cleanup.policy=compact: kept whole (keyed compaction is not implemented)
+		}
 		moved, err := c.meta.ApplyRetention(ctx, t.ID, ret)
 		if errors.Is(err, metadata.ErrTopicNotFound) {
 			continue // deleted meanwhile

@@ -14,6 +14,10 @@ import (
 const (
 	ConfigRetentionMs    = "retention.ms"
 	ConfigRetentionBytes = "retention.bytes"
+	// ConfigCleanupPolicy is delete (the default), compact, or both
+	// ("compact,delete"). Keyed compaction is not implemented: a topic
+	// whose policy is compact alone is never trimmed by time or size.
+	ConfigCleanupPolicy = "cleanup.policy"
 
 	DefaultRetentionMs    int64 = 7 * 24 * 60 * 60 * 1000
 	DefaultRetentionBytes int64 = -1
@@ -31,17 +35,29 @@ var (
 const DeleteToHighWatermark int64 = -1
 
 // Retention is a topic's parsed retention configuration. Ms and Bytes are
-// -1 when unlimited.
+// -1 when unlimited. Delete is false for a topic whose cleanup.policy is
+// compact alone: time and size retention do not apply to it.
 type Retention struct {
-	Ms    int64
-	Bytes int64
+	Ms     int64
+	Bytes  int64
+	Delete bool
 }
 
 // ParseRetention reads retention.ms and retention.bytes from a topic's
 // config, with their defaults for absent keys.
 func ParseRetention(cfg map[string]string) (Retention, error) {
-	r := Retention{Ms: DefaultRetentionMs, Bytes: DefaultRetentionBytes}
+	r := Retention{Ms: DefaultRetentionMs, Bytes: DefaultRetentionBytes, Delete: true}
 	var err error
+	if v, ok := cfg[ConfigCleanupPolicy]; ok {
+		switch v {
+		case "delete":
+		case "compact":
+			r.Delete = false
+		case "compact,delete", "delete,compact":
+		default:
+			return r, fmt.Errorf("%w: %s=%q, want delete, compact or compact,delete", ErrInvalidConfig, ConfigCleanupPolicy, v)
+		}
+	}
 	if v, ok := cfg[ConfigRetentionMs]; ok {
 		if r.Ms, err = parseLimit(ConfigRetentionMs, v); err != nil {
 			return r, err

@@ -14,7 +14,8 @@ import (
 // AlterTopicConfig, which sets and removes keys of a live topic.
 func testRetentionConfig(t *testing.T, s metadata.Store) {
 	c := ctx(t)
-	for _, bad := range []map[string]string{{"retention.ms": "soon"}, {"retention.bytes": "-2"}, {"retention.ms": "1e3"}} {
+	for _, bad := range []map[string]string{{"retention.ms": "soon"}, {"retention.bytes": "-2"}, {"retention.ms": "1e3"},
+		{"cleanup.policy": "shred"}} {
 		if _, err := s.CreateTopic(c, metadata.TopicSpec{Name: "bad", Partitions: 1, Config: bad}); !errors.Is(err, metadata.ErrInvalidConfig) {
 			t.Errorf("CreateTopic(config %v) = %v, want ErrInvalidConfig", bad, err)
 		}
@@ -36,7 +37,7 @@ func testRetentionConfig(t *testing.T, s metadata.Store) {
 		t.Errorf("DescribeTopic after alter: %v %v", d.Config, err)
 	}
 	r, err := metadata.ParseRetention(d.Config)
-	if err != nil || r.Ms != -1 || r.Bytes != 4096 {
+	if err != nil || r.Ms != -1 || r.Bytes != 4096 || !r.Delete {
 		t.Errorf("ParseRetention(%v) = %+v, %v", d.Config, r, err)
 	}
 	for _, tc := range []struct {
