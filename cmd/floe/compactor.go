@@ -30,7 +30,6 @@ import (
 // held by one of them at a time (a lease in PostgreSQL).
 func runCompactor(ctx context.Context, args []string, stderr io.Writer) error {
 	fs := flag.NewFlagSet("floe compactor", flag.ContinueOnError)
-	fs.SetOutput(stderr)
 	d := compactor.DefaultConfig()
 	metricsListen := fs.String("metrics-listen", ":7072", "HTTP address of /metrics and /healthz")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
@@ -51,14 +50,12 @@ func runCompactor(ctx context.Context, args []string, stderr io.Writer) error {
 	fs.Int64Var(&d.MergeSmallBytes, "merge-small-bytes", d.MergeSmallBytes, "merge files smaller than this (0: no merging)")
 	fs.Int64Var(&d.MergeTargetBytes, "merge-target-bytes", d.MergeTargetBytes, "bytes of live batches one merge writes at most")
 	fs.DurationVar(&d.MergeMinAge, "merge-min-age", d.MergeMinAge, "merge only files older than this")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil
-		}
-		return errUsage
+	pos, done, err := parseFlags(fs, args, stderr)
+	if done || err != nil {
+		return err
 	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("compactor: unexpected arguments %q", fs.Args())
+	if len(pos) > 0 {
+		return fmt.Errorf("compactor: unexpected arguments %q", pos)
 	}
 	var lvl slog.Level
 	if err := lvl.UnmarshalText([]byte(*logLevel)); err != nil {

@@ -135,13 +135,23 @@ func TestCompactorPostgresS3(t *testing.T) {
 // The retention commands keep the CLI's habits: -h exits 0, bad or extra
 // arguments fail in one line.
 func TestRetentionCommandsUsage(t *testing.T) {
-	for _, args := range [][]string{{"compactor", "-h"}, {"topic", "alter", "-h"}, {"topic", "delete-records", "-h"}} {
-		if _, errOut, err := floeCLI(t, args...); err != nil || !strings.Contains(errOut, "-") {
-			t.Errorf("%v: %v, usage %q", args, err, errOut)
+	for _, tc := range []struct {
+		args []string
+		flag string
+	}{
+		{[]string{"compactor", "-h"}, "-postgres-url"},
+		{[]string{"topic", "alter", "-h"}, "-set"},
+		{[]string{"topic", "delete-records", "-h"}, "-offset"},
+	} {
+		out, errOut, err := floeCLI(t, tc.args...)
+		if err != nil || !strings.Contains(out+errOut, tc.flag) {
+			t.Errorf("%v: %v, usage %q %q", tc.args, err, out, errOut)
 		}
 	}
 	for _, args := range [][]string{
 		{"compactor", "extra"},
+		{"compactor", "-no-such-flag"},
+		{"topic", "alter", "t", "-bogus"},
 		{"compactor", "-s3-bucket", "b"},
 		{"topic", "alter", "t", "u", "-set", "retention.ms=1"},
 		{"topic", "alter", "t"},
