@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -160,6 +161,10 @@ func TestMergeSmallFiles(t *testing.T) {
 			t.Errorf("the other topic reads differently or from %d files after the merge", len(files))
 		}
 		t.Logf("catch-up read of 3 partitions: %d GETs (files) before the merge, %d after", getsBefore, getsAfter)
+		q, _ := e.meta.DeletionQueue(ctx)
+		st, _ := e.meta.TopicStorage(ctx, tp.ID)
+		t.Logf("after the merge: topic in %d file(s) of %d bytes (live %d); %d small files of %d bytes queued for deletion",
+			st.Files, st.FileBytes, st.LiveBytes, q.Files, q.Bytes)
 		if getsAfter != 3 {
 			t.Errorf("catch-up read touches %d files after the merge, want 1 per partition", getsAfter)
 		}
@@ -188,6 +193,61 @@ func TestMergeSmallFiles(t *testing.T) {
 			if _, err := logfile.ReadIndex(data); err != nil {
 				t.Errorf("merged file %s: %v", k, err)
 			}
+		}
+	})
+}
+
+// commitMergeFails fails CommitMerge while left > 0 (before calling the
+// store: the merged object is uploaded, never committed).
+type commitMergeFails struct {
+	metadata.Store
+	left *atomic.Int64
+}
+
+func (f commitMergeFails) CommitMerge(ctx context.Context, m metadata.MergeCommit) (metadata.MergeResult, error) {
+	if f.left.Add(-1) >= 0 {
+		return metadata.MergeResult{}, fmt.Errorf("injected: %w", metadata.ErrNotApplied)
+	}
+	return f.Store.CommitMerge(ctx, m)
+}
+
+// A merge whose commit fails leaves an orphan (the merged object) that is
+// collected after the orphan age; the small files stay referenced and
+// readable, and the next merge succeeds.
+func TestFailedMergeLeavesOrphan(t *testing.T) {
+	backends(t, func(t *testing.T, e env) {
+		ctx := context.Background()
+		tp, _ := e.meta.CreateTopic(ctx, metadata.TopicSpec{Name: "fm", Partitions: 1})
+		for i := range 5 {
+			writeReal(t, e, fmt.Sprint(i), row{tp.ID, 0, []int{2}})
+		}
+		before, _ := readBack(t, e, tp.ID, 0)
+		time.Sleep(10 * time.Millisecond)
+		left := new(atomic.Int64)
+		left.Store(1)
+		c := newCompactor(t, env{meta: commitMergeFails{e.meta, left}, store: e.store}, "a", func(c *compactor.Config) {
+			c.MergeMinAge, c.OrphanShards = 0, 256
+		})
+		if _, err := c.RunOnce(ctx); err == nil {
+			t.Fatal("the pass with a failing merge commit reported no error")
+		}
+		if n := len(objects(t, e.store)); n != 6 {
+			t.Fatalf("%d objects after the failed merge, want 5 files and the orphaned merged one", n)
+		}
+		if after, _ := readBack(t, e, tp.ID, 0); after != before {
+			t.Fatal("reads changed after a failed merge")
+		}
+		// The retry merges; the orphan goes once old enough.
+		deadline := time.Now().Add(15 * time.Second)
+		for len(objects(t, e.store)) != 1 {
+			if time.Now().After(deadline) {
+				t.Fatalf("objects left: %v", objects(t, e.store))
+			}
+			runOnce(t, c)
+			time.Sleep(100 * time.Millisecond)
+		}
+		if after, files := readBack(t, e, tp.ID, 0); after != before || len(files) != 1 {
+			t.Errorf("after the merge and collection: %d files, same reads %v", len(files), after == before)
 		}
 	})
 }
