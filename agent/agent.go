@@ -189,6 +189,7 @@ func (a *Agent) DescribeTopic(ctx context.Context, req *floev1.DescribeTopicRequ
 		resp.Partitions = append(resp.Partitions, &floev1.PartitionInfo{
 			Partition: p.Partition, LogStartOffset: p.LogStartOffset, HighWatermark: p.HighWatermark})
 	}
+	a.describeStorage(ctx, d.ID, resp)
 	return resp, nil
 }
 

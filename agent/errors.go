@@ -130,7 +130,8 @@ func toStatus(err error) error {
 	case errors.Is(err, metadata.ErrTopicExists):
 		return status.Error(codes.AlreadyExists, err.Error())
 	case errors.Is(err, metadata.ErrInvalidTopicName), errors.Is(err, metadata.ErrInvalidPartitions),
-		errors.Is(err, batcher.ErrBatchTooLarge), errors.Is(err, kbatch.ErrCorrupt):
+		errors.Is(err, batcher.ErrBatchTooLarge), errors.Is(err, kbatch.ErrCorrupt),
+		errors.Is(err, metadata.ErrInvalidConfig), errors.Is(err, metadata.ErrInvalidDeleteOffset):
 		return status.Error(codes.InvalidArgument, err.Error())
 	case errors.Is(err, metadata.ErrUnknownProducer):
 		return statusInfo(codes.FailedPrecondition, ReasonUnknownProducer, nil,

@@ -58,6 +58,8 @@ func TestToStatusTable(t *testing.T) {
 		{"data loss", &dataLossError{fmt.Errorf("%w: bad CRC", kbatch.ErrCorrupt)}, codes.DataLoss, ReasonDataLoss},
 		{"out of range", &metadata.OffsetOutOfRangeError{Offset: 9, HighWatermark: 3}, codes.OutOfRange, "OFFSET_OUT_OF_RANGE"},
 		{"topic not found", wrap(metadata.ErrTopicNotFound), codes.NotFound, ""},
+		{"invalid config", wrap(metadata.ErrInvalidConfig), codes.InvalidArgument, ""},
+		{"invalid delete offset", wrap(metadata.ErrInvalidDeleteOffset), codes.InvalidArgument, ""},
 		{"partition not found", metadata.ErrPartitionNotFound, codes.NotFound, ""},
 		{"topic exists", metadata.ErrTopicExists, codes.AlreadyExists, ""},
 		{"invalid topic name", metadata.ErrInvalidTopicName, codes.InvalidArgument, ""},

@@ -74,7 +74,11 @@ func (x *index) lookup(k partKey, offset, maxBytes int64) ([]metadata.BatchRef, 
 	}
 	var out []metadata.BatchRef
 	var sum int64
+	stale := indexStaleBefore()
 	for _, r := range e.refs[i:] {
+		if r.LogAppendTime > 0 && r.LogAppendTime < stale {
+			return nil, metadata.PartitionState{}, false // may have been merged away (see indexRefMaxAge)
+		}
 		out = append(out, r)
 		if sum += r.ByteLength; sum >= maxBytes {
 			break

@@ -189,6 +189,7 @@ type PartitionNotice struct {
 // many goroutines and, for PostgreSQL, many processes.
 type Store interface {
 	GroupStore // consumer groups (groups.go)
+	RetentionStore // retention, deletion, leases, merging (retention.go)
 
 	CreateTopic(ctx context.Context, spec TopicSpec) (Topic, error)
 	// DeleteTopic removes the topic; its batches become unreadable.

@@ -65,16 +65,19 @@ var topicCommands = map[string]struct {
 	"delete":   {"NAME", "Delete a topic; its records become unreadable.", 1},
 }
 
-const topicUsage = `usage: floe topic create|list|describe|delete [flags] [NAME]
+const topicUsage = `usage: floe topic create|list|describe|delete|alter|delete-records [flags] [NAME]
 
 Manage topics. Run 'floe topic SUBCOMMAND -h' for a subcommand's flags.
 `
 
 func runTopic(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
-		return errors.New("topic: a subcommand is required: create, list, describe or delete (see 'floe topic -h')")
+		return errors.New("topic: a subcommand is required: create, list, describe, delete, alter or delete-records (see 'floe topic -h')")
 	}
 	sub := args[0]
+	if run, ok := topicRetentionCmds[sub]; ok {
+		return run(ctx, args[1:], stdout, stderr)
+	}
 	switch sub {
 	case "-h", "-help", "--help", "help":
 		fmt.Fprint(stdout, topicUsage)
@@ -82,7 +85,7 @@ func runTopic(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	spec, ok := topicCommands[sub]
 	if !ok {
-		return fmt.Errorf("topic: unknown subcommand %q: create, list, describe or delete (see 'floe topic -h')", sub)
+		return fmt.Errorf("topic: unknown subcommand %q: create, list, describe, delete, alter or delete-records (see 'floe topic -h')", sub)
 	}
 	cmd := newCommand("floe topic "+sub, spec.args, spec.about, spec.nargs, spec.nargs)
 	fs := cmd.fs
@@ -147,6 +150,7 @@ func runTopic(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			fmt.Fprintf(tw, "%d\t%d\t%d\n", p.GetPartition(), p.GetLogStartOffset(), p.GetHighWatermark())
 		}
 		tw.Flush()
+		printStorage(stdout, resp)
 	case "delete":
 		if _, err := c.Topics.DeleteTopic(ctx, &floev1.DeleteTopicRequest{Name: name}); err != nil {
 			return fmt.Errorf("delete topic %q: %w", name, err)

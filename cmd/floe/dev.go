@@ -52,5 +52,7 @@ metadata store), until SIGINT or SIGTERM: for development.`, 0, 0)
 		}
 		return meta, store, nil
 	}
+	// The compactor (retention, deletion, orphans, merging) runs in process.
+	sc.Background = startDevCompactor
 	return serve(ctx, sc, open, prometheus.NewRegistry())
 }

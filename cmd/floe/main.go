@@ -20,7 +20,8 @@ const usage = `floe — a diskless log broker
 usage:
   floe dev      [flags]                 run an agent on a local directory and SQLite
   floe agent    [flags]                 run an agent against PostgreSQL and S3
-  floe topic    create|list|describe|delete [flags] [NAME]
+  floe compactor [flags]                run retention, file deletion, orphan collection and merging
+  floe topic    create|list|describe|delete|alter|delete-records [flags] [NAME]
   floe produce  TOPIC [flags]           produce lines of stdin (or a file) as records
   floe consume  TOPIC [flags]           print records
   floe version                          print the version, commit and Go version
@@ -58,6 +59,8 @@ func dispatch(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		return runDev(ctx, rest, stdout, stderr)
 	case "agent":
 		return runAgent(ctx, rest, stdout, stderr)
+	case "compactor":
+		return runCompactor(ctx, rest, stdout, stderr)
 	case "topic":
 		return runTopic(ctx, rest, stdout, stderr)
 	case "produce":

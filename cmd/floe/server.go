@@ -40,6 +40,10 @@ type serverConfig struct {
 	ReadyInterval time.Duration
 	// Ready, optional, is called with the bound addresses once serving.
 	Ready func(grpcAddr, metricsAddr string)
+	// Background, optional, starts work beside the agent on the same
+	// stores once they are open (floe dev's compactor); stop is called
+	// before the stores close.
+	Background func(ctx context.Context, meta metadata.Store, store objectstore.Store, reg prometheus.Registerer, log *slog.Logger) (stop func(), err error)
 }
 
 // Start-up retries: the first wait, its cap, and the bound of one attempt.
@@ -171,6 +175,14 @@ func runServing(ctx context.Context, sc serverConfig, meta metadata.Store, store
 	if err != nil {
 		_ = b.Close(context.Background())
 		return errors.Join(err, stopGRPC())
+	}
+	if sc.Background != nil {
+		stopBackground, err := sc.Background(ctx, meta, store, reg, log)
+		if err != nil {
+			_ = b.Close(context.Background())
+			return errors.Join(err, stopGRPC())
+		}
+		defer stopBackground()
 	}
 	late.set(ag)
 	log.Info("floe agent serving", "grpc", grpcAddr, "metrics", metricsAddr)

@@ -65,6 +65,7 @@ func Run(t *testing.T, open func(t *testing.T) metadata.Store) {
 		{"Closed", testClosed},
 	}
 	tests = append(tests, groupTests...) // groups.go
+	tests = append(tests, retentionTests...)
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			before := goleak.IgnoreCurrent()

@@ -42,8 +42,9 @@ func (s *Store) CreateTopic(ctx context.Context, spec metadata.TopicSpec) (metad
 	return t, nil
 }
 
-// DeleteTopic marks the topic deleted and removes its partitions, batches
-// and producer state. Removing the partitions waits for commits in flight on
+// DeleteTopic marks the topic deleted and removes its partitions and
+// producer state; its batches, unreadable from now on, are removed by the
+// compactor in bounded transactions (CollectDeadBatches). Removing the partitions waits for commits in flight on
 // them; later commits get ErrTopicNotFound. Its files stay for the compactor.
 func (s *Store) DeleteTopic(ctx context.Context, name string) error {
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
@@ -62,7 +63,6 @@ func (s *Store) DeleteTopic(ctx context.Context, name string) error {
 		for _, q := range []string{
 			"SELECT 1 FROM partitions WHERE topic_id = $1 ORDER BY partition FOR UPDATE",
 			"DELETE FROM partitions WHERE topic_id = $1",
-			"DELETE FROM batches WHERE topic_id = $1",
 			"DELETE FROM producer_state WHERE topic_id = $1",
 		} {
 			if _, err := tx.Exec(ctx, q, id); err != nil {

@@ -53,8 +53,9 @@ func (s *Store) CreateTopic(ctx context.Context, spec metadata.TopicSpec) (metad
 	return t, nil
 }
 
-// DeleteTopic marks the topic deleted and removes its partitions, batches
-// and producer state. Its files stay for the compactor.
+// DeleteTopic marks the topic deleted and removes its partitions and
+// producer state; its batches, unreadable from now on, are removed by the
+// compactor in bounded transactions (CollectDeadBatches). Its files stay for the compactor.
 func (s *Store) DeleteTopic(ctx context.Context, name string) error {
 	if err := s.checkOpen(); err != nil {
 		return err
@@ -71,7 +72,6 @@ func (s *Store) DeleteTopic(ctx context.Context, name string) error {
 		}
 		for _, q := range []string{
 			"DELETE FROM partitions WHERE topic_id = ?",
-			"DELETE FROM batches WHERE topic_id = ?",
 			"DELETE FROM producer_state WHERE topic_id = ?",
 		} {
 			if _, err := tx.ExecContext(ctx, q, id); err != nil {

@@ -572,9 +572,13 @@ func (x *DescribeTopicRequest) GetName() string {
 }
 
 type DescribeTopicResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Topic         *Topic                 `protobuf:"bytes,1,opt,name=topic,proto3" json:"topic,omitempty"`
-	Partitions    []*PartitionInfo       `protobuf:"bytes,2,rep,name=partitions,proto3" json:"partitions,omitempty"`
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	Topic      *Topic                 `protobuf:"bytes,1,opt,name=topic,proto3" json:"topic,omitempty"`
+	Partitions []*PartitionInfo       `protobuf:"bytes,2,rep,name=partitions,proto3" json:"partitions,omitempty"`
+	// What the topic's data costs; absent when the figures could not be read.
+	Storage *TopicStorage `protobuf:"bytes,3,opt,name=storage,proto3" json:"storage,omitempty"`
+	// The files waiting for deletion, all topics together.
+	DeletionQueue *DeletionQueue `protobuf:"bytes,4,opt,name=deletion_queue,json=deletionQueue,proto3" json:"deletion_queue,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -623,6 +627,378 @@ func (x *DescribeTopicResponse) GetPartitions() []*PartitionInfo {
 	return nil
 }
 
+func (x *DescribeTopicResponse) GetStorage() *TopicStorage {
+	if x != nil {
+		return x.Storage
+	}
+	return nil
+}
+
+func (x *DescribeTopicResponse) GetDeletionQueue() *DeletionQueue {
+	if x != nil {
+		return x.DeletionQueue
+	}
+	return nil
+}
+
+// TopicStorage: the topic's batches (live: readable; dead: below the log
+// start offset, not yet collected) and the files holding them (a file
+// shared with other topics counts whole).
+type TopicStorage struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Files         int64                  `protobuf:"varint,1,opt,name=files,proto3" json:"files,omitempty"`
+	FileBytes     int64                  `protobuf:"varint,2,opt,name=file_bytes,json=fileBytes,proto3" json:"file_bytes,omitempty"`
+	LiveBytes     int64                  `protobuf:"varint,3,opt,name=live_bytes,json=liveBytes,proto3" json:"live_bytes,omitempty"`
+	DeadBytes     int64                  `protobuf:"varint,4,opt,name=dead_bytes,json=deadBytes,proto3" json:"dead_bytes,omitempty"`
+	Batches       int64                  `protobuf:"varint,5,opt,name=batches,proto3" json:"batches,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TopicStorage) Reset() {
+	*x = TopicStorage{}
+	mi := &file_floe_v1_floe_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TopicStorage) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TopicStorage) ProtoMessage() {}
+
+func (x *TopicStorage) ProtoReflect() protoreflect.Message {
+	mi := &file_floe_v1_floe_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TopicStorage.ProtoReflect.Descriptor instead.
+func (*TopicStorage) Descriptor() ([]byte, []int) {
+	return file_floe_v1_floe_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *TopicStorage) GetFiles() int64 {
+	if x != nil {
+		return x.Files
+	}
+	return 0
+}
+
+func (x *TopicStorage) GetFileBytes() int64 {
+	if x != nil {
+		return x.FileBytes
+	}
+	return 0
+}
+
+func (x *TopicStorage) GetLiveBytes() int64 {
+	if x != nil {
+		return x.LiveBytes
+	}
+	return 0
+}
+
+func (x *TopicStorage) GetDeadBytes() int64 {
+	if x != nil {
+		return x.DeadBytes
+	}
+	return 0
+}
+
+func (x *TopicStorage) GetBatches() int64 {
+	if x != nil {
+		return x.Batches
+	}
+	return 0
+}
+
+// DeletionQueue: files marked for deletion, waiting for their grace period
+// or for the object store to confirm.
+type DeletionQueue struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Files         int64                  `protobuf:"varint,1,opt,name=files,proto3" json:"files,omitempty"`
+	Bytes         int64                  `protobuf:"varint,2,opt,name=bytes,proto3" json:"bytes,omitempty"`
+	OldestAgeMs   int64                  `protobuf:"varint,3,opt,name=oldest_age_ms,json=oldestAgeMs,proto3" json:"oldest_age_ms,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeletionQueue) Reset() {
+	*x = DeletionQueue{}
+	mi := &file_floe_v1_floe_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeletionQueue) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeletionQueue) ProtoMessage() {}
+
+func (x *DeletionQueue) ProtoReflect() protoreflect.Message {
+	mi := &file_floe_v1_floe_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeletionQueue.ProtoReflect.Descriptor instead.
+func (*DeletionQueue) Descriptor() ([]byte, []int) {
+	return file_floe_v1_floe_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *DeletionQueue) GetFiles() int64 {
+	if x != nil {
+		return x.Files
+	}
+	return 0
+}
+
+func (x *DeletionQueue) GetBytes() int64 {
+	if x != nil {
+		return x.Bytes
+	}
+	return 0
+}
+
+func (x *DeletionQueue) GetOldestAgeMs() int64 {
+	if x != nil {
+		return x.OldestAgeMs
+	}
+	return 0
+}
+
+type AlterTopicConfigRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Set           map[string]string      `protobuf:"bytes,2,rep,name=set,proto3" json:"set,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	Remove        []string               `protobuf:"bytes,3,rep,name=remove,proto3" json:"remove,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AlterTopicConfigRequest) Reset() {
+	*x = AlterTopicConfigRequest{}
+	mi := &file_floe_v1_floe_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AlterTopicConfigRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AlterTopicConfigRequest) ProtoMessage() {}
+
+func (x *AlterTopicConfigRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_floe_v1_floe_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AlterTopicConfigRequest.ProtoReflect.Descriptor instead.
+func (*AlterTopicConfigRequest) Descriptor() ([]byte, []int) {
+	return file_floe_v1_floe_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *AlterTopicConfigRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *AlterTopicConfigRequest) GetSet() map[string]string {
+	if x != nil {
+		return x.Set
+	}
+	return nil
+}
+
+func (x *AlterTopicConfigRequest) GetRemove() []string {
+	if x != nil {
+		return x.Remove
+	}
+	return nil
+}
+
+type AlterTopicConfigResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Topic         *Topic                 `protobuf:"bytes,1,opt,name=topic,proto3" json:"topic,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AlterTopicConfigResponse) Reset() {
+	*x = AlterTopicConfigResponse{}
+	mi := &file_floe_v1_floe_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AlterTopicConfigResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AlterTopicConfigResponse) ProtoMessage() {}
+
+func (x *AlterTopicConfigResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_floe_v1_floe_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AlterTopicConfigResponse.ProtoReflect.Descriptor instead.
+func (*AlterTopicConfigResponse) Descriptor() ([]byte, []int) {
+	return file_floe_v1_floe_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *AlterTopicConfigResponse) GetTopic() *Topic {
+	if x != nil {
+		return x.Topic
+	}
+	return nil
+}
+
+type DeleteRecordsRequest struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Topic     string                 `protobuf:"bytes,1,opt,name=topic,proto3" json:"topic,omitempty"`
+	Partition int32                  `protobuf:"varint,2,opt,name=partition,proto3" json:"partition,omitempty"`
+	// The new log start offset; -1 is the high watermark (delete all).
+	Offset        int64 `protobuf:"varint,3,opt,name=offset,proto3" json:"offset,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeleteRecordsRequest) Reset() {
+	*x = DeleteRecordsRequest{}
+	mi := &file_floe_v1_floe_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeleteRecordsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeleteRecordsRequest) ProtoMessage() {}
+
+func (x *DeleteRecordsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_floe_v1_floe_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeleteRecordsRequest.ProtoReflect.Descriptor instead.
+func (*DeleteRecordsRequest) Descriptor() ([]byte, []int) {
+	return file_floe_v1_floe_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *DeleteRecordsRequest) GetTopic() string {
+	if x != nil {
+		return x.Topic
+	}
+	return ""
+}
+
+func (x *DeleteRecordsRequest) GetPartition() int32 {
+	if x != nil {
+		return x.Partition
+	}
+	return 0
+}
+
+func (x *DeleteRecordsRequest) GetOffset() int64 {
+	if x != nil {
+		return x.Offset
+	}
+	return 0
+}
+
+type DeleteRecordsResponse struct {
+	state          protoimpl.MessageState `protogen:"open.v1"`
+	LogStartOffset int64                  `protobuf:"varint,1,opt,name=log_start_offset,json=logStartOffset,proto3" json:"log_start_offset,omitempty"`
+	HighWatermark  int64                  `protobuf:"varint,2,opt,name=high_watermark,json=highWatermark,proto3" json:"high_watermark,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *DeleteRecordsResponse) Reset() {
+	*x = DeleteRecordsResponse{}
+	mi := &file_floe_v1_floe_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeleteRecordsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeleteRecordsResponse) ProtoMessage() {}
+
+func (x *DeleteRecordsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_floe_v1_floe_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeleteRecordsResponse.ProtoReflect.Descriptor instead.
+func (*DeleteRecordsResponse) Descriptor() ([]byte, []int) {
+	return file_floe_v1_floe_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *DeleteRecordsResponse) GetLogStartOffset() int64 {
+	if x != nil {
+		return x.LogStartOffset
+	}
+	return 0
+}
+
+func (x *DeleteRecordsResponse) GetHighWatermark() int64 {
+	if x != nil {
+		return x.HighWatermark
+	}
+	return 0
+}
+
 type Header struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Key           string                 `protobuf:"bytes,1,opt,name=key,proto3" json:"key,omitempty"`
@@ -633,7 +1009,7 @@ type Header struct {
 
 func (x *Header) Reset() {
 	*x = Header{}
-	mi := &file_floe_v1_floe_proto_msgTypes[10]
+	mi := &file_floe_v1_floe_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -645,7 +1021,7 @@ func (x *Header) String() string {
 func (*Header) ProtoMessage() {}
 
 func (x *Header) ProtoReflect() protoreflect.Message {
-	mi := &file_floe_v1_floe_proto_msgTypes[10]
+	mi := &file_floe_v1_floe_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -658,7 +1034,7 @@ func (x *Header) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Header.ProtoReflect.Descriptor instead.
 func (*Header) Descriptor() ([]byte, []int) {
-	return file_floe_v1_floe_proto_rawDescGZIP(), []int{10}
+	return file_floe_v1_floe_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *Header) GetKey() string {
@@ -692,7 +1068,7 @@ type Record struct {
 
 func (x *Record) Reset() {
 	*x = Record{}
-	mi := &file_floe_v1_floe_proto_msgTypes[11]
+	mi := &file_floe_v1_floe_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -704,7 +1080,7 @@ func (x *Record) String() string {
 func (*Record) ProtoMessage() {}
 
 func (x *Record) ProtoReflect() protoreflect.Message {
-	mi := &file_floe_v1_floe_proto_msgTypes[11]
+	mi := &file_floe_v1_floe_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -717,7 +1093,7 @@ func (x *Record) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Record.ProtoReflect.Descriptor instead.
 func (*Record) Descriptor() ([]byte, []int) {
-	return file_floe_v1_floe_proto_rawDescGZIP(), []int{11}
+	return file_floe_v1_floe_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *Record) GetKey() []byte {
@@ -782,7 +1158,7 @@ type ProduceRequest struct {
 
 func (x *ProduceRequest) Reset() {
 	*x = ProduceRequest{}
-	mi := &file_floe_v1_floe_proto_msgTypes[12]
+	mi := &file_floe_v1_floe_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -794,7 +1170,7 @@ func (x *ProduceRequest) String() string {
 func (*ProduceRequest) ProtoMessage() {}
 
 func (x *ProduceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_floe_v1_floe_proto_msgTypes[12]
+	mi := &file_floe_v1_floe_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -807,7 +1183,7 @@ func (x *ProduceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProduceRequest.ProtoReflect.Descriptor instead.
 func (*ProduceRequest) Descriptor() ([]byte, []int) {
-	return file_floe_v1_floe_proto_rawDescGZIP(), []int{12}
+	return file_floe_v1_floe_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *ProduceRequest) GetTopic() string {
@@ -874,7 +1250,7 @@ type ProduceResponse struct {
 
 func (x *ProduceResponse) Reset() {
 	*x = ProduceResponse{}
-	mi := &file_floe_v1_floe_proto_msgTypes[13]
+	mi := &file_floe_v1_floe_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -886,7 +1262,7 @@ func (x *ProduceResponse) String() string {
 func (*ProduceResponse) ProtoMessage() {}
 
 func (x *ProduceResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_floe_v1_floe_proto_msgTypes[13]
+	mi := &file_floe_v1_floe_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -899,7 +1275,7 @@ func (x *ProduceResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProduceResponse.ProtoReflect.Descriptor instead.
 func (*ProduceResponse) Descriptor() ([]byte, []int) {
-	return file_floe_v1_floe_proto_rawDescGZIP(), []int{13}
+	return file_floe_v1_floe_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *ProduceResponse) GetOffsets() []int64 {
@@ -940,7 +1316,7 @@ type ProduceStreamRequest struct {
 
 func (x *ProduceStreamRequest) Reset() {
 	*x = ProduceStreamRequest{}
-	mi := &file_floe_v1_floe_proto_msgTypes[14]
+	mi := &file_floe_v1_floe_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -952,7 +1328,7 @@ func (x *ProduceStreamRequest) String() string {
 func (*ProduceStreamRequest) ProtoMessage() {}
 
 func (x *ProduceStreamRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_floe_v1_floe_proto_msgTypes[14]
+	mi := &file_floe_v1_floe_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -965,7 +1341,7 @@ func (x *ProduceStreamRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProduceStreamRequest.ProtoReflect.Descriptor instead.
 func (*ProduceStreamRequest) Descriptor() ([]byte, []int) {
-	return file_floe_v1_floe_proto_rawDescGZIP(), []int{14}
+	return file_floe_v1_floe_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *ProduceStreamRequest) GetRequestId() uint64 {
@@ -995,7 +1371,7 @@ type ProduceStreamResponse struct {
 
 func (x *ProduceStreamResponse) Reset() {
 	*x = ProduceStreamResponse{}
-	mi := &file_floe_v1_floe_proto_msgTypes[15]
+	mi := &file_floe_v1_floe_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1007,7 +1383,7 @@ func (x *ProduceStreamResponse) String() string {
 func (*ProduceStreamResponse) ProtoMessage() {}
 
 func (x *ProduceStreamResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_floe_v1_floe_proto_msgTypes[15]
+	mi := &file_floe_v1_floe_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1020,7 +1396,7 @@ func (x *ProduceStreamResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProduceStreamResponse.ProtoReflect.Descriptor instead.
 func (*ProduceStreamResponse) Descriptor() ([]byte, []int) {
-	return file_floe_v1_floe_proto_rawDescGZIP(), []int{15}
+	return file_floe_v1_floe_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *ProduceStreamResponse) GetRequestId() uint64 {
@@ -1059,7 +1435,7 @@ type InitProducerRequest struct {
 
 func (x *InitProducerRequest) Reset() {
 	*x = InitProducerRequest{}
-	mi := &file_floe_v1_floe_proto_msgTypes[16]
+	mi := &file_floe_v1_floe_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1071,7 +1447,7 @@ func (x *InitProducerRequest) String() string {
 func (*InitProducerRequest) ProtoMessage() {}
 
 func (x *InitProducerRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_floe_v1_floe_proto_msgTypes[16]
+	mi := &file_floe_v1_floe_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1084,7 +1460,7 @@ func (x *InitProducerRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InitProducerRequest.ProtoReflect.Descriptor instead.
 func (*InitProducerRequest) Descriptor() ([]byte, []int) {
-	return file_floe_v1_floe_proto_rawDescGZIP(), []int{16}
+	return file_floe_v1_floe_proto_rawDescGZIP(), []int{22}
 }
 
 type InitProducerResponse struct {
@@ -1097,7 +1473,7 @@ type InitProducerResponse struct {
 
 func (x *InitProducerResponse) Reset() {
 	*x = InitProducerResponse{}
-	mi := &file_floe_v1_floe_proto_msgTypes[17]
+	mi := &file_floe_v1_floe_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1109,7 +1485,7 @@ func (x *InitProducerResponse) String() string {
 func (*InitProducerResponse) ProtoMessage() {}
 
 func (x *InitProducerResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_floe_v1_floe_proto_msgTypes[17]
+	mi := &file_floe_v1_floe_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1122,7 +1498,7 @@ func (x *InitProducerResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InitProducerResponse.ProtoReflect.Descriptor instead.
 func (*InitProducerResponse) Descriptor() ([]byte, []int) {
-	return file_floe_v1_floe_proto_rawDescGZIP(), []int{17}
+	return file_floe_v1_floe_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *InitProducerResponse) GetProducerId() int64 {
@@ -1154,7 +1530,7 @@ type FetchRequest struct {
 
 func (x *FetchRequest) Reset() {
 	*x = FetchRequest{}
-	mi := &file_floe_v1_floe_proto_msgTypes[18]
+	mi := &file_floe_v1_floe_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1166,7 +1542,7 @@ func (x *FetchRequest) String() string {
 func (*FetchRequest) ProtoMessage() {}
 
 func (x *FetchRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_floe_v1_floe_proto_msgTypes[18]
+	mi := &file_floe_v1_floe_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1179,7 +1555,7 @@ func (x *FetchRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FetchRequest.ProtoReflect.Descriptor instead.
 func (*FetchRequest) Descriptor() ([]byte, []int) {
-	return file_floe_v1_floe_proto_rawDescGZIP(), []int{18}
+	return file_floe_v1_floe_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *FetchRequest) GetTopic() string {
@@ -1230,7 +1606,7 @@ type FetchResponse struct {
 
 func (x *FetchResponse) Reset() {
 	*x = FetchResponse{}
-	mi := &file_floe_v1_floe_proto_msgTypes[19]
+	mi := &file_floe_v1_floe_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1242,7 +1618,7 @@ func (x *FetchResponse) String() string {
 func (*FetchResponse) ProtoMessage() {}
 
 func (x *FetchResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_floe_v1_floe_proto_msgTypes[19]
+	mi := &file_floe_v1_floe_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1255,7 +1631,7 @@ func (x *FetchResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FetchResponse.ProtoReflect.Descriptor instead.
 func (*FetchResponse) Descriptor() ([]byte, []int) {
-	return file_floe_v1_floe_proto_rawDescGZIP(), []int{19}
+	return file_floe_v1_floe_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *FetchResponse) GetRecords() []*Record {
@@ -1301,7 +1677,7 @@ type StartPosition struct {
 
 func (x *StartPosition) Reset() {
 	*x = StartPosition{}
-	mi := &file_floe_v1_floe_proto_msgTypes[20]
+	mi := &file_floe_v1_floe_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1313,7 +1689,7 @@ func (x *StartPosition) String() string {
 func (*StartPosition) ProtoMessage() {}
 
 func (x *StartPosition) ProtoReflect() protoreflect.Message {
-	mi := &file_floe_v1_floe_proto_msgTypes[20]
+	mi := &file_floe_v1_floe_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1326,7 +1702,7 @@ func (x *StartPosition) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StartPosition.ProtoReflect.Descriptor instead.
 func (*StartPosition) Descriptor() ([]byte, []int) {
-	return file_floe_v1_floe_proto_rawDescGZIP(), []int{20}
+	return file_floe_v1_floe_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *StartPosition) GetPosition() isStartPosition_Position {
@@ -1416,7 +1792,7 @@ type SubscribeRequest struct {
 
 func (x *SubscribeRequest) Reset() {
 	*x = SubscribeRequest{}
-	mi := &file_floe_v1_floe_proto_msgTypes[21]
+	mi := &file_floe_v1_floe_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1428,7 +1804,7 @@ func (x *SubscribeRequest) String() string {
 func (*SubscribeRequest) ProtoMessage() {}
 
 func (x *SubscribeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_floe_v1_floe_proto_msgTypes[21]
+	mi := &file_floe_v1_floe_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1441,7 +1817,7 @@ func (x *SubscribeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubscribeRequest.ProtoReflect.Descriptor instead.
 func (*SubscribeRequest) Descriptor() ([]byte, []int) {
-	return file_floe_v1_floe_proto_rawDescGZIP(), []int{21}
+	return file_floe_v1_floe_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *SubscribeRequest) GetTopic() string {
@@ -1490,7 +1866,7 @@ type SubscribeResponse struct {
 
 func (x *SubscribeResponse) Reset() {
 	*x = SubscribeResponse{}
-	mi := &file_floe_v1_floe_proto_msgTypes[22]
+	mi := &file_floe_v1_floe_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1502,7 +1878,7 @@ func (x *SubscribeResponse) String() string {
 func (*SubscribeResponse) ProtoMessage() {}
 
 func (x *SubscribeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_floe_v1_floe_proto_msgTypes[22]
+	mi := &file_floe_v1_floe_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1515,7 +1891,7 @@ func (x *SubscribeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubscribeResponse.ProtoReflect.Descriptor instead.
 func (*SubscribeResponse) Descriptor() ([]byte, []int) {
-	return file_floe_v1_floe_proto_rawDescGZIP(), []int{22}
+	return file_floe_v1_floe_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *SubscribeResponse) GetPartition() int32 {
@@ -1552,7 +1928,7 @@ type ListOffsetsRequest struct {
 
 func (x *ListOffsetsRequest) Reset() {
 	*x = ListOffsetsRequest{}
-	mi := &file_floe_v1_floe_proto_msgTypes[23]
+	mi := &file_floe_v1_floe_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1564,7 +1940,7 @@ func (x *ListOffsetsRequest) String() string {
 func (*ListOffsetsRequest) ProtoMessage() {}
 
 func (x *ListOffsetsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_floe_v1_floe_proto_msgTypes[23]
+	mi := &file_floe_v1_floe_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1577,7 +1953,7 @@ func (x *ListOffsetsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListOffsetsRequest.ProtoReflect.Descriptor instead.
 func (*ListOffsetsRequest) Descriptor() ([]byte, []int) {
-	return file_floe_v1_floe_proto_rawDescGZIP(), []int{23}
+	return file_floe_v1_floe_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *ListOffsetsRequest) GetTopic() string {
@@ -1618,7 +1994,7 @@ type PartitionOffset struct {
 
 func (x *PartitionOffset) Reset() {
 	*x = PartitionOffset{}
-	mi := &file_floe_v1_floe_proto_msgTypes[24]
+	mi := &file_floe_v1_floe_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1630,7 +2006,7 @@ func (x *PartitionOffset) String() string {
 func (*PartitionOffset) ProtoMessage() {}
 
 func (x *PartitionOffset) ProtoReflect() protoreflect.Message {
-	mi := &file_floe_v1_floe_proto_msgTypes[24]
+	mi := &file_floe_v1_floe_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1643,7 +2019,7 @@ func (x *PartitionOffset) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PartitionOffset.ProtoReflect.Descriptor instead.
 func (*PartitionOffset) Descriptor() ([]byte, []int) {
-	return file_floe_v1_floe_proto_rawDescGZIP(), []int{24}
+	return file_floe_v1_floe_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *PartitionOffset) GetPartition() int32 {
@@ -1669,7 +2045,7 @@ type ListOffsetsResponse struct {
 
 func (x *ListOffsetsResponse) Reset() {
 	*x = ListOffsetsResponse{}
-	mi := &file_floe_v1_floe_proto_msgTypes[25]
+	mi := &file_floe_v1_floe_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1681,7 +2057,7 @@ func (x *ListOffsetsResponse) String() string {
 func (*ListOffsetsResponse) ProtoMessage() {}
 
 func (x *ListOffsetsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_floe_v1_floe_proto_msgTypes[25]
+	mi := &file_floe_v1_floe_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1694,7 +2070,7 @@ func (x *ListOffsetsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListOffsetsResponse.ProtoReflect.Descriptor instead.
 func (*ListOffsetsResponse) Descriptor() ([]byte, []int) {
-	return file_floe_v1_floe_proto_rawDescGZIP(), []int{25}
+	return file_floe_v1_floe_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *ListOffsetsResponse) GetOffsets() []*PartitionOffset {
@@ -1742,12 +2118,43 @@ const file_floe_v1_floe_proto_rawDesc = "" +
 	"\x12ListTopicsResponse\x12&\n" +
 	"\x06topics\x18\x01 \x03(\v2\x0e.floe.v1.TopicR\x06topics\"*\n" +
 	"\x14DescribeTopicRequest\x12\x12\n" +
-	"\x04name\x18\x01 \x01(\tR\x04name\"u\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\"\xe5\x01\n" +
 	"\x15DescribeTopicResponse\x12$\n" +
 	"\x05topic\x18\x01 \x01(\v2\x0e.floe.v1.TopicR\x05topic\x126\n" +
 	"\n" +
 	"partitions\x18\x02 \x03(\v2\x16.floe.v1.PartitionInfoR\n" +
-	"partitions\"0\n" +
+	"partitions\x12/\n" +
+	"\astorage\x18\x03 \x01(\v2\x15.floe.v1.TopicStorageR\astorage\x12=\n" +
+	"\x0edeletion_queue\x18\x04 \x01(\v2\x16.floe.v1.DeletionQueueR\rdeletionQueue\"\x9b\x01\n" +
+	"\fTopicStorage\x12\x14\n" +
+	"\x05files\x18\x01 \x01(\x03R\x05files\x12\x1d\n" +
+	"\n" +
+	"file_bytes\x18\x02 \x01(\x03R\tfileBytes\x12\x1d\n" +
+	"\n" +
+	"live_bytes\x18\x03 \x01(\x03R\tliveBytes\x12\x1d\n" +
+	"\n" +
+	"dead_bytes\x18\x04 \x01(\x03R\tdeadBytes\x12\x18\n" +
+	"\abatches\x18\x05 \x01(\x03R\abatches\"_\n" +
+	"\rDeletionQueue\x12\x14\n" +
+	"\x05files\x18\x01 \x01(\x03R\x05files\x12\x14\n" +
+	"\x05bytes\x18\x02 \x01(\x03R\x05bytes\x12\"\n" +
+	"\roldest_age_ms\x18\x03 \x01(\x03R\voldestAgeMs\"\xba\x01\n" +
+	"\x17AlterTopicConfigRequest\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12;\n" +
+	"\x03set\x18\x02 \x03(\v2).floe.v1.AlterTopicConfigRequest.SetEntryR\x03set\x12\x16\n" +
+	"\x06remove\x18\x03 \x03(\tR\x06remove\x1a6\n" +
+	"\bSetEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"@\n" +
+	"\x18AlterTopicConfigResponse\x12$\n" +
+	"\x05topic\x18\x01 \x01(\v2\x0e.floe.v1.TopicR\x05topic\"b\n" +
+	"\x14DeleteRecordsRequest\x12\x14\n" +
+	"\x05topic\x18\x01 \x01(\tR\x05topic\x12\x1c\n" +
+	"\tpartition\x18\x02 \x01(\x05R\tpartition\x12\x16\n" +
+	"\x06offset\x18\x03 \x01(\x03R\x06offset\"h\n" +
+	"\x15DeleteRecordsResponse\x12(\n" +
+	"\x10log_start_offset\x18\x01 \x01(\x03R\x0elogStartOffset\x12%\n" +
+	"\x0ehigh_watermark\x18\x02 \x01(\x03R\rhighWatermark\"0\n" +
 	"\x06Header\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\fR\x05value\"\xc1\x01\n" +
@@ -1850,13 +2257,15 @@ const file_floe_v1_floe_proto_rawDesc = "" +
 	"OffsetSpec\x12\x16\n" +
 	"\x12OFFSET_SPEC_LATEST\x10\x00\x12\x18\n" +
 	"\x14OFFSET_SPEC_EARLIEST\x10\x01\x12\x19\n" +
-	"\x15OFFSET_SPEC_TIMESTAMP\x10\x022\xb9\x02\n" +
+	"\x15OFFSET_SPEC_TIMESTAMP\x10\x022\xe2\x03\n" +
 	"\fTopicService\x12H\n" +
 	"\vCreateTopic\x12\x1b.floe.v1.CreateTopicRequest\x1a\x1c.floe.v1.CreateTopicResponse\x12H\n" +
 	"\vDeleteTopic\x12\x1b.floe.v1.DeleteTopicRequest\x1a\x1c.floe.v1.DeleteTopicResponse\x12E\n" +
 	"\n" +
 	"ListTopics\x12\x1a.floe.v1.ListTopicsRequest\x1a\x1b.floe.v1.ListTopicsResponse\x12N\n" +
-	"\rDescribeTopic\x12\x1d.floe.v1.DescribeTopicRequest\x1a\x1e.floe.v1.DescribeTopicResponse2\xb3\x03\n" +
+	"\rDescribeTopic\x12\x1d.floe.v1.DescribeTopicRequest\x1a\x1e.floe.v1.DescribeTopicResponse\x12W\n" +
+	"\x10AlterTopicConfig\x12 .floe.v1.AlterTopicConfigRequest\x1a!.floe.v1.AlterTopicConfigResponse\x12N\n" +
+	"\rDeleteRecords\x12\x1d.floe.v1.DeleteRecordsRequest\x1a\x1e.floe.v1.DeleteRecordsResponse2\xb3\x03\n" +
 	"\n" +
 	"LogService\x12<\n" +
 	"\aProduce\x12\x17.floe.v1.ProduceRequest\x1a\x18.floe.v1.ProduceResponse\x12R\n" +
@@ -1879,83 +2288,98 @@ func file_floe_v1_floe_proto_rawDescGZIP() []byte {
 }
 
 var file_floe_v1_floe_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_floe_v1_floe_proto_msgTypes = make([]protoimpl.MessageInfo, 29)
+var file_floe_v1_floe_proto_msgTypes = make([]protoimpl.MessageInfo, 36)
 var file_floe_v1_floe_proto_goTypes = []any{
-	(Compression)(0),              // 0: floe.v1.Compression
-	(OffsetSpec)(0),               // 1: floe.v1.OffsetSpec
-	(*Topic)(nil),                 // 2: floe.v1.Topic
-	(*PartitionInfo)(nil),         // 3: floe.v1.PartitionInfo
-	(*CreateTopicRequest)(nil),    // 4: floe.v1.CreateTopicRequest
-	(*CreateTopicResponse)(nil),   // 5: floe.v1.CreateTopicResponse
-	(*DeleteTopicRequest)(nil),    // 6: floe.v1.DeleteTopicRequest
-	(*DeleteTopicResponse)(nil),   // 7: floe.v1.DeleteTopicResponse
-	(*ListTopicsRequest)(nil),     // 8: floe.v1.ListTopicsRequest
-	(*ListTopicsResponse)(nil),    // 9: floe.v1.ListTopicsResponse
-	(*DescribeTopicRequest)(nil),  // 10: floe.v1.DescribeTopicRequest
-	(*DescribeTopicResponse)(nil), // 11: floe.v1.DescribeTopicResponse
-	(*Header)(nil),                // 12: floe.v1.Header
-	(*Record)(nil),                // 13: floe.v1.Record
-	(*ProduceRequest)(nil),        // 14: floe.v1.ProduceRequest
-	(*ProduceResponse)(nil),       // 15: floe.v1.ProduceResponse
-	(*ProduceStreamRequest)(nil),  // 16: floe.v1.ProduceStreamRequest
-	(*ProduceStreamResponse)(nil), // 17: floe.v1.ProduceStreamResponse
-	(*InitProducerRequest)(nil),   // 18: floe.v1.InitProducerRequest
-	(*InitProducerResponse)(nil),  // 19: floe.v1.InitProducerResponse
-	(*FetchRequest)(nil),          // 20: floe.v1.FetchRequest
-	(*FetchResponse)(nil),         // 21: floe.v1.FetchResponse
-	(*StartPosition)(nil),         // 22: floe.v1.StartPosition
-	(*SubscribeRequest)(nil),      // 23: floe.v1.SubscribeRequest
-	(*SubscribeResponse)(nil),     // 24: floe.v1.SubscribeResponse
-	(*ListOffsetsRequest)(nil),    // 25: floe.v1.ListOffsetsRequest
-	(*PartitionOffset)(nil),       // 26: floe.v1.PartitionOffset
-	(*ListOffsetsResponse)(nil),   // 27: floe.v1.ListOffsetsResponse
-	nil,                           // 28: floe.v1.Topic.ConfigEntry
-	nil,                           // 29: floe.v1.CreateTopicRequest.ConfigEntry
-	nil,                           // 30: floe.v1.SubscribeRequest.OffsetsEntry
+	(Compression)(0),                 // 0: floe.v1.Compression
+	(OffsetSpec)(0),                  // 1: floe.v1.OffsetSpec
+	(*Topic)(nil),                    // 2: floe.v1.Topic
+	(*PartitionInfo)(nil),            // 3: floe.v1.PartitionInfo
+	(*CreateTopicRequest)(nil),       // 4: floe.v1.CreateTopicRequest
+	(*CreateTopicResponse)(nil),      // 5: floe.v1.CreateTopicResponse
+	(*DeleteTopicRequest)(nil),       // 6: floe.v1.DeleteTopicRequest
+	(*DeleteTopicResponse)(nil),      // 7: floe.v1.DeleteTopicResponse
+	(*ListTopicsRequest)(nil),        // 8: floe.v1.ListTopicsRequest
+	(*ListTopicsResponse)(nil),       // 9: floe.v1.ListTopicsResponse
+	(*DescribeTopicRequest)(nil),     // 10: floe.v1.DescribeTopicRequest
+	(*DescribeTopicResponse)(nil),    // 11: floe.v1.DescribeTopicResponse
+	(*TopicStorage)(nil),             // 12: floe.v1.TopicStorage
+	(*DeletionQueue)(nil),            // 13: floe.v1.DeletionQueue
+	(*AlterTopicConfigRequest)(nil),  // 14: floe.v1.AlterTopicConfigRequest
+	(*AlterTopicConfigResponse)(nil), // 15: floe.v1.AlterTopicConfigResponse
+	(*DeleteRecordsRequest)(nil),     // 16: floe.v1.DeleteRecordsRequest
+	(*DeleteRecordsResponse)(nil),    // 17: floe.v1.DeleteRecordsResponse
+	(*Header)(nil),                   // 18: floe.v1.Header
+	(*Record)(nil),                   // 19: floe.v1.Record
+	(*ProduceRequest)(nil),           // 20: floe.v1.ProduceRequest
+	(*ProduceResponse)(nil),          // 21: floe.v1.ProduceResponse
+	(*ProduceStreamRequest)(nil),     // 22: floe.v1.ProduceStreamRequest
+	(*ProduceStreamResponse)(nil),    // 23: floe.v1.ProduceStreamResponse
+	(*InitProducerRequest)(nil),      // 24: floe.v1.InitProducerRequest
+	(*InitProducerResponse)(nil),     // 25: floe.v1.InitProducerResponse
+	(*FetchRequest)(nil),             // 26: floe.v1.FetchRequest
+	(*FetchResponse)(nil),            // 27: floe.v1.FetchResponse
+	(*StartPosition)(nil),            // 28: floe.v1.StartPosition
+	(*SubscribeRequest)(nil),         // 29: floe.v1.SubscribeRequest
+	(*SubscribeResponse)(nil),        // 30: floe.v1.SubscribeResponse
+	(*ListOffsetsRequest)(nil),       // 31: floe.v1.ListOffsetsRequest
+	(*PartitionOffset)(nil),          // 32: floe.v1.PartitionOffset
+	(*ListOffsetsResponse)(nil),      // 33: floe.v1.ListOffsetsResponse
+	nil,                              // 34: floe.v1.Topic.ConfigEntry
+	nil,                              // 35: floe.v1.CreateTopicRequest.ConfigEntry
+	nil,                              // 36: floe.v1.AlterTopicConfigRequest.SetEntry
+	nil,                              // 37: floe.v1.SubscribeRequest.OffsetsEntry
 }
 var file_floe_v1_floe_proto_depIdxs = []int32{
-	28, // 0: floe.v1.Topic.config:type_name -> floe.v1.Topic.ConfigEntry
-	29, // 1: floe.v1.CreateTopicRequest.config:type_name -> floe.v1.CreateTopicRequest.ConfigEntry
+	34, // 0: floe.v1.Topic.config:type_name -> floe.v1.Topic.ConfigEntry
+	35, // 1: floe.v1.CreateTopicRequest.config:type_name -> floe.v1.CreateTopicRequest.ConfigEntry
 	2,  // 2: floe.v1.CreateTopicResponse.topic:type_name -> floe.v1.Topic
 	2,  // 3: floe.v1.ListTopicsResponse.topics:type_name -> floe.v1.Topic
 	2,  // 4: floe.v1.DescribeTopicResponse.topic:type_name -> floe.v1.Topic
 	3,  // 5: floe.v1.DescribeTopicResponse.partitions:type_name -> floe.v1.PartitionInfo
-	12, // 6: floe.v1.Record.headers:type_name -> floe.v1.Header
-	13, // 7: floe.v1.ProduceRequest.records:type_name -> floe.v1.Record
-	0,  // 8: floe.v1.ProduceRequest.compression:type_name -> floe.v1.Compression
-	14, // 9: floe.v1.ProduceStreamRequest.request:type_name -> floe.v1.ProduceRequest
-	15, // 10: floe.v1.ProduceStreamResponse.response:type_name -> floe.v1.ProduceResponse
-	13, // 11: floe.v1.FetchResponse.records:type_name -> floe.v1.Record
-	22, // 12: floe.v1.SubscribeRequest.start:type_name -> floe.v1.StartPosition
-	30, // 13: floe.v1.SubscribeRequest.offsets:type_name -> floe.v1.SubscribeRequest.OffsetsEntry
-	13, // 14: floe.v1.SubscribeResponse.records:type_name -> floe.v1.Record
-	1,  // 15: floe.v1.ListOffsetsRequest.spec:type_name -> floe.v1.OffsetSpec
-	26, // 16: floe.v1.ListOffsetsResponse.offsets:type_name -> floe.v1.PartitionOffset
-	4,  // 17: floe.v1.TopicService.CreateTopic:input_type -> floe.v1.CreateTopicRequest
-	6,  // 18: floe.v1.TopicService.DeleteTopic:input_type -> floe.v1.DeleteTopicRequest
-	8,  // 19: floe.v1.TopicService.ListTopics:input_type -> floe.v1.ListTopicsRequest
-	10, // 20: floe.v1.TopicService.DescribeTopic:input_type -> floe.v1.DescribeTopicRequest
-	14, // 21: floe.v1.LogService.Produce:input_type -> floe.v1.ProduceRequest
-	16, // 22: floe.v1.LogService.ProduceStream:input_type -> floe.v1.ProduceStreamRequest
-	18, // 23: floe.v1.LogService.InitProducer:input_type -> floe.v1.InitProducerRequest
-	20, // 24: floe.v1.LogService.Fetch:input_type -> floe.v1.FetchRequest
-	23, // 25: floe.v1.LogService.Subscribe:input_type -> floe.v1.SubscribeRequest
-	25, // 26: floe.v1.LogService.ListOffsets:input_type -> floe.v1.ListOffsetsRequest
-	5,  // 27: floe.v1.TopicService.CreateTopic:output_type -> floe.v1.CreateTopicResponse
-	7,  // 28: floe.v1.TopicService.DeleteTopic:output_type -> floe.v1.DeleteTopicResponse
-	9,  // 29: floe.v1.TopicService.ListTopics:output_type -> floe.v1.ListTopicsResponse
-	11, // 30: floe.v1.TopicService.DescribeTopic:output_type -> floe.v1.DescribeTopicResponse
-	15, // 31: floe.v1.LogService.Produce:output_type -> floe.v1.ProduceResponse
-	17, // 32: floe.v1.LogService.ProduceStream:output_type -> floe.v1.ProduceStreamResponse
-	19, // 33: floe.v1.LogService.InitProducer:output_type -> floe.v1.InitProducerResponse
-	21, // 34: floe.v1.LogService.Fetch:output_type -> floe.v1.FetchResponse
-	24, // 35: floe.v1.LogService.Subscribe:output_type -> floe.v1.SubscribeResponse
-	27, // 36: floe.v1.LogService.ListOffsets:output_type -> floe.v1.ListOffsetsResponse
-	27, // [27:37] is the sub-list for method output_type
-	17, // [17:27] is the sub-list for method input_type
-	17, // [17:17] is the sub-list for extension type_name
-	17, // [17:17] is the sub-list for extension extendee
-	0,  // [0:17] is the sub-list for field type_name
+	12, // 6: floe.v1.DescribeTopicResponse.storage:type_name -> floe.v1.TopicStorage
+	13, // 7: floe.v1.DescribeTopicResponse.deletion_queue:type_name -> floe.v1.DeletionQueue
+	36, // 8: floe.v1.AlterTopicConfigRequest.set:type_name -> floe.v1.AlterTopicConfigRequest.SetEntry
+	2,  // 9: floe.v1.AlterTopicConfigResponse.topic:type_name -> floe.v1.Topic
+	18, // 10: floe.v1.Record.headers:type_name -> floe.v1.Header
+	19, // 11: floe.v1.ProduceRequest.records:type_name -> floe.v1.Record
+	0,  // 12: floe.v1.ProduceRequest.compression:type_name -> floe.v1.Compression
+	20, // 13: floe.v1.ProduceStreamRequest.request:type_name -> floe.v1.ProduceRequest
+	21, // 14: floe.v1.ProduceStreamResponse.response:type_name -> floe.v1.ProduceResponse
+	19, // 15: floe.v1.FetchResponse.records:type_name -> floe.v1.Record
+	28, // 16: floe.v1.SubscribeRequest.start:type_name -> floe.v1.StartPosition
+	37, // 17: floe.v1.SubscribeRequest.offsets:type_name -> floe.v1.SubscribeRequest.OffsetsEntry
+	19, // 18: floe.v1.SubscribeResponse.records:type_name -> floe.v1.Record
+	1,  // 19: floe.v1.ListOffsetsRequest.spec:type_name -> floe.v1.OffsetSpec
+	32, // 20: floe.v1.ListOffsetsResponse.offsets:type_name -> floe.v1.PartitionOffset
+	4,  // 21: floe.v1.TopicService.CreateTopic:input_type -> floe.v1.CreateTopicRequest
+	6,  // 22: floe.v1.TopicService.DeleteTopic:input_type -> floe.v1.DeleteTopicRequest
+	8,  // 23: floe.v1.TopicService.ListTopics:input_type -> floe.v1.ListTopicsRequest
+	10, // 24: floe.v1.TopicService.DescribeTopic:input_type -> floe.v1.DescribeTopicRequest
+	14, // 25: floe.v1.TopicService.AlterTopicConfig:input_type -> floe.v1.AlterTopicConfigRequest
+	16, // 26: floe.v1.TopicService.DeleteRecords:input_type -> floe.v1.DeleteRecordsRequest
+	20, // 27: floe.v1.LogService.Produce:input_type -> floe.v1.ProduceRequest
+	22, // 28: floe.v1.LogService.ProduceStream:input_type -> floe.v1.ProduceStreamRequest
+	24, // 29: floe.v1.LogService.InitProducer:input_type -> floe.v1.InitProducerRequest
+	26, // 30: floe.v1.LogService.Fetch:input_type -> floe.v1.FetchRequest
+	29, // 31: floe.v1.LogService.Subscribe:input_type -> floe.v1.SubscribeRequest
+	31, // 32: floe.v1.LogService.ListOffsets:input_type -> floe.v1.ListOffsetsRequest
+	5,  // 33: floe.v1.TopicService.CreateTopic:output_type -> floe.v1.CreateTopicResponse
+	7,  // 34: floe.v1.TopicService.DeleteTopic:output_type -> floe.v1.DeleteTopicResponse
+	9,  // 35: floe.v1.TopicService.ListTopics:output_type -> floe.v1.ListTopicsResponse
+	11, // 36: floe.v1.TopicService.DescribeTopic:output_type -> floe.v1.DescribeTopicResponse
+	15, // 37: floe.v1.TopicService.AlterTopicConfig:output_type -> floe.v1.AlterTopicConfigResponse
+	17, // 38: floe.v1.TopicService.DeleteRecords:output_type -> floe.v1.DeleteRecordsResponse
+	21, // 39: floe.v1.LogService.Produce:output_type -> floe.v1.ProduceResponse
+	23, // 40: floe.v1.LogService.ProduceStream:output_type -> floe.v1.ProduceStreamResponse
+	25, // 41: floe.v1.LogService.InitProducer:output_type -> floe.v1.InitProducerResponse
+	27, // 42: floe.v1.LogService.Fetch:output_type -> floe.v1.FetchResponse
+	30, // 43: floe.v1.LogService.Subscribe:output_type -> floe.v1.SubscribeResponse
+	33, // 44: floe.v1.LogService.ListOffsets:output_type -> floe.v1.ListOffsetsResponse
+	33, // [33:45] is the sub-list for method output_type
+	21, // [21:33] is the sub-list for method input_type
+	21, // [21:21] is the sub-list for extension type_name
+	21, // [21:21] is the sub-list for extension extendee
+	0,  // [0:21] is the sub-list for field type_name
 }
 
 func init() { file_floe_v1_floe_proto_init() }
@@ -1963,9 +2387,9 @@ func file_floe_v1_floe_proto_init() {
 	if File_floe_v1_floe_proto != nil {
 		return
 	}
-	file_floe_v1_floe_proto_msgTypes[11].OneofWrappers = []any{}
-	file_floe_v1_floe_proto_msgTypes[12].OneofWrappers = []any{}
-	file_floe_v1_floe_proto_msgTypes[20].OneofWrappers = []any{
+	file_floe_v1_floe_proto_msgTypes[17].OneofWrappers = []any{}
+	file_floe_v1_floe_proto_msgTypes[18].OneofWrappers = []any{}
+	file_floe_v1_floe_proto_msgTypes[26].OneofWrappers = []any{
 		(*StartPosition_Earliest)(nil),
 		(*StartPosition_Latest)(nil),
 		(*StartPosition_Offset)(nil),
@@ -1977,7 +2401,7 @@ func file_floe_v1_floe_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_floe_v1_floe_proto_rawDesc), len(file_floe_v1_floe_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   29,
+			NumMessages:   36,
 			NumExtensions: 0,
 			NumServices:   2,
 		},

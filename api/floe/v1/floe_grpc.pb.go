@@ -21,10 +21,12 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	TopicService_CreateTopic_FullMethodName   = "/floe.v1.TopicService/CreateTopic"
-	TopicService_DeleteTopic_FullMethodName   = "/floe.v1.TopicService/DeleteTopic"
-	TopicService_ListTopics_FullMethodName    = "/floe.v1.TopicService/ListTopics"
-	TopicService_DescribeTopic_FullMethodName = "/floe.v1.TopicService/DescribeTopic"
+	TopicService_CreateTopic_FullMethodName      = "/floe.v1.TopicService/CreateTopic"
+	TopicService_DeleteTopic_FullMethodName      = "/floe.v1.TopicService/DeleteTopic"
+	TopicService_ListTopics_FullMethodName       = "/floe.v1.TopicService/ListTopics"
+	TopicService_DescribeTopic_FullMethodName    = "/floe.v1.TopicService/DescribeTopic"
+	TopicService_AlterTopicConfig_FullMethodName = "/floe.v1.TopicService/AlterTopicConfig"
+	TopicService_DeleteRecords_FullMethodName    = "/floe.v1.TopicService/DeleteRecords"
 )
 
 // TopicServiceClient is the client API for TopicService service.
@@ -37,6 +39,13 @@ type TopicServiceClient interface {
 	DeleteTopic(ctx context.Context, in *DeleteTopicRequest, opts ...grpc.CallOption) (*DeleteTopicResponse, error)
 	ListTopics(ctx context.Context, in *ListTopicsRequest, opts ...grpc.CallOption) (*ListTopicsResponse, error)
 	DescribeTopic(ctx context.Context, in *DescribeTopicRequest, opts ...grpc.CallOption) (*DescribeTopicResponse, error)
+	// AlterTopicConfig sets and removes keys of a topic's config
+	// (retention.ms, retention.bytes, ...), validated as at creation.
+	AlterTopicConfig(ctx context.Context, in *AlterTopicConfigRequest, opts ...grpc.CallOption) (*AlterTopicConfigResponse, error)
+	// DeleteRecords moves a partition's log start offset forward: the
+	// records below it become unreadable and their files are deleted by the
+	// compactor.
+	DeleteRecords(ctx context.Context, in *DeleteRecordsRequest, opts ...grpc.CallOption) (*DeleteRecordsResponse, error)
 }
 
 type topicServiceClient struct {
@@ -87,6 +96,26 @@ func (c *topicServiceClient) DescribeTopic(ctx context.Context, in *DescribeTopi
 	return out, nil
 }
 
+func (c *topicServiceClient) AlterTopicConfig(ctx context.Context, in *AlterTopicConfigRequest, opts ...grpc.CallOption) (*AlterTopicConfigResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(AlterTopicConfigResponse)
+	err := c.cc.Invoke(ctx, TopicService_AlterTopicConfig_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *topicServiceClient) DeleteRecords(ctx context.Context, in *DeleteRecordsRequest, opts ...grpc.CallOption) (*DeleteRecordsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(DeleteRecordsResponse)
+	err := c.cc.Invoke(ctx, TopicService_DeleteRecords_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // TopicServiceServer is the server API for TopicService service.
 // All implementations must embed UnimplementedTopicServiceServer
 // for forward compatibility.
@@ -97,6 +126,13 @@ type TopicServiceServer interface {
 	DeleteTopic(context.Context, *DeleteTopicRequest) (*DeleteTopicResponse, error)
 	ListTopics(context.Context, *ListTopicsRequest) (*ListTopicsResponse, error)
 	DescribeTopic(context.Context, *DescribeTopicRequest) (*DescribeTopicResponse, error)
+	// AlterTopicConfig sets and removes keys of a topic's config
+	// (retention.ms, retention.bytes, ...), validated as at creation.
+	AlterTopicConfig(context.Context, *AlterTopicConfigRequest) (*AlterTopicConfigResponse, error)
+	// DeleteRecords moves a partition's log start offset forward: the
+	// records below it become unreadable and their files are deleted by the
+	// compactor.
+	DeleteRecords(context.Context, *DeleteRecordsRequest) (*DeleteRecordsResponse, error)
 	mustEmbedUnimplementedTopicServiceServer()
 }
 
@@ -118,6 +154,12 @@ func (UnimplementedTopicServiceServer) ListTopics(context.Context, *ListTopicsRe
 }
 func (UnimplementedTopicServiceServer) DescribeTopic(context.Context, *DescribeTopicRequest) (*DescribeTopicResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method DescribeTopic not implemented")
+}
+func (UnimplementedTopicServiceServer) AlterTopicConfig(context.Context, *AlterTopicConfigRequest) (*AlterTopicConfigResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method AlterTopicConfig not implemented")
+}
+func (UnimplementedTopicServiceServer) DeleteRecords(context.Context, *DeleteRecordsRequest) (*DeleteRecordsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method DeleteRecords not implemented")
 }
 func (UnimplementedTopicServiceServer) mustEmbedUnimplementedTopicServiceServer() {}
 func (UnimplementedTopicServiceServer) testEmbeddedByValue()                      {}
@@ -212,6 +254,42 @@ func _TopicService_DescribeTopic_Handler(srv interface{}, ctx context.Context, d
 	return interceptor(ctx, in, info, handler)
 }
 
+func _TopicService_AlterTopicConfig_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(AlterTopicConfigRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(TopicServiceServer).AlterTopicConfig(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: TopicService_AlterTopicConfig_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(TopicServiceServer).AlterTopicConfig(ctx, req.(*AlterTopicConfigRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _TopicService_DeleteRecords_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(DeleteRecordsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(TopicServiceServer).DeleteRecords(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: TopicService_DeleteRecords_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(TopicServiceServer).DeleteRecords(ctx, req.(*DeleteRecordsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // TopicService_ServiceDesc is the grpc.ServiceDesc for TopicService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -234,6 +312,14 @@ var TopicService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "DescribeTopic",
 			Handler:    _TopicService_DescribeTopic_Handler,
+		},
+		{
+			MethodName: "AlterTopicConfig",
+			Handler:    _TopicService_AlterTopicConfig_Handler,
+		},
+		{
+			MethodName: "DeleteRecords",
+			Handler:    _TopicService_DeleteRecords_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

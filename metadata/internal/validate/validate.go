@@ -17,7 +17,7 @@ func TopicSpec(spec metadata.TopicSpec) error {
 	if spec.Partitions < 1 || spec.Partitions > metadata.MaxPartitions {
 		return fmt.Errorf("%w: %d, want 1 to %d", metadata.ErrInvalidPartitions, spec.Partitions, metadata.MaxPartitions)
 	}
-	return nil
+	return metadata.ValidateTopicConfig(spec.Config)
 }
 
 // Commit checks a file commit: a key, a size, at least one batch, and
