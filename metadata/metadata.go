@@ -188,7 +188,7 @@ type PartitionNotice struct {
 // Store is the sequencer. Implementations are safe for concurrent use by
 // many goroutines and, for PostgreSQL, many processes.
 type Store interface {
-	GroupStore // consumer groups (groups.go)
+	GroupStore     // consumer groups (groups.go)
 	RetentionStore // retention, deletion, leases, merging (retention.go)
 
 	CreateTopic(ctx context.Context, spec TopicSpec) (Topic, error)
