@@ -188,6 +188,8 @@ type PartitionNotice struct {
 // Store is the sequencer. Implementations are safe for concurrent use by
 // many goroutines and, for PostgreSQL, many processes.
 type Store interface {
+	GroupStore // consumer groups (groups.go)
+
 	CreateTopic(ctx context.Context, spec TopicSpec) (Topic, error)
 	// DeleteTopic removes the topic; its batches become unreadable.
 	DeleteTopic(ctx context.Context, name string) error
