@@ -168,10 +168,7 @@ func (a *Agent) subscribeGroup(req *floev1.SubscribeRequest, stream floev1.LogSe
 			a.log.Warn("group member leave failed; its session will time out", "group", s.group, "member", s.memberID, "err", lerr)
 		}
 	}
-	if err == nil || errors.Is(err, errSenderDone) && stream.Context().Err() != nil {
-		return nil
-	}
-	if stream.Context().Err() != nil {
+	if err == nil || stream.Context().Err() != nil {
 		return nil // the client went away
 	}
 	return toStatus(err)
