@@ -387,11 +387,12 @@ func reconcile(g *Group, m *Member, now int64) {
 	for _, p := range m.Revoking {
 		held[p] = true // still ours until released
 	}
+	for _, p := range keep {
+		held[p] = true // already ours
+	}
 	for _, p := range m.Target {
 		if !held[p] {
-			if _, ok := slices.BinarySearchFunc(keep, p, CompareTP); !ok {
-				keep = append(keep, p)
-			}
+			keep = append(keep, p)
 		}
 	}
 	SortTPs(keep)

@@ -64,6 +64,7 @@ func Run(t *testing.T, open func(t *testing.T) metadata.Store) {
 		{"CancelledCommit", testCancelledCommit},
 		{"Closed", testClosed},
 	}
+	tests = append(tests, groupTests...) // groups.go
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			before := goleak.IgnoreCurrent()

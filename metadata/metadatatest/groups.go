@@ -1,0 +1,556 @@
+package metadatatest
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/floe-broker/floe/metadata"
+)
+
+// groupTests are the consumer-group conformance tests (registered in Run).
+var groupTests = []struct {
+	name string
+	fn   func(t *testing.T, s metadata.Store)
+}{
+	{"GroupChurn", testGroupChurn},
+	{"GroupJoinLeave", testGroupJoinLeave},
+	{"GroupCommitFencing", testGroupCommitFencing},
+	{"GroupSimpleCommit", testGroupSimpleCommit},
+	{"GroupResetAndCopy", testGroupResetAndCopy},
+	{"GroupDelete", testGroupDelete},
+	{"GroupLagInputs", testGroupLagInputs},
+	{"GroupValidation", testGroupValidation},
+}
+
+type tp = metadata.TopicPartition
+
+// client models a group member: what it holds (reads and may commit) and
+// its protocol state. A client releases a revoked partition at once or,
+// when slow, one heartbeat later.
+type client struct {
+	id    string
+	epoch int32
+	held  map[tp]bool
+	slow  bool
+	dead  bool // killed: no more heartbeats, holds nothing
+}
+
+func (c *client) owned() []tp {
+	out := make([]tp, 0, len(c.held))
+	for p := range c.held {
+		out = append(out, p)
+	}
+	return out
+}
+
+// beat heartbeats and applies the answer as a client would.
+func (c *client) beat(t *testing.T, s metadata.Store, grp string, timeout time.Duration) error {
+	t.Helper()
+	resp, err := s.Heartbeat(ctx(t), metadata.HeartbeatRequest{Group: grp, MemberID: c.id, MemberEpoch: c.epoch,
+		Subscription: []string{"churn-a", "churn-b"}, Owned: c.owned(), SessionTimeout: timeout})
+	if err != nil {
+		return err
+	}
+	c.id, c.epoch = resp.MemberID, resp.MemberEpoch
+	next := map[tp]bool{}
+	for _, p := range resp.Assigned {
+		next[p] = true
+	}
+	if c.slow {
+		// Keep revoked partitions one more heartbeat (still processing).
+		for p := range c.held {
+			if !next[p] {
+				next[p] = true
+				c.slow = false
+			}
+		}
+	} else {
+		c.slow = rand.IntN(2) == 0
+	}
+	c.held = next
+	return nil
+}
+
+// checkDisjoint fails if two live clients hold one partition.
+func checkDisjoint(t *testing.T, clients []*client, when string) {
+	t.Helper()
+	seen := map[tp]string{}
+	for _, c := range clients {
+		if c.dead {
+			continue
+		}
+		for p := range c.held {
+			if o, dup := seen[p]; dup {
+				t.Fatalf("%s: partition %v held by %s and %s", when, p, o, c.id)
+			}
+			seen[p] = c.id
+		}
+	}
+}
+
+// checkServerDisjoint fails if the store lists a partition for two members.
+func checkServerDisjoint(t *testing.T, s metadata.Store, grp string) metadata.GroupDescription {
+	t.Helper()
+	d, err := s.DescribeGroup(ctx(t), grp)
+	if err != nil {
+		t.Fatalf("DescribeGroup: %v", err)
+	}
+	seen := map[tp]string{}
+	for _, m := range d.Members {
+		for _, p := range append(slices.Clone(m.Assigned), m.Revoking...) {
+			if o, dup := seen[p]; dup {
+				t.Fatalf("store: partition %v with %s and %s", p, o, m.MemberID)
+			}
+			seen[p] = m.MemberID
+		}
+	}
+	return d
+}
+
+func testGroupChurn(t *testing.T, s metadata.Store) {
+	a := createTopic(t, s, "churn-a", 12)
+	b := createTopic(t, s, "churn-b", 5)
+	var all []tp
+	for _, tpc := range []metadata.Topic{a, b} {
+		for p := range tpc.Partitions {
+			all = append(all, tp{TopicID: tpc.ID, Partition: p})
+		}
+	}
+	const grp, timeout = "churn", 1500 * time.Millisecond
+	var clients []*client
+	join := func() {
+		c := &client{held: map[tp]bool{}}
+		if err := c.beat(t, s, grp, timeout); err != nil {
+			t.Fatalf("join: %v", err)
+		}
+		clients = append(clients, c)
+	}
+	live := func() []*client {
+		var l []*client
+		for _, c := range clients {
+			if !c.dead {
+				l = append(l, c)
+			}
+		}
+		return l
+	}
+	for range 3 {
+		join()
+	}
+	kills := 0
+	for round := range 160 {
+		l := live()
+		rand.Shuffle(len(l), func(i, j int) { l[i], l[j] = l[j], l[i] })
+		for _, c := range l {
+			if err := c.beat(t, s, grp, timeout); err != nil {
+				t.Fatalf("round %d: heartbeat of %s: %v", round, c.id, err)
+			}
+			checkDisjoint(t, clients, fmt.Sprintf("round %d after %s", round, c.id))
+		}
+		checkServerDisjoint(t, s, grp)
+		switch r := rand.IntN(10); {
+		case r == 0 && len(l) < 7:
+			join()
+		case r == 1 && len(l) > 1:
+			// Leave: the client releases everything, then says so.
+			c := l[0]
+			if _, err := s.Heartbeat(ctx(t), metadata.HeartbeatRequest{Group: grp, MemberID: c.id,
+				MemberEpoch: metadata.LeaveEpoch}); err != nil {
+				t.Fatalf("leave: %v", err)
+			}
+			c.dead, c.held = true, nil
+		case r == 2 && len(l) > 1 && kills < 3 && round < 100:
+			l[0].dead, l[0].held = true, nil // killed: its session will expire
+			kills++
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	// No more churn: heartbeat until stable (killed members expire within
+	// a session timeout).
+	deadline := time.Now().Add(3 * timeout)
+	for {
+		for _, c := range live() {
+			if err := c.beat(t, s, grp, timeout); err != nil {
+				t.Fatalf("settling: %v", err)
+			}
+			checkDisjoint(t, clients, "settling")
+		}
+		d := checkServerDisjoint(t, s, grp)
+		if d.State == metadata.GroupStable && len(d.Members) == len(live()) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("not stable after %v: %+v", 3*timeout, d)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	owners := map[tp]int{}
+	lo, hi := len(all), 0
+	for _, c := range live() {
+		for p := range c.held {
+			owners[p]++
+		}
+		lo, hi = min(lo, len(c.held)), max(hi, len(c.held))
+	}
+	for _, p := range all {
+		if owners[p] != 1 {
+			t.Errorf("stable: partition %v owned %d times", p, owners[p])
+		}
+	}
+	if len(owners) != len(all) || hi-lo > 1 {
+		t.Errorf("stable: %d partitions owned (want %d), loads %d..%d", len(owners), len(all), lo, hi)
+	}
+	t.Logf("%d kills, %d members at the end", kills, len(live()))
+}
+
+func testGroupJoinLeave(t *testing.T, s metadata.Store) {
+	tpc := createTopic(t, s, "jl", 4)
+	hb := func(req metadata.HeartbeatRequest) metadata.HeartbeatResponse {
+		t.Helper()
+		req.Group = "jl"
+		resp, err := s.Heartbeat(ctx(t), req)
+		if err != nil {
+			t.Fatalf("Heartbeat(%+v): %v", req, err)
+		}
+		return resp
+	}
+	a := hb(metadata.HeartbeatRequest{Subscription: []string{"jl"}})
+	if a.MemberID == "" || a.MemberEpoch < 1 || len(a.Assigned) != 4 || a.HeartbeatInterval <= 0 {
+		t.Fatalf("first join: %+v", a)
+	}
+	b := hb(metadata.HeartbeatRequest{MemberID: "b", Subscription: []string{"jl"}})
+	if b.MemberID != "b" || len(b.Assigned) != 0 || b.Pending != 2 {
+		t.Fatalf("second join: %+v, want nothing yet and 2 pending", b)
+	}
+	// a still owns all four: it is told to keep two.
+	a2 := hb(metadata.HeartbeatRequest{MemberID: a.MemberID, MemberEpoch: a.MemberEpoch, Owned: a.Assigned})
+	if len(a2.Assigned) != 2 || a2.MemberEpoch != a.MemberEpoch {
+		t.Fatalf("a after join: %+v, want 2 assigned and epoch %d until it releases", a2, a.MemberEpoch)
+	}
+	// b still waits: a has not released.
+	if b2 := hb(metadata.HeartbeatRequest{MemberID: "b", MemberEpoch: b.MemberEpoch}); len(b2.Assigned) != 0 {
+		t.Fatalf("b got %v before a released", b2.Assigned)
+	}
+	// a releases; it takes the group epoch; then b gets its two.
+	a3 := hb(metadata.HeartbeatRequest{MemberID: a.MemberID, MemberEpoch: a2.MemberEpoch, Owned: a2.Assigned})
+	if a3.MemberEpoch != a3.GroupEpoch {
+		t.Fatalf("a after release: %+v, want the group epoch", a3)
+	}
+	b3 := hb(metadata.HeartbeatRequest{MemberID: "b", MemberEpoch: b.MemberEpoch})
+	if len(b3.Assigned) != 2 || b3.Pending != 0 {
+		t.Fatalf("b after release: %+v", b3)
+	}
+	d, err := s.DescribeGroup(ctx(t), "jl")
+	if err != nil || d.State != metadata.GroupStable || len(d.Members) != 2 {
+		t.Fatalf("DescribeGroup: %+v, %v", d, err)
+	}
+	// A stale heartbeat and an unknown member.
+	if _, err := s.Heartbeat(ctx(t), metadata.HeartbeatRequest{Group: "jl", MemberID: "b", MemberEpoch: b3.MemberEpoch + 5}); !errors.Is(err, metadata.ErrStaleMemberEpoch) {
+		t.Errorf("stale epoch heartbeat: %v", err)
+	}
+	if _, err := s.Heartbeat(ctx(t), metadata.HeartbeatRequest{Group: "jl", MemberID: "zz", MemberEpoch: 3}); !errors.Is(err, metadata.ErrUnknownMember) {
+		t.Errorf("unknown member heartbeat: %v", err)
+	}
+	// b leaves: a gets everything back.
+	if l := hb(metadata.HeartbeatRequest{MemberID: "b", MemberEpoch: metadata.LeaveEpoch}); l.MemberEpoch != metadata.LeaveEpoch {
+		t.Fatalf("leave: %+v", l)
+	}
+	a4 := hb(metadata.HeartbeatRequest{MemberID: a.MemberID, MemberEpoch: a3.MemberEpoch, Owned: a3.Assigned})
+	if len(a4.Assigned) != 4 || a4.Assigned[0].TopicID != tpc.ID {
+		t.Fatalf("a after b left: %+v", a4)
+	}
+}
+
+// joinStable joins member id alone on topic and heartbeats once more.
+func joinStable(t *testing.T, s metadata.Store, grp, id, topic string) metadata.HeartbeatResponse {
+	t.Helper()
+	r, err := s.Heartbeat(ctx(t), metadata.HeartbeatRequest{Group: grp, MemberID: id, Subscription: []string{topic}})
+	if err != nil {
+		t.Fatalf("join %s: %v", id, err)
+	}
+	return r
+}
+
+func testGroupCommitFencing(t *testing.T, s metadata.Store) {
+	tpc := createTopic(t, s, "fence", 2)
+	a := joinStable(t, s, "fence", "a", "fence")
+	ok := metadata.CommitOffsetsRequest{Group: "fence", MemberID: "a", MemberEpoch: a.MemberEpoch,
+		Offsets: []metadata.OffsetCommit{{TopicID: tpc.ID, Partition: 0, Offset: 0, Metadata: "m"}}}
+	if err := s.CommitOffsets(ctx(t), ok); err != nil {
+		t.Fatalf("owner commit: %v", err)
+	}
+	// b joins: a must release partition 1 (sticky: which one moves is the assignor's choice).
+	if _, err := s.Heartbeat(ctx(t), metadata.HeartbeatRequest{Group: "fence", MemberID: "b", Subscription: []string{"fence"}}); err != nil {
+		t.Fatal(err)
+	}
+	a2, err := s.Heartbeat(ctx(t), metadata.HeartbeatRequest{Group: "fence", MemberID: "a", MemberEpoch: a.MemberEpoch, Owned: a.Assigned})
+	if err != nil || len(a2.Assigned) != 1 {
+		t.Fatalf("a after b joined: %+v, %v", a2, err)
+	}
+	kept, moving := a2.Assigned[0], tp{TopicID: tpc.ID, Partition: 1 - a2.Assigned[0].Partition}
+	// Still revoking: a may commit its final position of the moving partition.
+	if err := s.CommitOffsets(ctx(t), metadata.CommitOffsetsRequest{Group: "fence", MemberID: "a", MemberEpoch: a2.MemberEpoch,
+		Offsets: []metadata.OffsetCommit{{TopicID: moving.TopicID, Partition: moving.Partition, Offset: 0}}}); err != nil {
+		t.Fatalf("commit while revoking: %v", err)
+	}
+	a3, err := s.Heartbeat(ctx(t), metadata.HeartbeatRequest{Group: "fence", MemberID: "a", MemberEpoch: a2.MemberEpoch, Owned: a2.Assigned})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Released: a zombie commit of the moved partition is refused.
+	err = s.CommitOffsets(ctx(t), metadata.CommitOffsetsRequest{Group: "fence", MemberID: "a", MemberEpoch: a3.MemberEpoch,
+		Offsets: []metadata.OffsetCommit{{TopicID: moving.TopicID, Partition: moving.Partition, Offset: 0}}})
+	if !errors.Is(err, metadata.ErrNotPartitionOwner) {
+		t.Errorf("commit of a released partition: %v, want ErrNotPartitionOwner", err)
+	}
+	// The old epoch is stale now.
+	err = s.CommitOffsets(ctx(t), metadata.CommitOffsetsRequest{Group: "fence", MemberID: "a", MemberEpoch: a.MemberEpoch,
+		Offsets: []metadata.OffsetCommit{{TopicID: kept.TopicID, Partition: kept.Partition, Offset: 0}}})
+	if a3.MemberEpoch == a.MemberEpoch || !errors.Is(err, metadata.ErrStaleMemberEpoch) {
+		t.Errorf("commit with epoch %d (now %d): %v, want ErrStaleMemberEpoch", a.MemberEpoch, a3.MemberEpoch, err)
+	}
+	// Unknown member; a commit without member id while members are live.
+	if err := s.CommitOffsets(ctx(t), metadata.CommitOffsetsRequest{Group: "fence", MemberID: "zombie", MemberEpoch: 1,
+		Offsets: ok.Offsets}); !errors.Is(err, metadata.ErrUnknownMember) {
+		t.Errorf("unknown member commit: %v", err)
+	}
+	if err := s.CommitOffsets(ctx(t), metadata.CommitOffsetsRequest{Group: "fence", Offsets: ok.Offsets}); !errors.Is(err, metadata.ErrGroupNotEmpty) {
+		t.Errorf("simple commit with live members: %v", err)
+	}
+	// Nothing refused moved a position.
+	got, err := s.FetchOffsets(ctx(t), "fence", nil)
+	if err != nil || len(got) != 2 || got[0].Offset != 0 || got[1].Offset != 0 {
+		t.Fatalf("FetchOffsets: %+v, %v", got, err)
+	}
+}
+
+func testGroupSimpleCommit(t *testing.T, s metadata.Store) {
+	tpc := createTopic(t, s, "simple", 3)
+	commit := func(offs ...metadata.OffsetCommit) error {
+		return s.CommitOffsets(ctx(t), metadata.CommitOffsetsRequest{Group: "simple", Offsets: offs})
+	}
+	if err := commit(metadata.OffsetCommit{TopicID: tpc.ID, Partition: 2, Offset: 7, Metadata: "x"},
+		metadata.OffsetCommit{TopicID: tpc.ID, Partition: 0, Offset: 3}); err != nil {
+		t.Fatalf("simple commit: %v", err)
+	}
+	if err := commit(metadata.OffsetCommit{TopicID: tpc.ID, Partition: 0, Offset: 5}); err != nil {
+		t.Fatalf("second commit: %v", err)
+	}
+	// All or nothing: a missing partition refuses the whole commit.
+	if err := commit(metadata.OffsetCommit{TopicID: tpc.ID, Partition: 1, Offset: 1},
+		metadata.OffsetCommit{TopicID: tpc.ID, Partition: 9, Offset: 1}); !errors.Is(err, metadata.ErrPartitionNotFound) {
+		t.Errorf("commit of a missing partition: %v", err)
+	}
+	if err := commit(metadata.OffsetCommit{TopicID: tpc.ID + 100, Partition: 0, Offset: 1}); !errors.Is(err, metadata.ErrTopicNotFound) {
+		t.Errorf("commit of a missing topic: %v", err)
+	}
+	got, err := s.FetchOffsets(ctx(t), "simple", nil)
+	if err != nil || len(got) != 2 || got[0].Partition != 0 || got[0].Offset != 5 || got[1].Offset != 7 || got[1].Metadata != "x" ||
+		got[1].CommitTime.IsZero() {
+		t.Fatalf("FetchOffsets: %+v, %v", got, err)
+	}
+	some, err := s.FetchOffsets(ctx(t), "simple", []tp{{TopicID: tpc.ID, Partition: 2}, {TopicID: tpc.ID, Partition: 1}})
+	if err != nil || len(some) != 1 || some[0].Partition != 2 {
+		t.Fatalf("FetchOffsets(2, 1): %+v, %v", some, err)
+	}
+	if none, err := s.FetchOffsets(ctx(t), "nobody", nil); err != nil || len(none) != 0 {
+		t.Fatalf("FetchOffsets of an unknown group: %+v, %v", none, err)
+	}
+	l, err := s.ListGroups(ctx(t))
+	if err != nil || len(l) != 1 || l[0].Group != "simple" || l[0].State != metadata.GroupEmpty {
+		t.Fatalf("ListGroups: %+v, %v", l, err)
+	}
+}
+
+func testGroupResetAndCopy(t *testing.T, s metadata.Store) {
+	tpc := createTopic(t, s, "reset", 2)
+	// Partition 0: ten batches of 3 records, timestamps 1000, 2000, ...
+	for i := range 10 {
+		b := plain(tpc.ID, 0, 3)
+		b.MaxTimestamp = int64(1000 * (i + 1))
+		commitOne(t, s, b)
+	}
+	commitOne(t, s, plain(tpc.ID, 1, 4))
+	reset := func(req metadata.ResetOffsetsRequest) []metadata.OffsetReset {
+		t.Helper()
+		req.Group = "r"
+		plan, err := s.ResetOffsets(ctx(t), req)
+		if err != nil {
+			t.Fatalf("ResetOffsets(%+v): %v", req, err)
+		}
+		return plan
+	}
+	fetch := func(grp string) map[int32]int64 {
+		t.Helper()
+		got, err := s.FetchOffsets(ctx(t), grp, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := map[int32]int64{}
+		for _, o := range got {
+			m[o.Partition] = o.Offset
+		}
+		return m
+	}
+	// Dry run: a plan, nothing written.
+	plan := reset(metadata.ResetOffsetsRequest{Topics: []int64{tpc.ID}, Spec: metadata.ResetLatest, DryRun: true})
+	if len(plan) != 2 || plan[0].New != 30 || plan[1].New != 4 || plan[0].Previous != -1 {
+		t.Fatalf("dry run plan: %+v", plan)
+	}
+	if got := fetch("r"); len(got) != 0 {
+		t.Fatalf("dry run wrote %v", got)
+	}
+	// To a timestamp: the first offset of the first batch whose max
+	// timestamp is at or after it, equal to ListOffset's answer.
+	reset(metadata.ResetOffsetsRequest{Topics: []int64{tpc.ID}, Spec: metadata.ResetTimestamp, Timestamp: 4500})
+	want, err := s.ListOffset(ctx(t), tpc.ID, 0, metadata.OffsetTimestamp, 4500)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want1, err := s.ListOffset(ctx(t), tpc.ID, 1, metadata.OffsetTimestamp, 4500)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := fetch("r"); got[0] != want || want != 12 || got[1] != want1 {
+		t.Fatalf("after reset to 4500: %v, want partition 0 at %d (12) and 1 at %d", got, want, want1)
+	}
+	// Shift back by 5, clamped at the log start; explicit offset for one partition.
+	reset(metadata.ResetOffsetsRequest{Spec: metadata.ResetShift, Shift: -5})
+	if got := fetch("r"); got[0] != 7 || got[1] != 0 {
+		t.Fatalf("after shift -5: %v", got)
+	}
+	plan = reset(metadata.ResetOffsetsRequest{Partitions: []tp{{TopicID: tpc.ID, Partition: 0}}, Spec: metadata.ResetOffset, Offset: 99})
+	if len(plan) != 1 || plan[0].Previous != 7 || plan[0].New != 30 {
+		t.Fatalf("reset to 99 (clamped to 30): %+v", plan)
+	}
+	reset(metadata.ResetOffsetsRequest{Spec: metadata.ResetEarliest})
+	if got := fetch("r"); got[0] != 0 || got[1] != 0 {
+		t.Fatalf("after earliest: %v", got)
+	}
+	// Refused while live, unless forced.
+	joinStable(t, s, "r", "m", "reset")
+	if _, err := s.ResetOffsets(ctx(t), metadata.ResetOffsetsRequest{Group: "r", Spec: metadata.ResetLatest}); !errors.Is(err, metadata.ErrGroupNotEmpty) {
+		t.Errorf("reset with live members: %v", err)
+	}
+	reset(metadata.ResetOffsetsRequest{Spec: metadata.ResetLatest, Force: true})
+	if got := fetch("r"); got[0] != 30 || got[1] != 4 {
+		t.Fatalf("after forced latest: %v", got)
+	}
+	// Copy.
+	n, err := s.CopyOffsets(ctx(t), "r", "r2")
+	if err != nil || n != 2 {
+		t.Fatalf("CopyOffsets: %d, %v", n, err)
+	}
+	if got := fetch("r2"); got[0] != 30 || got[1] != 4 {
+		t.Fatalf("copied: %v", got)
+	}
+	if _, err := s.CopyOffsets(ctx(t), "none", "r3"); !errors.Is(err, metadata.ErrGroupNotFound) {
+		t.Errorf("copy from an unknown group: %v", err)
+	}
+	if _, err := s.CopyOffsets(ctx(t), "r2", "r"); !errors.Is(err, metadata.ErrGroupNotEmpty) {
+		t.Errorf("copy into a group with live members: %v", err)
+	}
+}
+
+func testGroupDelete(t *testing.T, s metadata.Store) {
+	tpc := createTopic(t, s, "del", 1)
+	r := joinStable(t, s, "del", "m", "del")
+	if err := s.CommitOffsets(ctx(t), metadata.CommitOffsetsRequest{Group: "del", MemberID: "m", MemberEpoch: r.MemberEpoch,
+		Offsets: []metadata.OffsetCommit{{TopicID: tpc.ID, Partition: 0, Offset: 0}}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.DeleteGroup(ctx(t), "del"); !errors.Is(err, metadata.ErrGroupNotEmpty) {
+		t.Fatalf("delete with a live member: %v", err)
+	}
+	if _, err := s.Heartbeat(ctx(t), metadata.HeartbeatRequest{Group: "del", MemberID: "m", MemberEpoch: metadata.LeaveEpoch}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.DeleteGroup(ctx(t), "del"); err != nil {
+		t.Fatalf("delete: %v", err)
+	}
+	if _, err := s.DescribeGroup(ctx(t), "del"); !errors.Is(err, metadata.ErrGroupNotFound) {
+		t.Errorf("describe deleted: %v", err)
+	}
+	if got, err := s.FetchOffsets(ctx(t), "del", nil); err != nil || len(got) != 0 {
+		t.Errorf("positions of a deleted group: %v, %v", got, err)
+	}
+	if err := s.DeleteGroup(ctx(t), "del"); !errors.Is(err, metadata.ErrGroupNotFound) {
+		t.Errorf("second delete: %v", err)
+	}
+}
+
+func testGroupLagInputs(t *testing.T, s metadata.Store) {
+	tpc := createTopic(t, s, "lag", 3)
+	for i := range 6 {
+		b := plain(tpc.ID, 0, int32(i+1))
+		b.MaxTimestamp = int64(5000 + i)
+		commitOne(t, s, b)
+	}
+	commitOne(t, s, plain(tpc.ID, 1, 2))
+	// Partition 0 mid-batch, 1 at the head, 2 empty.
+	if err := s.CommitOffsets(ctx(t), metadata.CommitOffsetsRequest{Group: "lag", Offsets: []metadata.OffsetCommit{
+		{TopicID: tpc.ID, Partition: 0, Offset: 4}, {TopicID: tpc.ID, Partition: 1, Offset: 2},
+		{TopicID: tpc.ID, Partition: 2, Offset: 0}}}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.GroupLag(ctx(t), "lag")
+	if err != nil || len(got) != 3 {
+		t.Fatalf("GroupLag: %+v, %v", got, err)
+	}
+	for i, l := range got {
+		// Independently: walk the log.
+		want := metadata.PartitionLagInput{TopicID: tpc.ID, Partition: int32(i), Committed: l.Committed}
+		refs := allBatches(t, s, tpc.ID, int32(i))
+		want.HighWatermark = hw(t, s, tpc.ID, int32(i))
+		for _, r := range refs {
+			if r.LastOffset >= want.Committed {
+				want.BytesBehind += r.ByteLength
+				if want.FirstUnconsumedAppendTime == 0 {
+					want.FirstUnconsumedAppendTime, want.FirstUnconsumedMaxTimestamp = r.LogAppendTime, r.MaxTimestamp
+				}
+			}
+		}
+		if l != want {
+			t.Errorf("partition %d: %+v, want %+v", i, l, want)
+		}
+	}
+	if got[0].BytesBehind == 0 || got[0].FirstUnconsumedMaxTimestamp != 5002 || got[1].BytesBehind != 0 {
+		t.Errorf("lag figures not exercised: %+v", got)
+	}
+}
+
+func testGroupValidation(t *testing.T, s metadata.Store) {
+	for _, req := range []metadata.HeartbeatRequest{
+		{Group: "", Subscription: []string{"t"}},
+		{Group: "g"}, // join without subscription
+		{Group: "g", Subscription: []string{"bad name"}},
+		{Group: "g", MemberEpoch: 2},                 // no member id
+		{Group: "g", MemberID: "m", MemberEpoch: -2}, // bad epoch
+		{Group: "g", MemberID: "m", MemberEpoch: 1, Subscription: []string{}},
+	} {
+		if _, err := s.Heartbeat(ctx(t), req); !errors.Is(err, metadata.ErrInvalidGroup) {
+			t.Errorf("Heartbeat(%+v): %v, want ErrInvalidGroup", req, err)
+		}
+	}
+	if err := s.CommitOffsets(ctx(t), metadata.CommitOffsetsRequest{Group: "g",
+		Offsets: []metadata.OffsetCommit{{TopicID: 1, Offset: -1}}}); !errors.Is(err, metadata.ErrInvalidGroup) {
+		t.Errorf("negative offset: %v", err)
+	}
+	if _, err := s.ResetOffsets(ctx(t), metadata.ResetOffsetsRequest{Group: "g", Spec: 42}); !errors.Is(err, metadata.ErrInvalidGroup) {
+		t.Errorf("bad reset spec: %v", err)
+	}
+	// A leave of an unknown member is harmless; a heartbeat is not.
+	if r, err := s.Heartbeat(ctx(t), metadata.HeartbeatRequest{Group: "g", MemberID: "m", MemberEpoch: metadata.LeaveEpoch}); err != nil || r.MemberEpoch != metadata.LeaveEpoch {
+		t.Errorf("leave of an unknown group: %+v, %v", r, err)
+	}
+	if _, err := s.Heartbeat(ctx(t), metadata.HeartbeatRequest{Group: "g", MemberID: "m", MemberEpoch: 1}); !errors.Is(err, metadata.ErrUnknownMember) {
+		t.Errorf("heartbeat in an unknown group: %v", err)
+	}
+	if _, err := s.DescribeGroup(ctx(t), "g"); !errors.Is(err, metadata.ErrGroupNotFound) {
+		t.Errorf("describe of an unknown group: %v", err)
+	}
+}
