@@ -38,6 +38,10 @@ type GroupOptions struct {
 	MaxBytes int32
 	// Resume tunes the reconnects after a retriable failure.
 	Resume ResumeOptions
+	// OnAssign, optional, is called by Poll on each assignment change,
+	// before the revoked partitions' positions are committed (and so before
+	// their next owner can get them): assigned is the whole new assignment.
+	OnAssign func(assigned map[int32]*floev1.AssignedPartition, revoked []int32)
 }
 
 // GroupConsumer consumes a topic as a member of a consumer group. It is
@@ -194,6 +198,13 @@ func (g *GroupConsumer) take(resp *floev1.SubscribeResponse) bool {
 func (g *GroupConsumer) assign(ctx context.Context, a *floev1.GroupAssignment) {
 	g.memberID, g.epoch, g.pending = a.GetMemberId(), a.GetMemberEpoch(), a.GetPending()
 	g.revoked = a.GetRevoked()
+	if g.opts.OnAssign != nil {
+		cur := map[int32]*floev1.AssignedPartition{}
+		for _, ap := range a.GetPartitions() {
+			cur[ap.GetPartition()] = ap
+		}
+		g.opts.OnAssign(cur, slices.Clone(g.revoked))
+	}
 	if len(g.revoked) > 0 {
 		g.commitErr = g.commit(ctx, g.revoked)
 		for _, p := range g.revoked {

@@ -1,0 +1,471 @@
+package agent_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/test/bufconn"
+
+	"github.com/floe-broker/floe/agent"
+	floev1 "github.com/floe-broker/floe/api/floe/v1"
+	"github.com/floe-broker/floe/batcher"
+	"github.com/floe-broker/floe/client"
+	"github.com/floe-broker/floe/internal/testenv"
+	"github.com/floe-broker/floe/metadata"
+	"github.com/floe-broker/floe/metadata/sqlite"
+	"github.com/floe-broker/floe/objectstore"
+)
+
+// groupBackends opens a fresh metadata store per backend: SQLite in
+// process, PostgreSQL from testenv. open may be called several times (one
+// store per agent) and returns stores of one database.
+func groupBackends(t *testing.T) map[string]func(t *testing.T) metadata.Store {
+	return map[string]func(t *testing.T) metadata.Store{
+		"sqlite": func(t *testing.T) metadata.Store {
+			path := filepath.Join(t.TempDir(), "meta.db")
+			s, err := sqlite.Open(context.Background(), path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { s.Close() })
+			return s
+		},
+		"postgres": func(t *testing.T) metadata.Store { return openPostgres(t, testenv.Postgres(t)) },
+	}
+}
+
+// killableNode is an agent whose gRPC server and batcher can be stopped
+// mid-test (kill), as when its process dies.
+type killableNode struct {
+	c    *client.Client
+	ag   *agent.Agent
+	once sync.Once
+	stop func()
+}
+
+func (n *killableNode) kill() { n.once.Do(n.stop) }
+
+func startKillable(t *testing.T, meta metadata.Store, store objectstore.Store, acfg agent.Config) *killableNode {
+	t.Helper()
+	bcfg := batcher.DefaultConfig()
+	bcfg.Linger = 2 * time.Millisecond
+	ctx, cancel := context.WithCancel(context.Background())
+	var ag *agent.Agent
+	b, err := batcher.New(bcfg, store, meta, batcher.Options{OnCommit: func(f batcher.CommittedFile) { ag.OnCommit(f) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ag, err = agent.New(acfg, meta, store, b, agent.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	lis := bufconn.Listen(1 << 20)
+	gs := grpc.NewServer()
+	ag.Register(gs)
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() { defer wg.Done(); _ = gs.Serve(lis) }()
+	go func() { defer wg.Done(); _ = ag.Run(ctx) }()
+	c, err := client.Dial("passthrough:///bufnet",
+		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return lis.DialContext(ctx) }),
+		grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := &killableNode{c: c, ag: ag}
+	n.stop = func() {
+		gs.Stop()
+		_ = b.Close(context.Background())
+		cancel()
+		wg.Wait()
+	}
+	t.Cleanup(func() { n.kill(); c.Close() })
+	return n
+}
+
+func groupConfig() agent.Config {
+	acfg := agent.DefaultConfig()
+	acfg.PollInterval = 200 * time.Millisecond
+	return acfg
+}
+
+// ownership checks, across the consumers of one group, that a partition
+// has at most one owner at any instant and that records are handed only
+// to the partition's owner. Consumers report through OnAssign (before they
+// commit revoked partitions, so before the next owner can get them).
+type ownership struct {
+	t  *testing.T
+	mu sync.Mutex // protects everything below
+	// owner is the consumer holding each partition.
+	owner map[int32]string
+	// seen counts deliveries per (partition, offset).
+	seen map[[2]int64]int
+}
+
+func newOwnership(t *testing.T) *ownership {
+	return &ownership{t: t, owner: map[int32]string{}, seen: map[[2]int64]int{}}
+}
+
+func (o *ownership) assign(who string, assigned map[int32]*floev1.AssignedPartition, revoked []int32) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for _, p := range revoked {
+		if o.owner[p] == who {
+			delete(o.owner, p)
+		}
+	}
+	for p := range assigned {
+		if cur, ok := o.owner[p]; ok && cur != who {
+			o.t.Errorf("partition %d assigned to %s while %s owns it", p, who, cur)
+		}
+		o.owner[p] = who
+	}
+}
+
+// drop forgets who's partitions (it is being killed or closed).
+func (o *ownership) drop(who string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for p, w := range o.owner {
+		if w == who {
+			delete(o.owner, p)
+		}
+	}
+}
+
+func (o *ownership) record(who string, r *floev1.Record) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.owner[r.GetPartition()] != who {
+		o.t.Errorf("%s got record %d/%d but %q owns the partition", who, r.GetPartition(), r.GetOffset(), o.owner[r.GetPartition()])
+	}
+	o.seen[[2]int64{int64(r.GetPartition()), r.GetOffset()}]++
+}
+
+func (o *ownership) counts() (distinct, dups int) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for _, n := range o.seen {
+		distinct++
+		dups += n - 1
+	}
+	return
+}
+
+// member is one consumer goroutine of a group test.
+type member struct {
+	name   string
+	cancel context.CancelFunc
+	close  chan struct{} // closed: commit and leave cleanly
+	done   chan error
+}
+
+func startMember(ctx context.Context, t *testing.T, name string, clients []*client.Client, own *ownership, group, topic string) *member {
+	ctx, cancel := context.WithCancel(ctx)
+	m := &member{name: name, cancel: cancel, close: make(chan struct{}), done: make(chan error, 1)}
+	g, err := client.NewGroupConsumer(clients, client.GroupOptions{Group: group, Topic: topic, Earliest: true,
+		SessionTimeout: 3 * time.Second, CommitInterval: 200 * time.Millisecond,
+		Resume:   client.ResumeOptions{MinBackoff: 20 * time.Millisecond, MaxBackoff: 200 * time.Millisecond},
+		OnAssign: func(a map[int32]*floev1.AssignedPartition, r []int32) { own.assign(name, a, r) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		defer cancel()
+		for {
+			select {
+			case <-m.close:
+				own.drop(name)
+				cctx, ccancel := context.WithTimeout(context.Background(), 5*time.Second)
+				m.done <- g.Close(cctx)
+				ccancel()
+				return
+			default:
+			}
+			pctx, pcancel := context.WithTimeout(ctx, 100*time.Millisecond)
+			rec, err := g.Poll(pctx)
+			pcancel()
+			if ctx.Err() != nil {
+				m.done <- nil // killed: no commit, no leave from the client
+				return
+			}
+			if errors.Is(err, context.DeadlineExceeded) {
+				continue
+			}
+			if err != nil {
+				m.done <- fmt.Errorf("%s: %w", name, err)
+				return
+			}
+			if rec != nil {
+				own.record(name, rec)
+			}
+		}
+	}()
+	return m
+}
+
+// kill ends the member without a commit or a leave of its own.
+func (m *member) kill(own *ownership) error {
+	own.drop(m.name)
+	m.cancel()
+	return <-m.done
+}
+
+func (m *member) leave() error {
+	close(m.close)
+	return <-m.done
+}
+
+// Members join, leave and are killed at random while records are
+// produced; at every instant a partition has at most one owner and
+// records go only to it; once the churn stops every record is consumed.
+// Without kills (the last phase) nothing is delivered twice.
+func TestGroupChurn(t *testing.T) {
+	for name, open := range groupBackends(t) {
+		t.Run(name, func(t *testing.T) {
+			meta := open(t)
+			n := startKillable(t, meta, objectstore.NewMemory(), groupConfig())
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			const parts = 6
+			if _, err := n.c.CreateTopic(ctx, "churn", parts, nil); err != nil {
+				t.Fatal(err)
+			}
+			own := newOwnership(t)
+			produced := 0
+			produce := func(k int) {
+				for i := 0; i < k; i++ {
+					p := int32(produced % parts)
+					if _, err := n.c.Produce(ctx, "churn", p, client.Value(nil, []byte(fmt.Sprint(produced)))); err != nil {
+						t.Fatal(err)
+					}
+					produced++
+				}
+			}
+			clients := []*client.Client{n.c}
+			var live []*member
+			next := 0
+			join := func() {
+				live = append(live, startMember(ctx, t, fmt.Sprintf("m%d", next), clients, own, "g", "churn"))
+				next++
+			}
+			join()
+			join()
+			rng := rand.New(rand.NewPCG(7, 7))
+			kills := 0
+			for round := 0; round < 8; round++ {
+				produce(30)
+				time.Sleep(300 * time.Millisecond)
+				switch op := rng.IntN(3); {
+				case op == 0 || len(live) < 2:
+					join()
+				case op == 1:
+					i := rng.IntN(len(live))
+					if err := live[i].leave(); err != nil {
+						t.Fatal(err)
+					}
+					live = append(live[:i], live[i+1:]...)
+				default:
+					i := rng.IntN(len(live))
+					if err := live[i].kill(own); err != nil {
+						t.Fatal(err)
+					}
+					kills++
+					live = append(live[:i], live[i+1:]...)
+				}
+			}
+			_, dupsBefore := own.counts()
+			// Last phase: only joins and clean leaves.
+			join()
+			produce(60)
+			if err := live[0].leave(); err != nil {
+				t.Fatal(err)
+			}
+			live = live[1:]
+			produce(60)
+			deadline := time.Now().Add(20 * time.Second)
+			for {
+				distinct, _ := own.counts()
+				if distinct == produced {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("%d of %d records consumed", distinct, produced)
+				}
+				time.Sleep(50 * time.Millisecond)
+			}
+			waitStable(ctx, t, n.c, "g", len(live))
+			_, dups := own.counts()
+			t.Logf("%s: %d records, %d kills, %d duplicates during kills, %d after", name, produced, kills, dupsBefore, dups-dupsBefore)
+			if dups != dupsBefore {
+				t.Errorf("%d records delivered twice without any kill", dups-dupsBefore)
+			}
+			for _, m := range live {
+				if err := m.leave(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			// Every position is committed at the high watermark.
+			d, err := n.c.Groups().DescribeGroup(ctx, &floev1.DescribeGroupRequest{Group: "g"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(d.GetPartitions()) != parts {
+				t.Fatalf("positions of %d partitions, want %d", len(d.GetPartitions()), parts)
+			}
+			for _, p := range d.GetPartitions() {
+				if p.GetLagRecords() != 0 {
+					t.Errorf("partition %d: committed %d, high watermark %d", p.GetPartition(), p.GetCommitted(), p.GetHighWatermark())
+				}
+			}
+		})
+	}
+}
+
+// waitStable waits for the group to be stable with n members, every
+// partition owned.
+func waitStable(ctx context.Context, t *testing.T, c *client.Client, group string, n int) time.Duration {
+	t.Helper()
+	start := time.Now()
+	for {
+		d, err := c.Groups().DescribeGroup(ctx, &floev1.DescribeGroupRequest{Group: group})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d.GetState() == string(metadata.GroupStable) && len(d.GetMembers()) == n {
+			return time.Since(start)
+		}
+		if ctx.Err() != nil || time.Since(start) > 20*time.Second {
+			t.Fatalf("group %s not stable with %d members: %v", group, n, d)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// A commit with a stale member epoch through the API is FailedPrecondition
+// with reason STALE_MEMBER_EPOCH; an unknown member UNKNOWN_MEMBER_ID.
+func TestGroupStaleEpochCommit(t *testing.T) {
+	h := start(t, nil)
+	ctx := context.Background()
+	if _, err := h.c.CreateTopic(ctx, "t", 2, nil); err != nil {
+		t.Fatal(err)
+	}
+	g := h.c.Groups()
+	a, err := g.Heartbeat(ctx, &floev1.GroupHeartbeatRequest{Group: "g", Subscription: []string{"t"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(a.GetAssigned()) != 2 {
+		t.Fatalf("a lone member got %v", a.GetAssigned())
+	}
+	commit := func(member string, epoch int32) error {
+		_, err := g.CommitOffsets(ctx, &floev1.CommitOffsetsRequest{Group: "g", MemberId: member, MemberEpoch: epoch,
+			Offsets: []*floev1.OffsetCommit{{Topic: "t", Partition: 0, Offset: 0}}})
+		return err
+	}
+	if err := commit(a.GetMemberId(), a.GetMemberEpoch()); err != nil {
+		t.Fatal(err)
+	}
+	// A second member bumps the group epoch; a's old epoch goes stale once
+	// a has reconciled.
+	if _, err := g.Heartbeat(ctx, &floev1.GroupHeartbeatRequest{Group: "g", Subscription: []string{"t"}}); err != nil {
+		t.Fatal(err)
+	}
+	var owned []*floev1.TopicPartition
+	epoch := a.GetMemberEpoch()
+	for range 3 {
+		r, err := g.Heartbeat(ctx, &floev1.GroupHeartbeatRequest{Group: "g", MemberId: a.GetMemberId(), MemberEpoch: epoch, Owned: owned})
+		if err != nil {
+			t.Fatal(err)
+		}
+		owned, epoch = r.GetAssigned(), r.GetMemberEpoch()
+	}
+	if epoch == a.GetMemberEpoch() {
+		t.Fatalf("member epoch still %d after a rebalance", epoch)
+	}
+	err = commit(a.GetMemberId(), a.GetMemberEpoch())
+	if code(err) != codes.FailedPrecondition || client.GroupErrorReason(err) != agent.ReasonStaleMemberEpoch {
+		t.Fatalf("stale commit: %v (reason %q)", err, client.GroupErrorReason(err))
+	}
+	err = commit("nobody", 1)
+	if code(err) != codes.FailedPrecondition || client.GroupErrorReason(err) != agent.ReasonUnknownMember {
+		t.Fatalf("unknown member commit: %v (reason %q)", err, client.GroupErrorReason(err))
+	}
+	_, err = g.CommitOffsets(ctx, &floev1.CommitOffsetsRequest{Group: "g", MemberId: a.GetMemberId(), MemberEpoch: epoch,
+		Offsets: []*floev1.OffsetCommit{{Topic: "t", Partition: 0, Offset: -1}}})
+	if code(err) != codes.InvalidArgument {
+		t.Fatalf("negative offset: %v", err)
+	}
+	_, err = g.CommitOffsets(ctx, &floev1.CommitOffsetsRequest{Group: "", Offsets: []*floev1.OffsetCommit{{Topic: "t"}}})
+	if code(err) != codes.InvalidArgument {
+		t.Fatalf("empty group: %v", err)
+	}
+}
+
+// A reset to a timestamp makes the next group subscription start at the
+// first record at or after it; the dry run changes nothing.
+func TestGroupResetToTimestamp(t *testing.T) {
+	h := start(t, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if _, err := h.c.CreateTopic(ctx, "t", 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 10 {
+		if _, err := h.c.Produce(ctx, "t", 0, &floev1.Record{Value: []byte(fmt.Sprint(i)), TimestampMs: 1_000_000 + int64(i)*1000}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	g := h.c.Groups()
+	if _, err := g.CommitOffsets(ctx, &floev1.CommitOffsetsRequest{Group: "g",
+		Offsets: []*floev1.OffsetCommit{{Topic: "t", Partition: 0, Offset: 10}}}); err != nil {
+		t.Fatal(err)
+	}
+	req := &floev1.ResetOffsetsRequest{Group: "g", Topics: []string{"t"}, Spec: floev1.ResetSpec_RESET_SPEC_TIMESTAMP,
+		TimestampMs: 1_000_000 + 3500, DryRun: true}
+	plan, err := g.ResetOffsets(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(plan.GetPlan()) != 1 || plan.GetPlan()[0].GetPrevious() != 10 || plan.GetPlan()[0].GetNew() != 4 {
+		t.Fatalf("plan %v, want 10 -> 4", plan.GetPlan())
+	}
+	if o, err := g.FetchOffsets(ctx, &floev1.FetchOffsetsRequest{Group: "g"}); err != nil || o.GetOffsets()[0].GetOffset() != 10 {
+		t.Fatalf("after a dry run: %v %v", o, err)
+	}
+	req.DryRun = false
+	if _, err := g.ResetOffsets(ctx, req); err != nil {
+		t.Fatal(err)
+	}
+	gc, err := client.NewGroupConsumer([]*client.Client{h.c}, client.GroupOptions{Group: "g", Topic: "t"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer gc.Close(ctx)
+	for {
+		rec, err := gc.Poll(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rec != nil {
+			if rec.GetOffset() != 4 || rec.GetTimestampMs() != 1_004_000 {
+				t.Fatalf("first record %d at %d, want offset 4 at 1004000", rec.GetOffset(), rec.GetTimestampMs())
+			}
+			break
+		}
+	}
+	// Live members refuse a reset without force.
+	_, err = g.ResetOffsets(ctx, &floev1.ResetOffsetsRequest{Group: "g", Spec: floev1.ResetSpec_RESET_SPEC_EARLIEST})
+	if code(err) != codes.FailedPrecondition || client.GroupErrorReason(err) != agent.ReasonGroupNotEmpty {
+		t.Fatalf("reset with a live member: %v", err)
+	}
+}
