@@ -195,6 +195,7 @@ func startMember(ctx context.Context, t *testing.T, name string, clients []*clie
 			rec, err := g.Poll(pctx)
 			pcancel()
 			if ctx.Err() != nil {
+				g.Abort()
 				m.done <- nil // killed: no commit, no leave from the client
 				return
 			}
@@ -299,7 +300,8 @@ func TestGroupChurn(t *testing.T) {
 					break
 				}
 				if time.Now().After(deadline) {
-					t.Fatalf("%d of %d records consumed", distinct, produced)
+					d, err := n.c.Groups().DescribeGroup(ctx, &floev1.DescribeGroupRequest{Group: "g"})
+					t.Fatalf("%d of %d records consumed; group %v %v", distinct, produced, d, err)
 				}
 				time.Sleep(50 * time.Millisecond)
 			}

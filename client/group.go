@@ -50,8 +50,9 @@ type GroupConsumer struct {
 	r    *resumer
 	opts GroupOptions
 
-	stream   floev1.LogService_SubscribeClient
-	cancel   context.CancelFunc // ends stream
+	recv     chan recvResult // the stream's messages, from its receiver goroutine
+	cancel   context.CancelFunc // ends the stream
+	recvDone chan struct{}      // closed when the receiver goroutine has returned
 	memberID string
 	epoch    int32
 	assigned map[int32]*floev1.AssignedPartition
@@ -63,6 +64,12 @@ type GroupConsumer struct {
 	committed  map[int32]int64  // partition -> last position committed
 	lastCommit time.Time
 	commitErr  error // the last failed automatic commit
+}
+
+// recvResult is one Recv of the stream.
+type recvResult struct {
+	resp *floev1.SubscribeResponse
+	err  error
 }
 
 // NewGroupConsumer makes a consumer that talks to clients[0] and, after a
@@ -140,12 +147,19 @@ func (g *GroupConsumer) Poll(ctx context.Context) (*floev1.Record, error) {
 		return rec, nil
 	}
 	for {
-		if g.stream == nil {
+		if g.recv == nil {
 			if err := g.connect(ctx); err != nil {
 				return nil, err
 			}
 		}
-		resp, err := g.stream.Recv()
+		var resp *floev1.SubscribeResponse
+		var err error
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case r := <-g.recv:
+			resp, err = r.resp, r.err
+		}
 		if err == nil {
 			g.r.wait = g.r.opts.MinBackoff
 			if a := resp.GetAssignment(); a != nil {
@@ -264,8 +278,15 @@ func (g *GroupConsumer) Close(ctx context.Context) error {
 	return err
 }
 
+// connect opens the stream, whose life is the consumer's (until
+// closeStream), not ctx's, and starts its receiver goroutine.
+// Abort ends the stream without committing, as a crash would: the next
+// owners of the partitions start from the last commit. Close or Abort ends
+// every consumer.
+func (g *GroupConsumer) Abort() { g.closeStream() }
+
 func (g *GroupConsumer) connect(ctx context.Context) error {
-	sctx, cancel := context.WithCancel(ctx)
+	sctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	req := &floev1.SubscribeRequest{Topic: g.opts.Topic, Group: g.opts.Group, MemberId: g.memberID, MemberEpoch: g.epoch,
 		SessionTimeoutMs: int32(g.opts.SessionTimeout / time.Millisecond),
 		CommitIntervalMs: int32(g.opts.CommitInterval / time.Millisecond), MaxBytes: g.opts.MaxBytes}
@@ -274,8 +295,27 @@ func (g *GroupConsumer) connect(ctx context.Context) error {
 	}
 	for {
 		s, err := g.r.clients[g.r.cur].Log.Subscribe(sctx, req)
+		if err != nil && ctx.Err() != nil {
+			cancel()
+			return ctx.Err()
+		}
 		if err == nil {
-			g.stream, g.cancel = s, cancel
+			recv, done := make(chan recvResult), make(chan struct{})
+			g.recv, g.cancel, g.recvDone = recv, cancel, done
+			go func() {
+				defer close(done)
+				for {
+					resp, err := s.Recv()
+					select {
+					case recv <- recvResult{resp, err}:
+					case <-sctx.Done():
+						return
+					}
+					if err != nil {
+						return
+					}
+				}
+			}()
 			return nil
 		}
 		if ctx.Err() != nil || !g.r.opts.Retriable(err) {
@@ -310,8 +350,9 @@ func (g *GroupConsumer) backoff(ctx context.Context, err error) error {
 func (g *GroupConsumer) closeStream() {
 	if g.cancel != nil {
 		g.cancel()
+		<-g.recvDone
 	}
-	g.stream, g.cancel = nil, nil
+	g.recv, g.cancel, g.recvDone = nil, nil, nil
 	g.buf = nil
 }
 
