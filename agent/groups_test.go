@@ -340,7 +340,7 @@ func waitStable(ctx context.Context, t *testing.T, c *client.Client, group strin
 	start := time.Now()
 	for {
 		d, err := c.Groups().DescribeGroup(ctx, &floev1.DescribeGroupRequest{Group: group})
-		if err != nil {
+		if err != nil && code(err) != codes.NotFound {
 			t.Fatal(err)
 		}
 		if d.GetState() == string(metadata.GroupStable) && len(d.GetMembers()) == n {

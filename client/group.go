@@ -50,7 +50,7 @@ type GroupConsumer struct {
 	r    *resumer
 	opts GroupOptions
 
-	recv     chan recvResult // the stream's messages, from its receiver goroutine
+	recv     chan recvResult    // the stream's messages, from its receiver goroutine
 	cancel   context.CancelFunc // ends the stream
 	recvDone chan struct{}      // closed when the receiver goroutine has returned
 	memberID string
