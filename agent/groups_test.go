@@ -55,7 +55,7 @@ type killableNode struct {
 
 func (n *killableNode) kill() { n.once.Do(n.stop) }
 
-func startKillable(t *testing.T, meta metadata.Store, store objectstore.Store, acfg agent.Config) *killableNode {
+func startKillable(t *testing.T, meta metadata.Store, store objectstore.Store, acfg agent.Config, opts ...agent.Options) *killableNode {
 	t.Helper()
 	bcfg := batcher.DefaultConfig()
 	bcfg.Linger = 2 * time.Millisecond
@@ -65,7 +65,11 @@ func startKillable(t *testing.T, meta metadata.Store, store objectstore.Store, a
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ag, err = agent.New(acfg, meta, store, b, agent.Options{}); err != nil {
+	var o agent.Options
+	if len(opts) > 0 {
+		o = opts[0]
+	}
+	if ag, err = agent.New(acfg, meta, store, b, o); err != nil {
 		t.Fatal(err)
 	}
 	lis := bufconn.Listen(1 << 20)
