@@ -39,8 +39,11 @@ import (
 
 const (
 	// defaultRevokeWait is the revoke wait when the client gives no commit
-	// interval; maxRevokeWait bounds it.
+	// interval; minRevokeWait and maxRevokeWait bound it (and half the
+	// session timeout: the store fences a member that holds a revoked
+	// partition for a whole session timeout).
 	defaultRevokeWait = 5 * time.Second
+	minRevokeWait     = time.Second
 	maxRevokeWait     = 30 * time.Second
 	// fastHeartbeat is the heartbeat period while partitions are pending
 	// or being released.
@@ -133,7 +136,7 @@ func (a *Agent) subscribeGroup(req *floev1.SubscribeRequest, stream floev1.LogSe
 	if rw == 0 {
 		rw = defaultRevokeWait
 	}
-	rw = min(rw, maxRevokeWait, st/2)
+	rw = min(max(rw, minRevokeWait), maxRevokeWait, st/2)
 	s := &groupSession{
 		a: a, stream: stream, group: req.GetGroup(), topic: t, reset: reset,
 		sessionTimeout: st, revokeWait: rw, budget: a.fetchBudget(req.GetMaxBytes()),
