@@ -9,6 +9,7 @@ import (
 	"time"
 
 	floev1 "github.com/floe-broker/floe/api/floe/v1"
+	"github.com/floe-broker/floe/client"
 	"github.com/floe-broker/floe/internal/testenv"
 )
 
@@ -30,9 +31,10 @@ func TestGroupThreeConsumersPostgresS3(t *testing.T) {
 	var cons []*follower
 	for range 3 {
 		cons = append(cons, startFollower(t, "orders", "-group", "billing", "-follow", "-print-offset", "-separator", ",",
-			"-commit-interval", "200ms", "-session-timeout", "6s", "-addr", agent.addr))
-		time.Sleep(300 * time.Millisecond)
+			"-commit-interval", "200ms", "-session-timeout", "3s", "-addr", agent.addr))
 	}
+	// Once the three share the partitions, more records arrive.
+	groupState(ctx, t, c, "billing", "stable", 3)
 	produceIdem(t, c, "orders", parts, "b", 300)
 	want := 600
 	deadline := time.Now().Add(40 * time.Second)
@@ -77,11 +79,8 @@ func TestGroupThreeConsumersPostgresS3(t *testing.T) {
 			t.Fatalf("consumer did not stop on SIGTERM: %s", f.errText())
 		}
 	}
-	d, err := c.Groups().DescribeGroup(ctx, &floev1.DescribeGroupRequest{Group: "billing"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if d.GetState() != "empty" || len(d.GetPartitions()) != parts {
+	d := groupState(ctx, t, c, "billing", "empty", 0)
+	if len(d.GetPartitions()) != parts {
 		t.Fatalf("group after the consumers stopped: %v", d)
 	}
 	for _, p := range d.GetPartitions() {
@@ -161,6 +160,22 @@ func TestConsumeGroupTwice(t *testing.T) {
 	}
 	if _, errs, code := floe("", "group", "describe", "g2"); code != 1 || !strings.Contains(errs, "NotFound") {
 		t.Fatalf("describe a deleted group: %d %s", code, errs)
+	}
+}
+
+// groupState waits for the group to reach state with n members.
+func groupState(ctx context.Context, t *testing.T, c *client.Client, group, state string, n int) *floev1.DescribeGroupResponse {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		d, err := c.Groups().DescribeGroup(ctx, &floev1.DescribeGroupRequest{Group: group})
+		if err == nil && d.GetState() == state && len(d.GetMembers()) == n {
+			return d
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("group %s not %s with %d members: %v %v", group, state, n, d, err)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }
 
