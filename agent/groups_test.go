@@ -475,3 +475,89 @@ func TestGroupResetToTimestamp(t *testing.T) {
 		t.Fatalf("reset with a live member: %v", err)
 	}
 }
+
+// A group consumer commits only what Poll handed over: explicitly, on its
+// interval (before handing the next record, so never the record being
+// handed), and on Close; the next member starts right after.
+func TestGroupCommitsOnlyHandedRecords(t *testing.T) {
+	h := start(t, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if _, err := h.c.CreateTopic(ctx, "t", 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	var recs []*floev1.Record
+	for i := range 10 {
+		recs = append(recs, client.Value(nil, []byte(fmt.Sprint(i))))
+	}
+	if _, err := h.c.Produce(ctx, "t", 0, recs...); err != nil { // one batch, one streamed message
+		t.Fatal(err)
+	}
+	committed := func() int64 {
+		o, err := h.c.Groups().FetchOffsets(ctx, &floev1.FetchOffsetsRequest{Group: "g"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(o.GetOffsets()) == 0 {
+			return -1
+		}
+		return o.GetOffsets()[0].GetOffset()
+	}
+	g, err := client.NewGroupConsumer([]*client.Client{h.c}, client.GroupOptions{Group: "g", Topic: "t", Earliest: true,
+		CommitInterval: 300 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	poll := func() *floev1.Record {
+		for {
+			r, err := g.Poll(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r != nil {
+				return r
+			}
+		}
+	}
+	for range 3 {
+		poll()
+	}
+	if err := g.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if c := committed(); c != 3 {
+		t.Fatalf("committed %d after 3 records handed, want 3", c)
+	}
+	poll()
+	time.Sleep(400 * time.Millisecond)
+	if r := poll(); r.GetOffset() != 4 {
+		t.Fatalf("got offset %d, want 4", r.GetOffset())
+	}
+	// The interval passed: the commit before handing offset 4 covers 0..3.
+	if c := committed(); c != 4 {
+		t.Fatalf("committed %d by the interval, want 4 (not the record being handed)", c)
+	}
+	if err := g.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if c := committed(); c != 5 {
+		t.Fatalf("committed %d after Close, want 5", c)
+	}
+	g2, err := client.NewGroupConsumer([]*client.Client{h.c}, client.GroupOptions{Group: "g", Topic: "t"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g2.Abort()
+	for {
+		r, err := g2.Poll(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r != nil {
+			if r.GetOffset() != 5 {
+				t.Fatalf("the next member starts at %d, want 5", r.GetOffset())
+			}
+			break
+		}
+	}
+}
