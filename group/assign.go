@@ -41,34 +41,87 @@ func Assign(members []Subscriber, topics map[int64]int32) map[string][]TP {
 	ms := slices.Clone(members)
 	slices.SortFunc(ms, func(a, b Subscriber) int { return cmp.Compare(a.ID, b.ID) })
 	homogeneous := true
-	subs := make([]map[int64]bool, len(ms))
+	keys := make([][]int64, len(ms)) // each member's existing topics, sorted
 	for i, m := range ms {
-		subs[i] = make(map[int64]bool, len(m.Topics))
+		k := make([]int64, 0, len(m.Topics))
 		for _, t := range m.Topics {
 			if _, ok := topics[t]; ok {
-				subs[i][t] = true
+				k = append(k, t)
 			}
 		}
-		if i > 0 && !sameSet(subs[0], subs[i]) {
+		slices.Sort(k)
+		keys[i] = slices.Compact(k)
+		if i > 0 && !slices.Equal(keys[0], keys[i]) {
 			homogeneous = false
 		}
 	}
-	var owner map[TP]int
+	var ix *index
+	var owner []int32
 	if homogeneous {
-		owner = assignUniform(ms, subs[0], topics)
+		set := make(map[int64]bool, len(keys[0]))
+		for _, t := range keys[0] {
+			set[t] = true
+		}
+		ix = newIndex(set, topics)
+		owner = assignUniform(ms, ix)
 	} else {
-		owner = assignGeneral(ms, subs, topics)
+		union := map[int64]bool{}
+		subs := make([]map[int64]bool, len(ms))
+		for i, k := range keys {
+			subs[i] = make(map[int64]bool, len(k))
+			for _, t := range k {
+				subs[i][t], union[t] = true, true
+			}
+		}
+		ix = newIndex(union, topics)
+		owner = assignGeneral(ms, subs, ix)
 	}
-	for _, m := range ms {
-		out[m.ID] = []TP{}
+	counts := make([]int, len(ms))
+	for _, o := range owner {
+		counts[o]++
 	}
-	for p, i := range owner {
-		out[ms[i].ID] = append(out[ms[i].ID], p)
+	for i, m := range ms {
+		out[m.ID] = make([]TP, 0, counts[i])
 	}
-	for id := range out {
-		SortTPs(out[id])
+	for i, o := range owner { // in partition order: each list comes out sorted
+		out[ms[o].ID] = append(out[ms[o].ID], ix.parts[i])
 	}
 	return out
+}
+
+// index numbers the partitions of a set of topics 0..n-1 in (topic,
+// partition) order.
+type index struct {
+	parts []TP
+	base  map[int64]int // topic -> number of its partition 0
+	count map[int64]int32
+}
+
+func newIndex(set map[int64]bool, topics map[int64]int32) *index {
+	ids := make([]int64, 0, len(set))
+	n := 0
+	for t := range set {
+		ids = append(ids, t)
+		n += int(topics[t])
+	}
+	slices.Sort(ids)
+	ix := &index{parts: make([]TP, 0, n), base: make(map[int64]int, len(ids)), count: make(map[int64]int32, len(ids))}
+	for _, t := range ids {
+		ix.base[t], ix.count[t] = len(ix.parts), topics[t]
+		for p := range topics[t] {
+			ix.parts = append(ix.parts, TP{TopicID: t, Partition: p})
+		}
+	}
+	return ix
+}
+
+// of returns p's number, or -1 when p is not one of the partitions.
+func (ix *index) of(p TP) int {
+	b, ok := ix.base[p.TopicID]
+	if !ok || p.Partition < 0 || p.Partition >= ix.count[p.TopicID] {
+		return -1
+	}
+	return b + int(p.Partition)
 }
 
 // SortTPs sorts partitions by (topic id, partition).
@@ -84,57 +137,27 @@ func CompareTP(a, b TP) int {
 	return cmp.Compare(a.Partition, b.Partition)
 }
 
-func sameSet(a, b map[int64]bool) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k := range a {
-		if !b[k] {
-			return false
-		}
-	}
-	return true
-}
-
-// allPartitions lists the partitions of the topics in set, sorted.
-func allPartitions(set map[int64]bool, topics map[int64]int32) []TP {
-	ids := make([]int64, 0, len(set))
-	n := 0
-	for t := range set {
-		ids = append(ids, t)
-		n += int(topics[t])
-	}
-	slices.Sort(ids)
-	ps := make([]TP, 0, n)
-	for _, t := range ids {
-		for p := range topics[t] {
-			ps = append(ps, TP{TopicID: t, Partition: p})
-		}
-	}
-	return ps
-}
-
 // assignUniform: every member subscribes to the same topics. Each member
 // gets floor(N/k) or one more; the members with the most previous
 // partitions get the extra ones, and each keeps its previous partitions up
-// to its quota.
-func assignUniform(ms []Subscriber, set map[int64]bool, topics map[int64]int32) map[TP]int {
-	parts := allPartitions(set, topics)
-	valid := make(map[TP]bool, len(parts))
-	for _, p := range parts {
-		valid[p] = true
-	}
+// to its quota. It returns the owner (index into ms) of each partition.
+func assignUniform(ms []Subscriber, ix *index) []int32 {
 	k := len(ms)
-	base, extra := len(parts)/k, len(parts)%k
+	n := len(ix.parts)
+	base, extra := n/k, n%k
+	owner := make([]int32, n)
+	for i := range owner {
+		owner[i] = -1
+	}
 	// prev[i]: member i's previous partitions that still exist, sorted.
-	prev := make([][]TP, k)
+	prev := make([][]int, k)
 	for i, m := range ms {
 		for _, p := range m.Previous {
-			if valid[p] {
-				prev[i] = append(prev[i], p)
+			if j := ix.of(p); j >= 0 {
+				prev[i] = append(prev[i], j)
 			}
 		}
-		SortTPs(prev[i])
+		slices.Sort(prev[i])
 	}
 	order := make([]int, k)
 	for i := range order {
@@ -150,44 +173,37 @@ func assignUniform(ms []Subscriber, set map[int64]bool, topics map[int64]int32) 
 			quota[i]++
 		}
 	}
-	owner := make(map[TP]int, len(parts))
 	count := make([]int, k)
 	for i := range ms {
-		for _, p := range prev[i] {
+		for _, j := range prev[i] {
 			if count[i] >= quota[i] {
 				break
 			}
-			if _, taken := owner[p]; taken {
+			if owner[j] >= 0 {
 				continue // listed by two members' previous targets: first by id wins
 			}
-			owner[p] = i
+			owner[j] = int32(i)
 			count[i]++
 		}
 	}
 	i := 0
-	for _, p := range parts {
-		if _, ok := owner[p]; ok {
+	for j := range owner {
+		if owner[j] >= 0 {
 			continue
 		}
 		for count[i] >= quota[i] {
 			i++
 		}
-		owner[p] = i
+		owner[j] = int32(i)
 		count[i]++
 	}
 	return owner
 }
 
 // assignGeneral handles mixed subscriptions.
-func assignGeneral(ms []Subscriber, subs []map[int64]bool, topics map[int64]int32) map[TP]int {
-	union := map[int64]bool{}
-	for _, s := range subs {
-		for t := range s {
-			union[t] = true
-		}
-	}
-	parts := allPartitions(union, topics)
-	eligible := make(map[int64][]int, len(union)) // topic -> members, by id
+func assignGeneral(ms []Subscriber, subs []map[int64]bool, ix *index) []int32 {
+	n := len(ix.parts)
+	eligible := make(map[int64][]int, len(ix.base)) // topic -> members, by id
 	for i, s := range subs {
 		for t := range s {
 			eligible[t] = append(eligible[t], i)
@@ -196,19 +212,17 @@ func assignGeneral(ms []Subscriber, subs []map[int64]bool, topics map[int64]int3
 	for t := range eligible {
 		slices.Sort(eligible[t])
 	}
-	owner := make(map[TP]int, len(parts))
+	owner := make([]int32, n)
+	for i := range owner {
+		owner[i] = -1
+	}
 	count := make([]int, len(ms))
-	owned := make([][]TP, len(ms)) // partitions per member, for moving
 	for i, m := range ms {
 		for _, p := range m.Previous {
-			if !subs[i][p.TopicID] || p.Partition >= topics[p.TopicID] || p.Partition < 0 {
-				continue
+			if j := ix.of(p); j >= 0 && subs[i][p.TopicID] && owner[j] < 0 {
+				owner[j] = int32(i)
+				count[i]++
 			}
-			if _, taken := owner[p]; taken {
-				continue
-			}
-			owner[p] = i
-			count[i]++
 		}
 	}
 	least := func(t int64) int {
@@ -220,15 +234,16 @@ func assignGeneral(ms []Subscriber, subs []map[int64]bool, topics map[int64]int3
 		}
 		return best
 	}
-	for _, p := range parts {
-		if _, ok := owner[p]; !ok {
+	for j, p := range ix.parts {
+		if owner[j] < 0 {
 			i := least(p.TopicID)
-			owner[p] = i
+			owner[j] = int32(i)
 			count[i]++
 		}
 	}
-	for _, p := range parts {
-		owned[owner[p]] = append(owned[owner[p]], p)
+	owned := make([][]int, len(ms)) // partition numbers per member, for moving
+	for j, o := range owner {
+		owned[o] = append(owned[o], j)
 	}
 	// Narrow the spread: move a partition from a member to the least loaded
 	// eligible member while that gap is at least 2. Each move lowers the
@@ -236,15 +251,15 @@ func assignGeneral(ms []Subscriber, subs []map[int64]bool, topics map[int64]int3
 	for moved := true; moved; {
 		moved = false
 		for i := range ms {
-			for j := len(owned[i]) - 1; j >= 0; j-- {
-				p := owned[i][j]
-				to := least(p.TopicID)
+			for k := len(owned[i]) - 1; k >= 0; k-- {
+				j := owned[i][k]
+				to := least(ix.parts[j].TopicID)
 				if count[i]-count[to] < 2 {
 					continue
 				}
-				owned[i] = slices.Delete(owned[i], j, j+1)
-				owned[to] = append(owned[to], p)
-				owner[p] = to
+				owned[i] = slices.Delete(owned[i], k, k+1)
+				owned[to] = append(owned[to], j)
+				owner[j] = int32(to)
 				count[i]--
 				count[to]++
 				moved = true

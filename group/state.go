@@ -75,6 +75,11 @@ func HeartbeatInterval(sessionTimeoutMs int64) time.Duration {
 	return min(max(d, 50*time.Millisecond), 5*time.Second)
 }
 
+// ReconcileInterval bounds the interval told to a member that has
+// partitions to release or to receive, so that a rebalance takes a few
+// round trips rather than a few heartbeat intervals.
+const ReconcileInterval = 100 * time.Millisecond
+
 // Validate checks a request before any I/O.
 func Validate(req metadata.HeartbeatRequest) error {
 	if err := ValidateName("group", req.Group); err != nil {
@@ -310,6 +315,9 @@ func Heartbeat(g *Group, req metadata.HeartbeatRequest, topics map[string]Topic,
 			MemberID: self.ID, MemberEpoch: self.Epoch, GroupEpoch: g.Epoch,
 			Assigned: slices.Clone(self.Assigned), Pending: pending(self),
 			HeartbeatInterval: HeartbeatInterval(self.SessionTimeoutMs),
+		}
+		if out.Response.Pending > 0 || len(self.Revoking) > 0 {
+			out.Response.HeartbeatInterval = min(out.Response.HeartbeatInterval, ReconcileInterval)
 		}
 	} else {
 		out.Response = metadata.HeartbeatResponse{MemberID: req.MemberID, MemberEpoch: metadata.LeaveEpoch,

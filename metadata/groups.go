@@ -20,10 +20,14 @@ import (
 // owner's heartbeat no longer lists it as owned, or the old owner left or
 // expired. Hence no partition is ever assigned to two members at once.
 //
-// A member's epoch becomes the group epoch once it holds exactly its
-// target (nothing left to revoke, nothing left to receive). Commits are
-// fenced by (member id, member epoch) and ownership, so a zombie cannot
-// move the group's position.
+// A member's epoch becomes the group epoch once it has nothing left to
+// release (KIP-848's rule; partitions still held by others may arrive
+// later, see HeartbeatResponse.Pending). A member that keeps a partition it
+// was asked to release for longer than its session timeout is fenced like
+// an expired one. Commits are fenced by (member id, member epoch) and
+// ownership, so a zombie cannot move the group's position. A member whose
+// heartbeat answer was lost may find its epoch stale (ErrStaleMemberEpoch):
+// it drops its partitions and rejoins with JoinEpoch (keeping its id).
 
 var (
 	// ErrGroupNotFound: the group has neither members nor committed
@@ -81,9 +85,12 @@ type HeartbeatRequest struct {
 	// join; nil keeps the current one; an empty non-nil slice is refused).
 	// Names of topics that do not exist (yet) are allowed.
 	Subscription []string
-	// Owned is the complete set of partitions the member holds right now
-	// (it stops listing a partition once it has released it: that is how
-	// a revocation is acknowledged). Ignored on join and leave.
+	// Owned is the complete set of partitions the member holds right now:
+	// every partition of its last Assigned plus those it was asked to give
+	// up and has not released yet (it stops listing a partition once it
+	// has stopped reading it and committed: that acknowledges the
+	// revocation). A client adds what an answer assigns before its next
+	// heartbeat. Ignored on join and leave.
 	Owned []TopicPartition
 	// SessionTimeout: without a heartbeat for this long (store clock) the
 	// member is fenced by the next heartbeat of any member of the group.
@@ -105,7 +112,9 @@ type HeartbeatResponse struct {
 	// Pending counts target partitions not yet in Assigned (still held by
 	// their previous owner); > 0 means "heartbeat again soon".
 	Pending int
-	// HeartbeatInterval is when the member should heartbeat next.
+	// HeartbeatInterval is when the member should heartbeat next: a third
+	// of the session timeout (50 ms to 5 s), at most 100 ms while the
+	// member has partitions to release or pending.
 	HeartbeatInterval time.Duration
 }
 

@@ -17,7 +17,9 @@ var groupTests = []struct {
 	fn   func(t *testing.T, s metadata.Store)
 }{
 	{"GroupChurn", testGroupChurn},
+	{"GroupConcurrent", testGroupConcurrent},
 	{"GroupJoinLeave", testGroupJoinLeave},
+	{"GroupTopicChanges", testGroupTopicChanges},
 	{"GroupCommitFencing", testGroupCommitFencing},
 	{"GroupSimpleCommit", testGroupSimpleCommit},
 	{"GroupResetAndCopy", testGroupResetAndCopy},
@@ -552,5 +554,37 @@ func testGroupValidation(t *testing.T, s metadata.Store) {
 	}
 	if _, err := s.DescribeGroup(ctx(t), "g"); !errors.Is(err, metadata.ErrGroupNotFound) {
 		t.Errorf("describe of an unknown group: %v", err)
+	}
+}
+
+// testGroupTopicChanges: a stable member learns on its next heartbeat of a
+// subscribed topic created, or deleted and re-created, after it joined.
+func testGroupTopicChanges(t *testing.T, s metadata.Store) {
+	r := joinStable(t, s, "tc", "m", "later")
+	if len(r.Assigned) != 0 {
+		t.Fatalf("join before the topic exists: %+v", r)
+	}
+	beat := func() metadata.HeartbeatResponse {
+		t.Helper()
+		var err error
+		r, err = s.Heartbeat(ctx(t), metadata.HeartbeatRequest{Group: "tc", MemberID: "m", MemberEpoch: r.MemberEpoch, Owned: r.Assigned})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	beat() // stable, nothing assigned
+	tp := createTopic(t, s, "later", 3)
+	if got := beat(); len(got.Assigned) != 3 || got.Assigned[0].TopicID != tp.ID {
+		t.Fatalf("after the topic was created: %+v", got)
+	}
+	if err := s.DeleteTopic(ctx(t), "later"); err != nil {
+		t.Fatal(err)
+	}
+	tp2 := createTopic(t, s, "later", 2)
+	beat() // the deleted topic's partitions are revoked (released at once: the next beat lists none)
+	got := beat()
+	if len(got.Assigned) != 2 || got.Assigned[0].TopicID != tp2.ID {
+		t.Fatalf("after the topic was re-created: %+v", got)
 	}
 }

@@ -125,9 +125,11 @@ func TestGroupStatementsPerHeartbeat(t *testing.T) {
 }
 
 // BenchmarkGroupHeartbeat: 1,000 one-member groups, each heartbeating as a
-// stable member, 16 at a time (the issue's "1,000 groups heartbeating at
-// once"); then commits of one position each. Reports p50/p99 latency and
-// statements and round trips per operation, counted at the client.
+// stable member, one at a time and 16 at a time (the issue's "1,000 groups
+// heartbeating at once"); then commits of one position each. Reports p50/p99 latency and
+// statements and round trips per operation, counted at the client, and the
+// median over a one-row INSERT's (one at a time, so the ratio includes the
+// queueing of 16 concurrent callers on 2 cores).
 //
 //	go test -run '^$' -bench BenchmarkGroupHeartbeat -benchtime 5000x ./metadata/postgres/
 func BenchmarkGroupHeartbeat(b *testing.B) {
@@ -137,19 +139,22 @@ func BenchmarkGroupHeartbeat(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	// The limit: a one-row INSERT round trip, measured in the same run.
+	limit := rawCommitMedian(b, s, 300)
+	b.Logf("limit: one-row INSERT round trip median %v", limit)
 	const groups = 1000
 	members := make([]metadata.HeartbeatResponse, groups)
 	for i := range groups {
 		members[i] = stableMember(b, s, fmt.Sprintf("g%04d", i), "hb")
 	}
-	run := func(b *testing.B, op func(i int) error) {
+	run := func(b *testing.B, conc int, op func(i int) error) {
 		var mu sync.Mutex
 		times := make([]time.Duration, 0, b.N)
 		var next atomic.Int64
 		st0, rt0 := c.statements.Load(), c.roundTrips.Load()
 		b.ResetTimer()
 		var wg sync.WaitGroup
-		for range 16 {
+		for range conc {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
@@ -176,21 +181,107 @@ func BenchmarkGroupHeartbeat(b *testing.B) {
 		b.ReportMetric(float64(c.roundTrips.Load()-rt0)/float64(b.N), "roundtrips/op")
 		b.ReportMetric(float64(metadatatest.Percentile(times, 50).Microseconds())/1000, "p50-ms")
 		b.ReportMetric(float64(metadatatest.Percentile(times, 99).Microseconds())/1000, "p99-ms")
+		b.ReportMetric(float64(metadatatest.Percentile(times, 50))/float64(limit), "p50-x-insert")
 	}
-	b.Run("heartbeat", func(b *testing.B) {
-		run(b, func(i int) error {
-			m := members[i]
-			_, err := s.Heartbeat(ctx, metadata.HeartbeatRequest{Group: fmt.Sprintf("g%04d", i), MemberID: m.MemberID,
-				MemberEpoch: m.MemberEpoch, Owned: m.Assigned})
-			return err
+	for _, conc := range []int{1, 16} {
+		b.Run(fmt.Sprintf("heartbeat/c=%d", conc), func(b *testing.B) {
+			run(b, conc, func(i int) error {
+				m := members[i]
+				_, err := s.Heartbeat(ctx, metadata.HeartbeatRequest{Group: fmt.Sprintf("g%04d", i), MemberID: m.MemberID,
+					MemberEpoch: m.MemberEpoch, Owned: m.Assigned})
+				return err
+			})
 		})
-	})
-	b.Run("commit", func(b *testing.B) {
-		run(b, func(i int) error {
-			m := members[i]
-			return s.CommitOffsets(ctx, metadata.CommitOffsetsRequest{Group: fmt.Sprintf("g%04d", i), MemberID: m.MemberID,
-				MemberEpoch: m.MemberEpoch, Offsets: []metadata.OffsetCommit{{TopicID: tp.ID, Partition: m.Assigned[0].Partition,
-					Offset: 0}}})
+		b.Run(fmt.Sprintf("commit/c=%d", conc), func(b *testing.B) {
+			run(b, conc, func(i int) error {
+				m := members[i]
+				return s.CommitOffsets(ctx, metadata.CommitOffsetsRequest{Group: fmt.Sprintf("g%04d", i), MemberID: m.MemberID,
+					MemberEpoch: m.MemberEpoch, Offsets: []metadata.OffsetCommit{{TopicID: tp.ID, Partition: m.Assigned[0].Partition,
+						Offset: 0}}})
+			})
 		})
-	})
+	}
+}
+
+// BenchmarkGroupRebalance: 100 members over 1,000 partitions, each
+// heartbeating at the interval the store advertises (session timeout 3 s,
+// interval 1 s), on PostgreSQL with real clocks. Reports how long after a
+// join and after a member's death (it stops heartbeating) the group is
+// stable again, and that time over the session timeout.
+//
+//	go test -run '^$' -bench BenchmarkGroupRebalance -benchtime 1x ./metadata/postgres/
+func BenchmarkGroupRebalance(b *testing.B) {
+	s, err := Open(context.Background(), testenv.Postgres(b), DefaultOptions())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	if _, err := s.CreateTopic(context.Background(), metadata.TopicSpec{Name: "big", Partitions: 1000}); err != nil {
+		b.Fatal(err)
+	}
+	const members, timeout = 100, 3 * time.Second
+	stable := func(ctx context.Context, grp string, want int) time.Duration {
+		start := time.Now()
+		for {
+			d, err := s.DescribeGroup(ctx, grp)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if d.State == metadata.GroupStable && len(d.Members) == want {
+				return time.Since(start)
+			}
+			if time.Since(start) > 10*timeout {
+				b.Fatalf("not stable after %v: %d members", 10*timeout, len(d.Members))
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	for n := range b.N {
+		grp := fmt.Sprintf("big%d", n)
+		ctx, cancel := context.WithCancel(context.Background())
+		var wg sync.WaitGroup
+		kill := make([]chan struct{}, members)
+		run := func(i int) {
+			defer wg.Done()
+			id := fmt.Sprintf("m%03d", i)
+			var epoch int32
+			var owned []metadata.TopicPartition
+			for {
+				r, err := s.Heartbeat(ctx, metadata.HeartbeatRequest{Group: grp, MemberID: id, MemberEpoch: epoch,
+					Subscription: []string{"big"}, Owned: owned, SessionTimeout: timeout})
+				if err != nil {
+					if ctx.Err() == nil {
+						b.Error(err)
+					}
+					return
+				}
+				epoch, owned = r.MemberEpoch, r.Assigned // releases at once
+				select {
+				case <-ctx.Done():
+					return
+				case <-kill[i]:
+					return
+				case <-time.After(r.HeartbeatInterval):
+				}
+			}
+		}
+		for i := range members - 1 {
+			kill[i] = make(chan struct{})
+			wg.Add(1)
+			go run(i)
+		}
+		first := stable(ctx, grp, members-1)
+		kill[members-1] = make(chan struct{})
+		wg.Add(1)
+		go run(members - 1)
+		join := stable(ctx, grp, members)
+		close(kill[37])
+		death := stable(ctx, grp, members-1)
+		b.ReportMetric(float64(first.Milliseconds()), "first-stable-ms")
+		b.ReportMetric(float64(join.Milliseconds()), "join-ms")
+		b.ReportMetric(float64(death.Milliseconds()), "death-ms")
+		b.ReportMetric(float64(death)/float64(timeout), "death-x-session")
+		cancel()
+		wg.Wait()
+	}
 }
