@@ -18,6 +18,9 @@ import (
 // maxGroupPartitions bounds the partitions named by one group request.
 const maxGroupPartitions = 1 << 16
 
+// maxCommitMetadata bounds the metadata string of one committed position.
+const maxCommitMetadata = 4096
+
 // Heartbeat implements floev1.GroupServiceServer.
 func (a *Agent) Heartbeat(ctx context.Context, req *floev1.GroupHeartbeatRequest) (*floev1.GroupHeartbeatResponse, error) {
 	if err := checkGroupName("group", req.GetGroup()); err != nil {
@@ -70,6 +73,9 @@ func (a *Agent) CommitOffsets(ctx context.Context, req *floev1.CommitOffsetsRequ
 	for _, o := range req.GetOffsets() {
 		if o.GetOffset() < 0 {
 			return nil, errf(codes.InvalidArgument, "commit offsets: negative offset %d for %s/%d", o.GetOffset(), o.GetTopic(), o.GetPartition())
+		}
+		if len(o.GetMetadata()) > maxCommitMetadata {
+			return nil, errf(codes.InvalidArgument, "commit offsets: metadata of %s/%d is %d bytes, limit %d", o.GetTopic(), o.GetPartition(), len(o.GetMetadata()), maxCommitMetadata)
 		}
 		tp, err := a.resolveTP(ctx, o.GetTopic(), o.GetPartition())
 		if err != nil {

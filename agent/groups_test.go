@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -414,6 +415,28 @@ func TestGroupStaleEpochCommit(t *testing.T) {
 	_, err = g.CommitOffsets(ctx, &floev1.CommitOffsetsRequest{Group: "", Offsets: []*floev1.OffsetCommit{{Topic: "t"}}})
 	if code(err) != codes.InvalidArgument {
 		t.Fatalf("empty group: %v", err)
+	}
+	_, err = g.CommitOffsets(ctx, &floev1.CommitOffsetsRequest{Group: "g", MemberId: a.GetMemberId(), MemberEpoch: epoch,
+		Offsets: []*floev1.OffsetCommit{{Topic: "t", Partition: 0, Offset: 1, Metadata: strings.Repeat("m", 5000)}}})
+	if code(err) != codes.InvalidArgument {
+		t.Fatalf("5000 bytes of metadata: %v", err)
+	}
+	_, err = g.CommitOffsets(ctx, &floev1.CommitOffsetsRequest{Group: "g", MemberId: a.GetMemberId(), MemberEpoch: epoch,
+		Offsets: []*floev1.OffsetCommit{{Topic: "nope", Partition: 0, Offset: 1}}})
+	if code(err) != codes.NotFound {
+		t.Fatalf("unknown topic: %v", err)
+	}
+	// A group subscription takes no partitions and only earliest or latest.
+	for _, req := range []*floev1.SubscribeRequest{
+		{Topic: "t", Group: "g2", Partitions: []int32{0}},
+		{Topic: "t", Group: "g2", Start: &floev1.StartPosition{Position: &floev1.StartPosition_Offset{Offset: 3}}},
+		{Topic: "t", Group: "g2", SessionTimeoutMs: -1},
+		{Topic: "t", MemberId: "m"},
+	} {
+		err := h.c.Subscribe(ctx, req, func(*floev1.SubscribeResponse) error { return nil })
+		if code(err) != codes.InvalidArgument {
+			t.Errorf("subscribe %v: %v, want InvalidArgument", req, err)
+		}
 	}
 }
 
