@@ -109,3 +109,38 @@ func waitConsumed(t *testing.T, own *ownership, produced *int) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// Rebalance time on a join, through the agent the other members use (it
+// pokes their subscriptions) and through another agent (they learn it at
+// their next heartbeat, a third of the 3 s session timeout); logged, not
+// asserted.
+func TestGroupRebalanceOnJoin(t *testing.T) {
+	dsn := testenv.Postgres(t)
+	store := objectstore.NewMemory()
+	a := startKillable(t, openPostgres(t, dsn), store, groupConfig())
+	b := startKillable(t, openPostgres(t, dsn), store, groupConfig())
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := a.c.CreateTopic(ctx, "j", 12, nil); err != nil {
+		t.Fatal(err)
+	}
+	own := newOwnership(t)
+	var ms []*member
+	for i, c := range []*client.Client{a.c, a.c, a.c, b.c} {
+		start := time.Now()
+		ms = append(ms, startMember(ctx, t, fmt.Sprint("m", i), []*client.Client{c}, own, "g", "j"))
+		waitStable(ctx, t, a.c, "g", i+1)
+		if i >= 2 {
+			where := "the same agent"
+			if c == b.c {
+				where = "another agent"
+			}
+			t.Logf("member %d joined through %s: stable after %v", i+1, where, time.Since(start).Round(time.Millisecond))
+		}
+	}
+	for _, m := range ms {
+		if err := m.leave(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}

@@ -39,6 +39,7 @@ func (g *groups) register(s *groupSession) {
 	g.mu.Lock()
 	g.sessions[sessionKey(s.group, s.memberID)] = s
 	g.mu.Unlock()
+	g.poke(s)
 }
 
 func (g *groups) unregister(s *groupSession) {
@@ -47,6 +48,22 @@ func (g *groups) unregister(s *groupSession) {
 		delete(g.sessions, k)
 	}
 	g.mu.Unlock()
+}
+
+// poke makes the other subscriptions of s's group on this agent heartbeat
+// now: a member joined or left, so their assignments change. (Members on
+// other agents learn it at their next heartbeat.)
+func (g *groups) poke(s *groupSession) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for _, o := range g.sessions {
+		if o != s && o.group == s.group {
+			select {
+			case o.poked <- struct{}{}:
+			default:
+			}
+		}
+	}
 }
 
 // committed tells the member's subscription on this agent, if any, of its

@@ -79,6 +79,7 @@ type groupSession struct {
 	ctrl    *floev1.GroupAssignment // queued for the sender, nil when none
 	ctrlCh  chan struct{}           // cap 1: a GroupAssignment was queued
 	commits chan struct{}           // cap 1: the client committed (see committed)
+	poked   chan struct{}           // cap 1: another member joined or left here: heartbeat now
 
 	sentEpoch atomic.Int32 // the member epoch last queued for the client
 
@@ -145,7 +146,7 @@ func (a *Agent) subscribeGroup(req *floev1.SubscribeRequest, stream floev1.LogSe
 		readerErr: make(chan error, 1),
 		memberID:  req.GetMemberId(), epoch: req.GetMemberEpoch(),
 		readers: make(map[int32]*groupReader), releasing: make(map[int32]releasing),
-		ctrlCh: make(chan struct{}, 1), commits: make(chan struct{}, 1),
+		ctrlCh: make(chan struct{}, 1), commits: make(chan struct{}, 1), poked: make(chan struct{}, 1),
 		committed: make(map[int32]int64),
 	}
 	if s.memberID == "" {
@@ -169,6 +170,8 @@ func (a *Agent) subscribeGroup(req *floev1.SubscribeRequest, stream floev1.LogSe
 		lcancel()
 		if lerr != nil {
 			a.log.Warn("group member leave failed; its session will time out", "group", s.group, "member", s.memberID, "err", lerr)
+		} else {
+			a.grp.poke(s)
 		}
 	}
 	if err == nil || stream.Context().Err() != nil {
@@ -264,6 +267,8 @@ func (s *groupSession) wait(ctx context.Context, d time.Duration, sendDone <-cha
 		case err := <-s.readerErr:
 			return err
 		case <-t.C:
+			return nil
+		case <-s.poked:
 			return nil
 		case <-s.commits:
 			if s.anyReady(time.Now()) {
