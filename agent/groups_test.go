@@ -56,7 +56,7 @@ type killableNode struct {
 
 func (n *killableNode) kill() { n.once.Do(n.stop) }
 
-func startKillable(t *testing.T, meta metadata.Store, store objectstore.Store, acfg agent.Config, opts ...agent.Options) *killableNode {
+func startKillable(t testing.TB, meta metadata.Store, store objectstore.Store, acfg agent.Config, opts ...agent.Options) *killableNode {
 	t.Helper()
 	bcfg := batcher.DefaultConfig()
 	bcfg.Linger = 2 * time.Millisecond
