@@ -584,3 +584,81 @@ func TestGroupCommitsOnlyHandedRecords(t *testing.T) {
 		}
 	}
 }
+
+// Close commits even when the member's epoch moved while the application
+// was not polling (a rebalance it has not read yet): the commit refused as
+// stale is retried once the stream brings the new epoch.
+func TestGroupCloseAfterEpochMoved(t *testing.T) {
+	h := start(t, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if _, err := h.c.CreateTopic(ctx, "t", 2, nil); err != nil {
+		t.Fatal(err)
+	}
+	for p := range int32(2) {
+		if _, err := h.c.Produce(ctx, "t", p, client.Value(nil, []byte("a")), client.Value(nil, []byte("b"))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	opts := client.GroupOptions{Group: "g", Topic: "t", Earliest: true, SessionTimeout: 3 * time.Second}
+	a, err := client.NewGroupConsumer([]*client.Client{h.c}, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	handed := map[int32]int64{}
+	for len(handed) < 2 || handed[0] < 2 || handed[1] < 2 {
+		r, err := a.Poll(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r != nil {
+			handed[r.GetPartition()] = r.GetOffset() + 1
+		}
+	}
+	epoch := a.MemberEpoch()
+	b, err := client.NewGroupConsumer([]*client.Client{h.c}, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Abort()
+	go func() { // b polls until the test ends
+		for ctx.Err() == nil {
+			if _, err := b.Poll(ctx); err != nil {
+				return
+			}
+		}
+	}()
+	// a does not poll: the agent releases its revoked partition after the
+	// revoke wait, and a's epoch moves on without a knowing.
+	waitStable(ctx, t, h.c, "g", 2)
+	if a.MemberEpoch() != epoch {
+		t.Fatal("a learnt its epoch without polling")
+	}
+	if err := a.Close(ctx); err != nil {
+		t.Fatalf("close after the epoch moved: %v", err)
+	}
+	// The partition a kept is committed at what a was handed. (The one
+	// moved to b was released after the revoke wait without a commit: a
+	// did not poll; b reads it again, at least once.)
+	kept := a.Assignment()
+	if len(kept) != 1 {
+		t.Fatalf("a kept %v, want one partition", kept)
+	}
+	o, err := h.c.Groups().FetchOffsets(ctx, &floev1.FetchOffsetsRequest{Group: "g"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, c := range o.GetOffsets() {
+		if _, ok := kept[c.GetPartition()]; ok {
+			found = true
+			if c.GetOffset() != 2 {
+				t.Errorf("partition %d committed at %d, want 2", c.GetPartition(), c.GetOffset())
+			}
+		}
+	}
+	if !found {
+		t.Fatalf("no position for a's partition: %v", o.GetOffsets())
+	}
+	cancel()
+}

@@ -272,10 +272,46 @@ func (g *GroupConsumer) commit(ctx context.Context, parts []int32) error {
 
 // Close commits what was handed over and ends the stream: the agent takes
 // the member out of the group, and its partitions go to the others.
+// A commit refused for a stale epoch (the agent has not yet told this
+// member its new epoch) is retried once the stream brings it, within
+// closeEpochWait; records arriving meanwhile are not handed over.
 func (g *GroupConsumer) Close(ctx context.Context) error {
 	err := g.Commit(ctx)
+	deadline := time.Now().Add(closeEpochWait)
+	for GroupErrorReason(err) == "STALE_MEMBER_EPOCH" && g.recv != nil && time.Now().Before(deadline) {
+		if !g.awaitAssignment(ctx, deadline) {
+			break
+		}
+		err = g.Commit(ctx)
+	}
 	g.closeStream()
 	return err
+}
+
+// closeEpochWait bounds how long Close waits for a new member epoch.
+const closeEpochWait = 5 * time.Second
+
+// awaitAssignment reads the stream until an assignment change (applied)
+// or deadline, dropping records; false if none came.
+func (g *GroupConsumer) awaitAssignment(ctx context.Context, deadline time.Time) bool {
+	t := time.NewTimer(time.Until(deadline))
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return false
+		case <-t.C:
+			return false
+		case r := <-g.recv:
+			if r.err != nil {
+				return false
+			}
+			if a := r.resp.GetAssignment(); a != nil {
+				g.assign(ctx, a)
+				return true
+			}
+		}
+	}
 }
 
 // connect opens the stream, whose life is the consumer's (until
