@@ -219,6 +219,8 @@ func (g *GroupConsumer) assign(ctx context.Context, a *floev1.GroupAssignment) {
 		}
 		g.opts.OnAssign(cur, slices.Clone(g.revoked))
 	}
+	prev := g.commitErr
+	g.commitErr = nil
 	if len(g.revoked) > 0 {
 		g.commitErr = g.commit(ctx, g.revoked)
 		for _, p := range g.revoked {
@@ -233,9 +235,12 @@ func (g *GroupConsumer) assign(ctx context.Context, a *floev1.GroupAssignment) {
 			g.committed[ap.GetPartition()] = ap.GetStartOffset()
 		}
 	}
-	if len(g.revoked) == 0 && g.commitErr != nil {
-		// A commit refused for a stale epoch is retried with the new one.
-		g.commitErr = g.Commit(ctx)
+	if prev != nil {
+		// A commit refused for a stale epoch (or a partition this change
+		// revoked) is retried with the new state.
+		if err := g.Commit(ctx); err != nil {
+			g.commitErr = err
+		}
 	}
 }
 
@@ -272,13 +277,14 @@ func (g *GroupConsumer) commit(ctx context.Context, parts []int32) error {
 
 // Close commits what was handed over and ends the stream: the agent takes
 // the member out of the group, and its partitions go to the others.
-// A commit refused for a stale epoch (the agent has not yet told this
-// member its new epoch) is retried once the stream brings it, within
-// closeEpochWait; records arriving meanwhile are not handed over.
+// A commit refused for a stale epoch or a partition no longer owned (the
+// agent has not yet told this member its new assignment) is retried once
+// the stream brings it, within closeEpochWait; records arriving meanwhile
+// are not handed over.
 func (g *GroupConsumer) Close(ctx context.Context) error {
 	err := g.Commit(ctx)
 	deadline := time.Now().Add(closeEpochWait)
-	for GroupErrorReason(err) == "STALE_MEMBER_EPOCH" && g.recv != nil && time.Now().Before(deadline) {
+	for retryAfterAssignment(err) && g.recv != nil && time.Now().Before(deadline) {
 		if !g.awaitAssignment(ctx, deadline) {
 			break
 		}
@@ -286,6 +292,13 @@ func (g *GroupConsumer) Close(ctx context.Context) error {
 	}
 	g.closeStream()
 	return err
+}
+
+// retryAfterAssignment: the commit failed because the member has not yet
+// read its latest assignment (new epoch, or a revocation).
+func retryAfterAssignment(err error) bool {
+	r := GroupErrorReason(err)
+	return r == "STALE_MEMBER_EPOCH" || r == "NOT_PARTITION_OWNER"
 }
 
 // closeEpochWait bounds how long Close waits for a new member epoch.
