@@ -212,3 +212,67 @@ func TestGroupCommandsHelpAndErrors(t *testing.T) {
 	}
 	_ = fmt.Sprint
 }
+
+// Two agents on PostgreSQL and S3; a `floe consume -group -follow` given
+// both addresses keeps its member id and partitions when its agent is
+// SIGKILLed: it reconnects to the other, and no record is printed twice
+// or missed, by it or by the other member.
+func TestGroupConsumerSurvivesAgentKill(t *testing.T) {
+	dsn := testenv.Postgres(t)
+	s3 := testenv.S3(t)
+	args := []string{"agent", "-postgres-url", dsn, "-s3-bucket", s3.Bucket, "-s3-endpoint", s3.Endpoint,
+		"-s3-region", s3.Region, "-s3-access-key", s3.AccessKey, "-s3-secret-key", s3.SecretKey, "-s3-path-style", "-s3-prefix", "grp"}
+	a1, a2 := startFloe(t, args...), startFloe(t, args...)
+	c := dialT(t, a2.addr)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	const parts = 4
+	if _, err := c.CreateTopic(ctx, "ev", parts, nil); err != nil {
+		t.Fatal(err)
+	}
+	flags := []string{"-group", "g", "-follow", "-print-offset", "-separator", ",", "-commit-interval", "200ms", "-session-timeout", "5s"}
+	x := startFollower(t, append([]string{"ev", "-addr", a1.addr + "," + a2.addr}, flags...)...)
+	y := startFollower(t, append([]string{"ev", "-addr", a2.addr}, flags...)...)
+	before := groupState(ctx, t, c, "g", "stable", 2)
+	produceIdem(t, c, "ev", parts, "a", 200)
+	waitPrinted(t, []*follower{x, y}, 200)
+	a1.kill()
+	produceIdem(t, c, "ev", parts, "b", 200)
+	waitPrinted(t, []*follower{x, y}, 400)
+	after := groupState(ctx, t, c, "g", "stable", 2)
+	for i, m := range after.GetMembers() {
+		if m.GetMemberId() != before.GetMembers()[i].GetMemberId() {
+			t.Fatalf("members %v after the kill, want %v", after.GetMembers(), before.GetMembers())
+		}
+	}
+}
+
+// waitPrinted waits until the followers printed n distinct records in all,
+// failing if one is printed twice.
+func waitPrinted(t *testing.T, fs []*follower, n int) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		seen, total := map[string]bool{}, 0
+		for _, f := range fs {
+			f.mu.Lock()
+			for _, l := range f.lines {
+				k := l[:strings.LastIndexByte(l, ',')]
+				if seen[k] {
+					f.mu.Unlock()
+					t.Fatalf("record %s printed twice", k)
+				}
+				seen[k] = true
+				total++
+			}
+			f.mu.Unlock()
+		}
+		if total == n {
+			return
+		}
+		if total > n || time.Now().After(deadline) {
+			t.Fatalf("%d records printed, want %d", total, n)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
