@@ -34,6 +34,7 @@ type ObjectReader interface {
 type Agent struct {
 	floev1.UnimplementedTopicServiceServer
 	floev1.UnimplementedLogServiceServer
+	floev1.UnimplementedGroupServiceServer
 
 	cfg      Config
 	meta     metadata.Store
@@ -47,6 +48,7 @@ type Agent struct {
 	hub    *hub
 	loads  *loader // object store reads on cache misses, bounded in bytes
 	index  *index  // recent batches and high watermarks (index.go)
+	grp    *groups // consumer group subscriptions, replay budgets, lag (groups_state.go)
 }
 
 // Options are an Agent's collaborators.
@@ -82,6 +84,7 @@ func New(cfg Config, meta metadata.Store, store ObjectReader, producer Producer,
 	a.topics = newTopicCache(meta, cfg.TopicCacheTTL, func(id int64) bool { return a.index.watches(id) })
 	a.loads = newLoader(store, a.cache, cfg)
 	a.index = newIndex(cfg.IndexMaxPartitions, cfg.IndexMaxBatches)
+	a.grp = newGroups(a, opts.Registry)
 	return a, nil
 }
 
@@ -90,6 +93,7 @@ func New(cfg Config, meta metadata.Store, store ObjectReader, producer Producer,
 func (a *Agent) Register(s grpc.ServiceRegistrar) {
 	floev1.RegisterTopicServiceServer(s, a)
 	floev1.RegisterLogServiceServer(s, a)
+	floev1.RegisterGroupServiceServer(s, a)
 }
 
 // OnCommit is the batcher's hook: it caches the file, records its batches

@@ -71,6 +71,21 @@ type Config struct {
 	IndexMaxPartitions int
 	// IndexMaxBatches bounds the batch references the index holds.
 	IndexMaxBatches int
+
+	// Consumer groups and replay (validated by validateGroups in
+	// groups_replay.go).
+
+	// ReplayMinLagRecords: a group's reader at least this many records
+	// behind the high watermark is replaying and takes its reads from the
+	// group's replay budget.
+	ReplayMinLagRecords int64
+	// ReplayBytesPerSecond is the replay budget of one group on one agent
+	// (record bytes per second, token bucket); 0 disables the limit.
+	ReplayBytesPerSecond int64
+	// ReplayBurstBytes is the bucket's size (at least MaxFetchBytes).
+	ReplayBurstBytes int64
+	// LagSampleWindow is how far back consume rates look (0: 5 minutes).
+	LagSampleWindow time.Duration
 }
 
 // maxRequestLimit bounds MaxRequestBytes, so that gRPC's receive limit
@@ -100,6 +115,11 @@ func DefaultConfig() Config {
 		IndexPollInterval:  30 * time.Second,
 		IndexMaxPartitions: 1 << 16,
 		IndexMaxBatches:    1 << 16,
+
+		ReplayMinLagRecords:  100000,
+		ReplayBytesPerSecond: 32 << 20,
+		ReplayBurstBytes:     16 << 20,
+		LagSampleWindow:      5 * time.Minute,
 	}
 }
 
@@ -132,5 +152,8 @@ func (c Config) validate() error {
 	case c.SubscribeBufferBytes < int64(c.MaxFetchBytes):
 		return fmt.Errorf("agent: config SubscribeBufferBytes %d must be at least MaxFetchBytes (%d)", c.SubscribeBufferBytes, c.MaxFetchBytes)
 	}
-	return c.validateReads()
+	if err := c.validateReads(); err != nil {
+		return err
+	}
+	return c.validateGroups()
 }

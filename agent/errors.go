@@ -58,6 +58,20 @@ const (
 	// ReasonBatchTooLarge (InvalidArgument): a stored batch decompresses
 	// past the agent's limit and cannot be served.
 	ReasonBatchTooLarge = "BATCH_TOO_LARGE"
+	// ReasonStaleMemberEpoch (FailedPrecondition): a group commit or
+	// heartbeat with an epoch that is not the member's current one (a
+	// zombie); heartbeat to learn the epoch, or rejoin.
+	ReasonStaleMemberEpoch = "STALE_MEMBER_EPOCH"
+	// ReasonUnknownMember (FailedPrecondition): not a member of the group
+	// (left, or fenced after its session timed out); rejoin with epoch 0.
+	ReasonUnknownMember = "UNKNOWN_MEMBER_ID"
+	// ReasonNotPartitionOwner (FailedPrecondition): a commit for a
+	// partition the member does not own.
+	ReasonNotPartitionOwner = "NOT_PARTITION_OWNER"
+	// ReasonGroupNotEmpty (FailedPrecondition): the operation needs a group
+	// without live members (delete, reset without force, a member-less
+	// commit).
+	ReasonGroupNotEmpty = "GROUP_NOT_EMPTY"
 )
 
 // errorDomain is the ErrorInfo domain of floe's reasons.
@@ -140,6 +154,18 @@ func toStatus(err error) error {
 		return statusInfo(codes.FailedPrecondition, ReasonProducerFenced, nil, "produce: %v", err)
 	case errors.Is(err, metadata.ErrOutOfOrderSequence):
 		return statusInfo(codes.FailedPrecondition, ReasonOutOfOrderSequence, nil, "produce: %v", err)
+	case errors.Is(err, metadata.ErrStaleMemberEpoch):
+		return statusInfo(codes.FailedPrecondition, ReasonStaleMemberEpoch, nil, "group: %v", err)
+	case errors.Is(err, metadata.ErrUnknownMember):
+		return statusInfo(codes.FailedPrecondition, ReasonUnknownMember, nil, "group: %v", err)
+	case errors.Is(err, metadata.ErrNotPartitionOwner):
+		return statusInfo(codes.FailedPrecondition, ReasonNotPartitionOwner, nil, "group: %v", err)
+	case errors.Is(err, metadata.ErrGroupNotEmpty):
+		return statusInfo(codes.FailedPrecondition, ReasonGroupNotEmpty, nil, "group: %v", err)
+	case errors.Is(err, metadata.ErrGroupNotFound):
+		return status.Error(codes.NotFound, err.Error())
+	case errors.Is(err, metadata.ErrInvalidGroup):
+		return status.Error(codes.InvalidArgument, err.Error())
 	case errors.Is(err, batcher.ErrBackpressure):
 		return status.Error(codes.ResourceExhausted, "produce: agent buffer full, retry later")
 	case errors.Is(err, batcher.ErrClosed), errors.Is(err, metadata.ErrClosed):

@@ -132,6 +132,9 @@ func partitionsOf(t metadata.Topic, req []int32, limit int) ([]int32, error) {
 // feeds an unbuffered channel drained by stream.Send, so a slow client
 // stalls the readers (HTTP/2 flow control) instead of growing buffers.
 func (a *Agent) Subscribe(req *floev1.SubscribeRequest, stream floev1.LogService_SubscribeServer) error {
+	if req.GetGroup() != "" || req.GetMemberId() != "" {
+		return a.subscribeGroup(req, stream) // groups_subscribe.go
+	}
 	ctx := stream.Context()
 	t, err := a.topics.get(ctx, req.GetTopic())
 	if err != nil {

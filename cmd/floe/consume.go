@@ -47,6 +47,9 @@ func runConsume(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	printHeaders := fs.Bool("print-headers", false, "print the headers as k=v,k=v before the value (text output)")
 	sep := fs.String("separator", "\t", "separator between printed fields (text output)")
 	output := fs.String("o", "text", "output format: text or json (one object per line)")
+	group := fs.String("group", "", "consume as a member of this consumer group (see group_consume.go)")
+	commitEvery := fs.Duration("commit-interval", 5*time.Second, "with -group: commit printed records this often")
+	session := fs.Duration("session-timeout", 0, "with -group: the member's session timeout (0: the agent's default)")
 	pos, err := cmd.parse(args, stdout)
 	if err != nil {
 		return err
@@ -58,15 +61,27 @@ func runConsume(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if *maxRecords < 0 {
 		return fmt.Errorf("flag -max: %d must not be negative", *maxRecords)
 	}
-	start, err := parseFrom(*from)
-	if err != nil {
-		return err
+	if *group != "" && partition.p >= 0 {
+		return fmt.Errorf("flag -partition: not with -group (the group assigns partitions)")
+	}
+	var start *floev1.StartPosition
+	if *group == "" {
+		if start, err = parseFrom(*from); err != nil {
+			return err
+		}
 	}
 	clients, closeAll, err := dialAll(addr)
 	if err != nil {
 		return err
 	}
 	defer closeAll()
+	if *group != "" {
+		w := bufio.NewWriter(stdout)
+		return (&groupConsume{clients: clients, topic: topic, group: *group, from: *from, follow: *follow, max: *maxRecords,
+			commitInterval: *commitEvery, sessionTimeout: *session, w: w, stderr: stderr,
+			pr: &printer{w: w, topic: topic, sep: *sep, json: *output == "json",
+				key: *printKey, offset: *printOffset, ts: *printTS, headers: *printHeaders}}).run(ctx)
+	}
 
 	req := &floev1.SubscribeRequest{Topic: topic, Start: start}
 	if partition.p >= 0 {

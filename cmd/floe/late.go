@@ -31,6 +31,9 @@ func (l *lateAgent) register(s *grpc.Server) {
 	s.RegisterService(l.desc(&floev1.LogService_ServiceDesc), &struct {
 		floev1.UnimplementedLogServiceServer
 	}{})
+	s.RegisterService(l.desc(&floev1.GroupService_ServiceDesc), &struct {
+		floev1.UnimplementedGroupServiceServer
+	}{})
 }
 
 // set makes the services answer through a.

@@ -23,7 +23,9 @@ usage:
   floe compactor [flags]                run retention, file deletion, orphan collection and merging
   floe topic    create|list|describe|delete|alter|delete-records [flags] [NAME]
   floe produce  TOPIC [flags]           produce lines of stdin (or a file) as records
-  floe consume  TOPIC [flags]           print records
+  floe consume  TOPIC [flags]           print records (-group G: as a consumer group member)
+  floe group    list|describe|reset|copy|delete [flags] [GROUP]
+  floe lag      [GROUP] [flags]         print consumer group lag
   floe version                          print the version, commit and Go version
 
 Run 'floe COMMAND -h' for a command's arguments and flags.
@@ -67,6 +69,10 @@ func dispatch(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		return runProduce(ctx, rest, stdin, stdout, stderr)
 	case "consume":
 		return runConsume(ctx, rest, stdout, stderr)
+	case "group":
+		return runGroup(ctx, rest, stdout, stderr) // group.go
+	case "lag":
+		return runLag(ctx, rest, stdout, stderr)
 	case "version", "--version", "-version":
 		c := newCommand("floe version", "", "Print the version, commit and Go version of this binary.", 0, 0)
 		if _, err := c.parse(rest, stdout); err != nil {

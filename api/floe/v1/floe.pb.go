@@ -127,6 +127,64 @@ func (OffsetSpec) EnumDescriptor() ([]byte, []int) {
 	return file_floe_v1_floe_proto_rawDescGZIP(), []int{1}
 }
 
+type ResetSpec int32
+
+const (
+	ResetSpec_RESET_SPEC_UNSPECIFIED ResetSpec = 0
+	ResetSpec_RESET_SPEC_EARLIEST    ResetSpec = 1
+	ResetSpec_RESET_SPEC_LATEST      ResetSpec = 2
+	ResetSpec_RESET_SPEC_TIMESTAMP   ResetSpec = 3
+	ResetSpec_RESET_SPEC_OFFSET      ResetSpec = 4
+	ResetSpec_RESET_SPEC_SHIFT       ResetSpec = 5
+)
+
+// Enum value maps for ResetSpec.
+var (
+	ResetSpec_name = map[int32]string{
+		0: "RESET_SPEC_UNSPECIFIED",
+		1: "RESET_SPEC_EARLIEST",
+		2: "RESET_SPEC_LATEST",
+		3: "RESET_SPEC_TIMESTAMP",
+		4: "RESET_SPEC_OFFSET",
+		5: "RESET_SPEC_SHIFT",
+	}
+	ResetSpec_value = map[string]int32{
+		"RESET_SPEC_UNSPECIFIED": 0,
+		"RESET_SPEC_EARLIEST":    1,
+		"RESET_SPEC_LATEST":      2,
+		"RESET_SPEC_TIMESTAMP":   3,
+		"RESET_SPEC_OFFSET":      4,
+		"RESET_SPEC_SHIFT":       5,
+	}
+)
+
+func (x ResetSpec) Enum() *ResetSpec {
+	p := new(ResetSpec)
+	*p = x
+	return p
+}
+
+func (x ResetSpec) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (ResetSpec) Descriptor() protoreflect.EnumDescriptor {
+	return file_floe_v1_floe_proto_enumTypes[2].Descriptor()
+}
+
+func (ResetSpec) Type() protoreflect.EnumType {
+	return &file_floe_v1_floe_proto_enumTypes[2]
+}
+
+func (x ResetSpec) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use ResetSpec.Descriptor instead.
+func (ResetSpec) EnumDescriptor() ([]byte, []int) {
+	return file_floe_v1_floe_proto_rawDescGZIP(), []int{2}
+}
+
 type Topic struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Id            int64                  `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
@@ -1785,9 +1843,25 @@ type SubscribeRequest struct {
 	// Per-partition start offsets; override start for the partitions named.
 	Offsets map[int32]int64 `protobuf:"bytes,4,rep,name=offsets,proto3" json:"offsets,omitempty" protobuf_key:"varint,1,opt,name=key" protobuf_val:"varint,2,opt,name=value"`
 	// Byte budget of one streamed message (default 1 MiB).
-	MaxBytes      int32 `protobuf:"varint,5,opt,name=max_bytes,json=maxBytes,proto3" json:"max_bytes,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	MaxBytes int32 `protobuf:"varint,5,opt,name=max_bytes,json=maxBytes,proto3" json:"max_bytes,omitempty"`
+	// Consume as a member of this consumer group: the stream carries the
+	// records of the partitions assigned to the member (partitions and
+	// offsets must be empty) and GroupAssignment messages; start is the
+	// reset policy (earliest, or latest by default) for partitions without a
+	// committed position. The agent heartbeats for the member while the
+	// stream is open and leaves the group when it ends.
+	Group string `protobuf:"bytes,6,opt,name=group,proto3" json:"group,omitempty"`
+	// Empty joins as a new member; a member id and epoch from an earlier
+	// stream (on any agent) rejoin as that member.
+	MemberId    string `protobuf:"bytes,7,opt,name=member_id,json=memberId,proto3" json:"member_id,omitempty"`
+	MemberEpoch int32  `protobuf:"varint,8,opt,name=member_epoch,json=memberEpoch,proto3" json:"member_epoch,omitempty"`
+	// 0 means the default (45 s).
+	SessionTimeoutMs int32 `protobuf:"varint,9,opt,name=session_timeout_ms,json=sessionTimeoutMs,proto3" json:"session_timeout_ms,omitempty"`
+	// How often the client commits; the agent waits up to this long
+	// (bounded) for the commit of a revoked partition before releasing it.
+	CommitIntervalMs int32 `protobuf:"varint,10,opt,name=commit_interval_ms,json=commitIntervalMs,proto3" json:"commit_interval_ms,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *SubscribeRequest) Reset() {
@@ -1855,11 +1929,49 @@ func (x *SubscribeRequest) GetMaxBytes() int32 {
 	return 0
 }
 
+func (x *SubscribeRequest) GetGroup() string {
+	if x != nil {
+		return x.Group
+	}
+	return ""
+}
+
+func (x *SubscribeRequest) GetMemberId() string {
+	if x != nil {
+		return x.MemberId
+	}
+	return ""
+}
+
+func (x *SubscribeRequest) GetMemberEpoch() int32 {
+	if x != nil {
+		return x.MemberEpoch
+	}
+	return 0
+}
+
+func (x *SubscribeRequest) GetSessionTimeoutMs() int32 {
+	if x != nil {
+		return x.SessionTimeoutMs
+	}
+	return 0
+}
+
+func (x *SubscribeRequest) GetCommitIntervalMs() int32 {
+	if x != nil {
+		return x.CommitIntervalMs
+	}
+	return 0
+}
+
 type SubscribeResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Partition     int32                  `protobuf:"varint,1,opt,name=partition,proto3" json:"partition,omitempty"`
 	Records       []*Record              `protobuf:"bytes,2,rep,name=records,proto3" json:"records,omitempty"`
 	HighWatermark int64                  `protobuf:"varint,3,opt,name=high_watermark,json=highWatermark,proto3" json:"high_watermark,omitempty"`
+	// Group subscriptions: set (and records empty) when the member's
+	// assignment or epoch changes.
+	Assignment    *GroupAssignment `protobuf:"bytes,4,opt,name=assignment,proto3" json:"assignment,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1913,6 +2025,13 @@ func (x *SubscribeResponse) GetHighWatermark() int64 {
 		return x.HighWatermark
 	}
 	return 0
+}
+
+func (x *SubscribeResponse) GetAssignment() *GroupAssignment {
+	if x != nil {
+		return x.Assignment
+	}
+	return nil
 }
 
 type ListOffsetsRequest struct {
@@ -2080,6 +2199,1697 @@ func (x *ListOffsetsResponse) GetOffsets() []*PartitionOffset {
 	return nil
 }
 
+type TopicPartition struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Topic         string                 `protobuf:"bytes,1,opt,name=topic,proto3" json:"topic,omitempty"`
+	Partition     int32                  `protobuf:"varint,2,opt,name=partition,proto3" json:"partition,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TopicPartition) Reset() {
+	*x = TopicPartition{}
+	mi := &file_floe_v1_floe_proto_msgTypes[32]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TopicPartition) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TopicPartition) ProtoMessage() {}
+
+func (x *TopicPartition) ProtoReflect() protoreflect.Message {
+	mi := &file_floe_v1_floe_proto_msgTypes[32]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TopicPartition.ProtoReflect.Descriptor instead.
+func (*TopicPartition) Descriptor() ([]byte, []int) {
+	return file_floe_v1_floe_proto_rawDescGZIP(), []int{32}
+}
+
+func (x *TopicPartition) GetTopic() string {
+	if x != nil {
+		return x.Topic
+	}
+	return ""
+}
+
+func (x *TopicPartition) GetPartition() int32 {
+	if x != nil {
+		return x.Partition
+	}
+	return 0
+}
+
+type GroupHeartbeatRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Group string                 `protobuf:"bytes,1,opt,name=group,proto3" json:"group,omitempty"`
+	// Empty with member_epoch 0: the agent chooses one.
+	MemberId string `protobuf:"bytes,2,opt,name=member_id,json=memberId,proto3" json:"member_id,omitempty"`
+	// 0 joins, -1 leaves, else the epoch of the last answer.
+	MemberEpoch int32 `protobuf:"varint,3,opt,name=member_epoch,json=memberEpoch,proto3" json:"member_epoch,omitempty"`
+	// Topic names (required on join; empty keeps the current one).
+	Subscription []string `protobuf:"bytes,4,rep,name=subscription,proto3" json:"subscription,omitempty"`
+	// Every partition the member holds now; a revoked partition is released
+	// by leaving it out.
+	Owned []*TopicPartition `protobuf:"bytes,5,rep,name=owned,proto3" json:"owned,omitempty"`
+	// 0 means the default (45 s).
+	SessionTimeoutMs int32 `protobuf:"varint,6,opt,name=session_timeout_ms,json=sessionTimeoutMs,proto3" json:"session_timeout_ms,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
+}
+
+func (x *GroupHeartbeatRequest) Reset() {
+	*x = GroupHeartbeatRequest{}
+	mi := &file_floe_v1_floe_proto_msgTypes[33]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GroupHeartbeatRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GroupHeartbeatRequest) ProtoMessage() {}
+
+func (x *GroupHeartbeatRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_floe_v1_floe_proto_msgTypes[33]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GroupHeartbeatRequest.ProtoReflect.Descriptor instead.
+func (*GroupHeartbeatRequest) Descriptor() ([]byte, []int) {
+	return file_floe_v1_floe_proto_rawDescGZIP(), []int{33}
+}
+
+func (x *GroupHeartbeatRequest) GetGroup() string {
+	if x != nil {
+		return x.Group
+	}
+	return ""
+}
+
+func (x *GroupHeartbeatRequest) GetMemberId() string {
+	if x != nil {
+		return x.MemberId
+	}
+	return ""
+}
+
+func (x *GroupHeartbeatRequest) GetMemberEpoch() int32 {
+	if x != nil {
+		return x.MemberEpoch
+	}
+	return 0
+}
+
+func (x *GroupHeartbeatRequest) GetSubscription() []string {
+	if x != nil {
+		return x.Subscription
+	}
+	return nil
+}
+
+func (x *GroupHeartbeatRequest) GetOwned() []*TopicPartition {
+	if x != nil {
+		return x.Owned
+	}
+	return nil
+}
+
+func (x *GroupHeartbeatRequest) GetSessionTimeoutMs() int32 {
+	if x != nil {
+		return x.SessionTimeoutMs
+	}
+	return 0
+}
+
+type GroupHeartbeatResponse struct {
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	MemberId    string                 `protobuf:"bytes,1,opt,name=member_id,json=memberId,proto3" json:"member_id,omitempty"`
+	MemberEpoch int32                  `protobuf:"varint,2,opt,name=member_epoch,json=memberEpoch,proto3" json:"member_epoch,omitempty"`
+	GroupEpoch  int32                  `protobuf:"varint,3,opt,name=group_epoch,json=groupEpoch,proto3" json:"group_epoch,omitempty"`
+	// What the member may own now.
+	Assigned []*TopicPartition `protobuf:"bytes,4,rep,name=assigned,proto3" json:"assigned,omitempty"`
+	// Target partitions still held by their previous owner.
+	Pending             int32 `protobuf:"varint,5,opt,name=pending,proto3" json:"pending,omitempty"`
+	HeartbeatIntervalMs int32 `protobuf:"varint,6,opt,name=heartbeat_interval_ms,json=heartbeatIntervalMs,proto3" json:"heartbeat_interval_ms,omitempty"`
+	unknownFields       protoimpl.UnknownFields
+	sizeCache           protoimpl.SizeCache
+}
+
+func (x *GroupHeartbeatResponse) Reset() {
+	*x = GroupHeartbeatResponse{}
+	mi := &file_floe_v1_floe_proto_msgTypes[34]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GroupHeartbeatResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GroupHeartbeatResponse) ProtoMessage() {}
+
+func (x *GroupHeartbeatResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_floe_v1_floe_proto_msgTypes[34]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GroupHeartbeatResponse.ProtoReflect.Descriptor instead.
+func (*GroupHeartbeatResponse) Descriptor() ([]byte, []int) {
+	return file_floe_v1_floe_proto_rawDescGZIP(), []int{34}
+}
+
+func (x *GroupHeartbeatResponse) GetMemberId() string {
+	if x != nil {
+		return x.MemberId
+	}
+	return ""
+}
+
+func (x *GroupHeartbeatResponse) GetMemberEpoch() int32 {
+	if x != nil {
+		return x.MemberEpoch
+	}
+	return 0
+}
+
+func (x *GroupHeartbeatResponse) GetGroupEpoch() int32 {
+	if x != nil {
+		return x.GroupEpoch
+	}
+	return 0
+}
+
+func (x *GroupHeartbeatResponse) GetAssigned() []*TopicPartition {
+	if x != nil {
+		return x.Assigned
+	}
+	return nil
+}
+
+func (x *GroupHeartbeatResponse) GetPending() int32 {
+	if x != nil {
+		return x.Pending
+	}
+	return 0
+}
+
+func (x *GroupHeartbeatResponse) GetHeartbeatIntervalMs() int32 {
+	if x != nil {
+		return x.HeartbeatIntervalMs
+	}
+	return 0
+}
+
+type OffsetCommit struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Topic     string                 `protobuf:"bytes,1,opt,name=topic,proto3" json:"topic,omitempty"`
+	Partition int32                  `protobuf:"varint,2,opt,name=partition,proto3" json:"partition,omitempty"`
+	// The next offset to consume.
+	Offset        int64  `protobuf:"varint,3,opt,name=offset,proto3" json:"offset,omitempty"`
+	Metadata      string `protobuf:"bytes,4,opt,name=metadata,proto3" json:"metadata,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *OffsetCommit) Reset() {
+	*x = OffsetCommit{}
+	mi := &file_floe_v1_floe_proto_msgTypes[35]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *OffsetCommit) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*OffsetCommit) ProtoMessage() {}
+
+func (x *OffsetCommit) ProtoReflect() protoreflect.Message {
+	mi := &file_floe_v1_floe_proto_msgTypes[35]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use OffsetCommit.ProtoReflect.Descriptor instead.
+func (*OffsetCommit) Descriptor() ([]byte, []int) {
+	return file_floe_v1_floe_proto_rawDescGZIP(), []int{35}
+}
+
+func (x *OffsetCommit) GetTopic() string {
+	if x != nil {
+		return x.Topic
+	}
+	return ""
+}
+
+func (x *OffsetCommit) GetPartition() int32 {
+	if x != nil {
+		return x.Partition
+	}
+	return 0
+}
+
+func (x *OffsetCommit) GetOffset() int64 {
+	if x != nil {
+		return x.Offset
+	}
+	return 0
+}
+
+func (x *OffsetCommit) GetMetadata() string {
+	if x != nil {
+		return x.Metadata
+	}
+	return ""
+}
+
+type CommitOffsetsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Group         string                 `protobuf:"bytes,1,opt,name=group,proto3" json:"group,omitempty"`
+	MemberId      string                 `protobuf:"bytes,2,opt,name=member_id,json=memberId,proto3" json:"member_id,omitempty"`
+	MemberEpoch   int32                  `protobuf:"varint,3,opt,name=member_epoch,json=memberEpoch,proto3" json:"member_epoch,omitempty"`
+	Offsets       []*OffsetCommit        `protobuf:"bytes,4,rep,name=offsets,proto3" json:"offsets,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CommitOffsetsRequest) Reset() {
+	*x = CommitOffsetsRequest{}
+	mi := &file_floe_v1_floe_proto_msgTypes[36]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CommitOffsetsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CommitOffsetsRequest) ProtoMessage() {}
+
+func (x *CommitOffsetsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_floe_v1_floe_proto_msgTypes[36]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CommitOffsetsRequest.ProtoReflect.Descriptor instead.
+func (*CommitOffsetsRequest) Descriptor() ([]byte, []int) {
+	return file_floe_v1_floe_proto_rawDescGZIP(), []int{36}
+}
+
+func (x *CommitOffsetsRequest) GetGroup() string {
+	if x != nil {
+		return x.Group
+	}
+	return ""
+}
+
+func (x *CommitOffsetsRequest) GetMemberId() string {
+	if x != nil {
+		return x.MemberId
+	}
+	return ""
+}
+
+func (x *CommitOffsetsRequest) GetMemberEpoch() int32 {
+	if x != nil {
+		return x.MemberEpoch
+	}
+	return 0
+}
+
+func (x *CommitOffsetsRequest) GetOffsets() []*OffsetCommit {
+	if x != nil {
+		return x.Offsets
+	}
+	return nil
+}
+
+type CommitOffsetsResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CommitOffsetsResponse) Reset() {
+	*x = CommitOffsetsResponse{}
+	mi := &file_floe_v1_floe_proto_msgTypes[37]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CommitOffsetsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CommitOffsetsResponse) ProtoMessage() {}
+
+func (x *CommitOffsetsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_floe_v1_floe_proto_msgTypes[37]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CommitOffsetsResponse.ProtoReflect.Descriptor instead.
+func (*CommitOffsetsResponse) Descriptor() ([]byte, []int) {
+	return file_floe_v1_floe_proto_rawDescGZIP(), []int{37}
+}
+
+type FetchOffsetsRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Group string                 `protobuf:"bytes,1,opt,name=group,proto3" json:"group,omitempty"`
+	// Empty means every position of the group.
+	Partitions    []*TopicPartition `protobuf:"bytes,2,rep,name=partitions,proto3" json:"partitions,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *FetchOffsetsRequest) Reset() {
+	*x = FetchOffsetsRequest{}
+	mi := &file_floe_v1_floe_proto_msgTypes[38]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *FetchOffsetsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*FetchOffsetsRequest) ProtoMessage() {}
+
+func (x *FetchOffsetsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_floe_v1_floe_proto_msgTypes[38]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use FetchOffsetsRequest.ProtoReflect.Descriptor instead.
+func (*FetchOffsetsRequest) Descriptor() ([]byte, []int) {
+	return file_floe_v1_floe_proto_rawDescGZIP(), []int{38}
+}
+
+func (x *FetchOffsetsRequest) GetGroup() string {
+	if x != nil {
+		return x.Group
+	}
+	return ""
+}
+
+func (x *FetchOffsetsRequest) GetPartitions() []*TopicPartition {
+	if x != nil {
+		return x.Partitions
+	}
+	return nil
+}
+
+type CommittedOffset struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Topic         string                 `protobuf:"bytes,1,opt,name=topic,proto3" json:"topic,omitempty"`
+	Partition     int32                  `protobuf:"varint,2,opt,name=partition,proto3" json:"partition,omitempty"`
+	Offset        int64                  `protobuf:"varint,3,opt,name=offset,proto3" json:"offset,omitempty"`
+	Metadata      string                 `protobuf:"bytes,4,opt,name=metadata,proto3" json:"metadata,omitempty"`
+	CommitTimeMs  int64                  `protobuf:"varint,5,opt,name=commit_time_ms,json=commitTimeMs,proto3" json:"commit_time_ms,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CommittedOffset) Reset() {
+	*x = CommittedOffset{}
+	mi := &file_floe_v1_floe_proto_msgTypes[39]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CommittedOffset) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CommittedOffset) ProtoMessage() {}
+
+func (x *CommittedOffset) ProtoReflect() protoreflect.Message {
+	mi := &file_floe_v1_floe_proto_msgTypes[39]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CommittedOffset.ProtoReflect.Descriptor instead.
+func (*CommittedOffset) Descriptor() ([]byte, []int) {
+	return file_floe_v1_floe_proto_rawDescGZIP(), []int{39}
+}
+
+func (x *CommittedOffset) GetTopic() string {
+	if x != nil {
+		return x.Topic
+	}
+	return ""
+}
+
+func (x *CommittedOffset) GetPartition() int32 {
+	if x != nil {
+		return x.Partition
+	}
+	return 0
+}
+
+func (x *CommittedOffset) GetOffset() int64 {
+	if x != nil {
+		return x.Offset
+	}
+	return 0
+}
+
+func (x *CommittedOffset) GetMetadata() string {
+	if x != nil {
+		return x.Metadata
+	}
+	return ""
+}
+
+func (x *CommittedOffset) GetCommitTimeMs() int64 {
+	if x != nil {
+		return x.CommitTimeMs
+	}
+	return 0
+}
+
+type FetchOffsetsResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Offsets       []*CommittedOffset     `protobuf:"bytes,1,rep,name=offsets,proto3" json:"offsets,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *FetchOffsetsResponse) Reset() {
+	*x = FetchOffsetsResponse{}
+	mi := &file_floe_v1_floe_proto_msgTypes[40]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *FetchOffsetsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*FetchOffsetsResponse) ProtoMessage() {}
+
+func (x *FetchOffsetsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_floe_v1_floe_proto_msgTypes[40]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use FetchOffsetsResponse.ProtoReflect.Descriptor instead.
+func (*FetchOffsetsResponse) Descriptor() ([]byte, []int) {
+	return file_floe_v1_floe_proto_rawDescGZIP(), []int{40}
+}
+
+func (x *FetchOffsetsResponse) GetOffsets() []*CommittedOffset {
+	if x != nil {
+		return x.Offsets
+	}
+	return nil
+}
+
+type ListGroupsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListGroupsRequest) Reset() {
+	*x = ListGroupsRequest{}
+	mi := &file_floe_v1_floe_proto_msgTypes[41]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListGroupsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListGroupsRequest) ProtoMessage() {}
+
+func (x *ListGroupsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_floe_v1_floe_proto_msgTypes[41]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListGroupsRequest.ProtoReflect.Descriptor instead.
+func (*ListGroupsRequest) Descriptor() ([]byte, []int) {
+	return file_floe_v1_floe_proto_rawDescGZIP(), []int{41}
+}
+
+type GroupListing struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Group string                 `protobuf:"bytes,1,opt,name=group,proto3" json:"group,omitempty"`
+	// empty, stable or reconciling.
+	State         string `protobuf:"bytes,2,opt,name=state,proto3" json:"state,omitempty"`
+	Members       int32  `protobuf:"varint,3,opt,name=members,proto3" json:"members,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GroupListing) Reset() {
+	*x = GroupListing{}
+	mi := &file_floe_v1_floe_proto_msgTypes[42]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GroupListing) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GroupListing) ProtoMessage() {}
+
+func (x *GroupListing) ProtoReflect() protoreflect.Message {
+	mi := &file_floe_v1_floe_proto_msgTypes[42]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GroupListing.ProtoReflect.Descriptor instead.
+func (*GroupListing) Descriptor() ([]byte, []int) {
+	return file_floe_v1_floe_proto_rawDescGZIP(), []int{42}
+}
+
+func (x *GroupListing) GetGroup() string {
+	if x != nil {
+		return x.Group
+	}
+	return ""
+}
+
+func (x *GroupListing) GetState() string {
+	if x != nil {
+		return x.State
+	}
+	return ""
+}
+
+func (x *GroupListing) GetMembers() int32 {
+	if x != nil {
+		return x.Members
+	}
+	return 0
+}
+
+type ListGroupsResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Groups        []*GroupListing        `protobuf:"bytes,1,rep,name=groups,proto3" json:"groups,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListGroupsResponse) Reset() {
+	*x = ListGroupsResponse{}
+	mi := &file_floe_v1_floe_proto_msgTypes[43]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListGroupsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListGroupsResponse) ProtoMessage() {}
+
+func (x *ListGroupsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_floe_v1_floe_proto_msgTypes[43]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListGroupsResponse.ProtoReflect.Descriptor instead.
+func (*ListGroupsResponse) Descriptor() ([]byte, []int) {
+	return file_floe_v1_floe_proto_rawDescGZIP(), []int{43}
+}
+
+func (x *ListGroupsResponse) GetGroups() []*GroupListing {
+	if x != nil {
+		return x.Groups
+	}
+	return nil
+}
+
+type DescribeGroupRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Group         string                 `protobuf:"bytes,1,opt,name=group,proto3" json:"group,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DescribeGroupRequest) Reset() {
+	*x = DescribeGroupRequest{}
+	mi := &file_floe_v1_floe_proto_msgTypes[44]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DescribeGroupRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DescribeGroupRequest) ProtoMessage() {}
+
+func (x *DescribeGroupRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_floe_v1_floe_proto_msgTypes[44]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DescribeGroupRequest.ProtoReflect.Descriptor instead.
+func (*DescribeGroupRequest) Descriptor() ([]byte, []int) {
+	return file_floe_v1_floe_proto_rawDescGZIP(), []int{44}
+}
+
+func (x *DescribeGroupRequest) GetGroup() string {
+	if x != nil {
+		return x.Group
+	}
+	return ""
+}
+
+type GroupMember struct {
+	state            protoimpl.MessageState `protogen:"open.v1"`
+	MemberId         string                 `protobuf:"bytes,1,opt,name=member_id,json=memberId,proto3" json:"member_id,omitempty"`
+	MemberEpoch      int32                  `protobuf:"varint,2,opt,name=member_epoch,json=memberEpoch,proto3" json:"member_epoch,omitempty"`
+	Subscription     []string               `protobuf:"bytes,3,rep,name=subscription,proto3" json:"subscription,omitempty"`
+	Assigned         []*TopicPartition      `protobuf:"bytes,4,rep,name=assigned,proto3" json:"assigned,omitempty"`
+	Revoking         []*TopicPartition      `protobuf:"bytes,5,rep,name=revoking,proto3" json:"revoking,omitempty"`
+	Target           []*TopicPartition      `protobuf:"bytes,6,rep,name=target,proto3" json:"target,omitempty"`
+	SessionTimeoutMs int32                  `protobuf:"varint,7,opt,name=session_timeout_ms,json=sessionTimeoutMs,proto3" json:"session_timeout_ms,omitempty"`
+	LastHeartbeatMs  int64                  `protobuf:"varint,8,opt,name=last_heartbeat_ms,json=lastHeartbeatMs,proto3" json:"last_heartbeat_ms,omitempty"`
+	JoinedAtMs       int64                  `protobuf:"varint,9,opt,name=joined_at_ms,json=joinedAtMs,proto3" json:"joined_at_ms,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
+}
+
+func (x *GroupMember) Reset() {
+	*x = GroupMember{}
+	mi := &file_floe_v1_floe_proto_msgTypes[45]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GroupMember) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GroupMember) ProtoMessage() {}
+
+func (x *GroupMember) ProtoReflect() protoreflect.Message {
+	mi := &file_floe_v1_floe_proto_msgTypes[45]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GroupMember.ProtoReflect.Descriptor instead.
+func (*GroupMember) Descriptor() ([]byte, []int) {
+	return file_floe_v1_floe_proto_rawDescGZIP(), []int{45}
+}
+
+func (x *GroupMember) GetMemberId() string {
+	if x != nil {
+		return x.MemberId
+	}
+	return ""
+}
+
+func (x *GroupMember) GetMemberEpoch() int32 {
+	if x != nil {
+		return x.MemberEpoch
+	}
+	return 0
+}
+
+func (x *GroupMember) GetSubscription() []string {
+	if x != nil {
+		return x.Subscription
+	}
+	return nil
+}
+
+func (x *GroupMember) GetAssigned() []*TopicPartition {
+	if x != nil {
+		return x.Assigned
+	}
+	return nil
+}
+
+func (x *GroupMember) GetRevoking() []*TopicPartition {
+	if x != nil {
+		return x.Revoking
+	}
+	return nil
+}
+
+func (x *GroupMember) GetTarget() []*TopicPartition {
+	if x != nil {
+		return x.Target
+	}
+	return nil
+}
+
+func (x *GroupMember) GetSessionTimeoutMs() int32 {
+	if x != nil {
+		return x.SessionTimeoutMs
+	}
+	return 0
+}
+
+func (x *GroupMember) GetLastHeartbeatMs() int64 {
+	if x != nil {
+		return x.LastHeartbeatMs
+	}
+	return 0
+}
+
+func (x *GroupMember) GetJoinedAtMs() int64 {
+	if x != nil {
+		return x.JoinedAtMs
+	}
+	return 0
+}
+
+// PartitionLag is a group's position and lag on one partition.
+type PartitionLag struct {
+	state          protoimpl.MessageState `protogen:"open.v1"`
+	Topic          string                 `protobuf:"bytes,1,opt,name=topic,proto3" json:"topic,omitempty"`
+	Partition      int32                  `protobuf:"varint,2,opt,name=partition,proto3" json:"partition,omitempty"`
+	Committed      int64                  `protobuf:"varint,3,opt,name=committed,proto3" json:"committed,omitempty"`
+	HighWatermark  int64                  `protobuf:"varint,4,opt,name=high_watermark,json=highWatermark,proto3" json:"high_watermark,omitempty"`
+	LogStartOffset int64                  `protobuf:"varint,5,opt,name=log_start_offset,json=logStartOffset,proto3" json:"log_start_offset,omitempty"`
+	// high_watermark - max(committed, log_start_offset).
+	LagRecords int64 `protobuf:"varint,6,opt,name=lag_records,json=lagRecords,proto3" json:"lag_records,omitempty"`
+	LagBytes   int64 `protobuf:"varint,7,opt,name=lag_bytes,json=lagBytes,proto3" json:"lag_bytes,omitempty"`
+	// Append time and event (max) timestamp of the batch holding the first
+	// unconsumed record, unix ms; 0 when caught up.
+	FirstUnconsumedAppendTimeMs int64 `protobuf:"varint,8,opt,name=first_unconsumed_append_time_ms,json=firstUnconsumedAppendTimeMs,proto3" json:"first_unconsumed_append_time_ms,omitempty"`
+	FirstUnconsumedTimestampMs  int64 `protobuf:"varint,9,opt,name=first_unconsumed_timestamp_ms,json=firstUnconsumedTimestampMs,proto3" json:"first_unconsumed_timestamp_ms,omitempty"`
+	// Age of the first unconsumed record by append time; 0 when caught up.
+	LagMs int64 `protobuf:"varint,10,opt,name=lag_ms,json=lagMs,proto3" json:"lag_ms,omitempty"`
+	// Records per second committed, measured by this agent between
+	// describes or scrapes (0 until two samples exist).
+	ConsumeRate float64 `protobuf:"fixed64,11,opt,name=consume_rate,json=consumeRate,proto3" json:"consume_rate,omitempty"`
+	// Records per second appended over the unconsumed span.
+	ProduceRate float64 `protobuf:"fixed64,12,opt,name=produce_rate,json=produceRate,proto3" json:"produce_rate,omitempty"`
+	// The topic's retention.ms (default 7 days), -1 for infinite.
+	RetentionMs int64 `protobuf:"varint,13,opt,name=retention_ms,json=retentionMs,proto3" json:"retention_ms,omitempty"`
+	// Time until retention deletes the committed position at the current
+	// rates; -1 when it never does (infinite retention or the consumer keeps
+	// up), 0 when it already did.
+	TimeToRetentionMs int64 `protobuf:"varint,14,opt,name=time_to_retention_ms,json=timeToRetentionMs,proto3" json:"time_to_retention_ms,omitempty"`
+	// The member that owns the partition, if any.
+	Owner         string `protobuf:"bytes,15,opt,name=owner,proto3" json:"owner,omitempty"`
+	Metadata      string `protobuf:"bytes,16,opt,name=metadata,proto3" json:"metadata,omitempty"`
+	CommitTimeMs  int64  `protobuf:"varint,17,opt,name=commit_time_ms,json=commitTimeMs,proto3" json:"commit_time_ms,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PartitionLag) Reset() {
+	*x = PartitionLag{}
+	mi := &file_floe_v1_floe_proto_msgTypes[46]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PartitionLag) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PartitionLag) ProtoMessage() {}
+
+func (x *PartitionLag) ProtoReflect() protoreflect.Message {
+	mi := &file_floe_v1_floe_proto_msgTypes[46]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PartitionLag.ProtoReflect.Descriptor instead.
+func (*PartitionLag) Descriptor() ([]byte, []int) {
+	return file_floe_v1_floe_proto_rawDescGZIP(), []int{46}
+}
+
+func (x *PartitionLag) GetTopic() string {
+	if x != nil {
+		return x.Topic
+	}
+	return ""
+}
+
+func (x *PartitionLag) GetPartition() int32 {
+	if x != nil {
+		return x.Partition
+	}
+	return 0
+}
+
+func (x *PartitionLag) GetCommitted() int64 {
+	if x != nil {
+		return x.Committed
+	}
+	return 0
+}
+
+func (x *PartitionLag) GetHighWatermark() int64 {
+	if x != nil {
+		return x.HighWatermark
+	}
+	return 0
+}
+
+func (x *PartitionLag) GetLogStartOffset() int64 {
+	if x != nil {
+		return x.LogStartOffset
+	}
+	return 0
+}
+
+func (x *PartitionLag) GetLagRecords() int64 {
+	if x != nil {
+		return x.LagRecords
+	}
+	return 0
+}
+
+func (x *PartitionLag) GetLagBytes() int64 {
+	if x != nil {
+		return x.LagBytes
+	}
+	return 0
+}
+
+func (x *PartitionLag) GetFirstUnconsumedAppendTimeMs() int64 {
+	if x != nil {
+		return x.FirstUnconsumedAppendTimeMs
+	}
+	return 0
+}
+
+func (x *PartitionLag) GetFirstUnconsumedTimestampMs() int64 {
+	if x != nil {
+		return x.FirstUnconsumedTimestampMs
+	}
+	return 0
+}
+
+func (x *PartitionLag) GetLagMs() int64 {
+	if x != nil {
+		return x.LagMs
+	}
+	return 0
+}
+
+func (x *PartitionLag) GetConsumeRate() float64 {
+	if x != nil {
+		return x.ConsumeRate
+	}
+	return 0
+}
+
+func (x *PartitionLag) GetProduceRate() float64 {
+	if x != nil {
+		return x.ProduceRate
+	}
+	return 0
+}
+
+func (x *PartitionLag) GetRetentionMs() int64 {
+	if x != nil {
+		return x.RetentionMs
+	}
+	return 0
+}
+
+func (x *PartitionLag) GetTimeToRetentionMs() int64 {
+	if x != nil {
+		return x.TimeToRetentionMs
+	}
+	return 0
+}
+
+func (x *PartitionLag) GetOwner() string {
+	if x != nil {
+		return x.Owner
+	}
+	return ""
+}
+
+func (x *PartitionLag) GetMetadata() string {
+	if x != nil {
+		return x.Metadata
+	}
+	return ""
+}
+
+func (x *PartitionLag) GetCommitTimeMs() int64 {
+	if x != nil {
+		return x.CommitTimeMs
+	}
+	return 0
+}
+
+type DescribeGroupResponse struct {
+	state                   protoimpl.MessageState `protogen:"open.v1"`
+	Group                   string                 `protobuf:"bytes,1,opt,name=group,proto3" json:"group,omitempty"`
+	State                   string                 `protobuf:"bytes,2,opt,name=state,proto3" json:"state,omitempty"`
+	GroupEpoch              int32                  `protobuf:"varint,3,opt,name=group_epoch,json=groupEpoch,proto3" json:"group_epoch,omitempty"`
+	LastRebalanceMs         int64                  `protobuf:"varint,4,opt,name=last_rebalance_ms,json=lastRebalanceMs,proto3" json:"last_rebalance_ms,omitempty"`
+	LastRebalanceDurationMs int64                  `protobuf:"varint,5,opt,name=last_rebalance_duration_ms,json=lastRebalanceDurationMs,proto3" json:"last_rebalance_duration_ms,omitempty"`
+	Members                 []*GroupMember         `protobuf:"bytes,6,rep,name=members,proto3" json:"members,omitempty"`
+	Partitions              []*PartitionLag        `protobuf:"bytes,7,rep,name=partitions,proto3" json:"partitions,omitempty"`
+	unknownFields           protoimpl.UnknownFields
+	sizeCache               protoimpl.SizeCache
+}
+
+func (x *DescribeGroupResponse) Reset() {
+	*x = DescribeGroupResponse{}
+	mi := &file_floe_v1_floe_proto_msgTypes[47]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DescribeGroupResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DescribeGroupResponse) ProtoMessage() {}
+
+func (x *DescribeGroupResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_floe_v1_floe_proto_msgTypes[47]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DescribeGroupResponse.ProtoReflect.Descriptor instead.
+func (*DescribeGroupResponse) Descriptor() ([]byte, []int) {
+	return file_floe_v1_floe_proto_rawDescGZIP(), []int{47}
+}
+
+func (x *DescribeGroupResponse) GetGroup() string {
+	if x != nil {
+		return x.Group
+	}
+	return ""
+}
+
+func (x *DescribeGroupResponse) GetState() string {
+	if x != nil {
+		return x.State
+	}
+	return ""
+}
+
+func (x *DescribeGroupResponse) GetGroupEpoch() int32 {
+	if x != nil {
+		return x.GroupEpoch
+	}
+	return 0
+}
+
+func (x *DescribeGroupResponse) GetLastRebalanceMs() int64 {
+	if x != nil {
+		return x.LastRebalanceMs
+	}
+	return 0
+}
+
+func (x *DescribeGroupResponse) GetLastRebalanceDurationMs() int64 {
+	if x != nil {
+		return x.LastRebalanceDurationMs
+	}
+	return 0
+}
+
+func (x *DescribeGroupResponse) GetMembers() []*GroupMember {
+	if x != nil {
+		return x.Members
+	}
+	return nil
+}
+
+func (x *DescribeGroupResponse) GetPartitions() []*PartitionLag {
+	if x != nil {
+		return x.Partitions
+	}
+	return nil
+}
+
+type DeleteGroupRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Group         string                 `protobuf:"bytes,1,opt,name=group,proto3" json:"group,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeleteGroupRequest) Reset() {
+	*x = DeleteGroupRequest{}
+	mi := &file_floe_v1_floe_proto_msgTypes[48]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeleteGroupRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeleteGroupRequest) ProtoMessage() {}
+
+func (x *DeleteGroupRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_floe_v1_floe_proto_msgTypes[48]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeleteGroupRequest.ProtoReflect.Descriptor instead.
+func (*DeleteGroupRequest) Descriptor() ([]byte, []int) {
+	return file_floe_v1_floe_proto_rawDescGZIP(), []int{48}
+}
+
+func (x *DeleteGroupRequest) GetGroup() string {
+	if x != nil {
+		return x.Group
+	}
+	return ""
+}
+
+type DeleteGroupResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeleteGroupResponse) Reset() {
+	*x = DeleteGroupResponse{}
+	mi := &file_floe_v1_floe_proto_msgTypes[49]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeleteGroupResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeleteGroupResponse) ProtoMessage() {}
+
+func (x *DeleteGroupResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_floe_v1_floe_proto_msgTypes[49]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeleteGroupResponse.ProtoReflect.Descriptor instead.
+func (*DeleteGroupResponse) Descriptor() ([]byte, []int) {
+	return file_floe_v1_floe_proto_rawDescGZIP(), []int{49}
+}
+
+type ResetOffsetsRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Group string                 `protobuf:"bytes,1,opt,name=group,proto3" json:"group,omitempty"`
+	// Partitions to reset; empty means every partition of topics, and with
+	// topics empty too, every partition the group has a position for.
+	Partitions  []*TopicPartition `protobuf:"bytes,2,rep,name=partitions,proto3" json:"partitions,omitempty"`
+	Topics      []string          `protobuf:"bytes,3,rep,name=topics,proto3" json:"topics,omitempty"`
+	Spec        ResetSpec         `protobuf:"varint,4,opt,name=spec,proto3,enum=floe.v1.ResetSpec" json:"spec,omitempty"`
+	TimestampMs int64             `protobuf:"varint,5,opt,name=timestamp_ms,json=timestampMs,proto3" json:"timestamp_ms,omitempty"`
+	Offset      int64             `protobuf:"varint,6,opt,name=offset,proto3" json:"offset,omitempty"`
+	Shift       int64             `protobuf:"varint,7,opt,name=shift,proto3" json:"shift,omitempty"`
+	// Reset even while the group has live members.
+	Force bool `protobuf:"varint,8,opt,name=force,proto3" json:"force,omitempty"`
+	// Only compute the plan.
+	DryRun        bool `protobuf:"varint,9,opt,name=dry_run,json=dryRun,proto3" json:"dry_run,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ResetOffsetsRequest) Reset() {
+	*x = ResetOffsetsRequest{}
+	mi := &file_floe_v1_floe_proto_msgTypes[50]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ResetOffsetsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ResetOffsetsRequest) ProtoMessage() {}
+
+func (x *ResetOffsetsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_floe_v1_floe_proto_msgTypes[50]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ResetOffsetsRequest.ProtoReflect.Descriptor instead.
+func (*ResetOffsetsRequest) Descriptor() ([]byte, []int) {
+	return file_floe_v1_floe_proto_rawDescGZIP(), []int{50}
+}
+
+func (x *ResetOffsetsRequest) GetGroup() string {
+	if x != nil {
+		return x.Group
+	}
+	return ""
+}
+
+func (x *ResetOffsetsRequest) GetPartitions() []*TopicPartition {
+	if x != nil {
+		return x.Partitions
+	}
+	return nil
+}
+
+func (x *ResetOffsetsRequest) GetTopics() []string {
+	if x != nil {
+		return x.Topics
+	}
+	return nil
+}
+
+func (x *ResetOffsetsRequest) GetSpec() ResetSpec {
+	if x != nil {
+		return x.Spec
+	}
+	return ResetSpec_RESET_SPEC_UNSPECIFIED
+}
+
+func (x *ResetOffsetsRequest) GetTimestampMs() int64 {
+	if x != nil {
+		return x.TimestampMs
+	}
+	return 0
+}
+
+func (x *ResetOffsetsRequest) GetOffset() int64 {
+	if x != nil {
+		return x.Offset
+	}
+	return 0
+}
+
+func (x *ResetOffsetsRequest) GetShift() int64 {
+	if x != nil {
+		return x.Shift
+	}
+	return 0
+}
+
+func (x *ResetOffsetsRequest) GetForce() bool {
+	if x != nil {
+		return x.Force
+	}
+	return false
+}
+
+func (x *ResetOffsetsRequest) GetDryRun() bool {
+	if x != nil {
+		return x.DryRun
+	}
+	return false
+}
+
+type OffsetResetPlan struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Topic     string                 `protobuf:"bytes,1,opt,name=topic,proto3" json:"topic,omitempty"`
+	Partition int32                  `protobuf:"varint,2,opt,name=partition,proto3" json:"partition,omitempty"`
+	// -1 when nothing was committed.
+	Previous      int64 `protobuf:"varint,3,opt,name=previous,proto3" json:"previous,omitempty"`
+	New           int64 `protobuf:"varint,4,opt,name=new,proto3" json:"new,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *OffsetResetPlan) Reset() {
+	*x = OffsetResetPlan{}
+	mi := &file_floe_v1_floe_proto_msgTypes[51]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *OffsetResetPlan) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*OffsetResetPlan) ProtoMessage() {}
+
+func (x *OffsetResetPlan) ProtoReflect() protoreflect.Message {
+	mi := &file_floe_v1_floe_proto_msgTypes[51]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use OffsetResetPlan.ProtoReflect.Descriptor instead.
+func (*OffsetResetPlan) Descriptor() ([]byte, []int) {
+	return file_floe_v1_floe_proto_rawDescGZIP(), []int{51}
+}
+
+func (x *OffsetResetPlan) GetTopic() string {
+	if x != nil {
+		return x.Topic
+	}
+	return ""
+}
+
+func (x *OffsetResetPlan) GetPartition() int32 {
+	if x != nil {
+		return x.Partition
+	}
+	return 0
+}
+
+func (x *OffsetResetPlan) GetPrevious() int64 {
+	if x != nil {
+		return x.Previous
+	}
+	return 0
+}
+
+func (x *OffsetResetPlan) GetNew() int64 {
+	if x != nil {
+		return x.New
+	}
+	return 0
+}
+
+type ResetOffsetsResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Plan          []*OffsetResetPlan     `protobuf:"bytes,1,rep,name=plan,proto3" json:"plan,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ResetOffsetsResponse) Reset() {
+	*x = ResetOffsetsResponse{}
+	mi := &file_floe_v1_floe_proto_msgTypes[52]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ResetOffsetsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ResetOffsetsResponse) ProtoMessage() {}
+
+func (x *ResetOffsetsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_floe_v1_floe_proto_msgTypes[52]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ResetOffsetsResponse.ProtoReflect.Descriptor instead.
+func (*ResetOffsetsResponse) Descriptor() ([]byte, []int) {
+	return file_floe_v1_floe_proto_rawDescGZIP(), []int{52}
+}
+
+func (x *ResetOffsetsResponse) GetPlan() []*OffsetResetPlan {
+	if x != nil {
+		return x.Plan
+	}
+	return nil
+}
+
+type CopyOffsetsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	From          string                 `protobuf:"bytes,1,opt,name=from,proto3" json:"from,omitempty"`
+	To            string                 `protobuf:"bytes,2,opt,name=to,proto3" json:"to,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CopyOffsetsRequest) Reset() {
+	*x = CopyOffsetsRequest{}
+	mi := &file_floe_v1_floe_proto_msgTypes[53]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CopyOffsetsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CopyOffsetsRequest) ProtoMessage() {}
+
+func (x *CopyOffsetsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_floe_v1_floe_proto_msgTypes[53]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CopyOffsetsRequest.ProtoReflect.Descriptor instead.
+func (*CopyOffsetsRequest) Descriptor() ([]byte, []int) {
+	return file_floe_v1_floe_proto_rawDescGZIP(), []int{53}
+}
+
+func (x *CopyOffsetsRequest) GetFrom() string {
+	if x != nil {
+		return x.From
+	}
+	return ""
+}
+
+func (x *CopyOffsetsRequest) GetTo() string {
+	if x != nil {
+		return x.To
+	}
+	return ""
+}
+
+type CopyOffsetsResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Copied        int32                  `protobuf:"varint,1,opt,name=copied,proto3" json:"copied,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CopyOffsetsResponse) Reset() {
+	*x = CopyOffsetsResponse{}
+	mi := &file_floe_v1_floe_proto_msgTypes[54]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CopyOffsetsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CopyOffsetsResponse) ProtoMessage() {}
+
+func (x *CopyOffsetsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_floe_v1_floe_proto_msgTypes[54]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CopyOffsetsResponse.ProtoReflect.Descriptor instead.
+func (*CopyOffsetsResponse) Descriptor() ([]byte, []int) {
+	return file_floe_v1_floe_proto_rawDescGZIP(), []int{54}
+}
+
+func (x *CopyOffsetsResponse) GetCopied() int32 {
+	if x != nil {
+		return x.Copied
+	}
+	return 0
+}
+
+// AssignedPartition is one partition of a group member's assignment.
+type AssignedPartition struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Partition int32                  `protobuf:"varint,1,opt,name=partition,proto3" json:"partition,omitempty"`
+	// Where the stream starts it: the committed position or the reset policy.
+	StartOffset int64 `protobuf:"varint,2,opt,name=start_offset,json=startOffset,proto3" json:"start_offset,omitempty"`
+	// The high watermark when the partition was assigned.
+	HighWatermark int64 `protobuf:"varint,3,opt,name=high_watermark,json=highWatermark,proto3" json:"high_watermark,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AssignedPartition) Reset() {
+	*x = AssignedPartition{}
+	mi := &file_floe_v1_floe_proto_msgTypes[55]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AssignedPartition) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AssignedPartition) ProtoMessage() {}
+
+func (x *AssignedPartition) ProtoReflect() protoreflect.Message {
+	mi := &file_floe_v1_floe_proto_msgTypes[55]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AssignedPartition.ProtoReflect.Descriptor instead.
+func (*AssignedPartition) Descriptor() ([]byte, []int) {
+	return file_floe_v1_floe_proto_rawDescGZIP(), []int{55}
+}
+
+func (x *AssignedPartition) GetPartition() int32 {
+	if x != nil {
+		return x.Partition
+	}
+	return 0
+}
+
+func (x *AssignedPartition) GetStartOffset() int64 {
+	if x != nil {
+		return x.StartOffset
+	}
+	return 0
+}
+
+func (x *AssignedPartition) GetHighWatermark() int64 {
+	if x != nil {
+		return x.HighWatermark
+	}
+	return 0
+}
+
+// GroupAssignment tells a group subscriber its member id and epoch (to
+// commit with) and its assignment, whenever one of them changes.
+type GroupAssignment struct {
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	MemberId    string                 `protobuf:"bytes,1,opt,name=member_id,json=memberId,proto3" json:"member_id,omitempty"`
+	MemberEpoch int32                  `protobuf:"varint,2,opt,name=member_epoch,json=memberEpoch,proto3" json:"member_epoch,omitempty"`
+	// The member's whole assignment, after this change.
+	Partitions []*AssignedPartition `protobuf:"bytes,3,rep,name=partitions,proto3" json:"partitions,omitempty"`
+	// Partitions taken away: the stream has stopped sending them. Commit
+	// their positions now; the agent releases them once the commit arrives
+	// or commit_interval_ms (bounded) has passed.
+	Revoked []int32 `protobuf:"varint,4,rep,packed,name=revoked,proto3" json:"revoked,omitempty"`
+	// Partitions of the target still held by another member.
+	Pending       int32 `protobuf:"varint,5,opt,name=pending,proto3" json:"pending,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GroupAssignment) Reset() {
+	*x = GroupAssignment{}
+	mi := &file_floe_v1_floe_proto_msgTypes[56]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GroupAssignment) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GroupAssignment) ProtoMessage() {}
+
+func (x *GroupAssignment) ProtoReflect() protoreflect.Message {
+	mi := &file_floe_v1_floe_proto_msgTypes[56]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GroupAssignment.ProtoReflect.Descriptor instead.
+func (*GroupAssignment) Descriptor() ([]byte, []int) {
+	return file_floe_v1_floe_proto_rawDescGZIP(), []int{56}
+}
+
+func (x *GroupAssignment) GetMemberId() string {
+	if x != nil {
+		return x.MemberId
+	}
+	return ""
+}
+
+func (x *GroupAssignment) GetMemberEpoch() int32 {
+	if x != nil {
+		return x.MemberEpoch
+	}
+	return 0
+}
+
+func (x *GroupAssignment) GetPartitions() []*AssignedPartition {
+	if x != nil {
+		return x.Partitions
+	}
+	return nil
+}
+
+func (x *GroupAssignment) GetRevoked() []int32 {
+	if x != nil {
+		return x.Revoked
+	}
+	return nil
+}
+
+func (x *GroupAssignment) GetPending() int32 {
+	if x != nil {
+		return x.Pending
+	}
+	return 0
+}
+
 var File_floe_v1_floe_proto protoreflect.FileDescriptor
 
 const file_floe_v1_floe_proto_rawDesc = "" +
@@ -2219,7 +4029,7 @@ const file_floe_v1_floe_proto_rawDesc = "" +
 	"\x06offset\x18\x03 \x01(\x03H\x00R\x06offset\x12#\n" +
 	"\ftimestamp_ms\x18\x04 \x01(\x03H\x00R\vtimestampMsB\n" +
 	"\n" +
-	"\bposition\"\x91\x02\n" +
+	"\bposition\"\xc3\x03\n" +
 	"\x10SubscribeRequest\x12\x14\n" +
 	"\x05topic\x18\x01 \x01(\tR\x05topic\x12\x1e\n" +
 	"\n" +
@@ -2227,14 +4037,23 @@ const file_floe_v1_floe_proto_rawDesc = "" +
 	"partitions\x12,\n" +
 	"\x05start\x18\x03 \x01(\v2\x16.floe.v1.StartPositionR\x05start\x12@\n" +
 	"\aoffsets\x18\x04 \x03(\v2&.floe.v1.SubscribeRequest.OffsetsEntryR\aoffsets\x12\x1b\n" +
-	"\tmax_bytes\x18\x05 \x01(\x05R\bmaxBytes\x1a:\n" +
+	"\tmax_bytes\x18\x05 \x01(\x05R\bmaxBytes\x12\x14\n" +
+	"\x05group\x18\x06 \x01(\tR\x05group\x12\x1b\n" +
+	"\tmember_id\x18\a \x01(\tR\bmemberId\x12!\n" +
+	"\fmember_epoch\x18\b \x01(\x05R\vmemberEpoch\x12,\n" +
+	"\x12session_timeout_ms\x18\t \x01(\x05R\x10sessionTimeoutMs\x12,\n" +
+	"\x12commit_interval_ms\x18\n" +
+	" \x01(\x05R\x10commitIntervalMs\x1a:\n" +
 	"\fOffsetsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\x05R\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\x03R\x05value:\x028\x01\"\x83\x01\n" +
+	"\x05value\x18\x02 \x01(\x03R\x05value:\x028\x01\"\xbd\x01\n" +
 	"\x11SubscribeResponse\x12\x1c\n" +
 	"\tpartition\x18\x01 \x01(\x05R\tpartition\x12)\n" +
 	"\arecords\x18\x02 \x03(\v2\x0f.floe.v1.RecordR\arecords\x12%\n" +
-	"\x0ehigh_watermark\x18\x03 \x01(\x03R\rhighWatermark\"\x96\x01\n" +
+	"\x0ehigh_watermark\x18\x03 \x01(\x03R\rhighWatermark\x128\n" +
+	"\n" +
+	"assignment\x18\x04 \x01(\v2\x18.floe.v1.GroupAssignmentR\n" +
+	"assignment\"\x96\x01\n" +
 	"\x12ListOffsetsRequest\x12\x14\n" +
 	"\x05topic\x18\x01 \x01(\tR\x05topic\x12\x1e\n" +
 	"\n" +
@@ -2246,7 +4065,139 @@ const file_floe_v1_floe_proto_rawDesc = "" +
 	"\tpartition\x18\x01 \x01(\x05R\tpartition\x12\x16\n" +
 	"\x06offset\x18\x02 \x01(\x03R\x06offset\"I\n" +
 	"\x13ListOffsetsResponse\x122\n" +
-	"\aoffsets\x18\x01 \x03(\v2\x18.floe.v1.PartitionOffsetR\aoffsets*|\n" +
+	"\aoffsets\x18\x01 \x03(\v2\x18.floe.v1.PartitionOffsetR\aoffsets\"D\n" +
+	"\x0eTopicPartition\x12\x14\n" +
+	"\x05topic\x18\x01 \x01(\tR\x05topic\x12\x1c\n" +
+	"\tpartition\x18\x02 \x01(\x05R\tpartition\"\xee\x01\n" +
+	"\x15GroupHeartbeatRequest\x12\x14\n" +
+	"\x05group\x18\x01 \x01(\tR\x05group\x12\x1b\n" +
+	"\tmember_id\x18\x02 \x01(\tR\bmemberId\x12!\n" +
+	"\fmember_epoch\x18\x03 \x01(\x05R\vmemberEpoch\x12\"\n" +
+	"\fsubscription\x18\x04 \x03(\tR\fsubscription\x12-\n" +
+	"\x05owned\x18\x05 \x03(\v2\x17.floe.v1.TopicPartitionR\x05owned\x12,\n" +
+	"\x12session_timeout_ms\x18\x06 \x01(\x05R\x10sessionTimeoutMs\"\xfc\x01\n" +
+	"\x16GroupHeartbeatResponse\x12\x1b\n" +
+	"\tmember_id\x18\x01 \x01(\tR\bmemberId\x12!\n" +
+	"\fmember_epoch\x18\x02 \x01(\x05R\vmemberEpoch\x12\x1f\n" +
+	"\vgroup_epoch\x18\x03 \x01(\x05R\n" +
+	"groupEpoch\x123\n" +
+	"\bassigned\x18\x04 \x03(\v2\x17.floe.v1.TopicPartitionR\bassigned\x12\x18\n" +
+	"\apending\x18\x05 \x01(\x05R\apending\x122\n" +
+	"\x15heartbeat_interval_ms\x18\x06 \x01(\x05R\x13heartbeatIntervalMs\"v\n" +
+	"\fOffsetCommit\x12\x14\n" +
+	"\x05topic\x18\x01 \x01(\tR\x05topic\x12\x1c\n" +
+	"\tpartition\x18\x02 \x01(\x05R\tpartition\x12\x16\n" +
+	"\x06offset\x18\x03 \x01(\x03R\x06offset\x12\x1a\n" +
+	"\bmetadata\x18\x04 \x01(\tR\bmetadata\"\x9d\x01\n" +
+	"\x14CommitOffsetsRequest\x12\x14\n" +
+	"\x05group\x18\x01 \x01(\tR\x05group\x12\x1b\n" +
+	"\tmember_id\x18\x02 \x01(\tR\bmemberId\x12!\n" +
+	"\fmember_epoch\x18\x03 \x01(\x05R\vmemberEpoch\x12/\n" +
+	"\aoffsets\x18\x04 \x03(\v2\x15.floe.v1.OffsetCommitR\aoffsets\"\x17\n" +
+	"\x15CommitOffsetsResponse\"d\n" +
+	"\x13FetchOffsetsRequest\x12\x14\n" +
+	"\x05group\x18\x01 \x01(\tR\x05group\x127\n" +
+	"\n" +
+	"partitions\x18\x02 \x03(\v2\x17.floe.v1.TopicPartitionR\n" +
+	"partitions\"\x9f\x01\n" +
+	"\x0fCommittedOffset\x12\x14\n" +
+	"\x05topic\x18\x01 \x01(\tR\x05topic\x12\x1c\n" +
+	"\tpartition\x18\x02 \x01(\x05R\tpartition\x12\x16\n" +
+	"\x06offset\x18\x03 \x01(\x03R\x06offset\x12\x1a\n" +
+	"\bmetadata\x18\x04 \x01(\tR\bmetadata\x12$\n" +
+	"\x0ecommit_time_ms\x18\x05 \x01(\x03R\fcommitTimeMs\"J\n" +
+	"\x14FetchOffsetsResponse\x122\n" +
+	"\aoffsets\x18\x01 \x03(\v2\x18.floe.v1.CommittedOffsetR\aoffsets\"\x13\n" +
+	"\x11ListGroupsRequest\"T\n" +
+	"\fGroupListing\x12\x14\n" +
+	"\x05group\x18\x01 \x01(\tR\x05group\x12\x14\n" +
+	"\x05state\x18\x02 \x01(\tR\x05state\x12\x18\n" +
+	"\amembers\x18\x03 \x01(\x05R\amembers\"C\n" +
+	"\x12ListGroupsResponse\x12-\n" +
+	"\x06groups\x18\x01 \x03(\v2\x15.floe.v1.GroupListingR\x06groups\",\n" +
+	"\x14DescribeGroupRequest\x12\x14\n" +
+	"\x05group\x18\x01 \x01(\tR\x05group\"\x88\x03\n" +
+	"\vGroupMember\x12\x1b\n" +
+	"\tmember_id\x18\x01 \x01(\tR\bmemberId\x12!\n" +
+	"\fmember_epoch\x18\x02 \x01(\x05R\vmemberEpoch\x12\"\n" +
+	"\fsubscription\x18\x03 \x03(\tR\fsubscription\x123\n" +
+	"\bassigned\x18\x04 \x03(\v2\x17.floe.v1.TopicPartitionR\bassigned\x123\n" +
+	"\brevoking\x18\x05 \x03(\v2\x17.floe.v1.TopicPartitionR\brevoking\x12/\n" +
+	"\x06target\x18\x06 \x03(\v2\x17.floe.v1.TopicPartitionR\x06target\x12,\n" +
+	"\x12session_timeout_ms\x18\a \x01(\x05R\x10sessionTimeoutMs\x12*\n" +
+	"\x11last_heartbeat_ms\x18\b \x01(\x03R\x0flastHeartbeatMs\x12 \n" +
+	"\fjoined_at_ms\x18\t \x01(\x03R\n" +
+	"joinedAtMs\"\x81\x05\n" +
+	"\fPartitionLag\x12\x14\n" +
+	"\x05topic\x18\x01 \x01(\tR\x05topic\x12\x1c\n" +
+	"\tpartition\x18\x02 \x01(\x05R\tpartition\x12\x1c\n" +
+	"\tcommitted\x18\x03 \x01(\x03R\tcommitted\x12%\n" +
+	"\x0ehigh_watermark\x18\x04 \x01(\x03R\rhighWatermark\x12(\n" +
+	"\x10log_start_offset\x18\x05 \x01(\x03R\x0elogStartOffset\x12\x1f\n" +
+	"\vlag_records\x18\x06 \x01(\x03R\n" +
+	"lagRecords\x12\x1b\n" +
+	"\tlag_bytes\x18\a \x01(\x03R\blagBytes\x12D\n" +
+	"\x1ffirst_unconsumed_append_time_ms\x18\b \x01(\x03R\x1bfirstUnconsumedAppendTimeMs\x12A\n" +
+	"\x1dfirst_unconsumed_timestamp_ms\x18\t \x01(\x03R\x1afirstUnconsumedTimestampMs\x12\x15\n" +
+	"\x06lag_ms\x18\n" +
+	" \x01(\x03R\x05lagMs\x12!\n" +
+	"\fconsume_rate\x18\v \x01(\x01R\vconsumeRate\x12!\n" +
+	"\fproduce_rate\x18\f \x01(\x01R\vproduceRate\x12!\n" +
+	"\fretention_ms\x18\r \x01(\x03R\vretentionMs\x12/\n" +
+	"\x14time_to_retention_ms\x18\x0e \x01(\x03R\x11timeToRetentionMs\x12\x14\n" +
+	"\x05owner\x18\x0f \x01(\tR\x05owner\x12\x1a\n" +
+	"\bmetadata\x18\x10 \x01(\tR\bmetadata\x12$\n" +
+	"\x0ecommit_time_ms\x18\x11 \x01(\x03R\fcommitTimeMs\"\xb4\x02\n" +
+	"\x15DescribeGroupResponse\x12\x14\n" +
+	"\x05group\x18\x01 \x01(\tR\x05group\x12\x14\n" +
+	"\x05state\x18\x02 \x01(\tR\x05state\x12\x1f\n" +
+	"\vgroup_epoch\x18\x03 \x01(\x05R\n" +
+	"groupEpoch\x12*\n" +
+	"\x11last_rebalance_ms\x18\x04 \x01(\x03R\x0flastRebalanceMs\x12;\n" +
+	"\x1alast_rebalance_duration_ms\x18\x05 \x01(\x03R\x17lastRebalanceDurationMs\x12.\n" +
+	"\amembers\x18\x06 \x03(\v2\x14.floe.v1.GroupMemberR\amembers\x125\n" +
+	"\n" +
+	"partitions\x18\a \x03(\v2\x15.floe.v1.PartitionLagR\n" +
+	"partitions\"*\n" +
+	"\x12DeleteGroupRequest\x12\x14\n" +
+	"\x05group\x18\x01 \x01(\tR\x05group\"\x15\n" +
+	"\x13DeleteGroupResponse\"\xa4\x02\n" +
+	"\x13ResetOffsetsRequest\x12\x14\n" +
+	"\x05group\x18\x01 \x01(\tR\x05group\x127\n" +
+	"\n" +
+	"partitions\x18\x02 \x03(\v2\x17.floe.v1.TopicPartitionR\n" +
+	"partitions\x12\x16\n" +
+	"\x06topics\x18\x03 \x03(\tR\x06topics\x12&\n" +
+	"\x04spec\x18\x04 \x01(\x0e2\x12.floe.v1.ResetSpecR\x04spec\x12!\n" +
+	"\ftimestamp_ms\x18\x05 \x01(\x03R\vtimestampMs\x12\x16\n" +
+	"\x06offset\x18\x06 \x01(\x03R\x06offset\x12\x14\n" +
+	"\x05shift\x18\a \x01(\x03R\x05shift\x12\x14\n" +
+	"\x05force\x18\b \x01(\bR\x05force\x12\x17\n" +
+	"\adry_run\x18\t \x01(\bR\x06dryRun\"s\n" +
+	"\x0fOffsetResetPlan\x12\x14\n" +
+	"\x05topic\x18\x01 \x01(\tR\x05topic\x12\x1c\n" +
+	"\tpartition\x18\x02 \x01(\x05R\tpartition\x12\x1a\n" +
+	"\bprevious\x18\x03 \x01(\x03R\bprevious\x12\x10\n" +
+	"\x03new\x18\x04 \x01(\x03R\x03new\"D\n" +
+	"\x14ResetOffsetsResponse\x12,\n" +
+	"\x04plan\x18\x01 \x03(\v2\x18.floe.v1.OffsetResetPlanR\x04plan\"8\n" +
+	"\x12CopyOffsetsRequest\x12\x12\n" +
+	"\x04from\x18\x01 \x01(\tR\x04from\x12\x0e\n" +
+	"\x02to\x18\x02 \x01(\tR\x02to\"-\n" +
+	"\x13CopyOffsetsResponse\x12\x16\n" +
+	"\x06copied\x18\x01 \x01(\x05R\x06copied\"{\n" +
+	"\x11AssignedPartition\x12\x1c\n" +
+	"\tpartition\x18\x01 \x01(\x05R\tpartition\x12!\n" +
+	"\fstart_offset\x18\x02 \x01(\x03R\vstartOffset\x12%\n" +
+	"\x0ehigh_watermark\x18\x03 \x01(\x03R\rhighWatermark\"\xc1\x01\n" +
+	"\x0fGroupAssignment\x12\x1b\n" +
+	"\tmember_id\x18\x01 \x01(\tR\bmemberId\x12!\n" +
+	"\fmember_epoch\x18\x02 \x01(\x05R\vmemberEpoch\x12:\n" +
+	"\n" +
+	"partitions\x18\x03 \x03(\v2\x1a.floe.v1.AssignedPartitionR\n" +
+	"partitions\x12\x18\n" +
+	"\arevoked\x18\x04 \x03(\x05R\arevoked\x12\x18\n" +
+	"\apending\x18\x05 \x01(\x05R\apending*|\n" +
 	"\vCompression\x12\x14\n" +
 	"\x10COMPRESSION_NONE\x10\x00\x12\x14\n" +
 	"\x10COMPRESSION_GZIP\x10\x01\x12\x16\n" +
@@ -2257,7 +4208,14 @@ const file_floe_v1_floe_proto_rawDesc = "" +
 	"OffsetSpec\x12\x16\n" +
 	"\x12OFFSET_SPEC_LATEST\x10\x00\x12\x18\n" +
 	"\x14OFFSET_SPEC_EARLIEST\x10\x01\x12\x19\n" +
-	"\x15OFFSET_SPEC_TIMESTAMP\x10\x022\xe2\x03\n" +
+	"\x15OFFSET_SPEC_TIMESTAMP\x10\x02*\x9e\x01\n" +
+	"\tResetSpec\x12\x1a\n" +
+	"\x16RESET_SPEC_UNSPECIFIED\x10\x00\x12\x17\n" +
+	"\x13RESET_SPEC_EARLIEST\x10\x01\x12\x15\n" +
+	"\x11RESET_SPEC_LATEST\x10\x02\x12\x18\n" +
+	"\x14RESET_SPEC_TIMESTAMP\x10\x03\x12\x15\n" +
+	"\x11RESET_SPEC_OFFSET\x10\x04\x12\x14\n" +
+	"\x10RESET_SPEC_SHIFT\x10\x052\xe2\x03\n" +
 	"\fTopicService\x12H\n" +
 	"\vCreateTopic\x12\x1b.floe.v1.CreateTopicRequest\x1a\x1c.floe.v1.CreateTopicResponse\x12H\n" +
 	"\vDeleteTopic\x12\x1b.floe.v1.DeleteTopicRequest\x1a\x1c.floe.v1.DeleteTopicResponse\x12E\n" +
@@ -2273,7 +4231,17 @@ const file_floe_v1_floe_proto_rawDesc = "" +
 	"\fInitProducer\x12\x1c.floe.v1.InitProducerRequest\x1a\x1d.floe.v1.InitProducerResponse\x126\n" +
 	"\x05Fetch\x12\x15.floe.v1.FetchRequest\x1a\x16.floe.v1.FetchResponse\x12D\n" +
 	"\tSubscribe\x12\x19.floe.v1.SubscribeRequest\x1a\x1a.floe.v1.SubscribeResponse0\x01\x12H\n" +
-	"\vListOffsets\x12\x1b.floe.v1.ListOffsetsRequest\x1a\x1c.floe.v1.ListOffsetsResponseB0Z.github.com/floe-broker/floe/api/floe/v1;floev1b\x06proto3"
+	"\vListOffsets\x12\x1b.floe.v1.ListOffsetsRequest\x1a\x1c.floe.v1.ListOffsetsResponse2\xf1\x04\n" +
+	"\fGroupService\x12L\n" +
+	"\tHeartbeat\x12\x1e.floe.v1.GroupHeartbeatRequest\x1a\x1f.floe.v1.GroupHeartbeatResponse\x12N\n" +
+	"\rCommitOffsets\x12\x1d.floe.v1.CommitOffsetsRequest\x1a\x1e.floe.v1.CommitOffsetsResponse\x12K\n" +
+	"\fFetchOffsets\x12\x1c.floe.v1.FetchOffsetsRequest\x1a\x1d.floe.v1.FetchOffsetsResponse\x12E\n" +
+	"\n" +
+	"ListGroups\x12\x1a.floe.v1.ListGroupsRequest\x1a\x1b.floe.v1.ListGroupsResponse\x12N\n" +
+	"\rDescribeGroup\x12\x1d.floe.v1.DescribeGroupRequest\x1a\x1e.floe.v1.DescribeGroupResponse\x12H\n" +
+	"\vDeleteGroup\x12\x1b.floe.v1.DeleteGroupRequest\x1a\x1c.floe.v1.DeleteGroupResponse\x12K\n" +
+	"\fResetOffsets\x12\x1c.floe.v1.ResetOffsetsRequest\x1a\x1d.floe.v1.ResetOffsetsResponse\x12H\n" +
+	"\vCopyOffsets\x12\x1b.floe.v1.CopyOffsetsRequest\x1a\x1c.floe.v1.CopyOffsetsResponseB0Z.github.com/floe-broker/floe/api/floe/v1;floev1b\x06proto3"
 
 var (
 	file_floe_v1_floe_proto_rawDescOnce sync.Once
@@ -2287,99 +4255,157 @@ func file_floe_v1_floe_proto_rawDescGZIP() []byte {
 	return file_floe_v1_floe_proto_rawDescData
 }
 
-var file_floe_v1_floe_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_floe_v1_floe_proto_msgTypes = make([]protoimpl.MessageInfo, 36)
+var file_floe_v1_floe_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
+var file_floe_v1_floe_proto_msgTypes = make([]protoimpl.MessageInfo, 61)
 var file_floe_v1_floe_proto_goTypes = []any{
 	(Compression)(0),                 // 0: floe.v1.Compression
 	(OffsetSpec)(0),                  // 1: floe.v1.OffsetSpec
-	(*Topic)(nil),                    // 2: floe.v1.Topic
-	(*PartitionInfo)(nil),            // 3: floe.v1.PartitionInfo
-	(*CreateTopicRequest)(nil),       // 4: floe.v1.CreateTopicRequest
-	(*CreateTopicResponse)(nil),      // 5: floe.v1.CreateTopicResponse
-	(*DeleteTopicRequest)(nil),       // 6: floe.v1.DeleteTopicRequest
-	(*DeleteTopicResponse)(nil),      // 7: floe.v1.DeleteTopicResponse
-	(*ListTopicsRequest)(nil),        // 8: floe.v1.ListTopicsRequest
-	(*ListTopicsResponse)(nil),       // 9: floe.v1.ListTopicsResponse
-	(*DescribeTopicRequest)(nil),     // 10: floe.v1.DescribeTopicRequest
-	(*DescribeTopicResponse)(nil),    // 11: floe.v1.DescribeTopicResponse
-	(*TopicStorage)(nil),             // 12: floe.v1.TopicStorage
-	(*DeletionQueue)(nil),            // 13: floe.v1.DeletionQueue
-	(*AlterTopicConfigRequest)(nil),  // 14: floe.v1.AlterTopicConfigRequest
-	(*AlterTopicConfigResponse)(nil), // 15: floe.v1.AlterTopicConfigResponse
-	(*DeleteRecordsRequest)(nil),     // 16: floe.v1.DeleteRecordsRequest
-	(*DeleteRecordsResponse)(nil),    // 17: floe.v1.DeleteRecordsResponse
-	(*Header)(nil),                   // 18: floe.v1.Header
-	(*Record)(nil),                   // 19: floe.v1.Record
-	(*ProduceRequest)(nil),           // 20: floe.v1.ProduceRequest
-	(*ProduceResponse)(nil),          // 21: floe.v1.ProduceResponse
-	(*ProduceStreamRequest)(nil),     // 22: floe.v1.ProduceStreamRequest
-	(*ProduceStreamResponse)(nil),    // 23: floe.v1.ProduceStreamResponse
-	(*InitProducerRequest)(nil),      // 24: floe.v1.InitProducerRequest
-	(*InitProducerResponse)(nil),     // 25: floe.v1.InitProducerResponse
-	(*FetchRequest)(nil),             // 26: floe.v1.FetchRequest
-	(*FetchResponse)(nil),            // 27: floe.v1.FetchResponse
-	(*StartPosition)(nil),            // 28: floe.v1.StartPosition
-	(*SubscribeRequest)(nil),         // 29: floe.v1.SubscribeRequest
-	(*SubscribeResponse)(nil),        // 30: floe.v1.SubscribeResponse
-	(*ListOffsetsRequest)(nil),       // 31: floe.v1.ListOffsetsRequest
-	(*PartitionOffset)(nil),          // 32: floe.v1.PartitionOffset
-	(*ListOffsetsResponse)(nil),      // 33: floe.v1.ListOffsetsResponse
-	nil,                              // 34: floe.v1.Topic.ConfigEntry
-	nil,                              // 35: floe.v1.CreateTopicRequest.ConfigEntry
-	nil,                              // 36: floe.v1.AlterTopicConfigRequest.SetEntry
-	nil,                              // 37: floe.v1.SubscribeRequest.OffsetsEntry
+	(ResetSpec)(0),                   // 2: floe.v1.ResetSpec
+	(*Topic)(nil),                    // 3: floe.v1.Topic
+	(*PartitionInfo)(nil),            // 4: floe.v1.PartitionInfo
+	(*CreateTopicRequest)(nil),       // 5: floe.v1.CreateTopicRequest
+	(*CreateTopicResponse)(nil),      // 6: floe.v1.CreateTopicResponse
+	(*DeleteTopicRequest)(nil),       // 7: floe.v1.DeleteTopicRequest
+	(*DeleteTopicResponse)(nil),      // 8: floe.v1.DeleteTopicResponse
+	(*ListTopicsRequest)(nil),        // 9: floe.v1.ListTopicsRequest
+	(*ListTopicsResponse)(nil),       // 10: floe.v1.ListTopicsResponse
+	(*DescribeTopicRequest)(nil),     // 11: floe.v1.DescribeTopicRequest
+	(*DescribeTopicResponse)(nil),    // 12: floe.v1.DescribeTopicResponse
+	(*TopicStorage)(nil),             // 13: floe.v1.TopicStorage
+	(*DeletionQueue)(nil),            // 14: floe.v1.DeletionQueue
+	(*AlterTopicConfigRequest)(nil),  // 15: floe.v1.AlterTopicConfigRequest
+	(*AlterTopicConfigResponse)(nil), // 16: floe.v1.AlterTopicConfigResponse
+	(*DeleteRecordsRequest)(nil),     // 17: floe.v1.DeleteRecordsRequest
+	(*DeleteRecordsResponse)(nil),    // 18: floe.v1.DeleteRecordsResponse
+	(*Header)(nil),                   // 19: floe.v1.Header
+	(*Record)(nil),                   // 20: floe.v1.Record
+	(*ProduceRequest)(nil),           // 21: floe.v1.ProduceRequest
+	(*ProduceResponse)(nil),          // 22: floe.v1.ProduceResponse
+	(*ProduceStreamRequest)(nil),     // 23: floe.v1.ProduceStreamRequest
+	(*ProduceStreamResponse)(nil),    // 24: floe.v1.ProduceStreamResponse
+	(*InitProducerRequest)(nil),      // 25: floe.v1.InitProducerRequest
+	(*InitProducerResponse)(nil),     // 26: floe.v1.InitProducerResponse
+	(*FetchRequest)(nil),             // 27: floe.v1.FetchRequest
+	(*FetchResponse)(nil),            // 28: floe.v1.FetchResponse
+	(*StartPosition)(nil),            // 29: floe.v1.StartPosition
+	(*SubscribeRequest)(nil),         // 30: floe.v1.SubscribeRequest
+	(*SubscribeResponse)(nil),        // 31: floe.v1.SubscribeResponse
+	(*ListOffsetsRequest)(nil),       // 32: floe.v1.ListOffsetsRequest
+	(*PartitionOffset)(nil),          // 33: floe.v1.PartitionOffset
+	(*ListOffsetsResponse)(nil),      // 34: floe.v1.ListOffsetsResponse
+	(*TopicPartition)(nil),           // 35: floe.v1.TopicPartition
+	(*GroupHeartbeatRequest)(nil),    // 36: floe.v1.GroupHeartbeatRequest
+	(*GroupHeartbeatResponse)(nil),   // 37: floe.v1.GroupHeartbeatResponse
+	(*OffsetCommit)(nil),             // 38: floe.v1.OffsetCommit
+	(*CommitOffsetsRequest)(nil),     // 39: floe.v1.CommitOffsetsRequest
+	(*CommitOffsetsResponse)(nil),    // 40: floe.v1.CommitOffsetsResponse
+	(*FetchOffsetsRequest)(nil),      // 41: floe.v1.FetchOffsetsRequest
+	(*CommittedOffset)(nil),          // 42: floe.v1.CommittedOffset
+	(*FetchOffsetsResponse)(nil),     // 43: floe.v1.FetchOffsetsResponse
+	(*ListGroupsRequest)(nil),        // 44: floe.v1.ListGroupsRequest
+	(*GroupListing)(nil),             // 45: floe.v1.GroupListing
+	(*ListGroupsResponse)(nil),       // 46: floe.v1.ListGroupsResponse
+	(*DescribeGroupRequest)(nil),     // 47: floe.v1.DescribeGroupRequest
+	(*GroupMember)(nil),              // 48: floe.v1.GroupMember
+	(*PartitionLag)(nil),             // 49: floe.v1.PartitionLag
+	(*DescribeGroupResponse)(nil),    // 50: floe.v1.DescribeGroupResponse
+	(*DeleteGroupRequest)(nil),       // 51: floe.v1.DeleteGroupRequest
+	(*DeleteGroupResponse)(nil),      // 52: floe.v1.DeleteGroupResponse
+	(*ResetOffsetsRequest)(nil),      // 53: floe.v1.ResetOffsetsRequest
+	(*OffsetResetPlan)(nil),          // 54: floe.v1.OffsetResetPlan
+	(*ResetOffsetsResponse)(nil),     // 55: floe.v1.ResetOffsetsResponse
+	(*CopyOffsetsRequest)(nil),       // 56: floe.v1.CopyOffsetsRequest
+	(*CopyOffsetsResponse)(nil),      // 57: floe.v1.CopyOffsetsResponse
+	(*AssignedPartition)(nil),        // 58: floe.v1.AssignedPartition
+	(*GroupAssignment)(nil),          // 59: floe.v1.GroupAssignment
+	nil,                              // 60: floe.v1.Topic.ConfigEntry
+	nil,                              // 61: floe.v1.CreateTopicRequest.ConfigEntry
+	nil,                              // 62: floe.v1.AlterTopicConfigRequest.SetEntry
+	nil,                              // 63: floe.v1.SubscribeRequest.OffsetsEntry
 }
 var file_floe_v1_floe_proto_depIdxs = []int32{
-	34, // 0: floe.v1.Topic.config:type_name -> floe.v1.Topic.ConfigEntry
-	35, // 1: floe.v1.CreateTopicRequest.config:type_name -> floe.v1.CreateTopicRequest.ConfigEntry
-	2,  // 2: floe.v1.CreateTopicResponse.topic:type_name -> floe.v1.Topic
-	2,  // 3: floe.v1.ListTopicsResponse.topics:type_name -> floe.v1.Topic
-	2,  // 4: floe.v1.DescribeTopicResponse.topic:type_name -> floe.v1.Topic
-	3,  // 5: floe.v1.DescribeTopicResponse.partitions:type_name -> floe.v1.PartitionInfo
-	12, // 6: floe.v1.DescribeTopicResponse.storage:type_name -> floe.v1.TopicStorage
-	13, // 7: floe.v1.DescribeTopicResponse.deletion_queue:type_name -> floe.v1.DeletionQueue
-	36, // 8: floe.v1.AlterTopicConfigRequest.set:type_name -> floe.v1.AlterTopicConfigRequest.SetEntry
-	2,  // 9: floe.v1.AlterTopicConfigResponse.topic:type_name -> floe.v1.Topic
-	18, // 10: floe.v1.Record.headers:type_name -> floe.v1.Header
-	19, // 11: floe.v1.ProduceRequest.records:type_name -> floe.v1.Record
+	60, // 0: floe.v1.Topic.config:type_name -> floe.v1.Topic.ConfigEntry
+	61, // 1: floe.v1.CreateTopicRequest.config:type_name -> floe.v1.CreateTopicRequest.ConfigEntry
+	3,  // 2: floe.v1.CreateTopicResponse.topic:type_name -> floe.v1.Topic
+	3,  // 3: floe.v1.ListTopicsResponse.topics:type_name -> floe.v1.Topic
+	3,  // 4: floe.v1.DescribeTopicResponse.topic:type_name -> floe.v1.Topic
+	4,  // 5: floe.v1.DescribeTopicResponse.partitions:type_name -> floe.v1.PartitionInfo
+	13, // 6: floe.v1.DescribeTopicResponse.storage:type_name -> floe.v1.TopicStorage
+	14, // 7: floe.v1.DescribeTopicResponse.deletion_queue:type_name -> floe.v1.DeletionQueue
+	62, // 8: floe.v1.AlterTopicConfigRequest.set:type_name -> floe.v1.AlterTopicConfigRequest.SetEntry
+	3,  // 9: floe.v1.AlterTopicConfigResponse.topic:type_name -> floe.v1.Topic
+	19, // 10: floe.v1.Record.headers:type_name -> floe.v1.Header
+	20, // 11: floe.v1.ProduceRequest.records:type_name -> floe.v1.Record
 	0,  // 12: floe.v1.ProduceRequest.compression:type_name -> floe.v1.Compression
-	20, // 13: floe.v1.ProduceStreamRequest.request:type_name -> floe.v1.ProduceRequest
-	21, // 14: floe.v1.ProduceStreamResponse.response:type_name -> floe.v1.ProduceResponse
-	19, // 15: floe.v1.FetchResponse.records:type_name -> floe.v1.Record
-	28, // 16: floe.v1.SubscribeRequest.start:type_name -> floe.v1.StartPosition
-	37, // 17: floe.v1.SubscribeRequest.offsets:type_name -> floe.v1.SubscribeRequest.OffsetsEntry
-	19, // 18: floe.v1.SubscribeResponse.records:type_name -> floe.v1.Record
-	1,  // 19: floe.v1.ListOffsetsRequest.spec:type_name -> floe.v1.OffsetSpec
-	32, // 20: floe.v1.ListOffsetsResponse.offsets:type_name -> floe.v1.PartitionOffset
-	4,  // 21: floe.v1.TopicService.CreateTopic:input_type -> floe.v1.CreateTopicRequest
-	6,  // 22: floe.v1.TopicService.DeleteTopic:input_type -> floe.v1.DeleteTopicRequest
-	8,  // 23: floe.v1.TopicService.ListTopics:input_type -> floe.v1.ListTopicsRequest
-	10, // 24: floe.v1.TopicService.DescribeTopic:input_type -> floe.v1.DescribeTopicRequest
-	14, // 25: floe.v1.TopicService.AlterTopicConfig:input_type -> floe.v1.AlterTopicConfigRequest
-	16, // 26: floe.v1.TopicService.DeleteRecords:input_type -> floe.v1.DeleteRecordsRequest
-	20, // 27: floe.v1.LogService.Produce:input_type -> floe.v1.ProduceRequest
-	22, // 28: floe.v1.LogService.ProduceStream:input_type -> floe.v1.ProduceStreamRequest
-	24, // 29: floe.v1.LogService.InitProducer:input_type -> floe.v1.InitProducerRequest
-	26, // 30: floe.v1.LogService.Fetch:input_type -> floe.v1.FetchRequest
-	29, // 31: floe.v1.LogService.Subscribe:input_type -> floe.v1.SubscribeRequest
-	31, // 32: floe.v1.LogService.ListOffsets:input_type -> floe.v1.ListOffsetsRequest
-	5,  // 33: floe.v1.TopicService.CreateTopic:output_type -> floe.v1.CreateTopicResponse
-	7,  // 34: floe.v1.TopicService.DeleteTopic:output_type -> floe.v1.DeleteTopicResponse
-	9,  // 35: floe.v1.TopicService.ListTopics:output_type -> floe.v1.ListTopicsResponse
-	11, // 36: floe.v1.TopicService.DescribeTopic:output_type -> floe.v1.DescribeTopicResponse
-	15, // 37: floe.v1.TopicService.AlterTopicConfig:output_type -> floe.v1.AlterTopicConfigResponse
-	17, // 38: floe.v1.TopicService.DeleteRecords:output_type -> floe.v1.DeleteRecordsResponse
-	21, // 39: floe.v1.LogService.Produce:output_type -> floe.v1.ProduceResponse
-	23, // 40: floe.v1.LogService.ProduceStream:output_type -> floe.v1.ProduceStreamResponse
-	25, // 41: floe.v1.LogService.InitProducer:output_type -> floe.v1.InitProducerResponse
-	27, // 42: floe.v1.LogService.Fetch:output_type -> floe.v1.FetchResponse
-	30, // 43: floe.v1.LogService.Subscribe:output_type -> floe.v1.SubscribeResponse
-	33, // 44: floe.v1.LogService.ListOffsets:output_type -> floe.v1.ListOffsetsResponse
-	33, // [33:45] is the sub-list for method output_type
-	21, // [21:33] is the sub-list for method input_type
-	21, // [21:21] is the sub-list for extension type_name
-	21, // [21:21] is the sub-list for extension extendee
-	0,  // [0:21] is the sub-list for field type_name
+	21, // 13: floe.v1.ProduceStreamRequest.request:type_name -> floe.v1.ProduceRequest
+	22, // 14: floe.v1.ProduceStreamResponse.response:type_name -> floe.v1.ProduceResponse
+	20, // 15: floe.v1.FetchResponse.records:type_name -> floe.v1.Record
+	29, // 16: floe.v1.SubscribeRequest.start:type_name -> floe.v1.StartPosition
+	63, // 17: floe.v1.SubscribeRequest.offsets:type_name -> floe.v1.SubscribeRequest.OffsetsEntry
+	20, // 18: floe.v1.SubscribeResponse.records:type_name -> floe.v1.Record
+	59, // 19: floe.v1.SubscribeResponse.assignment:type_name -> floe.v1.GroupAssignment
+	1,  // 20: floe.v1.ListOffsetsRequest.spec:type_name -> floe.v1.OffsetSpec
+	33, // 21: floe.v1.ListOffsetsResponse.offsets:type_name -> floe.v1.PartitionOffset
+	35, // 22: floe.v1.GroupHeartbeatRequest.owned:type_name -> floe.v1.TopicPartition
+	35, // 23: floe.v1.GroupHeartbeatResponse.assigned:type_name -> floe.v1.TopicPartition
+	38, // 24: floe.v1.CommitOffsetsRequest.offsets:type_name -> floe.v1.OffsetCommit
+	35, // 25: floe.v1.FetchOffsetsRequest.partitions:type_name -> floe.v1.TopicPartition
+	42, // 26: floe.v1.FetchOffsetsResponse.offsets:type_name -> floe.v1.CommittedOffset
+	45, // 27: floe.v1.ListGroupsResponse.groups:type_name -> floe.v1.GroupListing
+	35, // 28: floe.v1.GroupMember.assigned:type_name -> floe.v1.TopicPartition
+	35, // 29: floe.v1.GroupMember.revoking:type_name -> floe.v1.TopicPartition
+	35, // 30: floe.v1.GroupMember.target:type_name -> floe.v1.TopicPartition
+	48, // 31: floe.v1.DescribeGroupResponse.members:type_name -> floe.v1.GroupMember
+	49, // 32: floe.v1.DescribeGroupResponse.partitions:type_name -> floe.v1.PartitionLag
+	35, // 33: floe.v1.ResetOffsetsRequest.partitions:type_name -> floe.v1.TopicPartition
+	2,  // 34: floe.v1.ResetOffsetsRequest.spec:type_name -> floe.v1.ResetSpec
+	54, // 35: floe.v1.ResetOffsetsResponse.plan:type_name -> floe.v1.OffsetResetPlan
+	58, // 36: floe.v1.GroupAssignment.partitions:type_name -> floe.v1.AssignedPartition
+	5,  // 37: floe.v1.TopicService.CreateTopic:input_type -> floe.v1.CreateTopicRequest
+	7,  // 38: floe.v1.TopicService.DeleteTopic:input_type -> floe.v1.DeleteTopicRequest
+	9,  // 39: floe.v1.TopicService.ListTopics:input_type -> floe.v1.ListTopicsRequest
+	11, // 40: floe.v1.TopicService.DescribeTopic:input_type -> floe.v1.DescribeTopicRequest
+	15, // 41: floe.v1.TopicService.AlterTopicConfig:input_type -> floe.v1.AlterTopicConfigRequest
+	17, // 42: floe.v1.TopicService.DeleteRecords:input_type -> floe.v1.DeleteRecordsRequest
+	21, // 43: floe.v1.LogService.Produce:input_type -> floe.v1.ProduceRequest
+	23, // 44: floe.v1.LogService.ProduceStream:input_type -> floe.v1.ProduceStreamRequest
+	25, // 45: floe.v1.LogService.InitProducer:input_type -> floe.v1.InitProducerRequest
+	27, // 46: floe.v1.LogService.Fetch:input_type -> floe.v1.FetchRequest
+	30, // 47: floe.v1.LogService.Subscribe:input_type -> floe.v1.SubscribeRequest
+	32, // 48: floe.v1.LogService.ListOffsets:input_type -> floe.v1.ListOffsetsRequest
+	36, // 49: floe.v1.GroupService.Heartbeat:input_type -> floe.v1.GroupHeartbeatRequest
+	39, // 50: floe.v1.GroupService.CommitOffsets:input_type -> floe.v1.CommitOffsetsRequest
+	41, // 51: floe.v1.GroupService.FetchOffsets:input_type -> floe.v1.FetchOffsetsRequest
+	44, // 52: floe.v1.GroupService.ListGroups:input_type -> floe.v1.ListGroupsRequest
+	47, // 53: floe.v1.GroupService.DescribeGroup:input_type -> floe.v1.DescribeGroupRequest
+	51, // 54: floe.v1.GroupService.DeleteGroup:input_type -> floe.v1.DeleteGroupRequest
+	53, // 55: floe.v1.GroupService.ResetOffsets:input_type -> floe.v1.ResetOffsetsRequest
+	56, // 56: floe.v1.GroupService.CopyOffsets:input_type -> floe.v1.CopyOffsetsRequest
+	6,  // 57: floe.v1.TopicService.CreateTopic:output_type -> floe.v1.CreateTopicResponse
+	8,  // 58: floe.v1.TopicService.DeleteTopic:output_type -> floe.v1.DeleteTopicResponse
+	10, // 59: floe.v1.TopicService.ListTopics:output_type -> floe.v1.ListTopicsResponse
+	12, // 60: floe.v1.TopicService.DescribeTopic:output_type -> floe.v1.DescribeTopicResponse
+	16, // 61: floe.v1.TopicService.AlterTopicConfig:output_type -> floe.v1.AlterTopicConfigResponse
+	18, // 62: floe.v1.TopicService.DeleteRecords:output_type -> floe.v1.DeleteRecordsResponse
+	22, // 63: floe.v1.LogService.Produce:output_type -> floe.v1.ProduceResponse
+	24, // 64: floe.v1.LogService.ProduceStream:output_type -> floe.v1.ProduceStreamResponse
+	26, // 65: floe.v1.LogService.InitProducer:output_type -> floe.v1.InitProducerResponse
+	28, // 66: floe.v1.LogService.Fetch:output_type -> floe.v1.FetchResponse
+	31, // 67: floe.v1.LogService.Subscribe:output_type -> floe.v1.SubscribeResponse
+	34, // 68: floe.v1.LogService.ListOffsets:output_type -> floe.v1.ListOffsetsResponse
+	37, // 69: floe.v1.GroupService.Heartbeat:output_type -> floe.v1.GroupHeartbeatResponse
+	40, // 70: floe.v1.GroupService.CommitOffsets:output_type -> floe.v1.CommitOffsetsResponse
+	43, // 71: floe.v1.GroupService.FetchOffsets:output_type -> floe.v1.FetchOffsetsResponse
+	46, // 72: floe.v1.GroupService.ListGroups:output_type -> floe.v1.ListGroupsResponse
+	50, // 73: floe.v1.GroupService.DescribeGroup:output_type -> floe.v1.DescribeGroupResponse
+	52, // 74: floe.v1.GroupService.DeleteGroup:output_type -> floe.v1.DeleteGroupResponse
+	55, // 75: floe.v1.GroupService.ResetOffsets:output_type -> floe.v1.ResetOffsetsResponse
+	57, // 76: floe.v1.GroupService.CopyOffsets:output_type -> floe.v1.CopyOffsetsResponse
+	57, // [57:77] is the sub-list for method output_type
+	37, // [37:57] is the sub-list for method input_type
+	37, // [37:37] is the sub-list for extension type_name
+	37, // [37:37] is the sub-list for extension extendee
+	0,  // [0:37] is the sub-list for field type_name
 }
 
 func init() { file_floe_v1_floe_proto_init() }
@@ -2400,10 +4426,10 @@ func file_floe_v1_floe_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_floe_v1_floe_proto_rawDesc), len(file_floe_v1_floe_proto_rawDesc)),
-			NumEnums:      2,
-			NumMessages:   36,
+			NumEnums:      3,
+			NumMessages:   61,
 			NumExtensions: 0,
-			NumServices:   2,
+			NumServices:   3,
 		},
 		GoTypes:           file_floe_v1_floe_proto_goTypes,
 		DependencyIndexes: file_floe_v1_floe_proto_depIdxs,

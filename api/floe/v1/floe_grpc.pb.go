@@ -637,3 +637,401 @@ var LogService_ServiceDesc = grpc.ServiceDesc{
 	},
 	Metadata: "floe/v1/floe.proto",
 }
+
+const (
+	GroupService_Heartbeat_FullMethodName     = "/floe.v1.GroupService/Heartbeat"
+	GroupService_CommitOffsets_FullMethodName = "/floe.v1.GroupService/CommitOffsets"
+	GroupService_FetchOffsets_FullMethodName  = "/floe.v1.GroupService/FetchOffsets"
+	GroupService_ListGroups_FullMethodName    = "/floe.v1.GroupService/ListGroups"
+	GroupService_DescribeGroup_FullMethodName = "/floe.v1.GroupService/DescribeGroup"
+	GroupService_DeleteGroup_FullMethodName   = "/floe.v1.GroupService/DeleteGroup"
+	GroupService_ResetOffsets_FullMethodName  = "/floe.v1.GroupService/ResetOffsets"
+	GroupService_CopyOffsets_FullMethodName   = "/floe.v1.GroupService/CopyOffsets"
+)
+
+// GroupServiceClient is the client API for GroupService service.
+//
+// For semantics around ctx use and closing/ending streaming RPCs, please refer to https://pkg.go.dev/google.golang.org/grpc/?tab=doc#ClientConn.NewStream.
+//
+// GroupService administers consumer groups: membership (Heartbeat; a
+// group-aware Subscribe heartbeats for its member), committed positions,
+// lag, resets and copies. Partitions are named by topic name.
+type GroupServiceClient interface {
+	// Heartbeat joins (member_epoch 0), heartbeats or leaves (member_epoch -1)
+	// a group, for clients that manage their own fetches.
+	Heartbeat(ctx context.Context, in *GroupHeartbeatRequest, opts ...grpc.CallOption) (*GroupHeartbeatResponse, error)
+	// CommitOffsets stores positions (the next offset to consume), fenced by
+	// member id and epoch: a stale epoch is FailedPrecondition with ErrorInfo
+	// reason STALE_MEMBER_EPOCH, an unknown member UNKNOWN_MEMBER_ID, a
+	// partition the member does not own NOT_PARTITION_OWNER. Without a
+	// member id the group must have no live members (GROUP_NOT_EMPTY).
+	CommitOffsets(ctx context.Context, in *CommitOffsetsRequest, opts ...grpc.CallOption) (*CommitOffsetsResponse, error)
+	FetchOffsets(ctx context.Context, in *FetchOffsetsRequest, opts ...grpc.CallOption) (*FetchOffsetsResponse, error)
+	ListGroups(ctx context.Context, in *ListGroupsRequest, opts ...grpc.CallOption) (*ListGroupsResponse, error)
+	// DescribeGroup returns state, members, assignment, positions and lag.
+	DescribeGroup(ctx context.Context, in *DescribeGroupRequest, opts ...grpc.CallOption) (*DescribeGroupResponse, error)
+	// DeleteGroup removes a group without live members and its positions.
+	DeleteGroup(ctx context.Context, in *DeleteGroupRequest, opts ...grpc.CallOption) (*DeleteGroupResponse, error)
+	// ResetOffsets moves positions (or, with dry_run, only plans it).
+	ResetOffsets(ctx context.Context, in *ResetOffsetsRequest, opts ...grpc.CallOption) (*ResetOffsetsResponse, error)
+	// CopyOffsets copies one group's positions into another group.
+	CopyOffsets(ctx context.Context, in *CopyOffsetsRequest, opts ...grpc.CallOption) (*CopyOffsetsResponse, error)
+}
+
+type groupServiceClient struct {
+	cc grpc.ClientConnInterface
+}
+
+func NewGroupServiceClient(cc grpc.ClientConnInterface) GroupServiceClient {
+	return &groupServiceClient{cc}
+}
+
+func (c *groupServiceClient) Heartbeat(ctx context.Context, in *GroupHeartbeatRequest, opts ...grpc.CallOption) (*GroupHeartbeatResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(GroupHeartbeatResponse)
+	err := c.cc.Invoke(ctx, GroupService_Heartbeat_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *groupServiceClient) CommitOffsets(ctx context.Context, in *CommitOffsetsRequest, opts ...grpc.CallOption) (*CommitOffsetsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(CommitOffsetsResponse)
+	err := c.cc.Invoke(ctx, GroupService_CommitOffsets_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *groupServiceClient) FetchOffsets(ctx context.Context, in *FetchOffsetsRequest, opts ...grpc.CallOption) (*FetchOffsetsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(FetchOffsetsResponse)
+	err := c.cc.Invoke(ctx, GroupService_FetchOffsets_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *groupServiceClient) ListGroups(ctx context.Context, in *ListGroupsRequest, opts ...grpc.CallOption) (*ListGroupsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListGroupsResponse)
+	err := c.cc.Invoke(ctx, GroupService_ListGroups_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *groupServiceClient) DescribeGroup(ctx context.Context, in *DescribeGroupRequest, opts ...grpc.CallOption) (*DescribeGroupResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(DescribeGroupResponse)
+	err := c.cc.Invoke(ctx, GroupService_DescribeGroup_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *groupServiceClient) DeleteGroup(ctx context.Context, in *DeleteGroupRequest, opts ...grpc.CallOption) (*DeleteGroupResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(DeleteGroupResponse)
+	err := c.cc.Invoke(ctx, GroupService_DeleteGroup_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *groupServiceClient) ResetOffsets(ctx context.Context, in *ResetOffsetsRequest, opts ...grpc.CallOption) (*ResetOffsetsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ResetOffsetsResponse)
+	err := c.cc.Invoke(ctx, GroupService_ResetOffsets_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *groupServiceClient) CopyOffsets(ctx context.Context, in *CopyOffsetsRequest, opts ...grpc.CallOption) (*CopyOffsetsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(CopyOffsetsResponse)
+	err := c.cc.Invoke(ctx, GroupService_CopyOffsets_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// GroupServiceServer is the server API for GroupService service.
+// All implementations must embed UnimplementedGroupServiceServer
+// for forward compatibility.
+//
+// GroupService administers consumer groups: membership (Heartbeat; a
+// group-aware Subscribe heartbeats for its member), committed positions,
+// lag, resets and copies. Partitions are named by topic name.
+type GroupServiceServer interface {
+	// Heartbeat joins (member_epoch 0), heartbeats or leaves (member_epoch -1)
+	// a group, for clients that manage their own fetches.
+	Heartbeat(context.Context, *GroupHeartbeatRequest) (*GroupHeartbeatResponse, error)
+	// CommitOffsets stores positions (the next offset to consume), fenced by
+	// member id and epoch: a stale epoch is FailedPrecondition with ErrorInfo
+	// reason STALE_MEMBER_EPOCH, an unknown member UNKNOWN_MEMBER_ID, a
+	// partition the member does not own NOT_PARTITION_OWNER. Without a
+	// member id the group must have no live members (GROUP_NOT_EMPTY).
+	CommitOffsets(context.Context, *CommitOffsetsRequest) (*CommitOffsetsResponse, error)
+	FetchOffsets(context.Context, *FetchOffsetsRequest) (*FetchOffsetsResponse, error)
+	ListGroups(context.Context, *ListGroupsRequest) (*ListGroupsResponse, error)
+	// DescribeGroup returns state, members, assignment, positions and lag.
+	DescribeGroup(context.Context, *DescribeGroupRequest) (*DescribeGroupResponse, error)
+	// DeleteGroup removes a group without live members and its positions.
+	DeleteGroup(context.Context, *DeleteGroupRequest) (*DeleteGroupResponse, error)
+	// ResetOffsets moves positions (or, with dry_run, only plans it).
+	ResetOffsets(context.Context, *ResetOffsetsRequest) (*ResetOffsetsResponse, error)
+	// CopyOffsets copies one group's positions into another group.
+	CopyOffsets(context.Context, *CopyOffsetsRequest) (*CopyOffsetsResponse, error)
+	mustEmbedUnimplementedGroupServiceServer()
+}
+
+// UnimplementedGroupServiceServer must be embedded to have
+// forward compatible implementations.
+//
+// NOTE: this should be embedded by value instead of pointer to avoid a nil
+// pointer dereference when methods are called.
+type UnimplementedGroupServiceServer struct{}
+
+func (UnimplementedGroupServiceServer) Heartbeat(context.Context, *GroupHeartbeatRequest) (*GroupHeartbeatResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Heartbeat not implemented")
+}
+func (UnimplementedGroupServiceServer) CommitOffsets(context.Context, *CommitOffsetsRequest) (*CommitOffsetsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method CommitOffsets not implemented")
+}
+func (UnimplementedGroupServiceServer) FetchOffsets(context.Context, *FetchOffsetsRequest) (*FetchOffsetsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method FetchOffsets not implemented")
+}
+func (UnimplementedGroupServiceServer) ListGroups(context.Context, *ListGroupsRequest) (*ListGroupsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListGroups not implemented")
+}
+func (UnimplementedGroupServiceServer) DescribeGroup(context.Context, *DescribeGroupRequest) (*DescribeGroupResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method DescribeGroup not implemented")
+}
+func (UnimplementedGroupServiceServer) DeleteGroup(context.Context, *DeleteGroupRequest) (*DeleteGroupResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method DeleteGroup not implemented")
+}
+func (UnimplementedGroupServiceServer) ResetOffsets(context.Context, *ResetOffsetsRequest) (*ResetOffsetsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ResetOffsets not implemented")
+}
+func (UnimplementedGroupServiceServer) CopyOffsets(context.Context, *CopyOffsetsRequest) (*CopyOffsetsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method CopyOffsets not implemented")
+}
+func (UnimplementedGroupServiceServer) mustEmbedUnimplementedGroupServiceServer() {}
+func (UnimplementedGroupServiceServer) testEmbeddedByValue()                      {}
+
+// UnsafeGroupServiceServer may be embedded to opt out of forward compatibility for this service.
+// Use of this interface is not recommended, as added methods to GroupServiceServer will
+// result in compilation errors.
+type UnsafeGroupServiceServer interface {
+	mustEmbedUnimplementedGroupServiceServer()
+}
+
+func RegisterGroupServiceServer(s grpc.ServiceRegistrar, srv GroupServiceServer) {
+	// If the following call panics, it indicates UnimplementedGroupServiceServer was
+	// embedded by pointer and is nil.  This will cause panics if an
+	// unimplemented method is ever invoked, so we test this at initialization
+	// time to prevent it from happening at runtime later due to I/O.
+	if t, ok := srv.(interface{ testEmbeddedByValue() }); ok {
+		t.testEmbeddedByValue()
+	}
+	s.RegisterService(&GroupService_ServiceDesc, srv)
+}
+
+func _GroupService_Heartbeat_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GroupHeartbeatRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(GroupServiceServer).Heartbeat(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: GroupService_Heartbeat_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(GroupServiceServer).Heartbeat(ctx, req.(*GroupHeartbeatRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _GroupService_CommitOffsets_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(CommitOffsetsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(GroupServiceServer).CommitOffsets(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: GroupService_CommitOffsets_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(GroupServiceServer).CommitOffsets(ctx, req.(*CommitOffsetsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _GroupService_FetchOffsets_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(FetchOffsetsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(GroupServiceServer).FetchOffsets(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: GroupService_FetchOffsets_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(GroupServiceServer).FetchOffsets(ctx, req.(*FetchOffsetsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _GroupService_ListGroups_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListGroupsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(GroupServiceServer).ListGroups(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: GroupService_ListGroups_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(GroupServiceServer).ListGroups(ctx, req.(*ListGroupsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _GroupService_DescribeGroup_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(DescribeGroupRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(GroupServiceServer).DescribeGroup(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: GroupService_DescribeGroup_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(GroupServiceServer).DescribeGroup(ctx, req.(*DescribeGroupRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _GroupService_DeleteGroup_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(DeleteGroupRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(GroupServiceServer).DeleteGroup(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: GroupService_DeleteGroup_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(GroupServiceServer).DeleteGroup(ctx, req.(*DeleteGroupRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _GroupService_ResetOffsets_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ResetOffsetsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(GroupServiceServer).ResetOffsets(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: GroupService_ResetOffsets_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(GroupServiceServer).ResetOffsets(ctx, req.(*ResetOffsetsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _GroupService_CopyOffsets_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(CopyOffsetsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(GroupServiceServer).CopyOffsets(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: GroupService_CopyOffsets_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(GroupServiceServer).CopyOffsets(ctx, req.(*CopyOffsetsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+// GroupService_ServiceDesc is the grpc.ServiceDesc for GroupService service.
+// It's only intended for direct use with grpc.RegisterService,
+// and not to be introspected or modified (even as a copy)
+var GroupService_ServiceDesc = grpc.ServiceDesc{
+	ServiceName: "floe.v1.GroupService",
+	HandlerType: (*GroupServiceServer)(nil),
+	Methods: []grpc.MethodDesc{
+		{
+			MethodName: "Heartbeat",
+			Handler:    _GroupService_Heartbeat_Handler,
+		},
+		{
+			MethodName: "CommitOffsets",
+			Handler:    _GroupService_CommitOffsets_Handler,
+		},
+		{
+			MethodName: "FetchOffsets",
+			Handler:    _GroupService_FetchOffsets_Handler,
+		},
+		{
+			MethodName: "ListGroups",
+			Handler:    _GroupService_ListGroups_Handler,
+		},
+		{
+			MethodName: "DescribeGroup",
+			Handler:    _GroupService_DescribeGroup_Handler,
+		},
+		{
+			MethodName: "DeleteGroup",
+			Handler:    _GroupService_DeleteGroup_Handler,
+		},
+		{
+			MethodName: "ResetOffsets",
+			Handler:    _GroupService_ResetOffsets_Handler,
+		},
+		{
+			MethodName: "CopyOffsets",
+			Handler:    _GroupService_CopyOffsets_Handler,
+		},
+	},
+	Streams:  []grpc.StreamDesc{},
+	Metadata: "floe/v1/floe.proto",
+}
