@@ -38,6 +38,8 @@ type commonServerFlags struct {
 	uploadTimeout         time.Duration
 	maxFetchRecords       int
 	maxLoadingBytes       int64
+	replayBytesPerSecond  int64
+	replayMinLagRecords   int64
 	failFast              bool
 	readyInterval         time.Duration
 }
@@ -59,6 +61,8 @@ func (c *commonServerFlags) register(fs *flag.FlagSet, listen, metrics string) {
 	fs.DurationVar(&c.uploadTimeout, "upload-timeout", bd.UploadTimeout, "bound of one file's upload, all attempts included; past it its producers fail (retry safely)")
 	fs.IntVar(&c.maxFetchRecords, "max-fetch-records", ad.MaxFetchRecords, "most records in one fetch or subscribe answer")
 	fs.Int64Var(&c.maxLoadingBytes, "max-loading-bytes", ad.MaxLoadingBytes, "bytes read from the object store at once across all readers; past it readers wait, then get ResourceExhausted")
+	fs.Int64Var(&c.replayBytesPerSecond, "replay-bytes-per-second", ad.ReplayBytesPerSecond, "read budget of one consumer group replaying far behind the head, per agent (0: unlimited)")
+	fs.Int64Var(&c.replayMinLagRecords, "replay-min-lag-records", ad.ReplayMinLagRecords, "a group reader at least this many records behind the head reads through the replay budget")
 	fs.DurationVar(&c.readyInterval, "ready-interval", 2*time.Second, "period of the readiness checks of the stores (/readyz, gRPC health)")
 }
 
@@ -83,6 +87,9 @@ func (c *commonServerFlags) config(stderr io.Writer) (serverConfig, error) {
 	sc.Batcher.UploadTimeout = c.uploadTimeout
 	sc.Agent.MaxFetchRecords = c.maxFetchRecords
 	sc.Agent.MaxLoadingBytes = c.maxLoadingBytes
+	sc.Agent.ReplayBytesPerSecond = c.replayBytesPerSecond
+	sc.Agent.ReplayMinLagRecords = c.replayMinLagRecords
+	sc.Agent.ReplayBurstBytes = max(sc.Agent.ReplayBurstBytes, int64(sc.Agent.MaxFetchBytes))
 	sc.Agent.CacheBytes = c.cacheBytes
 	sc.Agent.MaxRecordBytes = c.maxRecordBytes
 	sc.Agent.MaxFetchBytes = c.maxFetchBytes
