@@ -139,9 +139,9 @@ func TestKeyedCompaction(t *testing.T) {
 		var files []string
 		rows := [][][]kv{
 			{{"a=1", "b=1", "c=1"}, {"a=2", "d=1"}}, // 0..4, two Kafka batches
-			{{"b=2", "c=", "e=1"}},                 // 5..7, c's tombstone
-			{{"a=3"}},                              // 8
-			{{"a=4", "b=3"}},                       // 9..10, the active tail
+			{{"b=2", "c=", "e=1"}},                  // 5..7, c's tombstone
+			{{"a=3"}},                               // 8
+			{{"a=4", "b=3"}},                        // 9..10, the active tail
 		}
 		for _, r := range rows {
 			files = append(files, writeKeyed(t, e, tp.ID, 0, r...))
@@ -298,5 +298,36 @@ func TestReadersDuringKeyedCompaction(t *testing.T) {
 			t.Errorf("%d reads, %d missing objects, first error %v", reads.Load(), missing.Load(), v)
 		}
 		t.Logf("%d full reads during compaction", reads.Load())
+	})
+}
+
+// Compacted batches merge like others: the read after merging the small
+// files (the compacted one among them) is the same.
+func TestMergeAfterKeyedCompaction(t *testing.T) {
+	backends(t, func(t *testing.T, e env) {
+		ctx := context.Background()
+		tp, err := e.meta.CreateTopic(ctx, metadata.TopicSpec{Name: "mk", Partitions: 1,
+			Config: map[string]string{"cleanup.policy": "compact"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		writeKeyed(t, e, tp.ID, 0, []kv{"a=1", "b=1"}, []kv{"a=2"})
+		writeKeyed(t, e, tp.ID, 0, []kv{"c=1", "a=3"})
+		writeKeyed(t, e, tp.ID, 0, []kv{"d=1"})
+		c := newCompactor(t, e, "a", func(c *compactor.Config) { c.MergeSmallBytes = 0 })
+		if r := runOnce(t, c); r.RecordsRemoved != 2 {
+			t.Fatalf("compaction pass: %+v, want a=1 and a=2 removed", r)
+		}
+		before := mustRead(t, e, tp.ID, 0)
+		if before != "1:b=1 3:c=1 4:a=3 5:d=1" {
+			t.Fatalf("after compaction: %s", before)
+		}
+		m := newCompactor(t, e, "a", func(c *compactor.Config) { c.MergeMinAge = 0; c.CompactMaxBytes = 0 })
+		if r := runOnce(t, m); r.FilesMerged < 2 {
+			t.Fatalf("merge pass: %+v, want the small files merged", r)
+		}
+		if after := mustRead(t, e, tp.ID, 0); after != before {
+			t.Errorf("after merging: %s\nwas %s", after, before)
+		}
 	})
 }

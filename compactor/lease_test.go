@@ -54,6 +54,11 @@ func (t tracked) MergeCandidates(ctx context.Context, maxSize int64, minAge time
 	return t.Store.MergeCandidates(ctx, maxSize, minAge, maxFiles)
 }
 
+func (t tracked) CompactionSection(ctx context.Context, topicID int64, partition int32, minLag time.Duration, maxBytes int64) (metadata.CompactSection, error) {
+	defer t.j.enter(compactor.JobCompact, t.owner)()
+	return t.Store.CompactionSection(ctx, topicID, partition, minLag, maxBytes)
+}
+
 func (t tracked) DeletableFiles(ctx context.Context, grace time.Duration, limit int) ([]metadata.DeadFile, error) {
 	defer t.j.enter(compactor.JobDeletion, t.owner)()
 	return t.Store.DeletableFiles(ctx, grace, limit)
@@ -68,6 +73,14 @@ func (t tracked) UnknownKeys(ctx context.Context, keys []string) ([]string, erro
 // time; when the holder stops, the other takes over.
 func TestLeaseOneJobAtATime(t *testing.T) {
 	e := pgEnv(t)
+	// A compacted topic, so that the keyed compaction job has a partition
+	// to look at.
+	kt, err := e.meta.CreateTopic(context.Background(), metadata.TopicSpec{Name: "keyed", Partitions: 1,
+		Config: map[string]string{"cleanup.policy": "compact"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeKeyed(t, e, kt.ID, 0, []kv{"a=1"})
 	j := &jobTracker{inside: map[string]int{}, maxSeen: map[string]int{}, runs: map[string]int{}}
 	mk := func(owner string) *compactor.Compactor {
 		return newCompactor(t, env{meta: tracked{e.meta, owner, j}, store: e.store}, owner, func(c *compactor.Config) {
