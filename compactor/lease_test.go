@@ -19,7 +19,7 @@ type jobTracker struct {
 	mu      sync.Mutex // protects inside, maxSeen, runs
 	inside  map[string]int
 	maxSeen map[string]int
-	runs    map[string]int // by owner
+	runs    map[string]int // by owner, and by "owner/job"
 }
 
 func (j *jobTracker) enter(job, owner string) func() {
@@ -27,6 +27,7 @@ func (j *jobTracker) enter(job, owner string) func() {
 	j.inside[job]++
 	j.maxSeen[job] = max(j.maxSeen[job], j.inside[job])
 	j.runs[owner]++
+	j.runs[owner+"/"+job]++ // and by owner and job
 	j.mu.Unlock()
 	time.Sleep(15 * time.Millisecond) // widen the window
 	return func() {
@@ -93,7 +94,19 @@ func TestLeaseOneJobAtATime(t *testing.T) {
 	var wg sync.WaitGroup
 	wg.Add(2)
 	go func() { defer wg.Done(); _ = a.Run(ctxA) }()
-	time.Sleep(100 * time.Millisecond) // a takes the leases first
+	// a takes the leases first: b starts once a went through every job
+	// (retention, compact, merge, deletion, orphans) once.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		j.mu.Lock()
+		all := true
+		for _, job := range compactor.Jobs {
+			all = all && j.runs["a/"+job] > 0
+		}
+		j.mu.Unlock()
+		if all || time.Now().After(deadline) {
+			break
+		}
+	}
 	go func() { defer wg.Done(); _ = b.Run(ctxB) }()
 	time.Sleep(700 * time.Millisecond)
 	j.mu.Lock()
