@@ -126,7 +126,7 @@ func TestReadCompactedTopic(t *testing.T) {
 		}
 		comp, err := compactor.New(meta, store, func() compactor.Config {
 			cfg := compactor.DefaultConfig()
-			cfg.Owner, cfg.MergeSmallBytes = "test", 0
+			cfg.Owner, cfg.MergeSmallBytes, cfg.CompactMinAge = "test", 0, 0
 			return cfg
 		}())
 		if err != nil {

@@ -100,6 +100,12 @@ type Config struct {
 	// compaction reads and rewrites at once (keyed.go); 0 disables keyed
 	// compaction.
 	CompactMaxBytes int64
+	// CompactMinAge is the least min.compaction.lag.ms of every compacted
+	// topic: batches younger than it are not compacted. Like MergeMinAge it
+	// keeps rewrites away from the batches the agents' read indexes answer
+	// with (appended in the last 2 minutes), which may point at the old
+	// files however short Grace is.
+	CompactMinAge time.Duration
 	// TopicMetrics refreshes the per-topic storage gauges (one
 	// TopicStorage query per topic, which sums the topic's batches) on a
 	// retention pass at most every TopicMetricsInterval.
@@ -131,6 +137,7 @@ func DefaultConfig() Config {
 		MergeMinAge:          10 * time.Minute,
 		MergeMaxFiles:        1000,
 		CompactMaxBytes:      64 << 20,
+		CompactMinAge:        10 * time.Minute,
 		TopicMetrics:         true,
 		TopicMetricsInterval: 5 * time.Minute,
 	}
@@ -150,6 +157,8 @@ func (c Config) validate() error {
 	case c.MergeSmallBytes > 0 && mergeDeadline(c.OrphanAge, c.Grace) < time.Second:
 		return fmt.Errorf("compactor: config OrphanAge %v must exceed Grace %v by 2s at least when merging (merges finish within half the difference)",
 			c.OrphanAge, c.Grace)
+	case c.CompactMinAge < 0:
+		return fmt.Errorf("compactor: config CompactMinAge %v is negative", c.CompactMinAge)
 	case c.CompactMaxBytes > 0 && mergeDeadline(c.OrphanAge, c.Grace) < time.Second:
 		return fmt.Errorf("compactor: config OrphanAge %v must exceed Grace %v by 2s at least when compacting (compactions finish within half the difference)",
 			c.OrphanAge, c.Grace)

@@ -16,7 +16,7 @@ import (
 // Keyed compaction (cleanup.policy=compact or compact,delete), as Kafka's
 // log cleaner does it: below a partition's cleaning point (never the
 // active tail, the last batch; never batches younger than
-// min.compaction.lag.ms) only the latest record of each key is kept, and
+// min.compaction.lag.ms, nor than the compactor's CompactMinAge) only the latest record of each key is kept, and
 // a latest record that is a tombstone (null value) only for
 // delete.retention.ms after its append. Offsets never change: a
 // rewritten Kafka batch keeps its base offset and LastOffsetDelta, its
@@ -84,7 +84,7 @@ func (c *Compactor) compactPass(ctx context.Context, r *Report) error {
 // compactPartition compacts one partition's section, unless nothing
 // changed since prev.
 func (c *Compactor) compactPartition(ctx context.Context, t metadata.Topic, p int32, cp metadata.Compaction, prev keyedState, r *Report) (keyedState, error) {
-	sec, err := c.meta.CompactionSection(ctx, t.ID, p, cp.MinLag, c.cfg.CompactMaxBytes)
+	sec, err := c.meta.CompactionSection(ctx, t.ID, p, max(cp.MinLag, c.cfg.CompactMinAge), c.cfg.CompactMaxBytes)
 	if err != nil {
 		return prev, err
 	}

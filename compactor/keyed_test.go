@@ -148,7 +148,7 @@ func TestKeyedCompaction(t *testing.T) {
 			writeKeyed(t, e, plain.ID, 0, r...)
 		}
 		plainBefore, _ := readBack(t, e, plain.ID, 0)
-		c := newCompactor(t, e, "a", func(c *compactor.Config) { c.MergeSmallBytes = 0 })
+		c := newCompactor(t, e, "a", func(c *compactor.Config) { c.MergeSmallBytes, c.CompactMinAge = 0, 0 })
 		r := runOnce(t, c)
 		if r.BatchesCompacted != 1 || r.RecordsRemoved != 4 || r.FilesMarked != 1 {
 			t.Fatalf("first pass: %+v; want row 0..4 rewritten, a=1 b=1 c=1 a=2 removed, its file marked", r)
@@ -205,8 +205,12 @@ func TestKeyedCompactionLag(t *testing.T) {
 		for range 3 {
 			writeKeyed(t, e, tp.ID, 0, []kv{"k=1", "k=2"})
 		}
-		c := newCompactor(t, e, "a", nil)
 		before := mustRead(t, e, tp.ID, 0)
+		// The compactor's own floor (10 minutes by default) holds too.
+		if r := runOnce(t, newCompactor(t, e, "a", nil)); r.RecordsRemoved != 0 {
+			t.Fatalf("pass within CompactMinAge: %+v", r)
+		}
+		c := newCompactor(t, e, "a", func(c *compactor.Config) { c.CompactMinAge = 0 })
 		if r := runOnce(t, c); r.RecordsRemoved != 0 || mustRead(t, e, tp.ID, 0) != before {
 			t.Fatalf("pass within the lag: %+v", r)
 		}
@@ -283,7 +287,7 @@ func TestReadersDuringKeyedCompaction(t *testing.T) {
 				}
 			}()
 		}
-		c := newCompactor(t, e, "a", func(c *compactor.Config) { c.Grace = 50 * time.Millisecond; c.MergeSmallBytes = 0 })
+		c := newCompactor(t, e, "a", func(c *compactor.Config) { c.Grace = 50 * time.Millisecond; c.MergeSmallBytes, c.CompactMinAge = 0, 0 })
 		deadline := time.Now().Add(2 * time.Second)
 		for n := 1; time.Now().Before(deadline); n++ {
 			writeKeyed(t, e, tp.ID, 0, row(n))
@@ -314,7 +318,7 @@ func TestMergeAfterKeyedCompaction(t *testing.T) {
 		writeKeyed(t, e, tp.ID, 0, []kv{"a=1", "b=1"}, []kv{"a=2"})
 		writeKeyed(t, e, tp.ID, 0, []kv{"c=1", "a=3"})
 		writeKeyed(t, e, tp.ID, 0, []kv{"d=1"})
-		c := newCompactor(t, e, "a", func(c *compactor.Config) { c.MergeSmallBytes = 0 })
+		c := newCompactor(t, e, "a", func(c *compactor.Config) { c.MergeSmallBytes, c.CompactMinAge = 0, 0 })
 		if r := runOnce(t, c); r.RecordsRemoved != 2 {
 			t.Fatalf("compaction pass: %+v, want a=1 and a=2 removed", r)
 		}
