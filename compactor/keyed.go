@@ -148,9 +148,9 @@ func (c *Compactor) compactPartition(ctx context.Context, t metadata.Topic, p in
 				}
 				last := base + int64(info.LastOffsetDelta)
 				if n := len(rw.Into); n > 0 && rw.Into[n-1].LastOffset+1 == base && rw.Into[n-1].ByteOffset+rw.Into[n-1].ByteLength == e.ByteOffset {
-					prev := &rw.Into[n-1] // a run, as the batcher commits them
-					prev.LastOffset, prev.ByteLength, prev.RecordCount = last, prev.ByteLength+e.ByteLength, prev.RecordCount+e.RecordCount
-					prev.MaxTimestamp = max(prev.MaxTimestamp, e.MaxTimestamp)
+					run := &rw.Into[n-1] // extend the run, as the batcher commits them
+					run.LastOffset, run.ByteLength, run.RecordCount = last, run.ByteLength+e.ByteLength, run.RecordCount+e.RecordCount
+					run.MaxTimestamp = max(run.MaxTimestamp, e.MaxTimestamp)
 					return nil
 				}
 				rw.Into = append(rw.Into, metadata.RewrittenBatch{BaseOffset: base, LastOffset: last, ByteOffset: e.ByteOffset,
