@@ -44,7 +44,7 @@ func (a *Agent) Fetch(ctx context.Context, req *floev1.FetchRequest) (*floev1.Fe
 			return nil, toStatus(err)
 		}
 		left := time.Until(deadline)
-		if len(recs) > 0 || left <= 0 {
+		if len(recs) > 0 || next > req.GetOffset() || left <= 0 { // next passes a compacted gap
 			a.m.fetched(len(recs))
 			return &floev1.FetchResponse{Records: recs, HighWatermark: st.HighWatermark, LogStartOffset: st.LogStartOffset, NextOffset: next}, nil
 		}
@@ -245,6 +245,7 @@ func (a *Agent) follow(ctx context.Context, topicID int64, p int32, offset int64
 			offset = next
 			continue
 		}
+		offset = max(offset, next) // past a compacted gap
 		if err := a.sleep(ctx, woken, a.cfg.PollInterval); err != nil {
 			return err
 		}

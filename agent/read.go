@@ -116,8 +116,26 @@ const responseOverhead = 3 * (1 + binary.MaxVarintLen64)
 // readRecords returns records of a partition from offset whose wire size
 // (recordWireSize) sums to at most maxBytes and that number at most the
 // agent's MaxFetchRecords — but at least one record when any exists — with
-// the partition's state and the next offset to read.
+// the partition's state and the next offset to read. In a compacted topic
+// the next offset may pass offsets whose records are gone: a read that
+// finds batches but no record from offset on reads again from there (at
+// most maxEmptyReads times), so that a reader never waits at a gap.
 func (a *Agent) readRecords(ctx context.Context, topicID int64, partition int32, offset int64, maxBytes int) ([]*floev1.Record, metadata.PartitionState, int64, error) {
+	for i := 0; ; i++ {
+		recs, st, next, err := a.readRecordsOnce(ctx, topicID, partition, offset, maxBytes)
+		if err != nil || len(recs) > 0 || next <= offset || next >= st.HighWatermark || i+1 >= maxEmptyReads {
+			return recs, st, next, err
+		}
+		offset = next
+	}
+}
+
+// maxEmptyReads bounds the reads of one readRecords across compacted
+// batches without records.
+const maxEmptyReads = 8
+
+// readRecordsOnce is one read of readRecords.
+func (a *Agent) readRecordsOnce(ctx context.Context, topicID int64, partition int32, offset int64, maxBytes int) ([]*floev1.Record, metadata.PartitionState, int64, error) {
 	maxRecords := a.cfg.MaxFetchRecords
 	refs, st, err := a.findBatches(ctx, topicID, partition, offset, int64(maxBytes))
 	if err != nil || len(refs) == 0 {
@@ -134,25 +152,31 @@ func (a *Agent) readRecords(ctx context.Context, topicID int64, partition int32,
 	)
 	for i, r := range refs {
 		// A committed run may hold several Kafka batches back to back; they
-		// take consecutive offsets from the run's base offset.
+		// take consecutive offset ranges from the run's base offset. Each
+		// Kafka batch spans LastOffsetDelta+1 offsets; in a compacted topic
+		// it may hold fewer records (kbatch.DecodeStored), and whole batches
+		// or runs may be gone (gaps).
 		// Kafka batches wholly before next are skipped without decoding
-		// (their header gives the count); decoding stops once the budget is
+		// (their header gives the span); decoding stops once the budget is
 		// spent. Only a run read to its end can be checked against the
-		// metadata's record count.
+		// metadata's offsets and record count.
 		base, full := r.BaseOffset, false
-		err := kbatch.Split(raw[i], func(batch []byte) error {
+		var count int64
+		err := kbatch.SplitStored(raw[i], func(batch []byte) error {
 			if full {
 				return errBudgetSpent
 			}
-			info, err := kbatch.ParseInfo(batch)
+			info, err := kbatch.ParseStored(batch)
 			if err != nil {
 				return err
 			}
-			if base+int64(info.RecordCount) <= next {
-				base += int64(info.RecordCount)
+			span := int64(info.LastOffsetDelta) + 1
+			if base+span <= next {
+				base += span
+				count += int64(info.RecordCount)
 				return nil
 			}
-			info, krecs, err := kbatch.Decode(batch, 0)
+			info, krecs, err := kbatch.DecodeStored(batch, 0)
 			if err != nil {
 				return err
 			}
@@ -178,18 +202,24 @@ func (a *Agent) readRecords(ctx context.Context, topicID int64, partition int32,
 				bytes += size
 				next = off + 1
 			}
-			base += int64(len(krecs))
+			base += span
+			count += int64(len(krecs))
 			return nil
 		})
 		if err != nil && !errors.Is(err, errBudgetSpent) {
 			return nil, st, offset, &dataLossError{fmt.Errorf("agent: decode batch %d of %s: %w", r.BaseOffset, r.FileKey, err)}
 		}
-		if !full && base-r.BaseOffset != int64(r.RecordCount) {
-			return nil, st, offset, &dataLossError{fmt.Errorf("agent: batch %d of %s has %d records, metadata says %d", r.BaseOffset, r.FileKey, base-r.BaseOffset, r.RecordCount)}
+		if !full && count != int64(r.RecordCount) {
+			return nil, st, offset, &dataLossError{fmt.Errorf("agent: batch %d of %s has %d records, metadata says %d", r.BaseOffset, r.FileKey, count, r.RecordCount)}
+		}
+		if !full && base != r.LastOffset+1 {
+			return nil, st, offset, &dataLossError{fmt.Errorf("agent: batch %d of %s ends at offset %d, metadata says %d", r.BaseOffset, r.FileKey, base-1, r.LastOffset)}
 		}
 		if full {
 			return recs, st, next, nil
 		}
+		// A compacted run may end with offsets whose records are gone.
+		next = max(next, base)
 	}
 	return recs, st, next, nil
 }

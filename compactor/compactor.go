@@ -53,10 +53,11 @@ const (
 	JobDeletion  = "deletion"
 	JobOrphans   = "orphans"
 	JobMerge     = "merge"
+	JobCompact   = "compact" // keyed compaction (keyed.go)
 )
 
 // Jobs is every job, in the order a pass runs them.
-var Jobs = []string{JobRetention, JobMerge, JobDeletion, JobOrphans}
+var Jobs = []string{JobRetention, JobCompact, JobMerge, JobDeletion, JobOrphans}
 
 // Config configures a Compactor.
 type Config struct {
@@ -95,6 +96,16 @@ type Config struct {
 	MergeSmallBytes, MergeTargetBytes int64
 	MergeMinAge                       time.Duration
 	MergeMaxFiles                     int
+	// CompactMaxBytes bounds the batches of one partition a keyed
+	// compaction reads and rewrites at once (keyed.go); 0 disables keyed
+	// compaction.
+	CompactMaxBytes int64
+	// CompactMinAge is the least min.compaction.lag.ms of every compacted
+	// topic: batches younger than it are not compacted. Like MergeMinAge it
+	// keeps rewrites away from the batches the agents' read indexes answer
+	// with (appended in the last 2 minutes), which may point at the old
+	// files however short Grace is.
+	CompactMinAge time.Duration
 	// TopicMetrics refreshes the per-topic storage gauges (one
 	// TopicStorage query per topic, which sums the topic's batches) on a
 	// retention pass at most every TopicMetricsInterval.
@@ -125,6 +136,8 @@ func DefaultConfig() Config {
 		MergeTargetBytes:     32 << 20,
 		MergeMinAge:          10 * time.Minute,
 		MergeMaxFiles:        1000,
+		CompactMaxBytes:      64 << 20,
+		CompactMinAge:        10 * time.Minute,
 		TopicMetrics:         true,
 		TopicMetricsInterval: 5 * time.Minute,
 	}
@@ -143,6 +156,11 @@ func (c Config) validate() error {
 			c.MergeTargetBytes, c.MergeSmallBytes, c.MergeMaxFiles, c.MergeMinAge)
 	case c.MergeSmallBytes > 0 && mergeDeadline(c.OrphanAge, c.Grace) < time.Second:
 		return fmt.Errorf("compactor: config OrphanAge %v must exceed Grace %v by 2s at least when merging (merges finish within half the difference)",
+			c.OrphanAge, c.Grace)
+	case c.CompactMinAge < 0:
+		return fmt.Errorf("compactor: config CompactMinAge %v is negative", c.CompactMinAge)
+	case c.CompactMaxBytes > 0 && mergeDeadline(c.OrphanAge, c.Grace) < time.Second:
+		return fmt.Errorf("compactor: config OrphanAge %v must exceed Grace %v by 2s at least when compacting (compactions finish within half the difference)",
 			c.OrphanAge, c.Grace)
 	case c.OrphanAge < c.Grace:
 		return fmt.Errorf("compactor: config OrphanAge %v is shorter than Grace %v", c.OrphanAge, c.Grace)
@@ -168,8 +186,9 @@ type Compactor struct {
 	log   *slog.Logger
 	m     *metrics
 
-	passMu     sync.Mutex // serialises passes (Run and RunOnce callers) and protects topicsSeen
-	topicsSeen time.Time  // when the per-topic gauges were last refreshed
+	passMu     sync.Mutex             // serialises passes (Run and RunOnce callers) and protects topicsSeen
+	topicsSeen time.Time              // when the per-topic gauges were last refreshed
+	keyed      map[partKey]keyedState // what the last keyed compaction pass saw; protected by passMu
 }
 
 // New returns a compactor of meta's files in store (the batcher's store,
@@ -190,19 +209,21 @@ func New(meta metadata.Store, store objectstore.Store, cfg Config) (*Compactor, 
 
 // Report is what one pass did.
 type Report struct {
-	NotHeld        []string // jobs another compactor held
-	Advanced       int      // partitions whose log start moved
-	Batches        int      // batch rows collected
-	FilesMarked    int
-	FilesMerged    int // small files whose batches moved to a merged file
-	BatchesMoved   int
-	FilesDeleted   int
-	BytesDeleted   int64
-	DeleteFailures int
-	ObjectsListed  int
-	OrphansFound   int
-	OrphansDeleted int
-	OrphanCursor   string // where the next orphan pass starts
+	NotHeld      []string // jobs another compactor held
+	Advanced     int      // partitions whose log start moved
+	Batches      int      // batch rows collected
+	FilesMarked  int
+	FilesMerged  int // small files whose batches moved to a merged file
+	BatchesMoved int
+	// Keyed compaction: batch rows rewritten, records removed.
+	BatchesCompacted, RecordsRemoved int
+	FilesDeleted                     int
+	BytesDeleted                     int64
+	DeleteFailures                   int
+	ObjectsListed                    int
+	OrphansFound                     int
+	OrphansDeleted                   int
+	OrphanCursor                     string // where the next orphan pass starts
 }
 
 // Run makes a pass every Interval until ctx ends, then gives up its
@@ -258,6 +279,8 @@ func (c *Compactor) RunOnce(ctx context.Context) (Report, error) {
 		switch job {
 		case JobRetention:
 			err = c.retentionPass(ctx, &r)
+		case JobCompact:
+			err = c.compactPass(ctx, &r)
 		case JobMerge:
 			err = c.mergePass(ctx, &r)
 		case JobDeletion:

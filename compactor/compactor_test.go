@@ -236,7 +236,7 @@ func mustGauge(t testing.TB, reg *prometheus.Registry, name string) prometheus.C
 }
 
 // A topic whose cleanup.policy is compact alone is not trimmed by time or
-// size (keyed compaction is not implemented: it is kept whole).
+// size (only compacted by key: see keyed_test.go).
 func TestCompactOnlyTopicKept(t *testing.T) {
 	e := env{meta: mustSQLite(t), store: objectstore.NewMemory()}
 	ctx := context.Background()

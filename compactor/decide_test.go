@@ -116,6 +116,7 @@ func TestConfigValidate(t *testing.T) {
 		"zero shards":     func(c *Config) { c.OrphanShards = 0 },
 		"zero concurrent": func(c *Config) { c.DeleteConcurrency = 0 },
 		"merge deadline":  func(c *Config) { c.OrphanAge = c.Grace + time.Second },
+		"compact min age": func(c *Config) { c.CompactMinAge = -1 },
 	} {
 		c := ok
 		mut(&c)

@@ -32,7 +32,7 @@ func (c *Compactor) retentionPass(ctx context.Context, r *Report) error {
 			continue
 		}
 		if !ret.Delete {
-			continue // cleanup.policy=compact: kept whole (keyed compaction is not implemented)
+			continue // cleanup.policy=compact: not trimmed, only compacted by key (keyed.go)
 		}
 		moved, err := c.meta.ApplyRetention(ctx, t.ID, ret)
 		if errors.Is(err, metadata.ErrTopicNotFound) {

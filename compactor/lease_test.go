@@ -19,7 +19,7 @@ type jobTracker struct {
 	mu      sync.Mutex // protects inside, maxSeen, runs
 	inside  map[string]int
 	maxSeen map[string]int
-	runs    map[string]int // by owner
+	runs    map[string]int // by owner, and by "owner/job"
 }
 
 func (j *jobTracker) enter(job, owner string) func() {
@@ -27,6 +27,7 @@ func (j *jobTracker) enter(job, owner string) func() {
 	j.inside[job]++
 	j.maxSeen[job] = max(j.maxSeen[job], j.inside[job])
 	j.runs[owner]++
+	j.runs[owner+"/"+job]++ // and by owner and job
 	j.mu.Unlock()
 	time.Sleep(15 * time.Millisecond) // widen the window
 	return func() {
@@ -54,6 +55,11 @@ func (t tracked) MergeCandidates(ctx context.Context, maxSize int64, minAge time
 	return t.Store.MergeCandidates(ctx, maxSize, minAge, maxFiles)
 }
 
+func (t tracked) CompactionSection(ctx context.Context, topicID int64, partition int32, minLag time.Duration, maxBytes int64) (metadata.CompactSection, error) {
+	defer t.j.enter(compactor.JobCompact, t.owner)()
+	return t.Store.CompactionSection(ctx, topicID, partition, minLag, maxBytes)
+}
+
 func (t tracked) DeletableFiles(ctx context.Context, grace time.Duration, limit int) ([]metadata.DeadFile, error) {
 	defer t.j.enter(compactor.JobDeletion, t.owner)()
 	return t.Store.DeletableFiles(ctx, grace, limit)
@@ -68,6 +74,14 @@ func (t tracked) UnknownKeys(ctx context.Context, keys []string) ([]string, erro
 // time; when the holder stops, the other takes over.
 func TestLeaseOneJobAtATime(t *testing.T) {
 	e := pgEnv(t)
+	// A compacted topic, so that the keyed compaction job has a partition
+	// to look at.
+	kt, err := e.meta.CreateTopic(context.Background(), metadata.TopicSpec{Name: "keyed", Partitions: 1,
+		Config: map[string]string{"cleanup.policy": "compact"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeKeyed(t, e, kt.ID, 0, []kv{"a=1"})
 	j := &jobTracker{inside: map[string]int{}, maxSeen: map[string]int{}, runs: map[string]int{}}
 	mk := func(owner string) *compactor.Compactor {
 		return newCompactor(t, env{meta: tracked{e.meta, owner, j}, store: e.store}, owner, func(c *compactor.Config) {
@@ -80,7 +94,19 @@ func TestLeaseOneJobAtATime(t *testing.T) {
 	var wg sync.WaitGroup
 	wg.Add(2)
 	go func() { defer wg.Done(); _ = a.Run(ctxA) }()
-	time.Sleep(100 * time.Millisecond) // a takes the leases first
+	// a takes the leases first: b starts once a went through every job
+	// (retention, compact, merge, deletion, orphans) once.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		j.mu.Lock()
+		all := true
+		for _, job := range compactor.Jobs {
+			all = all && j.runs["a/"+job] > 0
+		}
+		j.mu.Unlock()
+		if all || time.Now().After(deadline) {
+			break
+		}
+	}
 	go func() { defer wg.Done(); _ = b.Run(ctxB) }()
 	time.Sleep(700 * time.Millisecond)
 	j.mu.Lock()

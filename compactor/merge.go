@@ -97,8 +97,10 @@ func (c *Compactor) mergePass(ctx context.Context, r *Report) error {
 			return fmt.Errorf("file %s: batch [%d, +%d) outside its %d bytes", b.FileKey, b.ByteOffset, b.ByteLength, len(d))
 		}
 		first := int64(-1)
-		err := kbatch.Split(d[b.ByteOffset:b.ByteOffset+b.ByteLength], func(kb []byte) error {
-			e, err := w.Append(b.TopicID, b.Partition, kb)
+		// Stored batches: those of compacted topics may hold fewer records
+		// than offsets.
+		err := kbatch.SplitStored(d[b.ByteOffset:b.ByteOffset+b.ByteLength], func(kb []byte) error {
+			e, err := w.AppendStored(b.TopicID, b.Partition, kb)
 			if first < 0 {
 				first = e.ByteOffset
 			}

@@ -204,7 +204,11 @@ func appendRecords(dst []byte, records []Record, first int64) []byte {
 // its CRC-32C matches, that the codec is known, and that the batch is dense:
 // at least one record and RecordCount == LastOffsetDelta+1. It never
 // panics and allocates nothing but its error.
-func ParseInfo(b []byte) (Info, error) {
+func ParseInfo(b []byte) (Info, error) { return parseInfo(b, false) }
+
+// parseInfo is ParseInfo; lenient accepts a compacted batch (see
+// ParseStored).
+func parseInfo(b []byte, lenient bool) (Info, error) {
 	if len(b) < HeaderSize {
 		return Info{}, fmt.Errorf("%w: %d bytes, shorter than the %d-byte header", ErrCorrupt, len(b), HeaderSize)
 	}
@@ -243,7 +247,12 @@ func ParseInfo(b []byte) (Info, error) {
 	if info.RecordCount < 1 {
 		return Info{}, fmt.Errorf("%w: record count %d", ErrCorrupt, info.RecordCount)
 	}
-	if int64(info.RecordCount) != int64(info.LastOffsetDelta)+1 {
+	if lenient {
+		if info.LastOffsetDelta < 0 || int64(info.RecordCount) > int64(info.LastOffsetDelta)+1 {
+			return Info{}, fmt.Errorf("%w: record count %d with last offset delta %d (more records than offsets)",
+				ErrCorrupt, info.RecordCount, info.LastOffsetDelta)
+		}
+	} else if int64(info.RecordCount) != int64(info.LastOffsetDelta)+1 {
 		return Info{}, fmt.Errorf("%w: record count %d with last offset delta %d (batch not dense)",
 			ErrCorrupt, info.RecordCount, info.LastOffsetDelta)
 	}
@@ -262,7 +271,12 @@ func ParseInfo(b []byte) (Info, error) {
 // decompressed records of a compressed batch (0 means
 // DefaultMaxDecompressed); past it Decode fails with ErrTooLarge.
 func Decode(b []byte, maxDecompressed int) (Info, []Record, error) {
-	info, err := ParseInfo(b)
+	return decode(b, maxDecompressed, false)
+}
+
+// decode is Decode; lenient accepts a compacted batch (see DecodeStored).
+func decode(b []byte, maxDecompressed int, lenient bool) (Info, []Record, error) {
+	info, err := parseInfo(b, lenient)
 	if err != nil {
 		return Info{}, nil, err
 	}
@@ -282,7 +296,7 @@ func Decode(b []byte, maxDecompressed int) (Info, []Record, error) {
 			return Info{}, nil, fmt.Errorf("%w: %w", ErrCorrupt, err)
 		}
 	}
-	recs, err := decodeRecords(data, &info)
+	recs, err := decodeRecords(data, &info, lenient)
 	if err != nil {
 		return Info{}, nil, err
 	}
@@ -302,9 +316,12 @@ func SetBaseOffset(b []byte, base int64) error {
 // Split walks the record batches laid back to back in b and calls fn with
 // each one's bytes (a capped subslice of b). It stops at fn's first error
 // and returns it, and fails on a truncated or invalid batch.
-func Split(b []byte, fn func(batch []byte) error) error {
+func Split(b []byte, fn func(batch []byte) error) error { return split(b, fn, false) }
+
+// split is Split; lenient accepts compacted batches (see SplitStored).
+func split(b []byte, fn func(batch []byte) error, lenient bool) error {
 	for at := 0; at < len(b); {
-		info, err := ParseInfo(b[at:])
+		info, err := parseInfo(b[at:], lenient)
 		if err != nil {
 			return fmt.Errorf("batch at byte %d: %w", at, err)
 		}

@@ -140,7 +140,10 @@ func (r *reader) bytes(what string, nullable bool) []byte {
 
 // decodeRecords parses count records from data (uncompressed, owned by the
 // caller's result) and returns them with absolute offsets and timestamps.
-func decodeRecords(data []byte, info *Info) ([]Record, error) {
+//
+// lenient accepts a compacted batch's offset deltas: strictly increasing
+// and at most LastOffsetDelta, rather than 0, 1, 2...
+func decodeRecords(data []byte, info *Info, lenient bool) ([]Record, error) {
 	count := int(info.RecordCount)
 	if count > len(data)/minRecordSize {
 		return nil, fmt.Errorf("%w: %d records cannot fit in %d bytes", ErrCorrupt, count, len(data))
@@ -148,6 +151,7 @@ func decodeRecords(data []byte, info *Info) ([]Record, error) {
 	recs := make([]Record, count)
 	logAppend := info.Attributes&attrLogAppendTime != 0
 	rd := reader{b: data}
+	prev := int32(-1)
 	for i := range recs {
 		n := rd.varint("record length")
 		if rd.err != nil {
@@ -158,7 +162,7 @@ func decodeRecords(data []byte, info *Info) ([]Record, error) {
 		}
 		body := reader{b: rd.b[:n]}
 		rd.b = rd.b[n:]
-		if err := parseRecord(&body, &recs[i], i, info, logAppend); err != nil {
+		if err := parseRecord(&body, &recs[i], i, info, logAppend, lenient, &prev); err != nil {
 			return nil, fmt.Errorf("record %d: %w", i, err)
 		}
 	}
@@ -168,14 +172,22 @@ func decodeRecords(data []byte, info *Info) ([]Record, error) {
 	return recs, nil
 }
 
-func parseRecord(rd *reader, r *Record, index int, info *Info, logAppend bool) error {
+// parseRecord parses record index of the batch. prev is the previous
+// record's offset delta (-1 before the first), updated.
+func parseRecord(rd *reader, r *Record, index int, info *Info, logAppend, lenient bool, prev *int32) error {
 	if len(rd.b) < 1 {
 		return fmt.Errorf("%w: empty record", ErrCorrupt)
 	}
 	rd.b = rd.b[1:] // record attributes: unused
 	tsDelta := rd.varlong("timestamp delta")
 	offDelta := rd.varint("offset delta")
-	if rd.err == nil && int(offDelta) != index {
+	if lenient {
+		if rd.err == nil && (offDelta <= *prev || offDelta > info.LastOffsetDelta) {
+			return fmt.Errorf("%w: offset delta %d after %d, last offset delta %d (not increasing or out of the batch)",
+				ErrCorrupt, offDelta, *prev, info.LastOffsetDelta)
+		}
+		*prev = offDelta
+	} else if rd.err == nil && int(offDelta) != index {
 		return fmt.Errorf("%w: offset delta %d, want %d (batch not dense)", ErrCorrupt, offDelta, index)
 	}
 	r.Key = rd.bytes("key", true)

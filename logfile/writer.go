@@ -37,13 +37,17 @@ func NewWriter(sizeHint int) *Writer {
 // 0 placeholder, and returns its entry. The batch's CRC does not cover the
 // base offset, so it stays valid.
 func (w *Writer) Append(topicID int64, partition int32, batch []byte) (Entry, error) {
+	return w.append(topicID, partition, batch, kbatch.ParseInfo)
+}
+
+func (w *Writer) append(topicID int64, partition int32, batch []byte, parse func([]byte) (kbatch.Info, error)) (Entry, error) {
 	if w.finished {
 		return Entry{}, errFinished
 	}
 	if partition < 0 {
 		return Entry{}, fmt.Errorf("logfile: append: negative partition %d", partition)
 	}
-	info, err := kbatch.ParseInfo(batch)
+	info, err := parse(batch)
 	if err != nil {
 		return Entry{}, fmt.Errorf("logfile: append: %w", err)
 	}

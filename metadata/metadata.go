@@ -188,8 +188,9 @@ type PartitionNotice struct {
 // Store is the sequencer. Implementations are safe for concurrent use by
 // many goroutines and, for PostgreSQL, many processes.
 type Store interface {
-	GroupStore     // consumer groups (groups.go)
-	RetentionStore // retention, deletion, leases, merging (retention.go)
+	GroupStore      // consumer groups (groups.go)
+	RetentionStore  // retention, deletion, leases, merging (retention.go)
+	CompactionStore // keyed compaction (compaction.go)
 
 	CreateTopic(ctx context.Context, spec TopicSpec) (Topic, error)
 	// DeleteTopic removes the topic; its batches become unreadable.

@@ -15,8 +15,9 @@ const (
 	ConfigRetentionMs    = "retention.ms"
 	ConfigRetentionBytes = "retention.bytes"
 	// ConfigCleanupPolicy is delete (the default), compact, or both
-	// ("compact,delete"). Keyed compaction is not implemented: a topic
-	// whose policy is compact alone is never trimmed by time or size.
+	// ("compact,delete"). A topic whose policy is compact alone is never
+	// trimmed by time or size; compact topics are compacted by key (see
+	// compaction.go).
 	ConfigCleanupPolicy = "cleanup.policy"
 
 	DefaultRetentionMs    int64 = 7 * 24 * 60 * 60 * 1000
@@ -83,7 +84,10 @@ func parseLimit(key, v string) (int64, error) {
 // ValidateTopicConfig checks the config keys floe acts on; other keys are
 // stored as given.
 func ValidateTopicConfig(cfg map[string]string) error {
-	_, err := ParseRetention(cfg)
+	if _, err := ParseRetention(cfg); err != nil {
+		return err
+	}
+	_, err := ParseCompaction(cfg)
 	return err
 }
 

@@ -53,6 +53,8 @@ replicas may run: each job is held by one at a time through a lease.`, 0, 0)
 	fs.Int64Var(&d.MergeSmallBytes, "merge-small-bytes", d.MergeSmallBytes, "merge files smaller than this (0: no merging)")
 	fs.Int64Var(&d.MergeTargetBytes, "merge-target-bytes", d.MergeTargetBytes, "bytes of live batches one merge writes at most")
 	fs.DurationVar(&d.MergeMinAge, "merge-min-age", d.MergeMinAge, "merge only files older than this")
+	fs.Int64Var(&d.CompactMaxBytes, "compact-max-bytes", d.CompactMaxBytes, "bytes of a partition one keyed compaction reads at most (0: no keyed compaction)")
+	fs.DurationVar(&d.CompactMinAge, "compact-min-age", d.CompactMinAge, "compact by key only batches older than this (and than the topic's min.compaction.lag.ms)")
 	if _, err := cmd.parse(args, stdout); err != nil {
 		return err
 	}

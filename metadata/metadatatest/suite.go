@@ -66,6 +66,7 @@ func Run(t *testing.T, open func(t *testing.T) metadata.Store) {
 	}
 	tests = append(tests, groupTests...) // groups.go
 	tests = append(tests, retentionTests...)
+	tests = append(tests, compactionTests...) // compaction.go
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			before := goleak.IgnoreCurrent()

@@ -14,7 +14,8 @@ import (
 const findChunk = 1000
 
 // findSQL reads the partition's state and, when offset is in range, up to
-// $4 batches from the one holding offset on, cut where the byte budget $5
+// $4 batches from the one holding offset on (or, when offset fell into a
+// gap a keyed compaction left, from the next one), cut where the byte budget $5
 // is reached (the first batch always comes), in one snapshot. The partition row comes back even when no
 // batch does (batch columns NULL).
 const findSQL = `
@@ -32,8 +33,9 @@ SELECT p.log_start_offset, p.high_watermark,
 	         WHERE b.topic_id = $1 AND b.partition = $2
 	           AND $3 >= p.log_start_offset AND $3 < p.high_watermark
 	           AND b.base_offset < p.high_watermark
-	           AND b.base_offset >= (SELECT max(b2.base_offset) FROM batches b2
-	                                  WHERE b2.topic_id = $1 AND b2.partition = $2 AND b2.base_offset <= $3)
+	           AND b.last_offset >= $3
+	           AND b.base_offset >= coalesce((SELECT max(b2.base_offset) FROM batches b2
+	                                  WHERE b2.topic_id = $1 AND b2.partition = $2 AND b2.base_offset <= $3), -1)
 	         ORDER BY b.base_offset
 	         LIMIT $4) c
   ) w ON w.before < greatest($5::bigint, 1)

@@ -55,8 +55,9 @@ func (s *Store) FindBatches(ctx context.Context, topicID int64, partition int32,
 			       b.record_count, b.max_timestamp, b.append_time
 			  FROM batches b JOIN files f ON f.id = b.file_id
 			 WHERE b.topic_id = ?1 AND b.partition = ?2 AND b.base_offset < ?4
-			   AND b.base_offset >= (SELECT max(b2.base_offset) FROM batches b2
-			                          WHERE b2.topic_id = ?1 AND b2.partition = ?2 AND b2.base_offset <= ?3)
+			   AND b.last_offset >= ?3
+			   AND b.base_offset >= coalesce((SELECT max(b2.base_offset) FROM batches b2
+			                          WHERE b2.topic_id = ?1 AND b2.partition = ?2 AND b2.base_offset <= ?3), -1)
 			 ORDER BY b.base_offset`, topicID, partition, offset, st.HighWatermark)
 		if err != nil {
 			return err
