@@ -586,6 +586,10 @@ func (s *groupSession) read(ctx context.Context, p int32, r *groupReader) error 
 			}
 			continue
 		}
+		if next > offset { // past a compacted gap: read on at once
+			offset = next
+			continue
+		}
 		if err := a.sleep(ctx, woken, a.cfg.PollInterval); err != nil {
 			return err
 		}
