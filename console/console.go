@@ -15,7 +15,6 @@ package console
 import (
 	"context"
 	"embed"
-	"errors"
 	"io/fs"
 	"log/slog"
 	"net/http"
@@ -63,7 +62,7 @@ type IcebergSource interface {
 // Options configure a Console.
 type Options struct {
 	// Source returns the agent to read from, or nil while it is starting
-	// (the API then answers 503). Required.
+	// (the API then answers 503).
 	Source func() Source
 	// Iceberg, optional, returns the Iceberg tables' source, or nil.
 	Iceberg func() IcebergSource
@@ -89,9 +88,6 @@ const (
 	DefaultRequestTimeout = 10 * time.Second
 )
 
-// ErrNoSource is returned by New without Options.Source.
-var ErrNoSource = errors.New("console: no source")
-
 // Console is an http.Handler for /console/ that samples group lag in the
 // background until Close.
 type Console struct {
@@ -104,9 +100,9 @@ type Console struct {
 }
 
 // New starts a console: its lag sampler runs until Close.
-func New(opts Options) (*Console, error) {
+func New(opts Options) *Console {
 	if opts.Source == nil {
-		return nil, ErrNoSource
+		opts.Source = func() Source { return nil }
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
@@ -129,7 +125,7 @@ func New(opts Options) (*Console, error) {
 	c := &Console{opts: opts, log: opts.Logger, history: newHistory(opts.History, opts.MaxGroups)}
 	static, err := fs.Sub(staticFS, "static")
 	if err != nil {
-		return nil, err
+		panic(err) // a constant, valid path
 	}
 	c.mux = http.NewServeMux()
 	c.mux.Handle("/console/static/", http.StripPrefix("/console/static/", http.FileServer(http.FS(static))))
@@ -147,7 +143,7 @@ func New(opts Options) (*Console, error) {
 		defer c.wg.Done()
 		c.sample(ctx)
 	}()
-	return c, nil
+	return c
 }
 
 // Close stops the lag sampler and waits for it.
