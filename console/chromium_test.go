@@ -303,6 +303,10 @@ func TestConsoleInChromium(t *testing.T) {
 	if n := strings.Count(dom, "<polyline"); n != len(lag.Groups) {
 		t.Errorf("chart draws %d lines, API has %d groups", n, len(lag.Groups))
 	}
+	dots := regexp.MustCompile(`<circle [^>]*data-lag="(\d+)"`).FindAllStringSubmatch(dom, -1)
+	if len(dots) != len(lag.Groups) {
+		t.Errorf("chart marks %d last samples, API has %d groups", len(dots), len(lag.Groups))
+	}
 	if !strings.Contains(dom, `data-check="iceberg-pending"`) {
 		t.Error("no Iceberg placeholder")
 	}

@@ -120,9 +120,11 @@
     const W = 900, H = 240, L = 60, R = 12, T = 12, B = 28;
     const chart = svg("svg", { viewBox: "0 0 " + W + " " + H, width: "100%", role: "img", "aria-label": "lag per group", "data-check": "lag-chart" });
     const now = Date.now();
-    const span = Math.max(data.intervalMs * data.capacity, 60000);
-    let maxLag = 1;
-    for (const s of data.groups) for (const p of s.points) maxLag = Math.max(maxLag, p.lag);
+    // The span shown: what the samples cover, at least a minute, at most
+    // what the console keeps.
+    let oldest = now, maxLag = 1;
+    for (const s of data.groups) for (const p of s.points) { maxLag = Math.max(maxLag, p.lag); oldest = Math.min(oldest, p.t); }
+    const span = Math.min(Math.max(now - oldest, 60000), Math.max(data.intervalMs * data.capacity, 60000));
     const x = t => L + (W - L - R) * (1 - Math.min(span, Math.max(0, now - t)) / span);
     const y = v => T + (H - T - B) * (1 - v / maxLag);
     chart.append(svg("line", { class: "axis", x1: L, y1: H - B, x2: W - R, y2: H - B }));
@@ -144,6 +146,15 @@
       title.textContent = s.group;
       line.append(title);
       chart.append(line);
+      // The last sample as a dot, so that a single sample shows too.
+      if (s.points.length) {
+        const p = s.points[s.points.length - 1];
+        const dot = svg("circle", { cx: x(p.t).toFixed(1), cy: y(p.lag).toFixed(1), r: 4, fill: color, "data-group": s.group, "data-lag": p.lag });
+        const t2 = svg("title");
+        t2.textContent = s.group + ": " + num(p.lag);
+        dot.append(t2);
+        chart.append(dot);
+      }
       const last = s.points.length ? s.points[s.points.length - 1].lag : 0;
       const swatch = el("i");
       swatch.style.background = color; // CSSOM, allowed by the CSP (a style attribute is not)
