@@ -20,6 +20,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	floev1 "github.com/floe-broker/floe/api/floe/v1"
@@ -77,6 +78,10 @@ type Options struct {
 	// RequestTimeout bounds the calls of one API request or one sample
 	// (default 10 s).
 	RequestTimeout time.Duration
+	// IdleAfter stops the lag samples this long after the API was last
+	// read, so that agents nobody watches do not describe every group
+	// every few seconds (default 15 min; negative: sample always).
+	IdleAfter time.Duration
 }
 
 // Defaults of Options.
@@ -86,6 +91,7 @@ const (
 	DefaultMaxTopics      = 500
 	DefaultMaxGroups      = 500
 	DefaultRequestTimeout = 10 * time.Second
+	DefaultIdleAfter      = 15 * time.Minute
 )
 
 // Console is an http.Handler for /console/ that samples group lag in the
@@ -95,8 +101,10 @@ type Console struct {
 	log     *slog.Logger
 	mux     *http.ServeMux
 	history *history
-	cancel  context.CancelFunc
-	wg      sync.WaitGroup // the sampler
+	// lastRead is when the API was last read (unix ns), for IdleAfter.
+	lastRead atomic.Int64
+	cancel   context.CancelFunc
+	wg       sync.WaitGroup // the sampler
 }
 
 // New starts a console: its lag sampler runs until Close.
@@ -121,6 +129,9 @@ func New(opts Options) *Console {
 	}
 	if opts.RequestTimeout <= 0 {
 		opts.RequestTimeout = DefaultRequestTimeout
+	}
+	if opts.IdleAfter == 0 {
+		opts.IdleAfter = DefaultIdleAfter
 	}
 	c := &Console{opts: opts, log: opts.Logger, history: newHistory(opts.History, opts.MaxGroups)}
 	static, err := fs.Sub(staticFS, "static")
@@ -166,6 +177,7 @@ func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.Set("Referrer-Policy", "no-referrer")
 	if strings.HasPrefix(r.URL.Path, "/console/api/") {
 		h.Set("Cache-Control", "no-store")
+		c.lastRead.Store(time.Now().UnixNano())
 	}
 	c.mux.ServeHTTP(w, r)
 }

@@ -397,3 +397,25 @@ func TestAPITopicsBounded(t *testing.T) {
 		t.Errorf("total %d, %d described, want 3 and 2", got.Total, len(got.Topics))
 	}
 }
+
+// The console stops sampling IdleAfter after its API was last read, and
+// resumes when it is read again.
+func TestLagSamplingIdles(t *testing.T) {
+	f := newFixture(t, console.Options{SampleInterval: 10 * time.Millisecond, History: 1000, IdleAfter: 50 * time.Millisecond})
+	ctx := context.Background()
+	orders, err := f.meta.CreateTopic(ctx, metadata.TopicSpec{Name: "orders", Partitions: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.meta.CommitOffsets(ctx, metadata.CommitOffsetsRequest{Group: "g", Offsets: []metadata.OffsetCommit{{TopicID: orders.ID, Offset: 0}}}); err != nil {
+		t.Fatal(err)
+	}
+	first := waitLag(t, f, func(l lagJSON) bool { return len(l.Groups) == 1 })
+	time.Sleep(400 * time.Millisecond) // 40 intervals, 35 of them idle
+	var then lagJSON
+	f.get(t, "/console/api/lag", &then)
+	if n := len(then.Groups[0].Points) - len(first.Groups[0].Points); n > 15 {
+		t.Errorf("%d samples taken while nobody read the API for 350 ms, want at most 6 or so", n)
+	}
+	waitLag(t, f, func(l lagJSON) bool { return len(l.Groups[0].Points) > len(then.Groups[0].Points) })
+}

@@ -96,6 +96,9 @@ func (c *Console) sampleOnce(ctx context.Context) {
 	if c.source() == nil {
 		return
 	}
+	if c.opts.IdleAfter > 0 && time.Since(time.Unix(0, c.lastRead.Load())) > c.opts.IdleAfter {
+		return // nobody watches
+	}
 	rctx, cancel := context.WithTimeout(ctx, c.opts.RequestTimeout)
 	defer cancel()
 	resp, err := c.groups(rctx)
