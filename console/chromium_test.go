@@ -179,9 +179,6 @@ func firstNumber(t *testing.T, s string) int64 {
 // markup as text. It saves a screenshot in the test's temp dir.
 func TestConsoleInChromium(t *testing.T) {
 	browser := chromium(t)
-	if testing.Short() {
-		t.Skip("builds floe and runs a browser")
-	}
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "floe")
 	if out, err := exec.Command("go", "build", "-o", bin, "github.com/floe-broker/floe/cmd/floe").CombinedOutput(); err != nil {
