@@ -139,7 +139,14 @@ func New(opts Options) *Console {
 		panic(err) // a constant, valid path
 	}
 	c.mux = http.NewServeMux()
-	c.mux.Handle("/console/static/", http.StripPrefix("/console/static/", http.FileServer(http.FS(static))))
+	files := http.StripPrefix("/console/static/", http.FileServer(http.FS(static)))
+	c.mux.HandleFunc("/console/static/", func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasSuffix(r.URL.Path, "/") {
+			http.NotFound(w, r) // no folder listings
+			return
+		}
+		files.ServeHTTP(w, r)
+	})
 	c.mux.HandleFunc("/console/{$}", func(w http.ResponseWriter, r *http.Request) {
 		http.ServeFileFS(w, r, static, "index.html")
 	})

@@ -370,8 +370,10 @@ func TestServing(t *testing.T) {
 			t.Errorf("%s: %d, want 405", m, resp.StatusCode)
 		}
 	}
-	if code := f.get(t, "/console/api/nope", nil); code != 404 {
-		t.Errorf("unknown endpoint: %d", code)
+	for _, p := range []string{"/console/api/nope", "/console/static/", "/console/other"} {
+		if code := f.get(t, p, nil); code != 404 {
+			t.Errorf("GET %s: %d, want 404", p, code)
+		}
 	}
 
 	starting := newFixture(t, console.Options{Source: func() console.Source { return nil }})
