@@ -22,6 +22,7 @@ import (
 
 	"github.com/floe-broker/floe/agent"
 	"github.com/floe-broker/floe/batcher"
+	"github.com/floe-broker/floe/console"
 	"github.com/floe-broker/floe/metadata"
 	"github.com/floe-broker/floe/objectstore"
 )
@@ -99,6 +100,14 @@ func serve(ctx context.Context, sc serverConfig, open openFunc, reg *prometheus.
 	// ids and error rewriting.
 	gs := grpc.NewServer(append(agent.GRPCServerOptions(sc.Agent, log), grpc.MaxConcurrentStreams(1024))...)
 	late := &lateAgent{}
+	cons := console.New(console.Options{Logger: log, Source: func() console.Source {
+		if a := late.ag.Load(); a != nil {
+			return a
+		}
+		return nil // the agent is starting
+	}})
+	defer cons.Close()
+	mux.Handle("/console/", cons) // the read-only web console (package console)
 	late.register(gs)
 	hs := health.NewServer()
 	healthpb.RegisterHealthServer(gs, hs)
