@@ -114,3 +114,34 @@ func appendRows(rows []Row, rec arrow.RecordBatch) (_ []Row, err error) {
 	}
 	return rows, nil
 }
+
+// ScanFiles reads tbl's rows per data file, keyed by file path, in the
+// files' order: how the rows were laid out, for tools and tests.
+func ScanFiles(ctx context.Context, tbl *table.Table) (map[string][]Row, error) {
+	scan := tbl.Scan()
+	defer scan.Close()
+	tasks, err := scan.PlanFiles(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("iceberg: plan scan of %v: %w", tbl.Identifier(), err)
+	}
+	out := make(map[string][]Row, len(tasks))
+	for _, task := range tasks {
+		_, batches, err := scan.ReadTasks(ctx, []table.FileScanTask{task})
+		if err != nil {
+			return nil, fmt.Errorf("iceberg: read %s: %w", task.File.FilePath(), err)
+		}
+		var rows []Row
+		for rec, err := range batches {
+			if err != nil {
+				return nil, fmt.Errorf("iceberg: read %s: %w", task.File.FilePath(), err)
+			}
+			rows, err = appendRows(rows, rec)
+			rec.Release()
+			if err != nil {
+				return nil, fmt.Errorf("iceberg: read %s: %w", task.File.FilePath(), err)
+			}
+		}
+		out[task.File.FilePath()] = rows
+	}
+	return out, nil
+}

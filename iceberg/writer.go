@@ -133,10 +133,18 @@ func (w *Writer) EnsureTable(ctx context.Context, topic string) (*table.Table, e
 		return nil, err
 	}
 	props := icego.Properties{
-		PropTopic:                                    topic,
-		"format-version":                             "2",
-		table.ParquetCompressionKey:                  "zstd",
-		table.WriteTargetFileSizeBytesKey:            strconv.FormatInt(w.opts.TargetFileSize, 10),
+		PropTopic:                         topic,
+		"format-version":                  "2",
+		table.ParquetCompressionKey:       "zstd",
+		table.WriteTargetFileSizeBytesKey: strconv.FormatInt(w.opts.TargetFileSize, 10),
+		// A file is closed at the first row group flushed past the
+		// target, and row groups grow as pages are flushed (a column's
+		// dictionary is not counted until it spills): row groups of a
+		// quarter of the target, pages and dictionaries of a sixteenth
+		// (at most the defaults) keep files near it.
+		table.ParquetRowGroupSizeBytesKey:            strconv.FormatInt(min(w.opts.TargetFileSize/4+1, table.ParquetRowGroupSizeBytesDefault), 10),
+		table.ParquetPageSizeBytesKey:                strconv.FormatInt(min(w.opts.TargetFileSize/16+1, table.ParquetPageSizeBytesDefault), 10),
+		table.ParquetDictSizeBytesKey:                strconv.FormatInt(min(w.opts.TargetFileSize/16+1, table.ParquetDictSizeBytesDefault), 10),
 		table.MetadataDeleteAfterCommitEnabledKey:    "true",
 		table.MetadataPreviousVersionsMaxKey:         "20",
 		table.DefaultWriteMetricsModeKey:             "truncate(16)",
