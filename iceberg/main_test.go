@@ -6,4 +6,4 @@ import (
 	"github.com/floe-broker/floe/internal/testenv"
 )
 
-func TestMain(m *testing.M) { testenv.Main(m) }
+func TestMain(m *testing.M) { testenv.Main(m, testenv.VerifyNoLeaks()) }
