@@ -56,8 +56,9 @@ func benchRows(n int, from int64) ([]Row, Watermark, int64) {
 // warehouse) against writing the same rows straight to one Parquet file
 // with arrow-go (zstd) in the same folder, the least the table costs, in
 // the same run: append-rows/s, append-MB/s, parquet-rows/s, parquet-MB/s
-// and append/parquet (time ratio). MB are the rows' bytes (key, value,
-// header, fixed columns). 64k rows per append, 8 partitions.
+// and append/parquet (time ratio); files/append and MB/file. MB are the
+// rows' bytes (key, value, header, fixed columns) but in MB/file, the
+// Parquet files' size. 64k rows per append, 8 partitions, two days.
 func BenchmarkAppend(b *testing.B) {
 	const n = 1 << 16
 	ctx := context.Background()
@@ -79,6 +80,7 @@ func BenchmarkAppend(b *testing.B) {
 		appending, writing time.Duration
 		rowsDone, bytes    int64
 		from               int64
+		files, fileBytes   int64
 	)
 	b.ResetTimer()
 	for b.Loop() {
@@ -97,6 +99,8 @@ func BenchmarkAppend(b *testing.B) {
 		if res.Rows != n {
 			b.Fatalf("appended %d rows, want %d", res.Rows, n)
 		}
+		files += int64(res.Files)
+		fileBytes += res.Bytes
 		writing += t1.Sub(t0)
 		appending += time.Since(t1)
 		rowsDone += n
@@ -107,6 +111,8 @@ func BenchmarkAppend(b *testing.B) {
 	b.ReportMetric(float64(rowsDone)/writing.Seconds(), "parquet-rows/s")
 	b.ReportMetric(float64(bytes)/1e6/writing.Seconds(), "parquet-MB/s")
 	b.ReportMetric(float64(appending)/float64(writing), "append/parquet")
+	b.ReportMetric(float64(files)/float64(b.N), "files/append")
+	b.ReportMetric(float64(fileBytes)/1e6/float64(files), "MB/file")
 }
 
 // writeParquet writes rows, sorted as Append sorts them, to one Parquet
