@@ -140,3 +140,16 @@ func TestSortForFiles(t *testing.T) {
 		t.Errorf("day(1969-12-31T23:59:59) = %d, want -1", got)
 	}
 }
+
+func TestWatermarkLag(t *testing.T) {
+	per, total := Watermark{0: 10, 1: 5, 3: 9}.Lag(Watermark{0: 12, 1: 5, 2: 7, 3: 8})
+	want := map[int32]int64{0: 2, 1: 0, 2: 7, 3: 0}
+	if total != 9 || len(per) != len(want) {
+		t.Fatalf("Lag = %v, %d; want %v, 9", per, total, want)
+	}
+	for p, d := range want {
+		if per[p] != d {
+			t.Errorf("Lag[%d] = %d, want %d", p, per[p], d)
+		}
+	}
+}

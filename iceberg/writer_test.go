@@ -147,10 +147,19 @@ func TestAppendRoundTrip(t *testing.T) {
 		if wm, err := w.Watermark(ctx, topic); err != nil || len(wm) != 0 {
 			t.Fatalf("Watermark before the table exists = %v, %v; want empty", wm, err)
 		}
+		if st, err := w.Describe(ctx, topic); err != nil || st.Exists {
+			t.Fatalf("Describe before the table exists = %+v, %v", st, err)
+		}
 		rows, wm := genRows(1, 3, 40, nil)
 		res, err := w.Append(ctx, topic, rows, wm)
 		if err != nil {
 			t.Fatal(err)
+		}
+		st, err := w.Describe(ctx, topic)
+		if err != nil || !st.Exists || st.Name != "floe.orders_dcreated_hv1" || st.Rows != int64(len(rows)) ||
+			st.DataFiles != int64(res.Files) || st.Bytes != res.Bytes || st.SnapshotID != res.SnapshotID ||
+			!st.Watermark.Equal(wm) || time.Since(st.SnapshotTime) > time.Minute {
+			t.Errorf("Describe = %+v, %v; after %+v", st, err, res)
 		}
 		if res.Rows != len(rows) || res.Skipped != 0 || res.Files < 1 || res.SnapshotID == 0 || res.Attempts != 1 {
 			t.Errorf("first append = %+v", res)
