@@ -162,3 +162,21 @@ func RowsToWrite(rows []Row, have, want Watermark) ([]Row, error) {
 	}
 	return out, nil
 }
+
+// AppendRecords appends to dst the rows of records decoded from one batch
+// of partition (kbatch.Decode: absolute offsets, millisecond timestamps)
+// that the broker committed at appendTime, and returns it. A record with
+// no timestamp (negative, Kafka's -1) takes appendTime: the column is
+// required. The rows share the records' byte slices.
+func AppendRecords(dst []Row, partition int32, appendTime time.Time, records []kbatch.Record) []Row {
+	for i := range records {
+		r := &records[i]
+		ts := appendTime
+		if r.Timestamp >= 0 {
+			ts = time.UnixMilli(r.Timestamp)
+		}
+		dst = append(dst, Row{Partition: partition, Offset: r.Offset, Timestamp: ts, AppendTime: appendTime,
+			Key: r.Key, Value: r.Value, Headers: r.Headers})
+	}
+	return dst
+}

@@ -5,6 +5,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/floe-broker/floe/kbatch"
 )
 
 func row(p int32, off int64) Row {
@@ -151,5 +153,25 @@ func TestWatermarkLag(t *testing.T) {
 		if per[p] != d {
 			t.Errorf("Lag[%d] = %d, want %d", p, per[p], d)
 		}
+	}
+}
+
+func TestAppendRecords(t *testing.T) {
+	at := time.Date(2026, 3, 1, 0, 0, 0, 123_456_000, time.UTC)
+	recs := []kbatch.Record{
+		{Offset: 7, Timestamp: 1700000000123, Key: []byte("k"), Headers: []kbatch.Header{{Key: "h"}}},
+		{Offset: 8, Timestamp: -1, Value: []byte{}},
+	}
+	rows := AppendRecords([]Row{row(0, 1)}, 3, at, recs)
+	if len(rows) != 3 {
+		t.Fatalf("%d rows", len(rows))
+	}
+	a, b := rows[1], rows[2]
+	if a.Partition != 3 || a.Offset != 7 || !a.Timestamp.Equal(time.UnixMilli(1700000000123)) || !a.AppendTime.Equal(at) ||
+		string(a.Key) != "k" || a.Value != nil || len(a.Headers) != 1 {
+		t.Errorf("row = %+v", a)
+	}
+	if b.Offset != 8 || !b.Timestamp.Equal(at) || b.Key != nil || b.Value == nil {
+		t.Errorf("record without a timestamp: %+v, want the append time", b)
 	}
 }
