@@ -2,10 +2,11 @@ package iceberg
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
+	mrand "math/rand/v2"
 	"strconv"
 	"time"
 
@@ -198,10 +199,27 @@ type AppendResult struct {
 	SnapshotID int64
 	// Watermark is the table's watermark after the call.
 	Watermark Watermark
-	// Attempts is the commits tried. Recovered says that a commit that
-	// reported an error was found committed on reload.
+	// Attempts is the commits tried. Recovered says that after a commit
+	// error the work was found committed on reload: by this call (its
+	// answer was lost; the figures above are its commit's) or by another
+	// writer (Rows, Files and Bytes are 0: this call's files are orphans).
 	Attempts  int
 	Recovered bool
+}
+
+// PropAppendID is the snapshot summary key of the random id of the Append
+// call that committed the snapshot: after a lost answer, it tells this
+// call's commit from another writer's.
+const PropAppendID = "floe.append-id"
+
+// committedBy reports whether a snapshot of tbl carries appendID.
+func committedBy(tbl *table.Table, appendID string) (int64, bool) {
+	for _, snap := range tbl.Metadata().Snapshots() {
+		if snap.Summary != nil && snap.Summary.Properties[PropAppendID] == appendID {
+			return snap.SnapshotID, true
+		}
+	}
+	return 0, false
 }
 
 // Append writes rows to topic's table (created if missing) and moves its
@@ -232,9 +250,10 @@ func (w *Writer) Append(ctx context.Context, topic string, rows []Row, want Wate
 		return res, err
 	}
 	var (
-		prev    attemptFiles // files written by the last attempt
-		lastErr error        // the last attempt's commit error
-		wait    = w.opts.RetryWait
+		prev     attemptFiles // files written by the last attempt
+		lastErr  error        // the last attempt's commit error
+		wait     = w.opts.RetryWait
+		appendID = rand.Text()
 	)
 	for {
 		have, err := tableWatermark(tbl)
@@ -245,15 +264,14 @@ func (w *Writer) Append(ctx context.Context, topic string, rows []Row, want Wate
 			// Nothing to write, or the last attempt (or another writer)
 			// committed it despite the error.
 			res.Watermark, res.Recovered = have, lastErr != nil
-			if res.Recovered {
+			res.Skipped = len(rows)
+			if snap, mine := committedBy(tbl, appendID); mine {
 				res.Rows, res.Skipped = prev.rows, len(rows)-prev.rows
-				res.Files, res.Bytes = len(prev.files), prev.bytes
-				if snap := tbl.CurrentSnapshot(); snap != nil {
-					res.SnapshotID = snap.SnapshotID
-				}
-				w.log.Info("iceberg: append found committed after an error", "topic", topic, "error", lastErr)
-			} else {
-				res.Skipped = len(rows)
+				res.Files, res.Bytes, res.SnapshotID = len(prev.files), prev.bytes, snap
+			}
+			if res.Recovered {
+				w.log.Info("iceberg: append found committed after an error", "topic", topic,
+					"by_this_call", res.SnapshotID != 0, "error", lastErr)
 			}
 			return res, nil
 		}
@@ -267,7 +285,7 @@ func (w *Writer) Append(ctx context.Context, topic string, rows []Row, want Wate
 			}
 		}
 		next := have.Merge(want)
-		snap, err := w.commit(ctx, tbl, prev, next)
+		snap, err := w.commit(ctx, tbl, prev, next, appendID)
 		if err == nil {
 			res.Rows, res.Skipped = prev.rows, len(rows)-prev.rows
 			res.Files, res.Bytes = len(prev.files), prev.bytes
@@ -282,7 +300,7 @@ func (w *Writer) Append(ctx context.Context, topic string, rows []Row, want Wate
 		}
 		w.log.Warn("iceberg: commit failed, reloading the table", "topic", topic, "attempt", res.Attempts, "error", err)
 		if res.Attempts < w.opts.MaxAttempts {
-			if err := sleep(ctx, wait/2+rand.N(wait)); err != nil {
+			if err := sleep(ctx, wait/2+mrand.N(wait)); err != nil {
 				return res, fmt.Errorf("iceberg: append to topic %q: %w (after %w)", topic, err, lastErr)
 			}
 			wait *= 2
@@ -346,7 +364,7 @@ func (w *Writer) writeFiles(ctx context.Context, tbl *table.Table, rows []Row, h
 // commit adds files to tbl and sets its watermark to next in one
 // transaction that requires the main branch to be where tbl saw it. It
 // returns the new snapshot's id (0 when files is empty).
-func (w *Writer) commit(ctx context.Context, tbl *table.Table, files attemptFiles, next Watermark) (int64, error) {
+func (w *Writer) commit(ctx context.Context, tbl *table.Table, files attemptFiles, next Watermark, appendID string) (int64, error) {
 	tx := tbl.NewTransaction()
 	if err := tx.AssertRefSnapshotID(table.MainBranch); err != nil {
 		return 0, fmt.Errorf("iceberg: assert snapshot: %w", err)
@@ -356,7 +374,7 @@ func (w *Writer) commit(ctx context.Context, tbl *table.Table, files attemptFile
 		return 0, fmt.Errorf("iceberg: set watermark: %w", err)
 	}
 	if len(files.files) > 0 {
-		summary := icego.Properties{PropWatermark: wm, "floe.rows": strconv.Itoa(files.rows)}
+		summary := icego.Properties{PropWatermark: wm, "floe.rows": strconv.Itoa(files.rows), PropAppendID: appendID}
 		if err := tx.AddDataFiles(ctx, files.files, summary, table.WithoutDuplicateCheck()); err != nil {
 			return 0, fmt.Errorf("iceberg: add data files: %w", err)
 		}
