@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/url"
+	"os"
 	"path/filepath"
 	"strings"
 
@@ -139,6 +140,11 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*Writer, error) {
 		db, err = sql.Open("pgx", cfg.DSN)
 	case BackendSQLite:
 		dialect = sqlcat.SQLite
+		if dir := filepath.Dir(cfg.DSN); !strings.Contains(cfg.DSN, "?") {
+			if err := os.MkdirAll(dir, 0o755); err != nil {
+				return nil, fmt.Errorf("iceberg: catalog folder: %w", err)
+			}
+		}
 		db, err = sql.Open("sqlite", sqliteDSN(cfg.DSN))
 		if err == nil {
 			// One connection: SQLite has one writer, and waiting in the

@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -506,4 +508,34 @@ func TestCommitFaults(t *testing.T) {
 			t.Errorf("Watermark = %v, %v, want %v", got, err, from)
 		}
 	})
+}
+
+// TestOpen: a dev catalog in a folder that does not exist yet is made;
+// a bad config and an unreachable catalog are errors.
+func TestOpen(t *testing.T) {
+	ctx := testCtx(t)
+	dir := filepath.Join(t.TempDir(), "a", "b")
+	w, err := iceberg.Open(ctx, iceberg.DefaultSQLiteConfig(dir), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.EnsureTable(ctx, "t"); err != nil {
+		t.Error(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Error(err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "warehouse", "floe.db", "t", "metadata")); err != nil {
+		t.Errorf("table metadata not in the warehouse folder: %v", err)
+	}
+	bad := iceberg.DefaultSQLiteConfig(dir)
+	bad.Options.Namespace = "a.b"
+	if _, err := iceberg.Open(ctx, bad, nil); !errors.Is(err, iceberg.ErrInvalidConfig) {
+		t.Errorf("dotted namespace: %v, want ErrInvalidConfig", err)
+	}
+	unreachable := iceberg.DefaultPostgresConfig("postgres://floe@127.0.0.1:1/floe?connect_timeout=2", "b")
+	if w, err := iceberg.Open(ctx, unreachable, nil); err == nil {
+		w.Close()
+		t.Errorf("Open of an unreachable PostgreSQL succeeded")
+	}
 }
