@@ -539,3 +539,59 @@ func TestOpen(t *testing.T) {
 		t.Errorf("Open of an unreachable PostgreSQL succeeded")
 	}
 }
+
+// TestMaintain: expiring snapshots keeps the rows and the watermark (a
+// table property); the files of a commit that failed are deleted as
+// orphans, and the table is still read and appended to.
+func TestMaintain(t *testing.T) {
+	forBackends(t, func(t *testing.T, cfg iceberg.Config) {
+		ctx := testCtx(t)
+		w, fc := icetest.Open(t, cfg, iceberg.Options{MaxAttempts: 1})
+		const topic = "maintained"
+		var all []iceberg.Row
+		from := iceberg.Watermark{}
+		for round := range 4 {
+			rows, wm := genRows(uint64(30+round), 2, 10, from)
+			if _, err := w.Append(ctx, topic, rows, wm); err != nil {
+				t.Fatal(err)
+			}
+			all, from = append(all, rows...), wm
+		}
+		// A failed commit leaves its data files behind.
+		lost, lostWM := genRows(40, 2, 10, from)
+		fc.FailNextCommits(1, false)
+		if _, err := w.Append(ctx, topic, lost, lostWM); !errors.Is(err, iceberg.ErrCommitFailed) {
+			t.Fatalf("append with a failing commit: %v", err)
+		}
+		fc.BeforeCommit(nil)
+
+		res, err := w.Maintain(ctx, topic, iceberg.MaintainOptions{KeepSnapshots: 2, OrphanAge: time.Nanosecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.ExpiredSnapshots != 2 || res.OrphanFiles < 1 {
+			t.Errorf("Maintain = %+v, want 2 snapshots expired and the failed commit's files deleted", res)
+		}
+		tbl, err := w.Load(ctx, topic)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := len(tbl.Metadata().Snapshots()); n != 2 {
+			t.Errorf("%d snapshots left, want 2", n)
+		}
+		if got, err := w.Watermark(ctx, topic); err != nil || !got.Equal(from) {
+			t.Errorf("Watermark after expiry = %v, %v; want %v", got, err, from)
+		}
+		checkTable(t, w, topic, all)
+		if _, err := w.Append(ctx, topic, lost, lostWM); err != nil {
+			t.Fatal(err)
+		}
+		checkTable(t, w, topic, append(all, lost...))
+		if _, err := w.Maintain(ctx, "no-such-topic", iceberg.DefaultMaintainOptions()); err != nil {
+			t.Errorf("Maintain of a missing table: %v", err)
+		}
+		if _, err := w.Maintain(ctx, topic, iceberg.MaintainOptions{}); !errors.Is(err, iceberg.ErrInvalidConfig) {
+			t.Errorf("Maintain keeping no snapshot: %v, want ErrInvalidConfig", err)
+		}
+	})
+}
