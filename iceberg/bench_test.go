@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -15,8 +13,10 @@ import (
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/compress"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+	icegoio "github.com/apache/iceberg-go/io"
 	"github.com/apache/iceberg-go/table"
 
+	"github.com/floe-broker/floe/internal/testenv"
 	"github.com/floe-broker/floe/kbatch"
 )
 
@@ -52,18 +52,29 @@ func benchRows(n int, from int64) ([]Row, Watermark, int64) {
 }
 
 // BenchmarkAppend measures Writer.Append (Arrow, Parquet with zstd,
-// manifests, one snapshot committed in a SQLite catalog, a local
-// warehouse) against writing the same rows straight to one Parquet file
-// with arrow-go (zstd) in the same folder, the least the table costs, in
-// the same run: append-rows/s, append-MB/s, parquet-rows/s, parquet-MB/s
-// and append/parquet (time ratio); files/append and MB/file. MB are the
+// manifests, one snapshot committed) against writing the same rows
+// straight to one Parquet file with arrow-go (zstd) in the same
+// warehouse, the least the table costs, in the same run:
+// append-rows/s, append-MB/s, parquet-rows/s, parquet-MB/s and
+// append/parquet (time ratio); files/append and MB/file. MB are the
 // rows' bytes (key, value, header, fixed columns) but in MB/file, the
 // Parquet files' size. 64k rows per append, 8 partitions, two days.
+// Catalogs: SQLite with a local folder (floe dev), PostgreSQL with the
+// test S3 server (production).
 func BenchmarkAppend(b *testing.B) {
+	b.Run("sqlite-dir", func(b *testing.B) { benchAppend(b, DefaultSQLiteConfig(b.TempDir())) })
+	b.Run("postgres-s3", func(b *testing.B) {
+		s3 := testenv.S3(b)
+		cfg := DefaultPostgresConfig(testenv.Postgres(b), s3.Bucket)
+		cfg.S3Endpoint, cfg.S3Region, cfg.S3AccessKey, cfg.S3SecretKey = s3.Endpoint, s3.Region, s3.AccessKey, s3.SecretKey
+		benchAppend(b, cfg)
+	})
+}
+
+func benchAppend(b *testing.B, cfg Config) {
 	const n = 1 << 16
 	ctx := context.Background()
-	dir := b.TempDir()
-	w, err := Open(ctx, DefaultSQLiteConfig(dir), slog.New(slog.DiscardHandler))
+	w, err := Open(ctx, cfg, slog.New(slog.DiscardHandler))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -75,6 +86,14 @@ func BenchmarkAppend(b *testing.B) {
 	sc, err := table.SchemaToArrowSchema(tbl.Schema(), nil, true, false)
 	if err != nil {
 		b.Fatal(err)
+	}
+	fs, err := tbl.FS(ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
+	wfs, ok := fs.(icegoio.WriteFileIO)
+	if !ok {
+		b.Fatalf("%T cannot write", fs)
 	}
 	var (
 		appending, writing time.Duration
@@ -88,7 +107,7 @@ func BenchmarkAppend(b *testing.B) {
 		from += n / 8
 
 		t0 := time.Now()
-		if err := writeParquet(filepath.Join(dir, fmt.Sprintf("raw-%d.parquet", from)), sc, rows); err != nil {
+		if err := writeParquet(wfs, fmt.Sprintf("%s/raw/raw-%d.parquet", tbl.Location(), from), sc, rows); err != nil {
 			b.Fatal(err)
 		}
 		t1 := time.Now()
@@ -116,11 +135,11 @@ func BenchmarkAppend(b *testing.B) {
 }
 
 // writeParquet writes rows, sorted as Append sorts them, to one Parquet
-// file at path with arrow-go (zstd, no dictionaries), building the Arrow
+// file at location with arrow-go (zstd, no dictionaries), building the Arrow
 // batches in a goroutine while the writer encodes the previous ones, as
 // Append's writer does.
-func writeParquet(path string, sc *arrow.Schema, rows []Row) error {
-	f, err := os.Create(path)
+func writeParquet(fs icegoio.WriteFileIO, location string, sc *arrow.Schema, rows []Row) error {
+	f, err := fs.Create(location)
 	if err != nil {
 		return err
 	}
