@@ -364,6 +364,13 @@ func (w *Writer) writeFiles(ctx context.Context, tbl *table.Table, rows []Row, h
 // commit adds files to tbl and sets its watermark to next in one
 // transaction that requires the main branch to be where tbl saw it. It
 // returns the new snapshot's id (0 when files is empty).
+//
+// iceberg-go adds a branch requirement to snapshot commits itself, but
+// with commit.retry.num-retries set on the table it would refresh and
+// replay a conflicting append onto the new head, writing its rows twice;
+// the explicit assertion pins the branch, so the commit fails instead
+// and Append reloads (TestNoReplayOnCatalogRetry). It also fences a
+// watermark-only commit.
 func (w *Writer) commit(ctx context.Context, tbl *table.Table, files attemptFiles, next Watermark, appendID string) (int64, error) {
 	tx := tbl.NewTransaction()
 	if err := tx.AssertRefSnapshotID(table.MainBranch); err != nil {
