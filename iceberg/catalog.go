@@ -1,0 +1,189 @@
+package iceberg
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+
+	icego "github.com/apache/iceberg-go"
+	sqlcat "github.com/apache/iceberg-go/catalog/sql"
+	icegoio "github.com/apache/iceberg-go/io"
+	_ "github.com/apache/iceberg-go/io/gocloud/s3" // s3:// warehouses
+	_ "github.com/jackc/pgx/v5/stdlib"             // database/sql driver "pgx"
+	_ "modernc.org/sqlite"                         // database/sql driver "sqlite"
+)
+
+// Catalog backends of Config.Backend.
+const (
+	BackendPostgres = "postgres" // production: the metadata PostgreSQL, an S3 warehouse
+	BackendSQLite   = "sqlite"   // floe dev: a SQLite file, a local warehouse folder
+)
+
+// DefaultCatalogName is the catalog name floe writes in the catalog
+// tables' catalog_name column; Spark and Trino must be set up with it.
+const DefaultCatalogName = "floe"
+
+// Config locates a catalog and its warehouse.
+type Config struct {
+	// Backend is BackendPostgres or BackendSQLite.
+	Backend string
+	// DSN is the PostgreSQL URL (the same database as floe's metadata is
+	// fine: the catalog's tables are iceberg_tables and
+	// iceberg_namespace_properties), or the SQLite file's path.
+	DSN string
+	// CatalogName is the catalog_name of the catalog's rows.
+	CatalogName string
+	// Warehouse is where tables live: s3://bucket/prefix for PostgreSQL,
+	// a local folder (absolute path) for SQLite.
+	Warehouse string
+	// S3 endpoint, region and keys of an s3:// warehouse. An endpoint
+	// switches to path-style addressing (S3-compatible servers).
+	S3Endpoint, S3Region, S3AccessKey, S3SecretKey string
+	// Writer options: namespace, target file size, retries.
+	Options Options
+}
+
+// DefaultPostgresConfig returns the production configuration: the
+// catalog in the PostgreSQL at dsn, tables under s3://bucket/iceberg.
+func DefaultPostgresConfig(dsn, bucket string) Config {
+	return Config{
+		Backend:     BackendPostgres,
+		DSN:         dsn,
+		CatalogName: DefaultCatalogName,
+		Warehouse:   "s3://" + bucket + "/iceberg",
+		S3Region:    "us-east-1",
+	}
+}
+
+// DefaultSQLiteConfig returns floe dev's configuration: the catalog in
+// dir/iceberg.db, tables under dir/warehouse.
+func DefaultSQLiteConfig(dir string) Config {
+	return Config{
+		Backend:     BackendSQLite,
+		DSN:         filepath.Join(dir, "iceberg.db"),
+		CatalogName: DefaultCatalogName,
+		Warehouse:   filepath.Join(dir, "warehouse"),
+	}
+}
+
+// validate checks c; its errors name the field.
+func (c Config) validate() error {
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("%w: "+format, append([]any{ErrInvalidConfig}, args...)...)
+	}
+	if c.DSN == "" {
+		return bad("DSN is empty")
+	}
+	if c.CatalogName == "" || strings.ContainsAny(c.CatalogName, ". ") {
+		return bad("CatalogName %q must be set, without dots or spaces", c.CatalogName)
+	}
+	if err := ValidateNamespace(c.Options.withDefaults().Namespace); err != nil {
+		return bad("Options.Namespace: %v", err)
+	}
+	switch c.Backend {
+	case BackendPostgres:
+		u, err := url.Parse(c.Warehouse)
+		if err != nil || u.Scheme != "s3" || u.Host == "" {
+			return bad("Warehouse %q must be s3://bucket/prefix for the %s backend", c.Warehouse, c.Backend)
+		}
+		if c.S3Endpoint != "" && (c.S3AccessKey == "" || c.S3SecretKey == "") {
+			return bad("S3AccessKey and S3SecretKey are needed with S3Endpoint %q", c.S3Endpoint)
+		}
+	case BackendSQLite:
+		if !filepath.IsAbs(c.Warehouse) {
+			return bad("Warehouse %q must be an absolute folder path for the %s backend", c.Warehouse, c.Backend)
+		}
+	default:
+		return bad("Backend %q is neither %q nor %q", c.Backend, BackendPostgres, BackendSQLite)
+	}
+	return nil
+}
+
+// catalogProps returns the catalog's properties: warehouse and S3 IO.
+func (c Config) catalogProps() icego.Properties {
+	props := icego.Properties{"warehouse": strings.TrimSuffix(c.Warehouse, "/")}
+	if c.Backend == BackendPostgres {
+		for k, v := range map[string]string{
+			icegoio.S3EndpointURL:     c.S3Endpoint,
+			icegoio.S3Region:          c.S3Region,
+			icegoio.S3AccessKeyID:     c.S3AccessKey,
+			icegoio.S3SecretAccessKey: c.S3SecretKey,
+		} {
+			if v != "" {
+				props[k] = v
+			}
+		}
+	}
+	return props
+}
+
+// Open connects to the catalog of cfg (creating its tables when
+// missing) and returns a Writer over it; Close closes the database
+// handle.
+func Open(ctx context.Context, cfg Config, log *slog.Logger) (*Writer, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	var (
+		db      *sql.DB
+		err     error
+		dialect sqlcat.SupportedDialect
+	)
+	switch cfg.Backend {
+	case BackendPostgres:
+		dialect = sqlcat.Postgres
+		db, err = sql.Open("pgx", cfg.DSN)
+	case BackendSQLite:
+		dialect = sqlcat.SQLite
+		if dir := filepath.Dir(cfg.DSN); !strings.Contains(cfg.DSN, "?") {
+			if err := os.MkdirAll(dir, 0o755); err != nil {
+				return nil, fmt.Errorf("iceberg: catalog folder: %w", err)
+			}
+		}
+		db, err = sql.Open("sqlite", sqliteDSN(cfg.DSN))
+		if err == nil {
+			// One connection: SQLite has one writer, and waiting in the
+			// pool beats "database is locked".
+			db.SetMaxOpenConns(1)
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("iceberg: open %s catalog: %w", cfg.Backend, err)
+	}
+	if err := db.PingContext(ctx); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("iceberg: reach %s catalog: %w", cfg.Backend, err)
+	}
+	cat, err := sqlcat.NewCatalog(cfg.CatalogName, db, dialect, cfg.catalogProps())
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("iceberg: open %s catalog: %w", cfg.Backend, err)
+	}
+	w, err := NewWriter(cat, cfg.Options, log)
+	if err != nil {
+		cat.Close()
+		db.Close()
+		return nil, err
+	}
+	w.close = func() error {
+		cerr := cat.Close()
+		if err := db.Close(); err != nil {
+			return fmt.Errorf("iceberg: close catalog: %w", err)
+		}
+		return cerr
+	}
+	return w, nil
+}
+
+// sqliteDSN adds a busy timeout and WAL to a SQLite file path.
+func sqliteDSN(path string) string {
+	if strings.Contains(path, "?") {
+		return path
+	}
+	return "file:" + path + "?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)"
+}
