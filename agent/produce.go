@@ -96,6 +96,9 @@ func (a *Agent) planProduce(ctx context.Context, req *floev1.ProduceRequest) (*p
 				"produce: record %d is %d bytes (key, value and headers), over the agent's record limit of %d bytes",
 				i, size, a.cfg.MaxRecordBytes)
 		}
+		if r.GetNullValue() && len(r.GetValue()) > 0 {
+			return nil, errf(codes.InvalidArgument, "produce: record %d has null_value set and a %d-byte value", i, len(r.GetValue()))
+		}
 		if r.GetTimestampMs() < 0 {
 			return nil, errf(codes.InvalidArgument, "produce: record %d has negative timestamp %d", i, r.GetTimestampMs())
 		}
@@ -144,7 +147,10 @@ func (a *Agent) planProduce(ctx context.Context, req *floev1.ProduceRequest) (*p
 				ts = now
 			}
 			kr := kbatch.Record{Timestamp: ts, Key: r.Key, Value: r.GetValue()}
-			if kr.Value == nil {
+			switch {
+			case r.GetNullValue():
+				kr.Value = nil // a tombstone on compacted topics
+			case kr.Value == nil:
 				kr.Value = []byte{}
 			}
 			for _, h := range r.GetHeaders() {

@@ -189,7 +189,7 @@ func (a *Agent) readRecordsOnce(ctx context.Context, topicID int64, partition in
 					full = true
 					continue
 				}
-				pr := &floev1.Record{Key: kr.Key, Value: kr.Value, TimestampMs: kr.Timestamp, Offset: off, Partition: partition}
+				pr := &floev1.Record{Key: kr.Key, Value: kr.Value, NullValue: kr.Value == nil, TimestampMs: kr.Timestamp, Offset: off, Partition: partition}
 				for _, h := range kr.Headers {
 					pr.Headers = append(pr.Headers, &floev1.Header{Key: h.Key, Value: h.Value})
 				}

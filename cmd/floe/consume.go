@@ -25,7 +25,7 @@ Text output (-o text) is one line per record: the fields asked for
 (partition and offset, timestamp, key, headers as k=v,k=v) then the value,
 separated by -separator. JSON output (-o json) is one object per line:
   {"topic":..., "partition":..., "offset":..., "timestamp": unix ms,
-   "key": string or null, "value": string,
+   "key": string or null, "value": string or null,
    "headers": [{"key":..., "value":...}]}
 Bytes are a JSON string when they are valid UTF-8; otherwise they are
 base64 (standard, padded) and the object says so with "key_encoding",
@@ -217,7 +217,7 @@ type jsonRecord struct {
 	Timestamp     int64        `json:"timestamp"`
 	Key           *string      `json:"key"`
 	KeyEncoding   string       `json:"key_encoding,omitempty"`
-	Value         string       `json:"value"`
+	Value         *string      `json:"value"`
 	ValueEncoding string       `json:"value_encoding,omitempty"`
 	Headers       []jsonHeader `json:"headers"`
 }
@@ -243,7 +243,10 @@ func (p *printer) printJSON(partition int32, r *floev1.Record) error {
 		k, enc := jsonBytes(r.Key)
 		jr.Key, jr.KeyEncoding = &k, enc
 	}
-	jr.Value, jr.ValueEncoding = jsonBytes(r.GetValue())
+	if !r.GetNullValue() { // a null value (a tombstone) prints as null
+		v, enc := jsonBytes(r.GetValue())
+		jr.Value, jr.ValueEncoding = &v, enc
+	}
 	for _, h := range r.GetHeaders() {
 		v, enc := jsonBytes(h.GetValue())
 		jr.Headers = append(jr.Headers, jsonHeader{Key: h.GetKey(), Value: v, ValueEncoding: enc})

@@ -1118,8 +1118,12 @@ type Record struct {
 	// Producer timestamp, unix milliseconds; 0 means "now" at the agent.
 	TimestampMs int64 `protobuf:"varint,4,opt,name=timestamp_ms,json=timestampMs,proto3" json:"timestamp_ms,omitempty"`
 	// Set by the broker on fetched records.
-	Offset        int64 `protobuf:"varint,5,opt,name=offset,proto3" json:"offset,omitempty"`
-	Partition     int32 `protobuf:"varint,6,opt,name=partition,proto3" json:"partition,omitempty"`
+	Offset    int64 `protobuf:"varint,5,opt,name=offset,proto3" json:"offset,omitempty"`
+	Partition int32 `protobuf:"varint,6,opt,name=partition,proto3" json:"partition,omitempty"`
+	// A null value (Kafka's null, not an empty one): on a topic with
+	// cleanup.policy=compact it is a tombstone that deletes its key. value
+	// must then be empty. Fetched records carry it too.
+	NullValue     bool `protobuf:"varint,7,opt,name=null_value,json=nullValue,proto3" json:"null_value,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1194,6 +1198,13 @@ func (x *Record) GetPartition() int32 {
 		return x.Partition
 	}
 	return 0
+}
+
+func (x *Record) GetNullValue() bool {
+	if x != nil {
+		return x.NullValue
+	}
+	return false
 }
 
 type ProduceRequest struct {
@@ -3967,14 +3978,16 @@ const file_floe_v1_floe_proto_rawDesc = "" +
 	"\x0ehigh_watermark\x18\x02 \x01(\x03R\rhighWatermark\"0\n" +
 	"\x06Header\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\fR\x05value\"\xc1\x01\n" +
+	"\x05value\x18\x02 \x01(\fR\x05value\"\xe0\x01\n" +
 	"\x06Record\x12\x15\n" +
 	"\x03key\x18\x01 \x01(\fH\x00R\x03key\x88\x01\x01\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\fR\x05value\x12)\n" +
 	"\aheaders\x18\x03 \x03(\v2\x0f.floe.v1.HeaderR\aheaders\x12!\n" +
 	"\ftimestamp_ms\x18\x04 \x01(\x03R\vtimestampMs\x12\x16\n" +
 	"\x06offset\x18\x05 \x01(\x03R\x06offset\x12\x1c\n" +
-	"\tpartition\x18\x06 \x01(\x05R\tpartitionB\x06\n" +
+	"\tpartition\x18\x06 \x01(\x05R\tpartition\x12\x1d\n" +
+	"\n" +
+	"null_value\x18\a \x01(\bR\tnullValueB\x06\n" +
 	"\x04_key\"\xbc\x02\n" +
 	"\x0eProduceRequest\x12\x14\n" +
 	"\x05topic\x18\x01 \x01(\tR\x05topic\x12!\n" +
