@@ -12,8 +12,10 @@ all: build
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 COMMIT ?= $(shell git rev-parse --short HEAD 2>/dev/null)
 
+# bin/floe is static (no cgo) and built with -trimpath; deploy/Dockerfile
+# runs this same command (deploy/check compares the two).
 build:
-	$(GO) build -ldflags "-X main.version=$(VERSION) -X main.commit=$(COMMIT)" -o bin/floe ./cmd/floe
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-X main.version=$(VERSION) -X main.commit=$(COMMIT)" -o bin/floe ./cmd/floe
 	$(GO) build -o bin/floe-bench ./cmd/floe-bench
 
 run: build
