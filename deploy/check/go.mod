@@ -3,6 +3,7 @@ module github.com/floe-broker/floe/deploy/check
 go 1.26.8
 
 require (
+	go.yaml.in/yaml/v3 v3.0.4
 	k8s.io/api v0.37.2
 	k8s.io/apimachinery v0.37.2
 	k8s.io/client-go v0.37.2
