@@ -217,6 +217,10 @@ func TestHelmChartRefusesBadValues(t *testing.T) {
 		{[]string{"postgres.existingSecret="}, "postgres.url"},
 		{[]string{"s3.bucket="}, "s3.bucket"},
 		{[]string{"s3.accessKeyId=AK"}, "s3.secretAccessKey"},
+		// values.schema.json: misspelt or ill-typed values are refused.
+		{[]string{"agent.replica=3"}, "replica"},
+		{[]string{"agent.autoscaling.enabled=maybe"}, "enabled"},
+		{[]string{"agent.service.type=Ingress"}, "type"},
 	} {
 		var args []string
 		for _, s := range tc.set {
@@ -226,6 +230,15 @@ func TestHelmChartRefusesBadValues(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("--set %v: error %v, want one naming %s", tc.set, err, tc.want)
 		}
+	}
+}
+
+// TestHelmLint: `helm lint --strict` passes with default values.
+func TestHelmLint(t *testing.T) {
+	chart := filepath.Join(repoRoot(t), "deploy", "helm", "floe")
+	out, err := exec.Command(helmBin(t), "lint", "--strict", chart).CombinedOutput()
+	if err != nil {
+		t.Fatalf("helm lint --strict: %v\n%s", err, out)
 	}
 }
 
