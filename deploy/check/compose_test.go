@@ -207,7 +207,25 @@ func minioService(t *testing.T, f composeFile) (name, port, user, secret string)
 			port = strings.TrimPrefix(s.Command[i+1], ":")
 		}
 		if s.Healthcheck == nil {
-			t.Errorf("MinIO service %s has no healthcheck", n)
+			t.Fatalf("MinIO service %s has no healthcheck", n)
+		}
+		// `mc ready ALIAS` asks the alias' URL: mc's default "local" is
+		// port 9000, so another port needs MC_HOST_<ALIAS>.
+		if i := slices.Index(s.Healthcheck.Test, "ready"); i > 0 && s.Healthcheck.Test[i-1] == "mc" && i+1 < len(s.Healthcheck.Test) {
+			alias := s.Healthcheck.Test[i+1]
+			hostPort := "localhost:9000"
+			if v, ok := s.Environment["MC_HOST_"+alias]; ok {
+				u, err := url.Parse(v)
+				if err != nil {
+					t.Fatalf("MinIO MC_HOST_%s: %v", alias, err)
+				}
+				hostPort = u.Host
+			}
+			if !strings.HasSuffix(hostPort, ":"+port) {
+				t.Errorf("MinIO healthcheck `mc ready %s` asks %s, but MinIO listens on port %s", alias, hostPort, port)
+			}
+		} else if !slices.ContainsFunc(s.Healthcheck.Test, func(w string) bool { return strings.Contains(w, ":"+port+"/") }) {
+			t.Errorf("MinIO healthcheck %v does not ask its port %s", s.Healthcheck.Test, port)
 		}
 		return n, port, s.Environment["MINIO_ROOT_USER"], s.Environment["MINIO_ROOT_PASSWORD"]
 	}
