@@ -163,10 +163,11 @@ func TestComposeFile(t *testing.T) {
 		case "agent":
 			agents = append(agents, name)
 			env, flags = agentEnv, agentFlags
-			checkAgentHealth(t, name, s)
+			checkHealth(t, name, s, "7071", "/readyz")
 		case "compactor":
 			compactors++
 			env, flags = compEnv, compFlags
+			checkHealth(t, name, s, "7072", "/healthz")
 		default:
 			continue
 		}
@@ -262,17 +263,28 @@ func createdBucket(t *testing.T, f composeFile, s3Name, s3Port, user, secret str
 	return ""
 }
 
-func checkAgentHealth(t *testing.T, name string, s composeService) {
+// checkHealth: a floe service's healthcheck runs a program the image holds
+// (deploy/Dockerfile copies it into the final stage) against path on the
+// HTTP port the service listens on (-metrics-listen, else def).
+func checkHealth(t *testing.T, name string, s composeService, def, path string) {
 	t.Helper()
-	port := "7071"
+	port := def
 	for _, a := range s.Command {
 		if v, ok := strings.CutPrefix(a, "-metrics-listen="); ok {
 			_, port, _ = strings.Cut(v, ":")
 		}
 	}
-	want := fmt.Sprintf("http://127.0.0.1:%s/readyz", port)
-	if s.Healthcheck == nil || !slices.Contains(s.Healthcheck.Test, want) {
-		t.Errorf("agent %s healthcheck %+v does not ask %s", name, s.Healthcheck, want)
+	want := fmt.Sprintf("http://127.0.0.1:%s%s", port, path)
+	if s.Healthcheck == nil || len(s.Healthcheck.Test) < 2 || s.Healthcheck.Test[0] != "CMD" || !slices.Contains(s.Healthcheck.Test, want) {
+		t.Errorf("%s healthcheck %+v does not ask %s", name, s.Healthcheck, want)
+		return
+	}
+	copied, err := imageFiles(repoRoot(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(copied, s.Healthcheck.Test[1]) {
+		t.Errorf("%s healthcheck runs %s, which the image does not hold (it copies %v)", name, s.Healthcheck.Test[1], copied)
 	}
 }
 

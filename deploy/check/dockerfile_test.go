@@ -293,6 +293,25 @@ func TestDockerfileRuntimeStage(t *testing.T) {
 	}
 }
 
+// imageFiles returns the destinations of the final stage's COPY lines.
+func imageFiles(root string) ([]string, error) {
+	text, err := os.ReadFile(filepath.Join(root, "deploy", "Dockerfile"))
+	if err != nil {
+		return nil, err
+	}
+	var files []string
+	for _, in := range parseDockerfile(string(text)) {
+		switch in.cmd {
+		case "FROM":
+			files = nil
+		case "COPY":
+			f := strings.Fields(in.args)
+			files = append(files, f[len(f)-1])
+		}
+	}
+	return files, nil
+}
+
 // pinned checks that an image reference names a tag other than latest (or
 // a digest).
 func pinned(image string) error {
