@@ -2,7 +2,7 @@ GO ?= go
 TOOLS := $(CURDIR)/.tools
 export PATH := $(TOOLS):$(PATH)
 
-.PHONY: all build run test bench bench-report proto tools clean
+.PHONY: all build run test test-deploy bench bench-report proto tools clean
 
 all: build
 
@@ -12,8 +12,10 @@ all: build
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 COMMIT ?= $(shell git rev-parse --short HEAD 2>/dev/null)
 
+# bin/floe is static (no cgo) and built with -trimpath; deploy/Dockerfile
+# runs this same command (deploy/check compares the two).
 build:
-	$(GO) build -ldflags "-X main.version=$(VERSION) -X main.commit=$(COMMIT)" -o bin/floe ./cmd/floe
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-X main.version=$(VERSION) -X main.commit=$(COMMIT)" -o bin/floe ./cmd/floe
 	$(GO) build -o bin/floe-bench ./cmd/floe-bench
 
 run: build
@@ -21,7 +23,7 @@ run: build
 
 # The S3 server the tests run against, and the benchmark peer (versions
 # pinned; internal/services builds them on demand too).
-tools: $(TOOLS)/versitygw $(TOOLS)/nats-server
+tools: $(TOOLS)/versitygw $(TOOLS)/nats-server $(TOOLS)/helm
 
 $(TOOLS)/versitygw:
 	GOBIN=$(TOOLS) $(GO) install github.com/versity/versitygw/cmd/versitygw@v1.8.0
@@ -29,10 +31,21 @@ $(TOOLS)/versitygw:
 $(TOOLS)/nats-server:
 	GOBIN=$(TOOLS) $(GO) install github.com/nats-io/nats-server/v2@v2.15.3
 
+# helm renders deploy/helm/floe in the deploy checks (deploy/check).
+$(TOOLS)/helm:
+	GOBIN=$(TOOLS) $(GO) install helm.sh/helm/v3/cmd/helm@v3.22.0
+
 # Every test, against a real PostgreSQL and a real S3 server started by the
-# tests themselves (internal/testenv).
+# tests themselves (internal/testenv); then the static checks of deploy/
+# (their own module, so that k8s.io/api stays out of the broker's go.mod).
 test: tools
 	CI=$${CI:-} $(GO) test -count=1 -timeout 25m ./...
+	$(MAKE) test-deploy
+
+# The Dockerfile, the Helm chart and the compose file, checked statically
+# (no container engine or cluster needed).
+test-deploy: $(TOOLS)/helm
+	cd deploy/check && CI=$${CI:-} $(GO) test -count=1 -timeout 10m ./...
 
 # Go benchmarks of the hot paths (each reports its ratio to the limit it
 # measures in the same run), then a short floe-bench against floe dev.
