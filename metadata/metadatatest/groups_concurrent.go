@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -49,6 +50,7 @@ func testGroupConcurrent(t *testing.T, s metadata.Store) {
 		c.held = next
 	}
 	stop := time.Now().Add(2 * time.Second)
+	var settled atomic.Int32 // members that saw the group stable
 	var wg sync.WaitGroup
 	clients := make([]*client, members)
 	for i := range members {
@@ -87,22 +89,33 @@ func testGroupConcurrent(t *testing.T, s metadata.Store) {
 				}
 				time.Sleep(time.Duration(rand.IntN(10)) * time.Millisecond)
 			}
-			// Settle: beat until the group is stable and this member holds its target.
-			for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); {
+			// Settle: beat until the group is stable and this member holds
+			// its target, then keep beating until every member got there: a
+			// member that stopped early would expire after its session
+			// timeout (under load, settling can take that long) and lose
+			// its partitions while its client still holds them.
+			seen := false
+			for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); {
 				if !beat() {
 					return
 				}
-				d, err := s.DescribeGroup(ctx(t), grp)
-				if err != nil {
-					fail(err)
-					return
+				if !seen {
+					d, err := s.DescribeGroup(ctx(t), grp)
+					if err != nil {
+						fail(err)
+						return
+					}
+					if d.State == metadata.GroupStable && len(d.Members) == members {
+						seen = true
+						settled.Add(1)
+					}
 				}
-				if d.State == metadata.GroupStable && len(d.Members) == members {
+				if settled.Load() == members {
 					return
 				}
 				time.Sleep(5 * time.Millisecond)
 			}
-			fail(errors.New("not stable within 10s"))
+			fail(errors.New("not stable within 20s"))
 		}()
 	}
 	wg.Wait()
