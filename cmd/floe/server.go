@@ -38,6 +38,9 @@ type serverConfig struct {
 	FailFast bool
 	// ReadyInterval is the period of the readiness checks of the stores.
 	ReadyInterval time.Duration
+	// DrainTimeout bounds the flush and commit of what producers handed
+	// in, once serving stops (0: 15 s).
+	DrainTimeout time.Duration
 	// Ready, optional, is called with the bound addresses once serving.
 	Ready func(grpcAddr, metricsAddr string)
 	// Background, optional, starts work beside the agent on the same
@@ -202,7 +205,11 @@ func runServing(ctx context.Context, sc serverConfig, meta metadata.Store, store
 	<-ctx.Done()
 	log.Info("floe agent stopping")
 	serr := stopGRPC()
-	closeCtx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	drain := sc.DrainTimeout
+	if drain <= 0 {
+		drain = 15 * time.Second
+	}
+	closeCtx, cancel := context.WithTimeout(context.Background(), drain)
 	defer cancel()
 	berr := b.Close(closeCtx)
 	cancelRun()
