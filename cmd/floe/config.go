@@ -209,7 +209,9 @@ func (s setting) usedBy(command string) bool {
 }
 
 // field returns the setting's field in c.
-func (s setting) field(c *Config) reflect.Value { return reflect.ValueOf(c).Elem().FieldByIndex(s.index) }
+func (s setting) field(c *Config) reflect.Value {
+	return reflect.ValueOf(c).Elem().FieldByIndex(s.index)
+}
 
 // parse sets the setting in c from its text form (an environment variable,
 // a flag, a YAML scalar).
