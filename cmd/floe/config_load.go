@@ -125,6 +125,10 @@ func decodeConfig(c *Config, data []byte) error {
 		if !sections[sec.Value] {
 			return fmt.Errorf("line %d: unknown section %q (known: %s)", sec.Line, sec.Value, strings.Join(sectionNames(), ", "))
 		}
+		if seen[sec.Value] {
+			return fmt.Errorf("line %d: section %s given twice", sec.Line, sec.Value)
+		}
+		seen[sec.Value] = true
 		if body.Kind == yaml.ScalarNode && body.Tag == "!!null" {
 			continue
 		}

@@ -1,0 +1,74 @@
+package main_test
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/floe-broker/floe/internal/testenv"
+)
+
+// TestAgentRefusesMissingBucket: a bucket that does not exist ends the
+// start at once, even without -fail-fast, in one line that names it.
+func TestAgentRefusesMissingBucket(t *testing.T) {
+	dsn := testenv.Postgres(t)
+	args := agentArgs(t, dsn)
+	for i := range args {
+		if args[i] == "-s3-bucket" {
+			args[i+1] = "no-such-bucket-floe"
+		}
+	}
+	cmd := exec.Command(floeBin, append(args, "-listen", freeAddr(t), "-metrics-listen", freeAddr(t))...)
+	var errb strings.Builder
+	cmd.Stderr = &errb
+	err := cmd.Run()
+	if err == nil || strings.Count(strings.TrimSpace(errb.String()), "\n") != 0 ||
+		!strings.Contains(errb.String(), "object store") || !strings.Contains(errb.String(), "no-such-bucket-floe") {
+		t.Fatalf("agent with a missing bucket: err %v, stderr %q", err, errb.String())
+	}
+}
+
+// TestAgentConfigFile: an agent runs from a config file alone (no flags
+// for the stores), a bad setting in it stops the start naming it, and
+// `floe config print` shows the file's values with secrets masked.
+func TestAgentConfigFile(t *testing.T) {
+	dsn := testenv.Postgres(t)
+	s3 := testenv.S3(t)
+	dir := t.TempDir()
+	good := "postgres:\n  url: " + dsn + "\ns3:\n  bucket: " + s3.Bucket + "\n  endpoint: " + s3.Endpoint +
+		"\n  region: " + s3.Region + "\n  access_key: " + s3.AccessKey + "\n  secret_key: " + s3.SecretKey +
+		"\n  path_style: true\n  prefix: cfg\nlog:\n  format: json\n"
+	path := filepath.Join(dir, "floe.yaml")
+	if err := os.WriteFile(path, []byte(good), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	a := startFloe(t, "agent", "-config", path)
+	c := dialT(t, a.addr)
+	if _, err := c.CreateTopic(t.Context(), "from-config", 1, nil); err != nil {
+		t.Fatalf("create topic on an agent configured by file: %v", err)
+	}
+	if !strings.Contains(a.logText(), `"msg":"floe agent serving"`) {
+		t.Fatalf("log.format json: logs are\n%s", a.logText())
+	}
+
+	out, err := exec.Command(floeBin, "config", "print", "-config", path).Output()
+	if err != nil {
+		t.Fatalf("config print: %v", err)
+	}
+	if strings.Contains(string(out), s3.SecretKey) || !strings.Contains(string(out), "bucket: "+s3.Bucket) {
+		t.Fatalf("config print shows the secret or misses the bucket:\n%s", out)
+	}
+
+	bad := filepath.Join(dir, "bad.yaml")
+	if err := os.WriteFile(bad, []byte(good+"batcher:\n  linger: 0s\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(floeBin, "agent", "-config", bad, "-listen", freeAddr(t), "-metrics-listen", freeAddr(t))
+	var errb strings.Builder
+	cmd.Stderr = &errb
+	if err := cmd.Run(); err == nil || !strings.Contains(errb.String(), "batcher.linger: 0s must be positive") {
+		t.Fatalf("agent with linger 0: err %v, stderr %q", err, errb.String())
+	}
+}
