@@ -100,7 +100,9 @@ func serve(ctx context.Context, sc serverConfig, open openFunc, reg *prometheus.
 	// The agent's options first: message limits above its own checks (so
 	// that oversize requests are InvalidArgument naming the limit), request
 	// ids and error rewriting.
-	gs := grpc.NewServer(append(agent.GRPCServerOptions(sc.Agent, log), grpc.MaxConcurrentStreams(1024))...)
+	gate := newDrainGate() // drain.go
+	opts := append(agent.GRPCServerOptions(sc.Agent, log), grpc.MaxConcurrentStreams(1024))
+	gs := grpc.NewServer(append(opts, gate.options()...)...)
 	late := &lateAgent{}
 	late.register(gs)
 	hs := health.NewServer()
@@ -115,18 +117,29 @@ func serve(ctx context.Context, sc serverConfig, open openFunc, reg *prometheus.
 		}
 		grpcDone <- err
 	}()
-	// stopGRPC stops accepting and ends the calls in flight (giving them
-	// 5 s), then returns gs.Serve's error.
-	stopGRPC := func() error {
+	// stopGRPC drains: not ready, new calls refused with Unavailable
+	// (shutting down), subscriptions ended with it, GOAWAY sent; then flush
+	// (optional) answers the producers waiting; then the calls still in
+	// flight get wait to end before the connections close. It returns
+	// flush's error and gs.Serve's.
+	stopGRPC := func(flush func() error, wait time.Duration) error {
 		ready.stop()
 		hs.Shutdown()
+		gate.start()
 		stopped := make(chan struct{})
 		go func() { gs.GracefulStop(); close(stopped) }()
+		var ferr error
+		if flush != nil {
+			ferr = flush()
+		}
 		select {
 		case <-stopped:
-		case <-time.After(5 * time.Second):
-			gs.Stop()
+		case <-time.After(wait):
+			gs.Stop() // ends the produce streams still open: their clients resend elsewhere
 			<-stopped
+		}
+		if ferr != nil {
+			return ferr
 		}
 		if err := <-grpcDone; err != nil {
 			return fmt.Errorf("grpc server: %w", err)
@@ -137,7 +150,7 @@ func serve(ctx context.Context, sc serverConfig, open openFunc, reg *prometheus.
 	st := &starter{log: log, ready: ready, failFast: sc.FailFast, attempt: startAttempt, backoff: startBackoff, maxBackof: startMaxBackoff}
 	meta, store, err := open(ctx, st)
 	if err != nil {
-		gerr := stopGRPC()
+		gerr := stopGRPC(nil, 5*time.Second)
 		if errors.Is(err, errStartCanceled) {
 			log.Info("floe agent stopped while waiting for its stores")
 			return gerr
@@ -151,7 +164,7 @@ func serve(ctx context.Context, sc serverConfig, open openFunc, reg *prometheus.
 // runServing runs an agent on meta and store, answering through late,
 // until ctx ends; then stops gRPC with stopGRPC and drains.
 func runServing(ctx context.Context, sc serverConfig, meta metadata.Store, store objectstore.Store, reg *prometheus.Registry,
-	late *lateAgent, ready *readiness, stopGRPC func() error, grpcAddr, metricsAddr string) error {
+	late *lateAgent, ready *readiness, stopGRPC func(flush func() error, wait time.Duration) error, grpcAddr, metricsAddr string) error {
 	log := sc.Logger
 	// A soft memory limit the GC works to keep: what the agent may hold by
 	// configuration (unacknowledged bytes, read cache, reads in progress) plus room for
@@ -172,18 +185,18 @@ func runServing(ctx context.Context, sc serverConfig, meta metadata.Store, store
 		OnCommit: func(f batcher.CommittedFile) { ag.OnCommit(f) },
 	})
 	if err != nil {
-		return errors.Join(err, stopGRPC())
+		return errors.Join(err, stopGRPC(nil, 5*time.Second))
 	}
 	ag, err = agent.New(sc.Agent, meta, store, b, agent.Options{Logger: log, Registry: reg})
 	if err != nil {
 		_ = b.Close(context.Background())
-		return errors.Join(err, stopGRPC())
+		return errors.Join(err, stopGRPC(nil, 5*time.Second))
 	}
 	if sc.Background != nil {
 		stopBackground, err := sc.Background(ctx, meta, store, reg, log)
 		if err != nil {
 			_ = b.Close(context.Background())
-			return errors.Join(err, stopGRPC())
+			return errors.Join(err, stopGRPC(nil, 5*time.Second))
 		}
 		defer stopBackground()
 	}
@@ -203,16 +216,21 @@ func runServing(ctx context.Context, sc serverConfig, meta metadata.Store, store
 	}
 
 	<-ctx.Done()
-	log.Info("floe agent stopping")
-	serr := stopGRPC()
+	log.Info("floe agent draining")
 	drain := sc.DrainTimeout
 	if drain <= 0 {
 		drain = 15 * time.Second
 	}
-	closeCtx, cancel := context.WithTimeout(context.Background(), drain)
-	defer cancel()
-	berr := b.Close(closeCtx)
+	// Flush and commit what producers handed in while the calls that
+	// carried it wait for their answers; then give them 2 s to send them.
+	flush := func() error {
+		closeCtx, cancel := context.WithTimeout(context.Background(), drain)
+		defer cancel()
+		return b.Close(closeCtx)
+	}
+	serr := stopGRPC(flush, 2*time.Second)
 	cancelRun()
 	gerr := g.Wait()
-	return errors.Join(serr, berr, gerr)
+	log.Info("floe agent stopped")
+	return errors.Join(serr, gerr)
 }
