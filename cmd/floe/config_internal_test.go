@@ -166,7 +166,9 @@ type failingStore struct {
 	putErr error
 }
 
-func (f failingStore) Put(context.Context, string, []byte, objectstore.PutOptions) error { return f.putErr }
+func (f failingStore) Put(context.Context, string, []byte, objectstore.PutOptions) error {
+	return f.putErr
+}
 
 // TestProbeRefusingBucket: a bucket that refuses writes ends the start
 // (permanent), a write that failed for a passing cause is retried.

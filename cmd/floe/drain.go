@@ -87,7 +87,7 @@ func (d *drainGate) stream(srv any, ss grpc.ServerStream, info *grpc.StreamServe
 	d.mu.Lock()
 	delete(d.cancels, w)
 	d.mu.Unlock()
-	if err != nil && d.isDraining() && ss.Context().Err() == nil {
+	if d.isDraining() && ss.Context().Err() == nil { // ended by the drain, not by its client
 		return errShuttingDown
 	}
 	return err

@@ -3,15 +3,19 @@ package main_test
 import (
 	"context"
 	"fmt"
+	"os/exec"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/resolver"
 	"google.golang.org/grpc/resolver/manual"
+	"google.golang.org/grpc/status"
 
 	floev1 "github.com/floe-broker/floe/api/floe/v1"
 	"github.com/floe-broker/floe/client"
@@ -146,4 +150,90 @@ func TestRollingRestartUnderLoad(t *testing.T) {
 	}
 	verifyLog(t, dialT(t, addrs[0][0]), "roll", parts, acks)
 	t.Logf("rolling restart: %d records sent and acknowledged, %d acknowledged as idempotent duplicates of a retry, all read back once", sent, dups)
+}
+
+// TestSIGTERMAnswersWaitingProducersAndEndsSubscriptions: with a linger of
+// a minute, a produce call waits in the agent's buffer; SIGTERM flushes it
+// and answers it (not Unavailable after the fact), ends an open
+// subscription with Unavailable "shutting down" so that its client goes
+// elsewhere, and exits 0 well before the linger.
+func TestSIGTERMAnswersWaitingProducersAndEndsSubscriptions(t *testing.T) {
+	addr, metrics := freeAddr(t), freeAddr(t)
+	cmd := exec.Command(floeBin, "dev", "-data", t.TempDir(), "-listen", addr, "-metrics-listen", metrics, "-linger", "1m")
+	var logs strings.Builder
+	var mu sync.Mutex
+	cmd.Stderr = lockedWriter{&mu, &logs}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(done) }()
+	p := &proc{mu: &mu, cmd: cmd, addr: addr, metrics: metrics, logs: &logs, done: done}
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		<-done
+		if t.Failed() {
+			t.Logf("logs:\n%s", p.logText())
+		}
+	})
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		if code, err := httpStatus(t, p, "/readyz"); err == nil && code == 200 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("floe dev not ready")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	c := dialT(t, addr)
+	if _, err := c.CreateTopic(context.Background(), "t", 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	subErr := make(chan error, 1)
+	go func() {
+		subErr <- c.Subscribe(context.Background(), &floev1.SubscribeRequest{Topic: "t", Start: &floev1.StartPosition{Position: &floev1.StartPosition_Earliest{Earliest: true}}},
+			func(*floev1.SubscribeResponse) error { return nil })
+	}()
+	type answer struct {
+		resp *floev1.ProduceResponse
+		err  error
+	}
+	prod := make(chan answer, 1)
+	go func() {
+		resp, err := c.Produce(context.Background(), "t", 0, client.Value(nil, []byte("waiting")))
+		prod <- answer{resp, err}
+	}()
+	// The produce call waits in the buffer (linger 1m).
+	for metricValue(t, metrics, "floe_batcher_buffered_bytes") == 0 {
+		select {
+		case a := <-prod:
+			t.Fatalf("produce answered before SIGTERM with a 1m linger: %v %v", a.resp, a.err)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	began := time.Now()
+	if code := stopGracefully(t, p); code != 0 {
+		t.Fatalf("exit %d after SIGTERM", code)
+	}
+	if took := time.Since(began); took > 10*time.Second {
+		t.Fatalf("drain took %v", took)
+	}
+	select {
+	case a := <-prod:
+		if a.err != nil || len(a.resp.GetOffsets()) != 1 || a.resp.GetOffsets()[0] != 0 {
+			t.Fatalf("waiting produce: %v, %v; want offset 0 acknowledged by the drain", a.resp, a.err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("waiting produce not answered")
+	}
+	select {
+	case err := <-subErr:
+		if status.Code(err) != codes.Unavailable || !strings.Contains(err.Error(), "shutting down") {
+			t.Fatalf("subscription ended with %v, want Unavailable (shutting down)", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("subscription not ended")
+	}
 }
