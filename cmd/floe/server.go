@@ -97,12 +97,13 @@ func serve(ctx context.Context, sc serverConfig, open openFunc, reg *prometheus.
 		<-httpDone
 	}()
 
-	// The drain gate first, so that its Unavailable (shutting down) is not
+	// The call metrics, then the drain gate, so that its Unavailable (shutting down) is not
 	// rewritten as a store failure; then the agent's options: message limits
 	// above its own checks (so that oversize requests are InvalidArgument
 	// naming the limit), request ids and error rewriting.
 	gate := newDrainGate() // drain.go
-	opts := append(gate.options(), agent.GRPCServerOptions(sc.Agent, log)...)
+	opts := append(newRPCMetrics(reg).options(), gate.options()...)
+	opts = append(opts, agent.GRPCServerOptions(sc.Agent, log)...)
 	gs := grpc.NewServer(append(opts, grpc.MaxConcurrentStreams(1024))...)
 	late := &lateAgent{}
 	late.register(gs)
