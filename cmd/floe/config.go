@@ -292,13 +292,14 @@ func maskURL(text string) string {
 
 // applyEnv sets from the environment (getenv) the settings of command: the
 // first of a setting's names that is set wins.
-func applyEnv(c *Config, command string, getenv func(string) string) error {
+func applyEnv(c *Config, command string, getenv func(string) string, sources map[string]string) error {
 	for _, s := range commandSettings(command) {
 		for _, name := range s.envs {
 			if v := getenv(name); v != "" {
 				if err := s.parse(c, v); err != nil {
 					return fmt.Errorf("environment %s: %w", name, err)
 				}
+				sources[s.name()] = "environment " + name
 				break
 			}
 		}

@@ -20,6 +20,7 @@ type configFlags struct {
 	path    string
 	byFlag  map[string]setting
 	raw     map[string]*rawFlag
+	sources map[string]string // setting name -> where its value came from (absent: its default); set by read
 }
 
 // rawFlag keeps a setting flag's text until the file and the environment
@@ -59,14 +60,25 @@ func (cf *configFlags) load(fs *flag.FlagSet, getenv func(string) string) (Confi
 		return c, err
 	}
 	if err := c.validate(cf.command); err != nil {
-		return c, fmt.Errorf("configuration: %w", err)
+		return c, cf.explain(err)
 	}
 	return c, nil
+}
+
+// explain wraps a validation error, which starts with the setting's name,
+// with where the setting's value came from.
+func (cf *configFlags) explain(err error) error {
+	name, _, _ := strings.Cut(err.Error(), ":")
+	if src, ok := cf.sources[name]; ok {
+		return fmt.Errorf("configuration: %w (set by %s)", err, src)
+	}
+	return fmt.Errorf("configuration: %w", err)
 }
 
 // read is load without the validation of the values.
 func (cf *configFlags) read(fs *flag.FlagSet, getenv func(string) string) (Config, error) {
 	c := DefaultServerConfig(cf.command)
+	cf.sources = map[string]string{}
 	path := cf.path
 	if path == "" {
 		path = getenv("FLOE_CONFIG")
@@ -76,11 +88,15 @@ func (cf *configFlags) read(fs *flag.FlagSet, getenv func(string) string) (Confi
 		if err != nil {
 			return c, fmt.Errorf("config file: %w", err)
 		}
-		if err := decodeConfig(&c, data); err != nil {
+		lines, err := decodeConfigLines(&c, data)
+		if err != nil {
 			return c, fmt.Errorf("config file %s: %w", path, err)
 		}
+		for name, line := range lines {
+			cf.sources[name] = fmt.Sprintf("config file %s line %d", path, line)
+		}
 	}
-	if err := applyEnv(&c, cf.command, getenv); err != nil {
+	if err := applyEnv(&c, cf.command, getenv, cf.sources); err != nil {
 		return c, err
 	}
 	var ferr error
@@ -89,6 +105,7 @@ func (cf *configFlags) read(fs *flag.FlagSet, getenv func(string) string) (Confi
 			if err := s.parse(&c, cf.raw[f.Name].text); err != nil {
 				ferr = fmt.Errorf("flag -%s: %w", f.Name, err)
 			}
+			cf.sources[s.name()] = "flag -" + f.Name
 		}
 	})
 	return c, ferr
@@ -98,20 +115,27 @@ func (cf *configFlags) read(fs *flag.FlagSet, getenv func(string) string) (Confi
 // sections, each a mapping of keys to scalars. Unknown sections and keys
 // are errors, as are values of the wrong type; all name the setting.
 func decodeConfig(c *Config, data []byte) error {
+	_, err := decodeConfigLines(c, data)
+	return err
+}
+
+// decodeConfigLines is decodeConfig, returning the line of each setting set.
+func decodeConfigLines(c *Config, data []byte) (map[string]int, error) {
+	lines := map[string]int{}
 	var doc yaml.Node
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	if err := dec.Decode(&doc); err != nil {
 		if errors.Is(err, io.EOF) {
-			return nil // an empty file
+			return lines, nil // an empty file
 		}
-		return fmt.Errorf("not YAML: %w", err)
+		return nil, fmt.Errorf("not YAML: %w", err)
 	}
 	if len(doc.Content) == 0 {
-		return nil
+		return lines, nil
 	}
 	root := doc.Content[0]
 	if root.Kind != yaml.MappingNode {
-		return fmt.Errorf("line %d: the document must be a mapping of sections", root.Line)
+		return nil, fmt.Errorf("line %d: the document must be a mapping of sections", root.Line)
 	}
 	known := map[string]setting{}
 	sections := map[string]bool{}
@@ -123,38 +147,39 @@ func decodeConfig(c *Config, data []byte) error {
 	for i := 0; i+1 < len(root.Content); i += 2 {
 		sec, body := root.Content[i], root.Content[i+1]
 		if !sections[sec.Value] {
-			return fmt.Errorf("line %d: unknown section %q (known: %s)", sec.Line, sec.Value, strings.Join(sectionNames(), ", "))
+			return nil, fmt.Errorf("line %d: unknown section %q (known: %s)", sec.Line, sec.Value, strings.Join(sectionNames(), ", "))
 		}
 		if seen[sec.Value] {
-			return fmt.Errorf("line %d: section %s given twice", sec.Line, sec.Value)
+			return nil, fmt.Errorf("line %d: section %s given twice", sec.Line, sec.Value)
 		}
 		seen[sec.Value] = true
 		if body.Kind == yaml.ScalarNode && body.Tag == "!!null" {
 			continue
 		}
 		if body.Kind != yaml.MappingNode {
-			return fmt.Errorf("line %d: section %s must be a mapping of keys", body.Line, sec.Value)
+			return nil, fmt.Errorf("line %d: section %s must be a mapping of keys", body.Line, sec.Value)
 		}
 		for j := 0; j+1 < len(body.Content); j += 2 {
 			k, v := body.Content[j], body.Content[j+1]
 			name := sec.Value + "." + k.Value
 			s, ok := known[name]
 			if !ok {
-				return fmt.Errorf("line %d: unknown setting %s", k.Line, name)
+				return nil, fmt.Errorf("line %d: unknown setting %s", k.Line, name)
 			}
 			if seen[name] {
-				return fmt.Errorf("line %d: setting %s given twice", k.Line, name)
+				return nil, fmt.Errorf("line %d: setting %s given twice", k.Line, name)
 			}
 			seen[name] = true
 			if v.Kind != yaml.ScalarNode {
-				return fmt.Errorf("line %d: %s must be a single value", v.Line, name)
+				return nil, fmt.Errorf("line %d: %s must be a single value", v.Line, name)
 			}
 			if err := s.parse(c, v.Value); err != nil {
-				return fmt.Errorf("line %d: %w", v.Line, err)
+				return nil, fmt.Errorf("line %d: %w", v.Line, err)
 			}
+			lines[name] = v.Line
 		}
 	}
-	return nil
+	return lines, nil
 }
 
 func sectionNames() []string {

@@ -48,7 +48,7 @@ non-zero, after printing, when a setting is invalid.`, 0, 0)
 		return err
 	}
 	if err := c.validate(server); err != nil {
-		return fmt.Errorf("configuration: %w", err)
+		return cf.explain(err)
 	}
 	return nil
 }
