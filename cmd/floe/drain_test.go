@@ -129,6 +129,11 @@ func TestRollingRestartUnderLoad(t *testing.T) {
 	waitMore(200, "before the restarts")
 	for i := range agents {
 		before := ackCount()
+		// The producer is on this agent when it stops (pick-first: agent
+		// 1 first, agent 2 once agent 1 went away).
+		if n := metricValue(t, agents[i].metrics, "floe_produced_records_total"); n == 0 {
+			t.Fatalf("agent %d took no produce before its SIGTERM", i+1)
+		}
 		if code := stopGracefully(t, agents[i]); code != 0 {
 			t.Fatalf("agent %d exited %d after SIGTERM:\n%s", i+1, code, agents[i].logText())
 		}
