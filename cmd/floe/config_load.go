@@ -46,8 +46,21 @@ func registerConfig(fs *flag.FlagSet, command string) *configFlags {
 	def := DefaultServerConfig(command)
 	for _, s := range commandSettings(command) {
 		r := &rawFlag{text: s.format(&def), isBool: s.typ.Kind() == reflect.Bool}
+		kind := ""
+		switch {
+		case r.isBool:
+			if r.text == "false" {
+				r.text = "" // no "(default false)" in the usage
+			}
+		case s.typ == durationType:
+			kind = ", a `duration`"
+		case s.typ.Kind() == reflect.String:
+			kind = ", a `string`"
+		default:
+			kind = ", an `integer`"
+		}
 		cf.byFlag[s.flag], cf.raw[s.flag] = s, r
-		fs.Var(r, s.flag, fmt.Sprintf("%s (%s, env %s)", s.help, s.name(), s.envs[0]))
+		fs.Var(r, s.flag, fmt.Sprintf("%s (%s, env %s%s)", s.help, s.name(), s.envs[0], kind))
 	}
 	return cf
 }
