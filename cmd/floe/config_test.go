@@ -1,11 +1,13 @@
 package main_test
 
 import (
+	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/floe-broker/floe/internal/testenv"
 )
@@ -70,5 +72,42 @@ func TestAgentConfigFile(t *testing.T) {
 	cmd.Stderr = &errb
 	if err := cmd.Run(); err == nil || !strings.Contains(errb.String(), "batcher.linger: 0s must be positive") {
 		t.Fatalf("agent with linger 0: err %v, stderr %q", err, errb.String())
+	}
+}
+
+// TestAgentRefusesBucketThatRefusesWrites: a bucket that exists but
+// refuses writes (its directory on the S3 server made immutable) fails the
+// start's write probe; with -fail-fast the agent exits in one line naming
+// the probe.
+func TestAgentRefusesBucketThatRefusesWrites(t *testing.T) {
+	if os.Getenv(testenv.EnvS3Endpoint) != "" {
+		t.Skip("an external S3 server: its buckets' directories are not here")
+	}
+	chattr, err := exec.LookPath("chattr") // e2fsprogs
+	if err != nil {
+		t.Fatal(err)
+	}
+	dsn := testenv.Postgres(t)
+	s3 := testenv.S3(t)
+	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), "floe-versitygw-*", "data", s3.Bucket))
+	if len(dirs) != 1 {
+		t.Fatalf("the bucket's directory on the S3 server: found %v", dirs)
+	}
+	if out, err := exec.Command(chattr, "+i", dirs[0]).CombinedOutput(); err != nil {
+		t.Fatalf("chattr +i: %v %s", err, out)
+	}
+	t.Cleanup(func() { _ = exec.Command(chattr, "-i", dirs[0]).Run() })
+	args := []string{"agent", "-fail-fast", "-postgres-url", dsn, "-s3-bucket", s3.Bucket, "-s3-endpoint", s3.Endpoint,
+		"-s3-region", s3.Region, "-s3-access-key", s3.AccessKey, "-s3-secret-key", s3.SecretKey, "-s3-path-style",
+		"-s3-prefix", "p", "-listen", freeAddr(t), "-metrics-listen", freeAddr(t)}
+	// Without the probe the agent would serve: bound the wait.
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, floeBin, args...)
+	var errb strings.Builder
+	cmd.Stderr = &errb
+	err = cmd.Run()
+	if err == nil || strings.Count(strings.TrimSpace(errb.String()), "\n") != 0 || !strings.Contains(errb.String(), "write probe (put floe-start-probe/") || !strings.Contains(errb.String(), `"p/floe-start-probe/`) {
+		t.Fatalf("agent with a bucket refusing writes: err %v, stderr %q", err, errb.String())
 	}
 }
