@@ -2,10 +2,14 @@ package main_test
 
 import (
 	"context"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -110,4 +114,65 @@ func TestAgentRefusesBucketThatRefusesWrites(t *testing.T) {
 	if err == nil || strings.Count(strings.TrimSpace(errb.String()), "\n") != 0 || !strings.Contains(errb.String(), "write probe (put floe-start-probe/") || !strings.Contains(errb.String(), `"p/floe-start-probe/`) {
 		t.Fatalf("agent with a bucket refusing writes: err %v, stderr %q", err, errb.String())
 	}
+}
+
+// TestCompactorFromConfigFile: floe compactor reads the same file as the
+// agents (its own section and theirs side by side), logs JSON as told,
+// serves /metrics with its metrics, and stops on SIGTERM with exit 0.
+func TestCompactorFromConfigFile(t *testing.T) {
+	dsn := testenv.Postgres(t)
+	s3 := testenv.S3(t)
+	metrics := freeAddr(t)
+	conf := "postgres:\n  url: " + dsn + "\ns3:\n  bucket: " + s3.Bucket + "\n  endpoint: " + s3.Endpoint +
+		"\n  region: " + s3.Region + "\n  access_key: " + s3.AccessKey + "\n  secret_key: " + s3.SecretKey +
+		"\n  path_style: true\nlog:\n  format: json\nbatcher:\n  linger: 10ms\ncompactor:\n  metrics_listen: " + metrics +
+		"\n  interval: 100ms\n  owner: c1\n"
+	path := filepath.Join(t.TempDir(), "floe.yaml")
+	if err := os.WriteFile(path, []byte(conf), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(floeBin, "compactor")
+	cmd.Env = append(os.Environ(), "FLOE_CONFIG="+path)
+	var mu sync.Mutex
+	var logs strings.Builder
+	cmd.Stderr = lockedWriter{&mu, &logs}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(done) }()
+	p := &proc{mu: &mu, cmd: cmd, metrics: metrics, logs: &logs, done: done}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); <-done })
+	deadline := time.Now().Add(20 * time.Second)
+	for metricValue0(metrics, "floe_compactor_passes_total") == 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("no compactor pass counted:\n%s", p.logText())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if code := stopGracefully(t, p); code != 0 {
+		t.Fatalf("compactor exit %d:\n%s", code, p.logText())
+	}
+	if !strings.Contains(p.logText(), `"msg":"floe compactor running"`) || !strings.Contains(p.logText(), `"owner":"c1"`) {
+		t.Fatalf("logs are not JSON with the configured owner:\n%s", p.logText())
+	}
+}
+
+// metricValue0 is metricValue that answers 0 while the server is not up.
+func metricValue0(addr, name string) float64 {
+	resp, err := http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		return 0
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	var sum float64
+	for _, line := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(line, name+" ") || strings.HasPrefix(line, name+"{") {
+			f := strings.Fields(line)
+			v, _ := strconv.ParseFloat(f[len(f)-1], 64)
+			sum += v
+		}
+	}
+	return sum
 }
