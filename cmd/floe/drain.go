@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"strings"
 	"sync"
 
 	"google.golang.org/grpc"
@@ -59,8 +60,9 @@ func (d *drainGate) options() []grpc.ServerOption {
 	return []grpc.ServerOption{grpc.ChainUnaryInterceptor(d.unary), grpc.ChainStreamInterceptor(d.stream)}
 }
 
-func (d *drainGate) unary(ctx context.Context, req any, _ *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
-	if d.isDraining() {
+func (d *drainGate) unary(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+	// Health checks still answer (NOT_SERVING) while the agent drains.
+	if d.isDraining() && !strings.HasPrefix(info.FullMethod, "/grpc.health.v1.Health/") {
 		return nil, errShuttingDown
 	}
 	return h(ctx, req)

@@ -24,6 +24,10 @@ func TestDrainGateRefusesNewCalls(t *testing.T) {
 	if status.Code(err) != codes.Unavailable || ran {
 		t.Fatalf("unary while draining: %v, ran %v", err, ran)
 	}
+	if _, err := d.unary(context.Background(), nil, &grpc.UnaryServerInfo{FullMethod: "/grpc.health.v1.Health/Check"}, h); err != nil || !ran {
+		t.Fatalf("health check while draining: %v, ran %v (want it answered)", err, ran)
+	}
+	ran = false
 	err = d.stream(nil, nil, &grpc.StreamServerInfo{FullMethod: "/floe.v1.LogService/Subscribe"}, func(any, grpc.ServerStream) error {
 		ran = true
 		return nil
