@@ -292,7 +292,7 @@ func (b *Batcher) Append(ctx context.Context, topicID int64, partition int32, ba
 		return nil, ErrClosed
 	}
 	if b.cur != nil && b.cur.fileSize(len(batch)) > b.cfg.MaxFileBytes {
-		b.sealLocked()
+		b.sealLocked(SealSize)
 	}
 	if b.cur == nil {
 		f := &file{parts: make(map[[2]int64]*partBatches)}
@@ -301,7 +301,7 @@ func (b *Batcher) Append(ctx context.Context, topicID int64, partition int32, ba
 				b.mu.Lock()
 				defer b.mu.Unlock()
 				if b.cur == f {
-					b.sealLocked()
+					b.sealLocked(SealLinger)
 				}
 			})
 		}
@@ -317,19 +317,31 @@ func (b *Batcher) Append(ctx context.Context, topicID int64, partition int32, ba
 	pb.waiters = append(pb.waiters, w)
 	f.waiters = append(f.waiters, w)
 	f.body += len(batch)
-	if b.cfg.Linger == 0 || f.fileSize(0) >= b.cfg.MaxFileBytes {
-		b.sealLocked()
+	switch {
+	case f.fileSize(0) >= b.cfg.MaxFileBytes:
+		b.sealLocked(SealSize)
+	case b.cfg.Linger == 0:
+		b.sealLocked(SealLinger)
 	}
 	b.mu.Unlock()
 	return &Pending{w: w}, nil
 }
 
+// Why a file is sealed (floe_batcher_seals_total's reason label).
+const (
+	SealLinger = "linger" // its linger passed
+	SealSize   = "size"   // it reached MaxFileBytes (or the next batch would pass it)
+	SealFlush  = "flush"  // Flush
+	SealClose  = "close"  // Close
+)
+
 // sealLocked closes the open file and queues it for upload. b.mu is held.
-func (b *Batcher) sealLocked() {
+func (b *Batcher) sealLocked(reason string) {
 	f := b.cur
 	if f == nil {
 		return
 	}
+	b.m.seal(reason)
 	b.cur = nil
 	if f.timer != nil {
 		f.timer.Stop()
@@ -345,7 +357,7 @@ func (b *Batcher) sealLocked() {
 // Flush seals the open file now (tests and shutdown).
 func (b *Batcher) Flush() {
 	b.mu.Lock()
-	b.sealLocked()
+	b.sealLocked(SealFlush)
 	b.mu.Unlock()
 }
 
@@ -359,7 +371,7 @@ func (b *Batcher) Close(ctx context.Context) error {
 		return nil
 	}
 	b.closed = true
-	b.sealLocked()
+	b.sealLocked(SealClose)
 	b.mu.Unlock()
 	select {
 	case b.wake <- struct{}{}:

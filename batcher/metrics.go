@@ -20,6 +20,7 @@ type Metrics struct {
 	commitSeconds prometheus.Histogram
 	bufferedBytes prometheus.Gauge
 	backpressured prometheus.Counter
+	seals         *prometheus.CounterVec
 }
 
 // NewMetrics creates the collectors and registers them on reg (if not nil).
@@ -53,10 +54,15 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "floe_batcher_buffered_bytes", Help: "Bytes accepted and not yet acknowledged."}),
 		backpressured: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "floe_batcher_backpressure_total", Help: "Produce calls that had to wait for buffer space."}),
+		seals: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "floe_batcher_seals_total", Help: "Files sealed for upload, by reason: linger, size, flush, close."}, []string{"reason"}),
+	}
+	for _, r := range []string{SealLinger, SealSize, SealFlush, SealClose} {
+		m.seals.WithLabelValues(r) // every reason exported from the start
 	}
 	if reg != nil {
 		for _, c := range []prometheus.Collector{m.flushes, m.flushBytes, m.flushBatches, m.flushParts, m.flushLatency,
-			m.uploads, m.uploadSeconds, m.commits, m.commitSeconds, m.bufferedBytes, m.backpressured} {
+			m.uploads, m.uploadSeconds, m.commits, m.commitSeconds, m.bufferedBytes, m.backpressured, m.seals} {
 			if err := reg.Register(c); err != nil {
 				var are prometheus.AlreadyRegisteredError
 				if !errors.As(err, &are) {
@@ -114,4 +120,11 @@ func (m *Metrics) backpressure() {
 		return
 	}
 	m.backpressured.Inc()
+}
+
+func (m *Metrics) seal(reason string) {
+	if m == nil {
+		return
+	}
+	m.seals.WithLabelValues(reason).Inc()
 }

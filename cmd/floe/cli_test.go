@@ -107,7 +107,7 @@ func TestBadArgumentsAreOneLine(t *testing.T) {
 		{[]string{"consume", "a", "-o", "xml"}, `"xml" is neither text nor json`},
 		{[]string{"consume", "a", "-from", "soon"}, `"soon" is not earliest`},
 		{[]string{"consume", "a", "-addr", "x,,y"}, "empty address"},
-		{[]string{"dev", "-ready-interval", "0s"}, "-ready-interval: 0s must be positive"},
+		{[]string{"dev", "-ready-interval", "0s"}, "server.ready_interval: 0s must be positive (set by flag -ready-interval)"},
 	}
 	for _, c := range cases {
 		out, errs, code := runFloe(t, "", c.args...)

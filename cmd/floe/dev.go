@@ -24,17 +24,16 @@ const (
 func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	cmd := newCommand("floe dev", "", `Run an agent on a local directory (the object store) and SQLite (the
 metadata store), until SIGINT or SIGTERM: for development.`, 0, 0)
-	fs := cmd.fs
-	var c commonServerFlags
-	c.register(fs, devGRPCAddr, devMetricsAddr)
-	dataDir := fs.String("data", "./data", "folder holding all of floe's data (objects/ and metadata.db)")
+	cf := registerConfig(cmd.fs, "dev")
 	if _, err := cmd.parse(args, stdout); err != nil {
 		return err
 	}
-	sc, err := c.config(stderr)
+	c, err := cf.load(cmd.fs, os.Getenv)
 	if err != nil {
 		return err
 	}
+	sc := serverConfigOf(c, stderr)
+	dataDir := &c.Dev.Data
 	// Local files: nothing to wait for, a failure is final.
 	open := func(ctx context.Context, _ *starter) (metadata.Store, objectstore.Store, error) {
 		if err := os.MkdirAll(*dataDir, 0o755); err != nil {
@@ -53,6 +52,6 @@ metadata store), until SIGINT or SIGTERM: for development.`, 0, 0)
 		return meta, store, nil
 	}
 	// The compactor (retention, deletion, orphans, merging) runs in process.
-	sc.Background = startDevCompactor
+	sc.Background = devCompactor(c.Compactor)
 	return serve(ctx, sc, open, prometheus.NewRegistry())
 }

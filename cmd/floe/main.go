@@ -21,6 +21,7 @@ usage:
   floe dev      [flags]                 run an agent on a local directory and SQLite
   floe agent    [flags]                 run an agent against PostgreSQL and S3
   floe compactor [flags]                run retention, file deletion, orphan collection and merging
+  floe config   print [agent|dev|compactor] [flags]   print the effective configuration
   floe topic    create|list|describe|delete|alter|delete-records [flags] [NAME]
   floe produce  TOPIC [flags]           produce lines of stdin (or a file) as records
   floe consume  TOPIC [flags]           print records (-group G: as a consumer group member)
@@ -63,6 +64,8 @@ func dispatch(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		return runAgent(ctx, rest, stdout, stderr)
 	case "compactor":
 		return runCompactor(ctx, rest, stdout, stderr)
+	case "config":
+		return runConfig(ctx, rest, stdout, stderr) // config_print.go
 	case "topic":
 		return runTopic(ctx, rest, stdout, stderr)
 	case "produce":

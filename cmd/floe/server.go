@@ -39,6 +39,9 @@ type serverConfig struct {
 	FailFast bool
 	// ReadyInterval is the period of the readiness checks of the stores.
 	ReadyInterval time.Duration
+	// DrainTimeout bounds the flush and commit of what producers handed
+	// in, once serving stops (0: 15 s).
+	DrainTimeout time.Duration
 	// Ready, optional, is called with the bound addresses once serving.
 	Ready func(grpcAddr, metricsAddr string)
 	// Background, optional, starts work beside the agent on the same
@@ -95,10 +98,14 @@ func serve(ctx context.Context, sc serverConfig, open openFunc, reg *prometheus.
 		<-httpDone
 	}()
 
-	// The agent's options first: message limits above its own checks (so
-	// that oversize requests are InvalidArgument naming the limit), request
-	// ids and error rewriting.
-	gs := grpc.NewServer(append(agent.GRPCServerOptions(sc.Agent, log), grpc.MaxConcurrentStreams(1024))...)
+	// The call metrics, then the drain gate, so that its Unavailable (shutting down) is not
+	// rewritten as a store failure; then the agent's options: message limits
+	// above its own checks (so that oversize requests are InvalidArgument
+	// naming the limit), request ids and error rewriting.
+	gate := newDrainGate() // drain.go
+	opts := append(newRPCMetrics(reg).options(), gate.options()...)
+	opts = append(opts, agent.GRPCServerOptions(sc.Agent, log)...)
+	gs := grpc.NewServer(append(opts, grpc.MaxConcurrentStreams(1024))...)
 	late := &lateAgent{}
 	cons := console.New(console.Options{Logger: log, Source: func() console.Source {
 		if a := late.ag.Load(); a != nil {
@@ -121,18 +128,29 @@ func serve(ctx context.Context, sc serverConfig, open openFunc, reg *prometheus.
 		}
 		grpcDone <- err
 	}()
-	// stopGRPC stops accepting and ends the calls in flight (giving them
-	// 5 s), then returns gs.Serve's error.
-	stopGRPC := func() error {
+	// stopGRPC drains: not ready, new calls refused with Unavailable
+	// (shutting down), subscriptions ended with it, GOAWAY sent; then flush
+	// (optional) answers the producers waiting; then the calls still in
+	// flight get wait to end before the connections close. It returns
+	// flush's error and gs.Serve's.
+	stopGRPC := func(flush func() error, wait time.Duration) error {
 		ready.stop()
 		hs.Shutdown()
+		gate.start()
 		stopped := make(chan struct{})
 		go func() { gs.GracefulStop(); close(stopped) }()
+		var ferr error
+		if flush != nil {
+			ferr = flush()
+		}
 		select {
 		case <-stopped:
-		case <-time.After(5 * time.Second):
-			gs.Stop()
+		case <-time.After(wait):
+			gs.Stop() // ends the produce streams still open: their clients resend elsewhere
 			<-stopped
+		}
+		if ferr != nil {
+			return ferr
 		}
 		if err := <-grpcDone; err != nil {
 			return fmt.Errorf("grpc server: %w", err)
@@ -143,7 +161,7 @@ func serve(ctx context.Context, sc serverConfig, open openFunc, reg *prometheus.
 	st := &starter{log: log, ready: ready, failFast: sc.FailFast, attempt: startAttempt, backoff: startBackoff, maxBackof: startMaxBackoff}
 	meta, store, err := open(ctx, st)
 	if err != nil {
-		gerr := stopGRPC()
+		gerr := stopGRPC(nil, 5*time.Second)
 		if errors.Is(err, errStartCanceled) {
 			log.Info("floe agent stopped while waiting for its stores")
 			return gerr
@@ -157,7 +175,7 @@ func serve(ctx context.Context, sc serverConfig, open openFunc, reg *prometheus.
 // runServing runs an agent on meta and store, answering through late,
 // until ctx ends; then stops gRPC with stopGRPC and drains.
 func runServing(ctx context.Context, sc serverConfig, meta metadata.Store, store objectstore.Store, reg *prometheus.Registry,
-	late *lateAgent, ready *readiness, stopGRPC func() error, grpcAddr, metricsAddr string) error {
+	late *lateAgent, ready *readiness, stopGRPC func(flush func() error, wait time.Duration) error, grpcAddr, metricsAddr string) error {
 	log := sc.Logger
 	// A soft memory limit the GC works to keep: what the agent may hold by
 	// configuration (unacknowledged bytes, read cache, reads in progress) plus room for
@@ -178,18 +196,18 @@ func runServing(ctx context.Context, sc serverConfig, meta metadata.Store, store
 		OnCommit: func(f batcher.CommittedFile) { ag.OnCommit(f) },
 	})
 	if err != nil {
-		return errors.Join(err, stopGRPC())
+		return errors.Join(err, stopGRPC(nil, 5*time.Second))
 	}
 	ag, err = agent.New(sc.Agent, meta, store, b, agent.Options{Logger: log, Registry: reg})
 	if err != nil {
 		_ = b.Close(context.Background())
-		return errors.Join(err, stopGRPC())
+		return errors.Join(err, stopGRPC(nil, 5*time.Second))
 	}
 	if sc.Background != nil {
 		stopBackground, err := sc.Background(ctx, meta, store, reg, log)
 		if err != nil {
 			_ = b.Close(context.Background())
-			return errors.Join(err, stopGRPC())
+			return errors.Join(err, stopGRPC(nil, 5*time.Second))
 		}
 		defer stopBackground()
 	}
@@ -209,12 +227,21 @@ func runServing(ctx context.Context, sc serverConfig, meta metadata.Store, store
 	}
 
 	<-ctx.Done()
-	log.Info("floe agent stopping")
-	serr := stopGRPC()
-	closeCtx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
-	defer cancel()
-	berr := b.Close(closeCtx)
+	log.Info("floe agent draining")
+	drain := sc.DrainTimeout
+	if drain <= 0 {
+		drain = 15 * time.Second
+	}
+	// Flush and commit what producers handed in while the calls that
+	// carried it wait for their answers; then give them 2 s to send them.
+	flush := func() error {
+		closeCtx, cancel := context.WithTimeout(context.Background(), drain)
+		defer cancel()
+		return b.Close(closeCtx)
+	}
+	serr := stopGRPC(flush, 2*time.Second)
 	cancelRun()
 	gerr := g.Wait()
-	return errors.Join(serr, berr, gerr)
+	log.Info("floe agent stopped")
+	return errors.Join(serr, gerr)
 }

@@ -1,0 +1,390 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"net/url"
+	"reflect"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/floe-broker/floe/agent"
+	"github.com/floe-broker/floe/batcher"
+	"github.com/floe-broker/floe/compactor"
+	"github.com/floe-broker/floe/objectstore/s3store"
+)
+
+// Config is every setting of floe's server commands (agent, dev,
+// compactor). Each one is read, lowest precedence first, from its default
+// (DefaultServerConfig), the YAML file of -config (or FLOE_CONFIG) under
+// "section: key:", the environment variable FLOE_<SECTION>_<KEY>, and the
+// command's flag. The tags drive all of it: yaml is the key, flag the flag
+// name, env extra (older) environment names, help the documentation, check
+// a range ("positive" or "nonneg"), secret how `floe config print` masks
+// it, cmds the commands that use the setting when not all of its section's.
+type Config struct {
+	Server    ServerSettings    `yaml:"server"`
+	Log       LogSettings       `yaml:"log"`
+	Batcher   BatcherSettings   `yaml:"batcher"`
+	Agent     AgentSettings     `yaml:"agent"`
+	Postgres  PostgresSettings  `yaml:"postgres"`
+	S3        S3Settings        `yaml:"s3"`
+	Dev       DevSettings       `yaml:"dev"`
+	Compactor CompactorSettings `yaml:"compactor"`
+}
+
+// ServerSettings are the listeners and start-up of agent and dev.
+type ServerSettings struct {
+	Listen        string        `yaml:"listen" flag:"listen" help:"gRPC listen address (floe dev: 127.0.0.1:7070)"`
+	MetricsListen string        `yaml:"metrics_listen" flag:"metrics-listen" help:"HTTP address of /metrics, /healthz (liveness) and /readyz (readiness) (floe dev: 127.0.0.1:7071)"`
+	FailFast      bool          `yaml:"fail_fast" flag:"fail-fast" cmds:"agent" help:"exit if a store does not answer at start (default: wait for it, retrying with backoff)"`
+	ReadyInterval time.Duration `yaml:"ready_interval" flag:"ready-interval" check:"positive" help:"period of the readiness checks of the stores (/readyz, gRPC health)"`
+	DrainTimeout  time.Duration `yaml:"drain_timeout" flag:"drain-timeout" check:"positive" help:"on SIGTERM, bound of flushing and committing what producers handed in"`
+}
+
+// LogSettings are the logs of every server command.
+type LogSettings struct {
+	Level  string `yaml:"level" flag:"log-level" help:"debug, info, warn or error"`
+	Format string `yaml:"format" flag:"log-format" help:"text or json"`
+}
+
+// BatcherSettings are the write path's (package batcher).
+type BatcherSettings struct {
+	Linger           time.Duration `yaml:"linger" flag:"linger" check:"positive" help:"how long a file waits for more batches before it is flushed (at most 1m; 0 is refused: use 1ms to flush almost at once)"`
+	MaxFileBytes     int           `yaml:"max_file_bytes" flag:"max-file-bytes" check:"positive" help:"flush a file once it reaches this size (at least 1024)"`
+	MaxBufferedBytes int64         `yaml:"max_buffered_bytes" flag:"max-buffered-bytes" check:"positive" help:"bytes accepted but not yet acknowledged before producers wait (at least max_file_bytes)"`
+	CommitTimeout    time.Duration `yaml:"commit_timeout" flag:"commit-timeout" check:"positive" help:"bound of one file's metadata commit, retries included; past it its producers hear failed or outcome unknown"`
+	UploadTimeout    time.Duration `yaml:"upload_timeout" flag:"upload-timeout" check:"positive" help:"bound of one file's upload, all attempts included; past it its producers fail (retry safely)"`
+}
+
+// AgentSettings are the agent's limits (package agent).
+type AgentSettings struct {
+	CacheBytes           int64 `yaml:"cache_bytes" flag:"cache-bytes" check:"nonneg" help:"read cache size"`
+	MaxRecordBytes       int   `yaml:"max_record_bytes" flag:"max-record-bytes" check:"positive" help:"largest record (key + value + headers) accepted"`
+	MaxRequestBytes      int   `yaml:"max_request_bytes" flag:"max-request-bytes" check:"nonneg" help:"largest produce request accepted (0: 4 MiB, at most half of max_file_bytes)"`
+	MaxFetchBytes        int   `yaml:"max_fetch_bytes" flag:"max-fetch-bytes" check:"positive" help:"largest fetch or subscribe answer"`
+	MaxFetchRecords      int   `yaml:"max_fetch_records" flag:"max-fetch-records" check:"positive" help:"most records in one fetch or subscribe answer"`
+	MaxLoadingBytes      int64 `yaml:"max_loading_bytes" flag:"max-loading-bytes" check:"positive" help:"bytes read from the object store at once across all readers; past it readers wait, then get ResourceExhausted"`
+	ReplayBytesPerSecond int64 `yaml:"replay_bytes_per_second" flag:"replay-bytes-per-second" check:"nonneg" help:"read budget of one consumer group replaying far behind the head, per agent (0: unlimited)"`
+	ReplayMinLagRecords  int64 `yaml:"replay_min_lag_records" flag:"replay-min-lag-records" check:"positive" help:"a group reader at least this many records behind the head reads through the replay budget"`
+}
+
+// PostgresSettings locate the metadata store of agent and compactor.
+type PostgresSettings struct {
+	URL string `yaml:"url" flag:"postgres-url" secret:"url" help:"PostgreSQL URL (required; its password is masked by floe config print)"`
+}
+
+// S3Settings locate the object store of agent and compactor.
+type S3Settings struct {
+	Bucket    string `yaml:"bucket" flag:"s3-bucket" help:"S3 bucket (required; it must exist and accept writes: checked at start)"`
+	Prefix    string `yaml:"prefix" flag:"s3-prefix" help:"key prefix inside the bucket (the same for agents and compactor)"`
+	Endpoint  string `yaml:"endpoint" flag:"s3-endpoint" help:"S3 endpoint URL for S3-compatible stores (empty: AWS)"`
+	Region    string `yaml:"region" flag:"s3-region" env:"AWS_REGION" help:"S3 region"`
+	AccessKey string `yaml:"access_key" flag:"s3-access-key" help:"S3 access key (empty: the AWS credential chain, e.g. AWS_ACCESS_KEY_ID)"`
+	SecretKey string `yaml:"secret_key" flag:"s3-secret-key" secret:"all" help:"S3 secret key (empty: the AWS credential chain)"`
+	PathStyle bool   `yaml:"path_style" flag:"s3-path-style" help:"path-style addressing (most S3-compatible servers)"`
+}
+
+// DevSettings are floe dev's own.
+type DevSettings struct {
+	Data string `yaml:"data" flag:"data" help:"folder holding all of floe dev's data (objects/ and metadata.db)"`
+}
+
+// CompactorSettings are the background jobs' (package compactor), run by
+// floe compactor and inside floe dev.
+type CompactorSettings struct {
+	MetricsListen    string        `yaml:"metrics_listen" flag:"metrics-listen" cmds:"compactor" help:"HTTP address of floe compactor's /metrics and /healthz"`
+	Owner            string        `yaml:"owner" flag:"owner" cmds:"compactor" help:"this replica's name in the job leases (empty: host name and process id)"`
+	Interval         time.Duration `yaml:"interval" flag:"interval" check:"positive" help:"time between passes"`
+	LeaseTTL         time.Duration `yaml:"lease_ttl" flag:"lease-ttl" check:"positive" help:"how long a job's lease lasts without renewal"`
+	Grace            time.Duration `yaml:"grace" flag:"grace" check:"nonneg" help:"how long a dead file stays after it was marked (reads in flight; more than the agents' commit timeout)"`
+	OrphanAge        time.Duration `yaml:"orphan_age" flag:"orphan-age" check:"nonneg" help:"age after which an object the metadata does not know is deleted (more than grace + the agents' upload and commit timeouts)"`
+	MergeSmallBytes  int64         `yaml:"merge_small_bytes" flag:"merge-small-bytes" check:"nonneg" help:"merge files smaller than this (0: no merging)"`
+	MergeTargetBytes int64         `yaml:"merge_target_bytes" flag:"merge-target-bytes" check:"positive" help:"bytes of live batches one merge writes at most"`
+	MergeMinAge      time.Duration `yaml:"merge_min_age" flag:"merge-min-age" check:"nonneg" help:"merge only files older than this"`
+	CompactMaxBytes  int64         `yaml:"compact_max_bytes" flag:"compact-max-bytes" check:"nonneg" help:"bytes of a partition one keyed compaction reads at most (0: no keyed compaction)"`
+	CompactMinAge    time.Duration `yaml:"compact_min_age" flag:"compact-min-age" check:"nonneg" help:"compact by key only batches older than this (and than the topic's min.compaction.lag.ms)"`
+}
+
+// Server commands and the sections each reads.
+var commandSections = map[string][]string{
+	"agent":     {"server", "log", "batcher", "agent", "postgres", "s3"},
+	"dev":       {"server", "log", "batcher", "agent", "dev", "compactor"},
+	"compactor": {"log", "postgres", "s3", "compactor"},
+}
+
+// DefaultServerConfig returns the defaults of command (agent, dev or
+// compactor): the packages' own defaults, and local addresses for dev.
+func DefaultServerConfig(command string) Config {
+	bd, ad, cd, sd := batcher.DefaultConfig(), agent.DefaultConfig(), compactor.DefaultConfig(), s3store.DefaultConfig()
+	c := Config{
+		Server: ServerSettings{Listen: ":7070", MetricsListen: ":7071", ReadyInterval: 2 * time.Second, DrainTimeout: 15 * time.Second},
+		Log:    LogSettings{Level: "info", Format: "text"},
+		Batcher: BatcherSettings{Linger: bd.Linger, MaxFileBytes: bd.MaxFileBytes, MaxBufferedBytes: bd.MaxBufferedBytes,
+			CommitTimeout: bd.CommitTimeout, UploadTimeout: bd.UploadTimeout},
+		Agent: AgentSettings{CacheBytes: ad.CacheBytes, MaxRecordBytes: ad.MaxRecordBytes, MaxFetchBytes: ad.MaxFetchBytes,
+			MaxFetchRecords: ad.MaxFetchRecords, MaxLoadingBytes: ad.MaxLoadingBytes,
+			ReplayBytesPerSecond: ad.ReplayBytesPerSecond, ReplayMinLagRecords: ad.ReplayMinLagRecords},
+		S3:  S3Settings{Region: sd.Region},
+		Dev: DevSettings{Data: "./data"},
+		Compactor: CompactorSettings{MetricsListen: ":7072", Interval: cd.Interval, LeaseTTL: cd.LeaseTTL, Grace: cd.Grace,
+			OrphanAge: cd.OrphanAge, MergeSmallBytes: cd.MergeSmallBytes, MergeTargetBytes: cd.MergeTargetBytes, MergeMinAge: cd.MergeMinAge,
+			CompactMaxBytes: cd.CompactMaxBytes, CompactMinAge: cd.CompactMinAge},
+	}
+	if command == "dev" {
+		c.Server.Listen, c.Server.MetricsListen = devGRPCAddr, devMetricsAddr
+	}
+	return c
+}
+
+// setting is one field of Config.
+type setting struct {
+	section, key string // "batcher", "linger"
+	flag         string
+	envs         []string // FLOE_SECTION_KEY first, then older names
+	help, check  string
+	secret       string   // "", "url" or "all"
+	cmds         []string // nil: every command of the section
+	index        []int    // the field in Config
+	typ          reflect.Type
+}
+
+func (s setting) name() string { return s.section + "." + s.key }
+
+var durationType = reflect.TypeOf(time.Duration(0))
+
+// allSettings lists Config's settings in order.
+func allSettings() []setting {
+	var out []setting
+	ct := reflect.TypeOf(Config{})
+	for i := range ct.NumField() {
+		sf := ct.Field(i)
+		for j := range sf.Type.NumField() {
+			f := sf.Type.Field(j)
+			s := setting{
+				section: sf.Tag.Get("yaml"), key: f.Tag.Get("yaml"), flag: f.Tag.Get("flag"),
+				help: f.Tag.Get("help"), check: f.Tag.Get("check"), secret: f.Tag.Get("secret"),
+				index: []int{i, j}, typ: f.Type,
+			}
+			s.envs = []string{"FLOE_" + strings.ToUpper(s.section+"_"+s.key)}
+			if e := f.Tag.Get("env"); e != "" {
+				s.envs = append(s.envs, e)
+			}
+			if c := f.Tag.Get("cmds"); c != "" {
+				s.cmds = strings.Split(c, ",")
+			}
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// commandSettings lists the settings command reads.
+func commandSettings(command string) []setting {
+	var out []setting
+	for _, s := range allSettings() {
+		if s.usedBy(command) {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func (s setting) usedBy(command string) bool {
+	in := false
+	for _, sec := range commandSections[command] {
+		in = in || sec == s.section
+	}
+	if !in {
+		return false
+	}
+	if s.cmds == nil {
+		return true
+	}
+	for _, c := range s.cmds {
+		if c == command {
+			return true
+		}
+	}
+	return false
+}
+
+// field returns the setting's field in c.
+func (s setting) field(c *Config) reflect.Value {
+	return reflect.ValueOf(c).Elem().FieldByIndex(s.index)
+}
+
+// parse sets the setting in c from its text form (an environment variable,
+// a flag, a YAML scalar).
+func (s setting) parse(c *Config, text string) error {
+	v := s.field(c)
+	switch {
+	case s.typ == durationType:
+		d, err := time.ParseDuration(text)
+		if err != nil {
+			return fmt.Errorf("%s: %q is not a duration (e.g. 250ms, 10s)", s.name(), text)
+		}
+		v.SetInt(int64(d))
+	case s.typ.Kind() == reflect.Int || s.typ.Kind() == reflect.Int64:
+		n, err := strconv.ParseInt(text, 10, 64)
+		if err != nil || v.OverflowInt(n) {
+			return fmt.Errorf("%s: %q is not an integer", s.name(), text)
+		}
+		v.SetInt(n)
+	case s.typ.Kind() == reflect.Bool:
+		b, err := strconv.ParseBool(text)
+		if err != nil {
+			return fmt.Errorf("%s: %q is not true or false", s.name(), text)
+		}
+		v.SetBool(b)
+	default:
+		v.SetString(text)
+	}
+	return nil
+}
+
+// format returns the setting's value in c as text.
+func (s setting) format(c *Config) string {
+	v := s.field(c)
+	switch {
+	case s.typ == durationType:
+		return time.Duration(v.Int()).String()
+	case s.typ.Kind() == reflect.Int || s.typ.Kind() == reflect.Int64:
+		return strconv.FormatInt(v.Int(), 10)
+	case s.typ.Kind() == reflect.Bool:
+		return strconv.FormatBool(v.Bool())
+	}
+	return v.String()
+}
+
+// masked returns the setting's value in c as text, its secret hidden.
+func (s setting) masked(c *Config) string {
+	text := s.format(c)
+	switch {
+	case text == "":
+		return text
+	case s.secret == "all":
+		return "*****"
+	case s.secret == "url":
+		return maskURL(text)
+	}
+	return text
+}
+
+var dsnPassword = regexp.MustCompile(`(?i)(password\s*=\s*)('[^']*'|\S+)`)
+
+// maskURL hides the password of a URL or of a key=value connection string.
+func maskURL(text string) string {
+	if u, err := url.Parse(text); err == nil && u.User != nil {
+		if _, ok := u.User.Password(); ok {
+			u.User = url.UserPassword(u.User.Username(), "xxxxx")
+			text = strings.Replace(u.String(), "xxxxx", "*****", 1)
+		}
+	}
+	if q := strings.Index(text, "?"); q >= 0 {
+		if vals, err := url.ParseQuery(text[q+1:]); err == nil && vals.Has("password") {
+			vals.Set("password", "xxxxx")
+			text = text[:q+1] + strings.Replace(vals.Encode(), "xxxxx", "*****", 1)
+		}
+		return text
+	}
+	return dsnPassword.ReplaceAllString(text, "${1}*****")
+}
+
+// applyEnv sets from the environment (getenv) the settings of command: the
+// first of a setting's names that is set wins.
+func applyEnv(c *Config, command string, getenv func(string) string, sources map[string]string) error {
+	for _, s := range commandSettings(command) {
+		for _, name := range s.envs {
+			if v := getenv(name); v != "" {
+				if err := s.parse(c, v); err != nil {
+					return fmt.Errorf("environment %s: %w", name, err)
+				}
+				sources[s.name()] = "environment " + name
+				break
+			}
+		}
+	}
+	return nil
+}
+
+// validate checks c for command, naming the first bad setting and why.
+func (c *Config) validate(command string) error {
+	for _, s := range commandSettings(command) {
+		v := s.field(c)
+		if s.typ.Kind() != reflect.Int && s.typ.Kind() != reflect.Int64 {
+			continue
+		}
+		switch {
+		case s.check == "positive" && v.Int() <= 0:
+			return fmt.Errorf("%s: %s must be positive", s.name(), s.format(c))
+		case s.check == "nonneg" && v.Int() < 0:
+			return fmt.Errorf("%s: %s must not be negative", s.name(), s.format(c))
+		}
+	}
+	var lvl levelText
+	if err := lvl.check(c.Log.Level); err != nil {
+		return err
+	}
+	if c.Log.Format != "text" && c.Log.Format != "json" {
+		return fmt.Errorf("log.format: %q must be text or json", c.Log.Format)
+	}
+	sections := strings.Join(commandSections[command], ",")
+	if strings.Contains(sections, "batcher") {
+		b := c.Batcher
+		switch {
+		case b.Linger > time.Minute:
+			return fmt.Errorf("batcher.linger: %v must be at most 1m", b.Linger)
+		case b.MaxFileBytes < 1024:
+			return fmt.Errorf("batcher.max_file_bytes: %d must be at least 1024", b.MaxFileBytes)
+		case b.MaxBufferedBytes < int64(b.MaxFileBytes):
+			return fmt.Errorf("batcher.max_buffered_bytes: %d must be at least batcher.max_file_bytes (%d)", b.MaxBufferedBytes, b.MaxFileBytes)
+		case b.UploadTimeout > 10*time.Minute:
+			return fmt.Errorf("batcher.upload_timeout: %v must be at most 10m", b.UploadTimeout)
+		case b.CommitTimeout > 10*time.Minute:
+			return fmt.Errorf("batcher.commit_timeout: %v must be at most 10m", b.CommitTimeout)
+		}
+	}
+	if strings.Contains(sections, "postgres") && c.Postgres.URL == "" {
+		return errors.New("postgres.url: is required (flag -postgres-url, env FLOE_POSTGRES_URL)")
+	}
+	if strings.Contains(sections, "s3") {
+		if c.S3.Bucket == "" {
+			return errors.New("s3.bucket: is required (flag -s3-bucket, env FLOE_S3_BUCKET)")
+		}
+		if err := c.s3Config().Validate(); err != nil {
+			return fmt.Errorf("s3: %w", err)
+		}
+	}
+	if strings.Contains(sections, "compactor") {
+		cc := c.Compactor
+		switch {
+		case cc.OrphanAge < cc.Grace:
+			return fmt.Errorf("compactor.orphan_age: %v must be at least compactor.grace (%v)", cc.OrphanAge, cc.Grace)
+		case cc.MergeSmallBytes > 0 && cc.MergeTargetBytes < cc.MergeSmallBytes:
+			return fmt.Errorf("compactor.merge_target_bytes: %d must be at least compactor.merge_small_bytes (%d)", cc.MergeTargetBytes, cc.MergeSmallBytes)
+		}
+	}
+	return nil
+}
+
+// levelText checks a log level.
+type levelText struct{}
+
+func (levelText) check(text string) error {
+	switch strings.ToLower(text) {
+	case "debug", "info", "warn", "error":
+		return nil
+	}
+	return fmt.Errorf("log.level: %q must be debug, info, warn or error", text)
+}
+
+// s3Config is the object store's configuration.
+func (c *Config) s3Config() s3store.Config {
+	s := s3store.DefaultConfig()
+	s.Bucket, s.Endpoint, s.Region = c.S3.Bucket, c.S3.Endpoint, c.S3.Region
+	s.AccessKey, s.SecretKey, s.PathStyle = c.S3.AccessKey, c.S3.SecretKey, c.S3.PathStyle
+	return s
+}
