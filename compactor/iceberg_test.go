@@ -1,0 +1,232 @@
+package compactor_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	mrand "math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/floe-broker/floe/compactor"
+	"github.com/floe-broker/floe/iceberg"
+	"github.com/floe-broker/floe/iceberg/icetest"
+	"github.com/floe-broker/floe/kbatch"
+	"github.com/floe-broker/floe/logfile"
+	"github.com/floe-broker/floe/metadata"
+	"github.com/floe-broker/floe/objectstore"
+)
+
+// iceEnv is a log (metadata + object store) and a table catalog of the
+// same kind: PostgreSQL + S3, or SQLite + folders.
+type iceEnv struct {
+	env
+	cfg iceberg.Config
+}
+
+func iceBackends(t *testing.T, fn func(t *testing.T, e iceEnv)) {
+	backends(t, func(t *testing.T, e env) {
+		cfg := icetest.SQLiteConfig(t)
+		if t.Name()[len(t.Name())-len("postgres+s3"):] == "postgres+s3" {
+			cfg = icetest.PostgresConfig(t)
+		}
+		fn(t, iceEnv{env: e, cfg: cfg})
+	})
+}
+
+// writer opens a table writer with quick retries; fc injects faults.
+func (e iceEnv) writer(t testing.TB) (*iceberg.Writer, *icetest.FaultCatalog) {
+	return icetest.Open(t, e.cfg, iceberg.Options{MaxAttempts: 2, RetryWait: time.Millisecond})
+}
+
+func iceCompactor(t testing.TB, e iceEnv, owner string, w *iceberg.Writer, mut func(*compactor.Config)) *compactor.Compactor {
+	return newCompactor(t, e.env, owner, func(c *compactor.Config) {
+		c.Iceberg = w
+		if mut != nil {
+			mut(c)
+		}
+	})
+}
+
+// produced is what the log holds, by partition and offset.
+type produced map[int32]map[int64]iceberg.Row
+
+// produce commits one file holding a Kafka batch of n records for each of
+// the partitions, and records what it wrote in want. Records vary: null,
+// empty and set keys and values, headers (some with null values), old
+// timestamps.
+func produce(t testing.TB, e env, topic int64, parts []int32, n int, want produced, rnd *mrand.Rand) {
+	t.Helper()
+	w := logfile.NewWriter(0)
+	f := metadata.FileCommit{Key: newKey()}
+	var recs [][]kbatch.Record
+	for _, p := range parts {
+		rs := make([]kbatch.Record, n)
+		for i := range rs {
+			r := kbatch.Record{Timestamp: time.Now().UnixMilli() - rnd.Int64N(1000)}
+			switch rnd.IntN(4) {
+			case 0: // null key
+			case 1:
+				r.Key = []byte{}
+			default:
+				r.Key = fmt.Appendf(nil, "key-%d", rnd.IntN(20))
+			}
+			switch rnd.IntN(5) {
+			case 0: // tombstone
+			case 1:
+				r.Value = []byte{}
+			default:
+				r.Value = make([]byte, 1+rnd.IntN(300))
+				for j := range r.Value {
+					r.Value[j] = byte(rnd.Uint32())
+				}
+			}
+			for h := rnd.IntN(3); h > 0; h-- {
+				hd := kbatch.Header{Key: fmt.Sprintf("h%d", h)}
+				if rnd.IntN(3) > 0 {
+					hd.Value = fmt.Appendf(nil, "v%d", rnd.IntN(100))
+				}
+				r.Headers = append(r.Headers, hd)
+			}
+			rs[i] = r
+		}
+		if rnd.IntN(3) == 0 {
+			rs[0].Timestamp = time.Date(1971+rnd.IntN(50), 3, 3, 12, 0, 0, 0, time.UTC).UnixMilli() // an old day
+		}
+		kb, err := kbatch.Encode(rs, kbatch.DefaultEncodeOptions())
+		if err != nil {
+			t.Fatal(err)
+		}
+		en, err := w.Append(topic, p, kb)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.Batches = append(f.Batches, metadata.BatchCommit{TopicID: topic, Partition: p, ProducerID: -1, BaseSequence: metadata.NoSequence,
+			ByteOffset: en.ByteOffset, ByteLength: en.ByteLength, RecordCount: en.RecordCount, MaxTimestamp: en.MaxTimestamp})
+		recs = append(recs, rs)
+	}
+	data := w.Finish()
+	f.Size = int64(len(data))
+	if err := e.store.Put(context.Background(), f.Key, data, objectstore.PutOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := e.meta.CommitFile(context.Background(), f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, r := range res {
+		if r.Err != nil {
+			t.Fatalf("commit: %v", r.Err)
+		}
+		p := parts[i]
+		if want[p] == nil {
+			want[p] = map[int64]iceberg.Row{}
+		}
+		for j, rec := range recs[i] {
+			off := r.BaseOffset + int64(j)
+			want[p][off] = iceberg.Row{Partition: p, Offset: off, Timestamp: time.UnixMilli(rec.Timestamp),
+				AppendTime: time.UnixMilli(r.LogAppendTime), Key: rec.Key, Value: rec.Value, Headers: rec.Headers}
+		}
+	}
+}
+
+// sameBytes compares two byte slices, null and empty apart.
+func sameBytes(a, b []byte) bool { return (a == nil) == (b == nil) && bytes.Equal(a, b) }
+
+// checkTable scans topic's table and compares every row and column with
+// want: each offset exactly once.
+func checkTable(t testing.TB, w *iceberg.Writer, topic string, want produced) {
+	t.Helper()
+	rows, err := w.Scan(context.Background(), topic, 0)
+	if err != nil {
+		t.Fatalf("scan %s: %v", topic, err)
+	}
+	n := 0
+	for _, m := range want {
+		n += len(m)
+	}
+	if len(rows) != n {
+		t.Errorf("table %s: %d rows, want %d", topic, len(rows), n)
+	}
+	seen := map[[2]int64]bool{}
+	for _, r := range rows {
+		k := [2]int64{int64(r.Partition), r.Offset}
+		if seen[k] {
+			t.Errorf("partition %d offset %d twice", r.Partition, r.Offset)
+			continue
+		}
+		seen[k] = true
+		exp, ok := want[r.Partition][r.Offset]
+		if !ok {
+			t.Errorf("partition %d offset %d: not produced", r.Partition, r.Offset)
+			continue
+		}
+		if !r.Timestamp.Equal(exp.Timestamp) || !r.AppendTime.Equal(exp.AppendTime) || !sameBytes(r.Key, exp.Key) ||
+			!sameBytes(r.Value, exp.Value) || len(r.Headers) != len(exp.Headers) {
+			t.Errorf("partition %d offset %d: got %v %v %q %q %d headers, want %v %v %q %q %d headers", r.Partition, r.Offset,
+				r.Timestamp, r.AppendTime, r.Key, r.Value, len(r.Headers), exp.Timestamp, exp.AppendTime, exp.Key, exp.Value, len(exp.Headers))
+			continue
+		}
+		for i, h := range r.Headers {
+			if h.Key != exp.Headers[i].Key || !sameBytes(h.Value, exp.Headers[i].Value) {
+				t.Errorf("partition %d offset %d header %d: %q=%q, want %q=%q", r.Partition, r.Offset, i, h.Key, h.Value,
+					exp.Headers[i].Key, exp.Headers[i].Value)
+			}
+		}
+	}
+}
+
+func createTopic(t testing.TB, e env, name string, parts int32, cfg map[string]string) metadata.Topic {
+	t.Helper()
+	tp, err := e.meta.CreateTopic(context.Background(), metadata.TopicSpec{Name: name, Partitions: parts, Config: cfg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tp
+}
+
+// TestIcebergTables: batches older than iceberg.lag land in the topic's
+// table, every row and column as produced; younger ones wait; a topic with
+// iceberg.enabled=false gets no table.
+func TestIcebergTables(t *testing.T) {
+	iceBackends(t, func(t *testing.T, e iceEnv) {
+		ctx := context.Background()
+		rnd := mrand.New(mrand.NewPCG(1, 2))
+		on := createTopic(t, e.env, "orders.created", 3, map[string]string{"iceberg.lag": "0"})
+		off := createTopic(t, e.env, "plain", 2, map[string]string{"iceberg.enabled": "false", "iceberg.lag": "0"})
+		slow := createTopic(t, e.env, "slow", 1, map[string]string{"iceberg.lag": "1h"})
+		want, ignored, slowWant := produced{}, produced{}, produced{}
+		for range 3 {
+			produce(t, e.env, on.ID, []int32{0, 1, 2}, 1+rnd.IntN(40), want, rnd)
+			produce(t, e.env, on.ID, []int32{2}, 5, want, rnd)
+			produce(t, e.env, off.ID, []int32{0, 1}, 5, ignored, rnd)
+			produce(t, e.env, slow.ID, []int32{0}, 5, slowWant, rnd)
+		}
+		w, _ := e.writer(t)
+		c := iceCompactor(t, e, "a", w, nil)
+		r := runOnce(t, c)
+		if r.IcebergAppends != 1 {
+			t.Errorf("report: %d appends, want 1 (one per table with old batches)", r.IcebergAppends)
+		}
+		checkTable(t, w, on.Name, want)
+		for _, tp := range []string{off.Name, slow.Name} {
+			wm, err := w.Watermark(ctx, tp)
+			if err != nil || len(wm) != 0 {
+				t.Errorf("topic %s: watermark %v, %v; want none", tp, wm, err)
+			}
+		}
+		// More data; a pass without new old batches appends nothing.
+		produce(t, e.env, on.ID, []int32{1}, 7, want, rnd)
+		runOnce(t, c)
+		checkTable(t, w, on.Name, want)
+		if r := runOnce(t, c); r.IcebergAppends != 0 {
+			t.Errorf("idle pass: %d appends", r.IcebergAppends)
+		}
+		// Turned on later: the table catches up.
+		if _, err := e.meta.AlterTopicConfig(ctx, slow.Name, map[string]string{"iceberg.lag": "0"}, nil); err != nil {
+			t.Fatal(err)
+		}
+		runOnce(t, c)
+		checkTable(t, w, slow.Name, slowWant)
+	})
+}
