@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	mrand "math/rand/v2"
+	"sync"
 	"testing"
 	"time"
 
@@ -228,5 +229,81 @@ func TestIcebergTables(t *testing.T) {
 		}
 		runOnce(t, c)
 		checkTable(t, w, slow.Name, slowWant)
+	})
+}
+
+// TestIcebergFaults: rounds of produce, then a compactor pass cancelled at
+// a random point or whose table commits fail (before the catalog, or after
+// it applied them: a lost answer), then a new compactor: the table ends
+// with every offset exactly once.
+func TestIcebergFaults(t *testing.T) {
+	iceBackends(t, func(t *testing.T, e iceEnv) {
+		rnd := mrand.New(mrand.NewPCG(3, 4))
+		tp := createTopic(t, e.env, "faults", 3, map[string]string{"iceberg.lag": "0"})
+		want := produced{}
+		for round := range 8 {
+			produce(t, e.env, tp.ID, []int32{0, 1, 2}[:1+rnd.IntN(3)], 1+rnd.IntN(30), want, rnd)
+			w, fc := e.writer(t)
+			c := iceCompactor(t, e, fmt.Sprintf("c%d", round), w, func(c *compactor.Config) {
+				c.IcebergMaxBytes = 1 + rnd.Int64N(4000) // several passes per round
+			})
+			switch rnd.IntN(3) {
+			case 0:
+				fc.FailNextCommits(1+rnd.IntN(3), rnd.IntN(2) == 0)
+			case 1:
+				ctx, cancel := context.WithTimeout(context.Background(), time.Duration(rnd.IntN(40))*time.Millisecond)
+				_, _ = c.RunOnce(ctx)
+				cancel()
+			}
+			for range 3 {
+				_, _ = c.RunOnce(context.Background()) // may fail: the next pass reloads the watermark
+			}
+			fc.FailNextCommits(0, false)
+		}
+		w, _ := e.writer(t)
+		c := iceCompactor(t, e, "last", w, nil)
+		runOnce(t, c)
+		checkTable(t, w, tp.Name, want)
+	})
+}
+
+// TestIcebergTwoCompactors: two compactors with their own catalog
+// connections run at once while records are produced: every offset once.
+func TestIcebergTwoCompactors(t *testing.T) {
+	iceBackends(t, func(t *testing.T, e iceEnv) {
+		rnd := mrand.New(mrand.NewPCG(5, 6))
+		tps := []metadata.Topic{createTopic(t, e.env, "a", 2, map[string]string{"iceberg.lag": "0"}),
+			createTopic(t, e.env, "b", 2, map[string]string{"iceberg.lag": "0"})}
+		want := []produced{{}, {}}
+		ctx, cancel := context.WithCancel(context.Background())
+		var wg sync.WaitGroup
+		appends := make([]int, 2)
+		for i := range 2 {
+			w, _ := e.writer(t)
+			c := iceCompactor(t, e, fmt.Sprintf("c%d", i), w, func(c *compactor.Config) { c.IcebergMaxBytes = 3000 })
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for ctx.Err() == nil {
+					r, _ := c.RunOnce(ctx)
+					appends[i] += r.IcebergAppends
+				}
+			}()
+		}
+		for range 10 {
+			i := rnd.IntN(2)
+			produce(t, e.env, tps[i].ID, []int32{0, 1}, 1+rnd.IntN(20), want[i], rnd)
+			time.Sleep(time.Duration(rnd.IntN(30)) * time.Millisecond)
+		}
+		time.Sleep(200 * time.Millisecond)
+		cancel()
+		wg.Wait()
+		w, _ := e.writer(t)
+		c := iceCompactor(t, e, "last", w, nil)
+		runOnce(t, c)
+		for i, tp := range tps {
+			checkTable(t, w, tp.Name, want[i])
+		}
+		t.Logf("appends by compactor: %v", appends)
 	})
 }
