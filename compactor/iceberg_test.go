@@ -307,3 +307,70 @@ func TestIcebergTwoCompactors(t *testing.T) {
 		t.Logf("appends by compactor: %v", appends)
 	})
 }
+
+// TestIcebergRetentionWaits: with retention.bytes tiny, retention never
+// moves a partition's log start past the table's watermark while the
+// topic's table is on (here: while its batches are younger than
+// iceberg.lag), does once the table caught up, and trims a topic whose
+// table is off at once.
+func TestIcebergRetentionWaits(t *testing.T) {
+	iceBackends(t, func(t *testing.T, e iceEnv) {
+		ctx := context.Background()
+		rnd := mrand.New(mrand.NewPCG(7, 8))
+		held := createTopic(t, e.env, "held", 2, map[string]string{"iceberg.lag": "1h", "retention.bytes": "1"})
+		free := createTopic(t, e.env, "free", 2, map[string]string{"iceberg.enabled": "false", "retention.bytes": "1"})
+		want := produced{}
+		for range 3 {
+			produce(t, e.env, held.ID, []int32{0, 1}, 10, want, rnd)
+			produce(t, e.env, free.ID, []int32{0, 1}, 10, produced{}, rnd)
+		}
+		w, _ := e.writer(t)
+		c := iceCompactor(t, e, "a", w, nil)
+		logStarts := func(tp metadata.Topic) []metadata.PartitionState {
+			st, err := e.meta.PartitionStates(ctx, tp.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return st
+		}
+		for range 2 {
+			runOnce(t, c)
+		}
+		for _, st := range logStarts(held) {
+			if st.LogStartOffset != 0 {
+				t.Errorf("held partition %d: log start %d, want 0 (the table holds nothing yet)", st.Partition, st.LogStartOffset)
+			}
+		}
+		for _, st := range logStarts(free) {
+			if st.LogStartOffset == 0 {
+				t.Errorf("free partition %d: log start 0, want retention to trim it", st.Partition)
+			}
+		}
+		// The table catches up, then retention trims.
+		if _, err := e.meta.AlterTopicConfig(ctx, held.Name, map[string]string{"iceberg.lag": "0"}, nil); err != nil {
+			t.Fatal(err)
+		}
+		runOnce(t, c)
+		checkTable(t, w, held.Name, want)
+		wm, err := w.Watermark(ctx, held.Name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, st := range logStarts(held) {
+			if st.LogStartOffset == 0 || st.LogStartOffset > wm[st.Partition] {
+				t.Errorf("held partition %d: log start %d after the table caught up to %d", st.Partition, st.LogStartOffset, wm[st.Partition])
+			}
+		}
+		// New batches wait for the table again.
+		if _, err := e.meta.AlterTopicConfig(ctx, held.Name, map[string]string{"iceberg.lag": "1h"}, nil); err != nil {
+			t.Fatal(err)
+		}
+		produce(t, e.env, held.ID, []int32{0, 1}, 10, want, rnd)
+		runOnce(t, c)
+		for _, st := range logStarts(held) {
+			if st.LogStartOffset > wm[st.Partition] {
+				t.Errorf("held partition %d: log start %d passed the table's watermark %d", st.Partition, st.LogStartOffset, wm[st.Partition])
+			}
+		}
+	})
+}
