@@ -55,6 +55,7 @@ replicas may run: each job is held by one at a time through a lease.`, 0, 0)
 	fs.DurationVar(&d.MergeMinAge, "merge-min-age", d.MergeMinAge, "merge only files older than this")
 	fs.Int64Var(&d.CompactMaxBytes, "compact-max-bytes", d.CompactMaxBytes, "bytes of a partition one keyed compaction reads at most (0: no keyed compaction)")
 	fs.DurationVar(&d.CompactMinAge, "compact-min-age", d.CompactMinAge, "compact by key only batches older than this (and than the topic's min.compaction.lag.ms)")
+	ice := addIcebergFlags(fs)
 	if _, err := cmd.parse(args, stdout); err != nil {
 		return err
 	}
@@ -95,6 +96,11 @@ replicas may run: each job is held by one at a time through a lease.`, 0, 0)
 		store = objectstore.WithPrefix(store, p)
 	}
 	store = objectstore.WithMetrics(store, reg)
+	closeIce, err := ice.setup(startCtx, &d, ice.postgresConfig(*pgURL, s3c, *prefix), log)
+	if err != nil {
+		return err
+	}
+	defer closeIce()
 	c, err := compactor.New(meta, store, d)
 	if err != nil {
 		return err

@@ -28,6 +28,7 @@ metadata store), until SIGINT or SIGTERM: for development.`, 0, 0)
 	var c commonServerFlags
 	c.register(fs, devGRPCAddr, devMetricsAddr)
 	dataDir := fs.String("data", "./data", "folder holding all of floe's data (objects/ and metadata.db)")
+	ice := addIcebergFlags(fs)
 	if _, err := cmd.parse(args, stdout); err != nil {
 		return err
 	}
@@ -53,6 +54,6 @@ metadata store), until SIGINT or SIGTERM: for development.`, 0, 0)
 		return meta, store, nil
 	}
 	// The compactor (retention, deletion, orphans, merging) runs in process.
-	sc.Background = startDevCompactor
+	sc.Background = ice.devCompactor(dataDir)
 	return serve(ctx, sc, open, prometheus.NewRegistry())
 }
