@@ -16,14 +16,12 @@ import (
 // The Iceberg job appends each topic's committed batches to the topic's
 // table (package iceberg) once they are iceberg.lag old, one Append (one
 // snapshot) per table per pass, bounded by IcebergMaxBytes of batches.
-// A table is written under its own lease ("iceberg/" + topic), released
-// after its pass, so that replicas, which visit the tables in random order,
-// spread the tables between them. Append is exactly once by the table's
-// watermark: after any failure the next pass starts again from the
+// A table is written under its own lease (metadata.IcebergLease),
+// released after its pass, so that replicas, which visit the tables in
+// random order, spread the tables between them; the lease's cursor keeps
+// the table's watermark for DescribeTopic. Append is exactly once by the
+// table's watermark: after any failure the next pass starts again from the
 // watermark it reloads.
-
-// icebergLease is the lease key of a topic's table.
-func icebergLease(topic string) string { return "iceberg/" + topic }
 
 // icebergPass appends to every enabled topic's table.
 func (c *Compactor) icebergPass(ctx context.Context, r *Report) error {
@@ -38,7 +36,7 @@ func (c *Compactor) icebergPass(ctx context.Context, r *Report) error {
 		if err != nil || !ic.Enabled {
 			continue
 		}
-		lease := icebergLease(t.Name)
+		lease := metadata.IcebergLease(t.Name)
 		held, err := c.hold(ctx, lease)
 		if err != nil {
 			errs = append(errs, err)
@@ -48,7 +46,10 @@ func (c *Compactor) icebergPass(ctx context.Context, r *Report) error {
 			r.NotHeld = append(r.NotHeld, lease)
 			continue
 		}
-		err = c.icebergTable(ctx, t, ic, r)
+		wm, err := c.icebergTable(ctx, t, ic, r)
+		if err == nil {
+			_, err = c.meta.SetJobCursor(ctx, lease, c.cfg.Owner, metadata.FormatIcebergCursor(t.ID, wm))
+		}
 		if rerr := c.meta.ReleaseLease(context.WithoutCancel(ctx), lease, c.cfg.Owner); rerr != nil {
 			c.log.Debug("release lease", "job", lease, "err", rerr)
 		}
@@ -67,21 +68,22 @@ func (c *Compactor) icebergPass(ctx context.Context, r *Report) error {
 }
 
 // icebergTable makes one append to t's table: per partition, the batches
-// from the table's watermark on that are older than ic.Lag.
-func (c *Compactor) icebergTable(ctx context.Context, t metadata.Topic, ic metadata.Iceberg, r *Report) error {
+// from the table's watermark on that are older than ic.Lag. It returns the
+// table's watermark after it.
+func (c *Compactor) icebergTable(ctx context.Context, t metadata.Topic, ic metadata.Iceberg, r *Report) (iceberg.Watermark, error) {
 	w := c.cfg.Iceberg
 	have, err := w.Watermark(ctx, t.Name)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	now, err := c.meta.Now(ctx)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	cutoff := now.Add(-ic.Lag).UnixMilli()
 	states, err := c.meta.PartitionStates(ctx, t.ID)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	// A budget per partition, so that a busy partition does not starve
 	// the others.
@@ -106,7 +108,7 @@ func (c *Compactor) icebergTable(ctx context.Context, t metadata.Topic, ic metad
 			continue // retention moved meanwhile: the next pass starts from the new log start
 		}
 		if err != nil {
-			return err
+			return nil, err
 		}
 		n, next, nb := icebergTake(refs, start, cutoff, budget)
 		if next > have[st.Partition] {
@@ -117,7 +119,7 @@ func (c *Compactor) icebergTable(ctx context.Context, t metadata.Topic, ic metad
 		}
 		raw, err := c.readBatches(ctx, refs[:n])
 		if err != nil {
-			return err
+			return nil, err
 		}
 		for i, b := range refs[:n] {
 			appendTime := time.UnixMilli(b.LogAppendTime)
@@ -134,22 +136,22 @@ func (c *Compactor) icebergTable(ctx context.Context, t metadata.Topic, ic metad
 				return nil
 			})
 			if err != nil {
-				return fmt.Errorf("batch %d of %s: %w", b.BaseOffset, b.FileKey, err)
+				return nil, fmt.Errorf("batch %d of %s: %w", b.BaseOffset, b.FileKey, err)
 			}
 		}
 		batches += n
 		bytes += nb
 	}
 	if len(want) == 0 {
-		return nil
+		return have, nil
 	}
-	if err := c.renew(ctx, icebergLease(t.Name)); err != nil {
-		return err
+	if err := c.renew(ctx, metadata.IcebergLease(t.Name)); err != nil {
+		return nil, err
 	}
 	started := time.Now()
 	res, err := w.Append(ctx, t.Name, rows, have.Merge(want))
 	if err != nil {
-		return err
+		return nil, err
 	}
 	r.IcebergAppends++
 	r.IcebergRows += res.Rows
@@ -157,7 +159,7 @@ func (c *Compactor) icebergTable(ctx context.Context, t metadata.Topic, ic metad
 	c.m.icebergBytes.Add(float64(bytes))
 	c.log.Info("table appended", "topic", t.Name, "batches", batches, "rows", res.Rows, "files", res.Files,
 		"bytes", res.Bytes, "watermark", res.Watermark.String(), "attempts", res.Attempts, "took", time.Since(started))
-	return nil
+	return res.Watermark, nil
 }
 
 // readBatches returns the bytes of each batch, one range GET per file

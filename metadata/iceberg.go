@@ -2,7 +2,9 @@ package metadata
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -62,4 +64,55 @@ func HoldLogStart(target int64, partition int32, hold map[int32]int64) int64 {
 		return target
 	}
 	return min(target, hold[partition])
+}
+
+// IcebergLease is the compactor's lease key of a topic's table; its
+// cursor (JobCursor) holds the table's watermark as the compactor last
+// saw it (FormatIcebergCursor), which DescribeTopic reads.
+func IcebergLease(topic string) string { return "iceberg/" + topic }
+
+// FormatIcebergCursor writes a table's watermark (per partition, the
+// next offset the table does not hold) for the topic of id topicID:
+// "ID p:o,p:o", partitions in order.
+func FormatIcebergCursor(topicID int64, wm map[int32]int64) string {
+	ps := make([]int32, 0, len(wm))
+	for p := range wm {
+		ps = append(ps, p)
+	}
+	slices.Sort(ps)
+	b := strconv.AppendInt(nil, topicID, 10)
+	b = append(b, ' ')
+	for i, p := range ps {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = strconv.AppendInt(b, int64(p), 10)
+		b = append(b, ':')
+		b = strconv.AppendInt(b, wm[p], 10)
+	}
+	return string(b)
+}
+
+// ParseIcebergCursor reads a cursor of FormatIcebergCursor; ok is false
+// when s is empty, malformed, or of another topic (a deleted one of the
+// same name).
+func ParseIcebergCursor(s string, topicID int64) (wm map[int32]int64, ok bool) {
+	id, rest, found := strings.Cut(s, " ")
+	if n, err := strconv.ParseInt(id, 10, 64); !found || err != nil || n != topicID {
+		return nil, false
+	}
+	wm = map[int32]int64{}
+	if rest == "" {
+		return wm, true
+	}
+	for _, kv := range strings.Split(rest, ",") {
+		ps, os, _ := strings.Cut(kv, ":")
+		p, err1 := strconv.ParseInt(ps, 10, 32)
+		o, err2 := strconv.ParseInt(os, 10, 64)
+		if err1 != nil || err2 != nil || p < 0 || o < 0 {
+			return nil, false
+		}
+		wm[int32(p)] = o
+	}
+	return wm, true
 }

@@ -59,3 +59,29 @@ func TestHoldLogStart(t *testing.T) {
 		}
 	}
 }
+
+func TestIcebergCursor(t *testing.T) {
+	for _, wm := range []map[int32]int64{{}, {0: 12}, {2: 7, 0: 1200, 1: 998}} {
+		s := FormatIcebergCursor(42, wm)
+		got, ok := ParseIcebergCursor(s, 42)
+		if !ok || len(got) != len(wm) {
+			t.Fatalf("%q: %v %v, want %v", s, got, ok, wm)
+		}
+		for p, o := range wm {
+			if got[p] != o {
+				t.Errorf("%q: partition %d at %d, want %d", s, p, got[p], o)
+			}
+		}
+		if _, ok := ParseIcebergCursor(s, 43); ok {
+			t.Errorf("%q read as topic 43's", s)
+		}
+	}
+	if s := FormatIcebergCursor(1, map[int32]int64{1: 5, 0: 3}); s != "1 0:3,1:5" {
+		t.Errorf("format: %q", s)
+	}
+	for _, bad := range []string{"", "x 0:1", "1", "1 0:", "1 :3", "1 0:3,", "1 -1:3", "1 0:-3", "1 0:3:4"} {
+		if _, ok := ParseIcebergCursor(bad, 1); ok {
+			t.Errorf("%q accepted", bad)
+		}
+	}
+}
