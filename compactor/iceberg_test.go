@@ -5,6 +5,8 @@ import (
 	"context"
 	"fmt"
 	mrand "math/rand/v2"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -371,6 +373,50 @@ func TestIcebergRetentionWaits(t *testing.T) {
 			if st.LogStartOffset > wm[st.Partition] {
 				t.Errorf("held partition %d: log start %d passed the table's watermark %d", st.Partition, st.LogStartOffset, wm[st.Partition])
 			}
+		}
+	})
+}
+
+// TestIcebergCompactedTopic: a topic compacted by key before its table
+// caught up: the table gets the records that survived, at their offsets,
+// across the gaps compaction left (batches read with DecodeStored).
+func TestIcebergCompactedTopic(t *testing.T) {
+	iceBackends(t, func(t *testing.T, e iceEnv) {
+		ctx := context.Background()
+		tp := createTopic(t, e.env, "kc", 1, map[string]string{"cleanup.policy": "compact", "iceberg.lag": "1h"})
+		for _, r := range [][][]kv{
+			{{"a=1", "b=1", "c=1"}, {"a=2", "d=1"}},
+			{{"b=2", "c=", "e=1"}},
+			{{"a=3"}},
+			{{"a=4", "b=3"}},
+		} {
+			writeKeyed(t, e.env, tp.ID, 0, r...)
+		}
+		w, _ := e.writer(t)
+		c := iceCompactor(t, e, "a", w, func(c *compactor.Config) { c.MergeSmallBytes, c.CompactMinAge = 0, 0 })
+		if r := runOnce(t, c); r.RecordsRemoved == 0 || r.IcebergAppends != 0 {
+			t.Fatalf("first pass: %+v; want a compaction and no append", r)
+		}
+		log := mustRead(t, e.env, tp.ID, 0)
+		if _, err := e.meta.AlterTopicConfig(ctx, tp.Name, map[string]string{"iceberg.lag": "0"}, nil); err != nil {
+			t.Fatal(err)
+		}
+		runOnce(t, c)
+		rows, err := w.Scan(ctx, tp.Name, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		slices.SortFunc(rows, func(a, b iceberg.Row) int { return int(a.Offset - b.Offset) })
+		var got []string
+		for _, r := range rows {
+			got = append(got, fmt.Sprintf("%d:%s=%s", r.Offset, r.Key, r.Value))
+		}
+		if strings.Join(got, " ") != log {
+			t.Errorf("table: %s\nlog:   %s", strings.Join(got, " "), log)
+		}
+		wm, _ := w.Watermark(ctx, tp.Name)
+		if wm[0] != 11 {
+			t.Errorf("watermark %v, want 0:11", wm)
 		}
 	})
 }
