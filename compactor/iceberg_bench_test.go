@@ -139,3 +139,101 @@ func produceBench(b *testing.B, e env, topic int64, parts, batches, per int, see
 	}
 	return rows, payload
 }
+
+// BenchmarkIcebergLag measures the compaction lag at a steady produce
+// rate: 2,000 records/s (a file of 8 batches of 25 records, one per
+// partition, every 100 ms) for 4 s, a compactor passing every 250 ms with
+// iceberg.lag=0. Every 50 ms it reads the table's watermark; a batch's lag
+// is from its commit to the first reading that covers it. Reports the
+// mean and largest lag in ms (the pass interval is the floor: a batch
+// waits for the next pass, then for the append) and the mean offsets the
+// table trails the log.
+func BenchmarkIcebergLag(b *testing.B) {
+	b.Run("sqlite-dir", func(b *testing.B) {
+		meta := mustSQLite(b)
+		dir, err := objectstore.NewDir(b.TempDir())
+		if err != nil {
+			b.Fatal(err)
+		}
+		benchIcebergLag(b, iceEnv{env: env{meta: meta, store: dir}, cfg: icetest.SQLiteConfig(b)})
+	})
+	b.Run("postgres-s3", func(b *testing.B) {
+		benchIcebergLag(b, iceEnv{env: pgEnv(b), cfg: icetest.PostgresConfig(b)})
+	})
+}
+
+func benchIcebergLag(b *testing.B, e iceEnv) {
+	const parts, per, every, run = 8, 25, 100 * time.Millisecond, 4 * time.Second
+	ctx := context.Background()
+	w, _ := icetest.Open(b, e.cfg, iceberg.Options{})
+	c := iceCompactor(b, e, "lag", w, func(c *compactor.Config) { c.Interval = 250 * time.Millisecond })
+	var lagSum, lagMax time.Duration
+	var batches, samples, trailSum int64
+	for i := range b.N {
+		name := fmt.Sprintf("lag%d", i)
+		tp, err := e.meta.CreateTopic(ctx, metadata.TopicSpec{Name: name, Partitions: parts, Config: map[string]string{"iceberg.lag": "0"}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		rctx, cancel := context.WithCancel(ctx)
+		done := make(chan struct{})
+		go func() { defer close(done); _ = c.Run(rctx) }()
+		type pending struct {
+			hw  map[int32]int64
+			at  time.Time
+			got bool
+		}
+		var pend []*pending
+		hw := map[int32]int64{}
+		tick := time.NewTicker(50 * time.Millisecond)
+		start, nextProduce := time.Now(), time.Now()
+		for {
+			now := time.Now()
+			if now.Sub(start) < run && !now.Before(nextProduce) {
+				rows, _ := produceBench(b, e.env, tp.ID, parts, 1, per, uint64(now.UnixNano()))
+				for _, r := range rows {
+					hw[r.Partition] = max(hw[r.Partition], r.Offset+1)
+				}
+				snap := map[int32]int64{}
+				for p, o := range hw {
+					snap[p] = o
+				}
+				pend = append(pend, &pending{hw: snap, at: time.Now()})
+				nextProduce = nextProduce.Add(every)
+			}
+			<-tick.C
+			wm, err := w.Watermark(ctx, name)
+			if err != nil {
+				b.Fatal(err)
+			}
+			seen, left := time.Now(), 0
+			for _, p := range pend {
+				if !p.got && iceberg.Watermark(wm).Covers(p.hw) {
+					p.got = true
+					d := seen.Sub(p.at)
+					lagSum, lagMax, batches = lagSum+d, max(lagMax, d), batches+1
+				}
+				if !p.got {
+					left++
+				}
+			}
+			if now.Sub(start) < run {
+				samples++
+				for p, o := range hw {
+					trailSum += o - wm[p]
+				}
+			} else if left == 0 {
+				break
+			}
+			if now.Sub(start) > run+30*time.Second {
+				b.Fatalf("the table did not catch up in 30 s: %d batches left", left)
+			}
+		}
+		tick.Stop()
+		cancel()
+		<-done
+	}
+	b.ReportMetric(float64(lagSum.Milliseconds())/float64(max(batches, 1)), "mean-lag-ms")
+	b.ReportMetric(float64(lagMax.Milliseconds()), "max-lag-ms")
+	b.ReportMetric(float64(trailSum)/float64(max(samples, 1)), "trailing-offsets")
+}
