@@ -72,6 +72,9 @@ func (c *Compactor) icebergPass(ctx context.Context, r *Report) error {
 // table's watermark after it.
 func (c *Compactor) icebergTable(ctx context.Context, t metadata.Topic, ic metadata.Iceberg, r *Report) (iceberg.Watermark, error) {
 	w := c.cfg.Iceberg
+	if err := c.retireStaleTable(ctx, t); err != nil {
+		return nil, err
+	}
 	have, err := w.Watermark(ctx, t.Name)
 	if err != nil {
 		return nil, err
@@ -183,11 +186,14 @@ func (c *Compactor) icebergHold(ctx context.Context, t metadata.Topic) (map[int3
 	if err != nil || !ic.Enabled {
 		return nil, nil
 	}
+	hold := map[int32]int64{}
+	if _, stale, err := c.staleTable(ctx, t); err != nil || stale {
+		return hold, err // the table is a deleted topic's: hold everything until it is renamed
+	}
 	wm, err := c.cfg.Iceberg.Watermark(ctx, t.Name)
 	if err != nil {
 		return nil, fmt.Errorf("table watermark: %w", err)
 	}
-	hold := map[int32]int64{}
 	for p, o := range wm {
 		hold[p] = o
 	}

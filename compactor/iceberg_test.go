@@ -420,3 +420,41 @@ func TestIcebergCompactedTopic(t *testing.T) {
 		}
 	})
 }
+
+// TestIcebergRecreatedTopic: a topic deleted and created again under the
+// same name gets a table of its own records (the old table is renamed),
+// not the old table whose watermark would skip its first offsets.
+func TestIcebergRecreatedTopic(t *testing.T) {
+	iceBackends(t, func(t *testing.T, e iceEnv) {
+		ctx := context.Background()
+		rnd := mrand.New(mrand.NewPCG(9, 10))
+		cfg := map[string]string{"iceberg.lag": "0"}
+		old := createTopic(t, e.env, "re", 2, cfg)
+		produce(t, e.env, old.ID, []int32{0, 1}, 20, produced{}, rnd)
+		w, _ := e.writer(t)
+		c := iceCompactor(t, e, "a", w, nil)
+		runOnce(t, c)
+		if err := e.meta.DeleteTopic(ctx, "re"); err != nil {
+			t.Fatal(err)
+		}
+		tp := createTopic(t, e.env, "re", 2, map[string]string{"iceberg.lag": "0", "retention.bytes": "1"})
+		want := produced{}
+		produce(t, e.env, tp.ID, []int32{0, 1}, 5, want, rnd)
+		runOnce(t, c)
+		runOnce(t, c)
+		checkTable(t, w, tp.Name, want)
+		st, err := e.meta.PartitionStates(ctx, tp.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range st {
+			if s.LogStartOffset != 5 {
+				t.Errorf("partition %d: log start %d, want 5 (trimmed once the new table holds it)", s.Partition, s.LogStartOffset)
+			}
+		}
+		renamed, err := w.Catalog().CheckTableExists(ctx, []string{"floe", fmt.Sprintf("re_x%d", old.ID)})
+		if err != nil || !renamed {
+			t.Errorf("old table renamed: %v, %v", renamed, err)
+		}
+	})
+}

@@ -116,3 +116,11 @@ func ParseIcebergCursor(s string, topicID int64) (wm map[int32]int64, ok bool) {
 	}
 	return wm, true
 }
+
+// IcebergCursorTopic returns the topic id a cursor of FormatIcebergCursor
+// was written for; false when s is not such a cursor.
+func IcebergCursorTopic(s string) (int64, bool) {
+	id, _, found := strings.Cut(s, " ")
+	n, err := strconv.ParseInt(id, 10, 64)
+	return n, found && err == nil
+}

@@ -76,6 +76,12 @@ func TestIcebergCursor(t *testing.T) {
 			t.Errorf("%q read as topic 43's", s)
 		}
 	}
+	if id, ok := IcebergCursorTopic(FormatIcebergCursor(42, nil)); !ok || id != 42 {
+		t.Errorf("IcebergCursorTopic = %d, %v", id, ok)
+	}
+	if _, ok := IcebergCursorTopic(""); ok {
+		t.Error("IcebergCursorTopic accepted an empty cursor")
+	}
 	if s := FormatIcebergCursor(1, map[int32]int64{1: 5, 0: 3}); s != "1 0:3,1:5" {
 		t.Errorf("format: %q", s)
 	}
