@@ -50,9 +50,11 @@ func (c *Compactor) icebergPass(ctx context.Context, r *Report) error {
 		if err == nil {
 			_, err = c.meta.SetJobCursor(ctx, lease, c.cfg.Owner, metadata.FormatIcebergCursor(t.ID, wm))
 		}
-		if rerr := c.meta.ReleaseLease(context.WithoutCancel(ctx), lease, c.cfg.Owner); rerr != nil {
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		if rerr := c.meta.ReleaseLease(rctx, lease, c.cfg.Owner); rerr != nil {
 			c.log.Debug("release lease", "job", lease, "err", rerr)
 		}
+		cancel()
 		if errors.Is(err, metadata.ErrTopicNotFound) {
 			continue
 		}
