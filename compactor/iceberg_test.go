@@ -234,7 +234,7 @@ func TestIcebergTables(t *testing.T) {
 	})
 }
 
-// TestIcebergFaults: rounds of produce, then a compactor pass cancelled at
+// TestIcebergFaults: twelve rounds of produce, then a compactor pass cancelled at
 // a random point or whose table commits fail (before the catalog, or after
 // it applied them: a lost answer), then a new compactor: the table ends
 // with every offset exactly once.
@@ -243,7 +243,8 @@ func TestIcebergFaults(t *testing.T) {
 		rnd := mrand.New(mrand.NewPCG(3, 4))
 		tp := createTopic(t, e.env, "faults", 3, map[string]string{"iceberg.lag": "0"})
 		want := produced{}
-		for round := range 8 {
+		failed := 0 // passes that failed: the faults took effect
+		for round := range 12 {
 			produce(t, e.env, tp.ID, []int32{0, 1, 2}[:1+rnd.IntN(3)], 1+rnd.IntN(30), want, rnd)
 			w, fc := e.writer(t)
 			c := iceCompactor(t, e, fmt.Sprintf("c%d", round), w, func(c *compactor.Config) {
@@ -251,17 +252,25 @@ func TestIcebergFaults(t *testing.T) {
 			})
 			switch rnd.IntN(3) {
 			case 0:
-				fc.FailNextCommits(1+rnd.IntN(3), rnd.IntN(2) == 0)
+				fc.FailNextCommits(1+rnd.IntN(4), rnd.IntN(2) == 0)
 			case 1:
 				ctx, cancel := context.WithTimeout(context.Background(), time.Duration(rnd.IntN(40))*time.Millisecond)
-				_, _ = c.RunOnce(ctx)
+				if _, err := c.RunOnce(ctx); err != nil {
+					failed++
+				}
 				cancel()
 			}
 			for range 3 {
-				_, _ = c.RunOnce(context.Background()) // may fail: the next pass reloads the watermark
+				if _, err := c.RunOnce(context.Background()); err != nil { // the next pass reloads the watermark
+					failed++
+				}
 			}
 			fc.FailNextCommits(0, false)
 		}
+		if failed == 0 {
+			t.Error("no pass failed: the faults did not take effect")
+		}
+		t.Logf("%d passes failed", failed)
 		w, _ := e.writer(t)
 		c := iceCompactor(t, e, "last", w, nil)
 		runOnce(t, c)
