@@ -18,45 +18,55 @@ import (
 	"github.com/floe-broker/floe/objectstore/s3store"
 )
 
-// icebergFlags are the Iceberg output flags of `floe compactor` and
-// `floe dev`: whether the compactor writes the topics' tables, and how.
-type icebergFlags struct {
-	enabled                        bool
-	namespace, catalogName, prefix string
-	targetFileSize, maxBytes       int64
+// IcebergSettings are the compactor's Iceberg output (floe compactor and
+// floe dev): whether it writes the topics' tables, and how. The tags are
+// those of the settings of a YAML config file.
+type IcebergSettings struct {
+	Enabled        bool   `yaml:"enabled" flag:"iceberg" help:"write each topic (iceberg.enabled=true, the default) to its Iceberg table; retention waits for the table"`
+	Namespace      string `yaml:"namespace" flag:"iceberg-namespace" help:"Iceberg namespace of the tables ([a-z0-9_], no dots)"`
+	Catalog        string `yaml:"catalog" flag:"iceberg-catalog" help:"catalog name in the catalog tables (Spark and Trino must use the same)"`
+	Prefix         string `yaml:"prefix" flag:"iceberg-prefix" cmds:"compactor" help:"warehouse prefix inside the bucket, under the S3 prefix (floe compactor; floe dev uses DATA/warehouse)"`
+	TargetFileSize int64  `yaml:"target_file_size" flag:"iceberg-target-file-size" check:"positive" help:"target size of a table's data files, bytes"`
+	MaxBytes       int64  `yaml:"max_bytes" flag:"iceberg-max-bytes" check:"positive" help:"log bytes one pass appends to one table at most (held in memory as rows)"`
+}
+
+// DefaultIcebergSettings are the defaults: tables on, namespace and
+// catalog floe, warehouse prefix iceberg.
+func DefaultIcebergSettings() IcebergSettings {
+	return IcebergSettings{Enabled: true, Namespace: iceberg.DefaultNamespace, Catalog: iceberg.DefaultCatalogName, Prefix: "iceberg",
+		TargetFileSize: iceberg.DefaultTargetFileSize, MaxBytes: compactor.DefaultConfig().IcebergMaxBytes}
 }
 
 // addIcebergFlags registers the Iceberg flags on fs.
-func addIcebergFlags(fs *flag.FlagSet) *icebergFlags {
-	f := &icebergFlags{}
-	d := compactor.DefaultConfig()
-	fs.BoolVar(&f.enabled, "iceberg", true, "write each topic (iceberg.enabled=true, the default) to its Iceberg table; retention waits for the table")
-	fs.StringVar(&f.namespace, "iceberg-namespace", iceberg.DefaultNamespace, "Iceberg namespace of the tables ([a-z0-9_], no dots)")
-	fs.StringVar(&f.catalogName, "iceberg-catalog", iceberg.DefaultCatalogName, "catalog name in the catalog tables (Spark and Trino must use the same)")
-	fs.StringVar(&f.prefix, "iceberg-prefix", "iceberg", "warehouse prefix inside the bucket (floe compactor)")
-	fs.Int64Var(&f.targetFileSize, "iceberg-target-file-size", iceberg.DefaultTargetFileSize, "target size of a table's data files, bytes")
-	fs.Int64Var(&f.maxBytes, "iceberg-max-bytes", d.IcebergMaxBytes, "log bytes one pass appends to one table at most (held in memory as rows)")
-	return f
+func addIcebergFlags(fs *flag.FlagSet) *IcebergSettings {
+	s := DefaultIcebergSettings()
+	fs.BoolVar(&s.Enabled, "iceberg", s.Enabled, "write each topic (iceberg.enabled=true, the default) to its Iceberg table; retention waits for the table")
+	fs.StringVar(&s.Namespace, "iceberg-namespace", s.Namespace, "Iceberg namespace of the tables ([a-z0-9_], no dots)")
+	fs.StringVar(&s.Catalog, "iceberg-catalog", s.Catalog, "catalog name in the catalog tables (Spark and Trino must use the same)")
+	fs.StringVar(&s.Prefix, "iceberg-prefix", s.Prefix, "warehouse prefix inside the bucket, under -s3-prefix (floe compactor)")
+	fs.Int64Var(&s.TargetFileSize, "iceberg-target-file-size", s.TargetFileSize, "target size of a table's data files, bytes")
+	fs.Int64Var(&s.MaxBytes, "iceberg-max-bytes", s.MaxBytes, "log bytes one pass appends to one table at most (held in memory as rows)")
+	return &s
 }
 
-func (f *icebergFlags) options() iceberg.Options {
-	return iceberg.Options{Namespace: f.namespace, TargetFileSize: f.targetFileSize}
+func (s IcebergSettings) options() iceberg.Options {
+	return iceberg.Options{Namespace: s.Namespace, TargetFileSize: s.TargetFileSize}
 }
 
 // postgresConfig is floe compactor's catalog: iceberg-go's SQL catalog in
 // the metadata PostgreSQL, the warehouse in the log's bucket under its
-// own prefix (under the log's -s3-prefix), with the compactor's S3
+// own prefix (under the log's S3 prefix), with the compactor's S3
 // settings.
-func (f *icebergFlags) postgresConfig(pgURL string, s3c s3store.Config, s3Prefix string) iceberg.Config {
+func (s IcebergSettings) postgresConfig(pgURL string, s3c s3store.Config, s3Prefix string) iceberg.Config {
 	cfg := iceberg.DefaultPostgresConfig(pgURL, s3c.Bucket)
 	parts := []string{s3c.Bucket}
-	for _, p := range []string{s3Prefix, f.prefix} {
+	for _, p := range []string{s3Prefix, s.Prefix} {
 		if p = strings.Trim(p, "/"); p != "" {
 			parts = append(parts, p)
 		}
 	}
 	cfg.Warehouse = "s3://" + strings.Join(parts, "/")
-	cfg.CatalogName, cfg.Options = f.catalogName, f.options()
+	cfg.CatalogName, cfg.Options = s.Catalog, s.options()
 	cfg.S3Endpoint, cfg.S3AccessKey, cfg.S3SecretKey = s3c.Endpoint, s3c.AccessKey, s3c.SecretKey
 	if s3c.Region != "" {
 		cfg.S3Region = s3c.Region
@@ -66,24 +76,24 @@ func (f *icebergFlags) postgresConfig(pgURL string, s3c s3store.Config, s3Prefix
 
 // sqliteConfig is floe dev's catalog: a SQLite file and a warehouse
 // folder under the data folder.
-func (f *icebergFlags) sqliteConfig(dataDir string) (iceberg.Config, error) {
+func (s IcebergSettings) sqliteConfig(dataDir string) (iceberg.Config, error) {
 	abs, err := filepath.Abs(dataDir)
 	if err != nil {
 		return iceberg.Config{}, fmt.Errorf("data folder: %w", err)
 	}
 	cfg := iceberg.DefaultSQLiteConfig(abs)
-	cfg.CatalogName, cfg.Options = f.catalogName, f.options()
+	cfg.CatalogName, cfg.Options = s.Catalog, s.options()
 	return cfg, nil
 }
 
-// setup opens cfg's catalog into d (nothing when -iceberg=false) and
+// setup opens cfg's catalog into d (nothing when the tables are off) and
 // returns what closes it.
-func (f *icebergFlags) setup(ctx context.Context, d *compactor.Config, cfg iceberg.Config, log *slog.Logger) (closeFn func(), err error) {
-	if !f.enabled {
+func (s IcebergSettings) setup(ctx context.Context, d *compactor.Config, cfg iceberg.Config, log *slog.Logger) (closeFn func(), err error) {
+	if !s.Enabled {
 		return func() {}, nil
 	}
-	if f.maxBytes < 1 {
-		return nil, fmt.Errorf("flag -iceberg-max-bytes: %d must be >= 1", f.maxBytes)
+	if s.MaxBytes < 1 {
+		return nil, fmt.Errorf("flag -iceberg-max-bytes: %d must be >= 1", s.MaxBytes)
 	}
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
@@ -91,7 +101,7 @@ func (f *icebergFlags) setup(ctx context.Context, d *compactor.Config, cfg icebe
 	if err != nil {
 		return nil, fmt.Errorf("iceberg catalog: %w", err)
 	}
-	d.Iceberg, d.IcebergMaxBytes = w, f.maxBytes
+	d.Iceberg, d.IcebergMaxBytes = w, s.MaxBytes
 	return func() {
 		if err := w.Close(); err != nil {
 			log.Warn("close iceberg catalog", "err", err)
@@ -99,17 +109,22 @@ func (f *icebergFlags) setup(ctx context.Context, d *compactor.Config, cfg icebe
 	}, nil
 }
 
+// devSetup is setup for floe dev: the catalog and warehouse in dataDir.
+func (s IcebergSettings) devSetup(ctx context.Context, d *compactor.Config, dataDir string, log *slog.Logger) (closeFn func(), err error) {
+	cfg, err := s.sqliteConfig(dataDir)
+	if err != nil {
+		return nil, err
+	}
+	return s.setup(ctx, d, cfg, log)
+}
+
 // devCompactor is floe dev's background compactor with the Iceberg
 // tables in the data folder (read once the flags are parsed).
-func (f *icebergFlags) devCompactor(dataDir *string) func(ctx context.Context, meta metadata.Store, store objectstore.Store, reg prometheus.Registerer, log *slog.Logger) (func(), error) {
+func (s *IcebergSettings) devCompactor(dataDir *string) func(ctx context.Context, meta metadata.Store, store objectstore.Store, reg prometheus.Registerer, log *slog.Logger) (func(), error) {
 	return func(ctx context.Context, meta metadata.Store, store objectstore.Store, reg prometheus.Registerer, log *slog.Logger) (func(), error) {
 		cfg := compactor.DefaultConfig()
 		cfg.Owner, cfg.Logger, cfg.Registerer = compactor.DefaultOwner(), log, reg
-		icecfg, err := f.sqliteConfig(*dataDir)
-		if err != nil {
-			return nil, err
-		}
-		closeIce, err := f.setup(ctx, &cfg, icecfg, log)
+		closeIce, err := s.devSetup(ctx, &cfg, *dataDir, log)
 		if err != nil {
 			return nil, err
 		}
