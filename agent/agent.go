@@ -194,6 +194,7 @@ func (a *Agent) DescribeTopic(ctx context.Context, req *floev1.DescribeTopicRequ
 			Partition: p.Partition, LogStartOffset: p.LogStartOffset, HighWatermark: p.HighWatermark})
 	}
 	a.describeStorage(ctx, d.ID, resp)
+	a.describeIceberg(ctx, d, resp)
 	return resp, nil
 }
 

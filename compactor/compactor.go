@@ -43,6 +43,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/floe-broker/floe/iceberg"
 	"github.com/floe-broker/floe/metadata"
 	"github.com/floe-broker/floe/objectstore"
 )
@@ -111,6 +112,13 @@ type Config struct {
 	// retention pass at most every TopicMetricsInterval.
 	TopicMetrics         bool
 	TopicMetricsInterval time.Duration
+	// Iceberg writes the topics' Iceberg tables (iceberg.go); nil turns
+	// the job off, and retention then does not wait for the tables.
+	Iceberg *iceberg.Writer
+	// IcebergMaxBytes bounds the log's batch bytes one pass appends to one
+	// table (split evenly between its partitions); the rows built from
+	// them are held in memory until the append.
+	IcebergMaxBytes int64
 	// Logger receives what the jobs do; nil discards.
 	Logger *slog.Logger
 	// Registerer receives the metrics; nil registers none.
@@ -140,6 +148,7 @@ func DefaultConfig() Config {
 		CompactMinAge:        10 * time.Minute,
 		TopicMetrics:         true,
 		TopicMetricsInterval: 5 * time.Minute,
+		IcebergMaxBytes:      64 << 20,
 	}
 }
 
@@ -157,6 +166,8 @@ func (c Config) validate() error {
 	case c.MergeSmallBytes > 0 && mergeDeadline(c.OrphanAge, c.Grace) < time.Second:
 		return fmt.Errorf("compactor: config OrphanAge %v must exceed Grace %v by 2s at least when merging (merges finish within half the difference)",
 			c.OrphanAge, c.Grace)
+	case c.Iceberg != nil && c.IcebergMaxBytes < 1:
+		return fmt.Errorf("compactor: config IcebergMaxBytes %d must be >= 1", c.IcebergMaxBytes)
 	case c.CompactMinAge < 0:
 		return fmt.Errorf("compactor: config CompactMinAge %v is negative", c.CompactMinAge)
 	case c.CompactMaxBytes > 0 && mergeDeadline(c.OrphanAge, c.Grace) < time.Second:
@@ -224,6 +235,8 @@ type Report struct {
 	OrphansFound                     int
 	OrphansDeleted                   int
 	OrphanCursor                     string // where the next orphan pass starts
+	// Iceberg: table appends committed, rows they wrote.
+	IcebergAppends, IcebergRows int
 }
 
 // Run makes a pass every Interval until ctx ends, then gives up its
@@ -264,6 +277,12 @@ func (c *Compactor) RunOnce(ctx context.Context) (Report, error) {
 		r    Report
 		errs []error
 	)
+	if c.cfg.Iceberg != nil {
+		// Before retention, which then sees the tables' new watermarks.
+		if err := c.icebergPass(ctx, &r); err != nil {
+			errs = append(errs, fmt.Errorf("compactor: iceberg job: %w", err))
+		}
+	}
 	for _, job := range Jobs {
 		held, err := c.hold(ctx, job)
 		if err != nil {

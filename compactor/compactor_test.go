@@ -258,7 +258,7 @@ func TestCompactOnlyTopicKept(t *testing.T) {
 	}
 }
 
-func mustSQLite(t *testing.T) metadata.Store {
+func mustSQLite(t testing.TB) metadata.Store {
 	meta, err := sqlite.Open(context.Background(), "")
 	if err != nil {
 		t.Fatal(err)

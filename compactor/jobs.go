@@ -34,6 +34,11 @@ func (c *Compactor) retentionPass(ctx context.Context, r *Report) error {
 		if !ret.Delete {
 			continue // cleanup.policy=compact: not trimmed, only compacted by key (keyed.go)
 		}
+		if ret.Hold, err = c.icebergHold(ctx, t); err != nil {
+			// Retention waits for the table: without its watermark, wait.
+			c.log.Warn("topic retention waits: table watermark unknown", "topic", t.Name, "err", err)
+			continue
+		}
 		moved, err := c.meta.ApplyRetention(ctx, t.ID, ret)
 		if errors.Is(err, metadata.ErrTopicNotFound) {
 			continue // deleted meanwhile

@@ -27,10 +27,14 @@ import (
 //	floe_compactor_deletion_queue_oldest_seconds  age of the oldest mark
 //	floe_compactor_topic_bytes{topic,kind}        kind: files, live, dead (TopicStorage)
 //	floe_compactor_topic_files{topic}             files holding the topic's batches
+//	floe_compactor_iceberg_rows_total             rows appended to Iceberg tables
+//	floe_compactor_iceberg_batch_bytes_total      bytes of the log's batches they came from
+//	floe_compactor_iceberg_failures_total         table passes that failed (retried next pass)
 type metrics struct {
 	passes                                              *prometheus.CounterVec
 	advances, collected, marked, deleted, bytesDeleted  prometheus.Counter
 	merged                                              prometheus.Counter
+	icebergRows, icebergBytes, icebergFailures          prometheus.Counter
 	deleteFailures, listed, orphansFound, orphansDelete prometheus.Counter
 	queueFiles, queueBytes, queueOldest                 prometheus.Gauge
 	topicBytes, topicFiles                              *prometheus.GaugeVec
@@ -46,19 +50,22 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	m := &metrics{
 		passes: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "floe_compactor_passes_total",
 			Help: "Job passes, by job and result (ok, error, not_held)."}, []string{"job", "result"}),
-		advances:       counter("log_start_advances_total", "Partitions whose log start offset retention moved."),
-		collected:      counter("batches_collected_total", "Unreachable batch rows removed."),
-		marked:         counter("files_marked_total", "Files marked for deletion."),
-		merged:         counter("files_merged_total", "Small files whose live batches were merged into a bigger file."),
-		deleted:        counter("files_deleted_total", "Dead files deleted from the object store and the metadata."),
-		bytesDeleted:   counter("bytes_deleted_total", "Bytes of the dead files deleted."),
-		deleteFailures: counter("delete_failures_total", "Object deletes that failed (retried on a later pass)."),
-		listed:         counter("objects_listed_total", "Objects seen by the orphan listing."),
-		orphansFound:   counter("orphans_found_total", "Objects the metadata does not know, each time seen."),
-		orphansDelete:  counter("orphans_deleted_total", "Orphan objects deleted."),
-		queueFiles:     gauge("deletion_queue_files", "Files marked for deletion."),
-		queueBytes:     gauge("deletion_queue_bytes", "Bytes of the files marked for deletion."),
-		queueOldest:    gauge("deletion_queue_oldest_seconds", "Age of the oldest mark for deletion (0 when none)."),
+		advances:        counter("log_start_advances_total", "Partitions whose log start offset retention moved."),
+		collected:       counter("batches_collected_total", "Unreachable batch rows removed."),
+		marked:          counter("files_marked_total", "Files marked for deletion."),
+		merged:          counter("files_merged_total", "Small files whose live batches were merged into a bigger file."),
+		deleted:         counter("files_deleted_total", "Dead files deleted from the object store and the metadata."),
+		bytesDeleted:    counter("bytes_deleted_total", "Bytes of the dead files deleted."),
+		deleteFailures:  counter("delete_failures_total", "Object deletes that failed (retried on a later pass)."),
+		listed:          counter("objects_listed_total", "Objects seen by the orphan listing."),
+		orphansFound:    counter("orphans_found_total", "Objects the metadata does not know, each time seen."),
+		orphansDelete:   counter("orphans_deleted_total", "Orphan objects deleted."),
+		icebergRows:     counter("iceberg_rows_total", "Rows appended to the topics' Iceberg tables."),
+		icebergBytes:    counter("iceberg_batch_bytes_total", "Bytes of the log's batches appended to Iceberg tables."),
+		icebergFailures: counter("iceberg_failures_total", "Table appends that failed (retried from the table's watermark next pass)."),
+		queueFiles:      gauge("deletion_queue_files", "Files marked for deletion."),
+		queueBytes:      gauge("deletion_queue_bytes", "Bytes of the files marked for deletion."),
+		queueOldest:     gauge("deletion_queue_oldest_seconds", "Age of the oldest mark for deletion (0 when none)."),
 		topicBytes: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "floe_compactor_topic_bytes",
 			Help: "A topic's bytes: files (sizes of the files holding its batches), live, dead (below the log start, not collected yet)."},
 			[]string{"topic", "kind"}),
@@ -70,7 +77,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	}
 	for _, c := range []prometheus.Collector{m.passes, m.advances, m.collected, m.marked, m.merged, m.deleted, m.bytesDeleted,
 		m.deleteFailures, m.listed, m.orphansFound, m.orphansDelete, m.queueFiles, m.queueBytes, m.queueOldest,
-		m.topicBytes, m.topicFiles} {
+		m.topicBytes, m.topicFiles, m.icebergRows, m.icebergBytes, m.icebergFailures} {
 		if err := reg.Register(c); err != nil {
 			var are prometheus.AlreadyRegisteredError
 			if errors.As(err, &are) {

@@ -42,6 +42,10 @@ type Retention struct {
 	Ms     int64
 	Bytes  int64
 	Delete bool
+	// Hold, when non-nil, bounds each partition's log start: retention
+	// never moves it past Hold[partition] (0 when absent), the offsets the
+	// topic's Iceberg table does not hold yet (HoldLogStart).
+	Hold map[int32]int64
 }
 
 // ParseRetention reads retention.ms and retention.bytes from a topic's
@@ -85,6 +89,9 @@ func parseLimit(key, v string) (int64, error) {
 // stored as given.
 func ValidateTopicConfig(cfg map[string]string) error {
 	if _, err := ParseRetention(cfg); err != nil {
+		return err
+	}
+	if _, err := ParseIceberg(cfg); err != nil {
 		return err
 	}
 	_, err := ParseCompaction(cfg)

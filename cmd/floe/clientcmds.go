@@ -151,6 +151,7 @@ func runTopic(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 		tw.Flush()
 		printStorage(stdout, resp)
+		printIceberg(stdout, resp)
 	case "delete":
 		if _, err := c.Topics.DeleteTopic(ctx, &floev1.DeleteTopicRequest{Name: name}); err != nil {
 			return fmt.Errorf("delete topic %q: %w", name, err)

@@ -64,6 +64,11 @@ replicas may run: each job is held by one at a time through a lease.`, 0, 0)
 		return err
 	}
 	store := objectstore.WithMetrics(withPrefix(s3, conf.S3.Prefix), reg)
+	closeIce, err := conf.Iceberg.setup(startCtx, &d, conf.Iceberg.postgresConfig(conf.Postgres.URL, s3c, conf.S3.Prefix), log)
+	if err != nil {
+		return err
+	}
+	defer closeIce()
 	c, err := compactor.New(meta, store, d)
 	if err != nil {
 		return err
@@ -110,18 +115,24 @@ func compactorConfig(cs CompactorSettings) compactor.Config {
 
 // devCompactor runs the compactor inside `floe dev` until ctx ends or the
 // returned stop is called (which waits for it).
-func devCompactor(cs CompactorSettings) func(ctx context.Context, meta metadata.Store, store objectstore.Store, reg prometheus.Registerer, log *slog.Logger) (stop func(), err error) {
+func devCompactor(cs CompactorSettings, ice IcebergSettings, dataDir string) func(ctx context.Context, meta metadata.Store, store objectstore.Store, reg prometheus.Registerer, log *slog.Logger) (stop func(), err error) {
 	return func(ctx context.Context, meta metadata.Store, store objectstore.Store, reg prometheus.Registerer, log *slog.Logger) (stop func(), err error) {
 		cfg := compactorConfig(cs)
 		cfg.Logger, cfg.Registerer = log, reg
+		closeIce, err := ice.devSetup(ctx, &cfg, dataDir, log)
+		if err != nil {
+			return nil, err
+		}
 		c, err := compactor.New(meta, store, cfg)
 		if err != nil {
+			closeIce()
 			return nil, err
 		}
 		ctx, cancel := context.WithCancel(ctx)
 		done := make(chan struct{})
 		go func() {
 			defer close(done)
+			defer closeIce()
 			_ = c.Run(ctx)
 		}()
 		return func() { cancel(); <-done }, nil

@@ -33,6 +33,7 @@ type Config struct {
 	S3        S3Settings        `yaml:"s3"`
 	Dev       DevSettings       `yaml:"dev"`
 	Compactor CompactorSettings `yaml:"compactor"`
+	Iceberg   IcebergSettings   `yaml:"iceberg"`
 }
 
 // ServerSettings are the listeners and start-up of agent and dev.
@@ -111,8 +112,8 @@ type CompactorSettings struct {
 // Server commands and the sections each reads.
 var commandSections = map[string][]string{
 	"agent":     {"server", "log", "batcher", "agent", "postgres", "s3"},
-	"dev":       {"server", "log", "batcher", "agent", "dev", "compactor"},
-	"compactor": {"log", "postgres", "s3", "compactor"},
+	"dev":       {"server", "log", "batcher", "agent", "dev", "compactor", "iceberg"},
+	"compactor": {"log", "postgres", "s3", "compactor", "iceberg"},
 }
 
 // DefaultServerConfig returns the defaults of command (agent, dev or
@@ -132,6 +133,7 @@ func DefaultServerConfig(command string) Config {
 		Compactor: CompactorSettings{MetricsListen: ":7072", Interval: cd.Interval, LeaseTTL: cd.LeaseTTL, Grace: cd.Grace,
 			OrphanAge: cd.OrphanAge, MergeSmallBytes: cd.MergeSmallBytes, MergeTargetBytes: cd.MergeTargetBytes, MergeMinAge: cd.MergeMinAge,
 			CompactMaxBytes: cd.CompactMaxBytes, CompactMinAge: cd.CompactMinAge},
+		Iceberg: DefaultIcebergSettings(),
 	}
 	if command == "dev" {
 		c.Server.Listen, c.Server.MetricsListen = devGRPCAddr, devMetricsAddr

@@ -52,6 +52,6 @@ metadata store), until SIGINT or SIGTERM: for development.`, 0, 0)
 		return meta, store, nil
 	}
 	// The compactor (retention, deletion, orphans, merging) runs in process.
-	sc.Background = devCompactor(c.Compactor)
+	sc.Background = devCompactor(c.Compactor, c.Iceberg, *dataDir)
 	return serve(ctx, sc, open, prometheus.NewRegistry())
 }

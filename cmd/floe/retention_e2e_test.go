@@ -84,7 +84,7 @@ func TestCompactorPostgresS3(t *testing.T) {
 	m2 := startCompactor(t, compArgs...)
 	c := dialT(t, a.addr)
 	ctx := context.Background()
-	if _, err := c.CreateTopic(ctx, "ret", 2, nil); err != nil {
+	if _, err := c.CreateTopic(ctx, "ret", 2, map[string]string{"iceberg.lag": "0"}); err != nil {
 		t.Fatal(err)
 	}
 	for i := range 40 {

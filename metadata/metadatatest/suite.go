@@ -67,6 +67,7 @@ func Run(t *testing.T, open func(t *testing.T) metadata.Store) {
 	tests = append(tests, groupTests...) // groups.go
 	tests = append(tests, retentionTests...)
 	tests = append(tests, compactionTests...) // compaction.go
+	tests = append(tests, icebergTests...)    // iceberg.go
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			before := goleak.IgnoreCurrent()

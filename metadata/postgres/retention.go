@@ -137,10 +137,10 @@ func (s *Store) ApplyRetention(ctx context.Context, topicID int64, r metadata.Re
 			}
 			target = max(target, cut)
 		}
+		target = metadata.HoldLogStart(min(target, st.HighWatermark), st.Partition, r.Hold)
 		if target <= st.LogStartOffset {
 			continue
 		}
-		target = min(target, st.HighWatermark)
 		var ns metadata.PartitionState
 		ns.Partition = st.Partition
 		err := s.pool.QueryRow(ctx, `UPDATE partitions SET log_start_offset = greatest(log_start_offset, $3)

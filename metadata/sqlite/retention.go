@@ -146,7 +146,7 @@ func (s *Store) ApplyRetention(ctx context.Context, topicID int64, r metadata.Re
 				}
 				target = max(target, cut)
 			}
-			target = min(target, st.HighWatermark)
+			target = metadata.HoldLogStart(min(target, st.HighWatermark), st.Partition, r.Hold)
 			if target <= st.LogStartOffset {
 				return nil
 			}

@@ -266,8 +266,18 @@ type PartitionInfo struct {
 	Partition      int32                  `protobuf:"varint,1,opt,name=partition,proto3" json:"partition,omitempty"`
 	LogStartOffset int64                  `protobuf:"varint,2,opt,name=log_start_offset,json=logStartOffset,proto3" json:"log_start_offset,omitempty"`
 	HighWatermark  int64                  `protobuf:"varint,3,opt,name=high_watermark,json=highWatermark,proto3" json:"high_watermark,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// The offset up to which the topic's Iceberg table holds this partition
+	// (the next offset it does not hold), as the compactor last recorded
+	// it; set only when DescribeTopicResponse.iceberg.known.
+	IcebergWatermark int64 `protobuf:"varint,4,opt,name=iceberg_watermark,json=icebergWatermark,proto3" json:"iceberg_watermark,omitempty"`
+	// Retention waits for the table: the topic's table is on, retention
+	// deletes by time or size, and the table does not hold the partition up
+	// to its high watermark, so that the offsets at or above
+	// iceberg_watermark stay in the log whatever retention.ms and
+	// retention.bytes say, until the table holds them.
+	RetentionWaitsForIceberg bool `protobuf:"varint,5,opt,name=retention_waits_for_iceberg,json=retentionWaitsForIceberg,proto3" json:"retention_waits_for_iceberg,omitempty"`
+	unknownFields            protoimpl.UnknownFields
+	sizeCache                protoimpl.SizeCache
 }
 
 func (x *PartitionInfo) Reset() {
@@ -319,6 +329,20 @@ func (x *PartitionInfo) GetHighWatermark() int64 {
 		return x.HighWatermark
 	}
 	return 0
+}
+
+func (x *PartitionInfo) GetIcebergWatermark() int64 {
+	if x != nil {
+		return x.IcebergWatermark
+	}
+	return 0
+}
+
+func (x *PartitionInfo) GetRetentionWaitsForIceberg() bool {
+	if x != nil {
+		return x.RetentionWaitsForIceberg
+	}
+	return false
 }
 
 type CreateTopicRequest struct {
@@ -637,6 +661,8 @@ type DescribeTopicResponse struct {
 	Storage *TopicStorage `protobuf:"bytes,3,opt,name=storage,proto3" json:"storage,omitempty"`
 	// The files waiting for deletion, all topics together.
 	DeletionQueue *DeletionQueue `protobuf:"bytes,4,opt,name=deletion_queue,json=deletionQueue,proto3" json:"deletion_queue,omitempty"`
+	// The topic's Iceberg output (iceberg.enabled, iceberg.lag).
+	Iceberg       *IcebergOutput `protobuf:"bytes,5,opt,name=iceberg,proto3" json:"iceberg,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -699,6 +725,86 @@ func (x *DescribeTopicResponse) GetDeletionQueue() *DeletionQueue {
 	return nil
 }
 
+func (x *DescribeTopicResponse) GetIceberg() *IcebergOutput {
+	if x != nil {
+		return x.Iceberg
+	}
+	return nil
+}
+
+// IcebergOutput: whether the compactor appends the topic to its Iceberg
+// table, how old a batch must be first, and how far the table trails the
+// log as the compactor last recorded (PartitionInfo.iceberg_watermark).
+type IcebergOutput struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Enabled bool                   `protobuf:"varint,1,opt,name=enabled,proto3" json:"enabled,omitempty"`
+	LagMs   int64                  `protobuf:"varint,2,opt,name=lag_ms,json=lagMs,proto3" json:"lag_ms,omitempty"`
+	// known: a compactor has recorded the table's watermark.
+	Known bool `protobuf:"varint,3,opt,name=known,proto3" json:"known,omitempty"`
+	// Offsets of the log (from each partition's log start) not in the table yet.
+	TrailingOffsets int64 `protobuf:"varint,4,opt,name=trailing_offsets,json=trailingOffsets,proto3" json:"trailing_offsets,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *IcebergOutput) Reset() {
+	*x = IcebergOutput{}
+	mi := &file_floe_v1_floe_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *IcebergOutput) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*IcebergOutput) ProtoMessage() {}
+
+func (x *IcebergOutput) ProtoReflect() protoreflect.Message {
+	mi := &file_floe_v1_floe_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use IcebergOutput.ProtoReflect.Descriptor instead.
+func (*IcebergOutput) Descriptor() ([]byte, []int) {
+	return file_floe_v1_floe_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *IcebergOutput) GetEnabled() bool {
+	if x != nil {
+		return x.Enabled
+	}
+	return false
+}
+
+func (x *IcebergOutput) GetLagMs() int64 {
+	if x != nil {
+		return x.LagMs
+	}
+	return 0
+}
+
+func (x *IcebergOutput) GetKnown() bool {
+	if x != nil {
+		return x.Known
+	}
+	return false
+}
+
+func (x *IcebergOutput) GetTrailingOffsets() int64 {
+	if x != nil {
+		return x.TrailingOffsets
+	}
+	return 0
+}
+
 // TopicStorage: the topic's batches (live: readable; dead: below the log
 // start offset, not yet collected) and the files holding them (a file
 // shared with other topics counts whole).
@@ -715,7 +821,7 @@ type TopicStorage struct {
 
 func (x *TopicStorage) Reset() {
 	*x = TopicStorage{}
-	mi := &file_floe_v1_floe_proto_msgTypes[10]
+	mi := &file_floe_v1_floe_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -727,7 +833,7 @@ func (x *TopicStorage) String() string {
 func (*TopicStorage) ProtoMessage() {}
 
 func (x *TopicStorage) ProtoReflect() protoreflect.Message {
-	mi := &file_floe_v1_floe_proto_msgTypes[10]
+	mi := &file_floe_v1_floe_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -740,7 +846,7 @@ func (x *TopicStorage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TopicStorage.ProtoReflect.Descriptor instead.
 func (*TopicStorage) Descriptor() ([]byte, []int) {
-	return file_floe_v1_floe_proto_rawDescGZIP(), []int{10}
+	return file_floe_v1_floe_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *TopicStorage) GetFiles() int64 {
@@ -791,7 +897,7 @@ type DeletionQueue struct {
 
 func (x *DeletionQueue) Reset() {
 	*x = DeletionQueue{}
-	mi := &file_floe_v1_floe_proto_msgTypes[11]
+	mi := &file_floe_v1_floe_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -803,7 +909,7 @@ func (x *DeletionQueue) String() string {
 func (*DeletionQueue) ProtoMessage() {}
 
 func (x *DeletionQueue) ProtoReflect() protoreflect.Message {
-	mi := &file_floe_v1_floe_proto_msgTypes[11]
+	mi := &file_floe_v1_floe_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -816,7 +922,7 @@ func (x *DeletionQueue) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeletionQueue.ProtoReflect.Descriptor instead.
 func (*DeletionQueue) Descriptor() ([]byte, []int) {
-	return file_floe_v1_floe_proto_rawDescGZIP(), []int{11}
+	return file_floe_v1_floe_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *DeletionQueue) GetFiles() int64 {
@@ -851,7 +957,7 @@ type AlterTopicConfigRequest struct {
 
 func (x *AlterTopicConfigRequest) Reset() {
 	*x = AlterTopicConfigRequest{}
-	mi := &file_floe_v1_floe_proto_msgTypes[12]
+	mi := &file_floe_v1_floe_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -863,7 +969,7 @@ func (x *AlterTopicConfigRequest) String() string {
 func (*AlterTopicConfigRequest) ProtoMessage() {}
 
 func (x *AlterTopicConfigRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_floe_v1_floe_proto_msgTypes[12]
+	mi := &file_floe_v1_floe_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -876,7 +982,7 @@ func (x *AlterTopicConfigRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AlterTopicConfigRequest.ProtoReflect.Descriptor instead.
 func (*AlterTopicConfigRequest) Descriptor() ([]byte, []int) {
-	return file_floe_v1_floe_proto_rawDescGZIP(), []int{12}
+	return file_floe_v1_floe_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *AlterTopicConfigRequest) GetName() string {
@@ -909,7 +1015,7 @@ type AlterTopicConfigResponse struct {
 
 func (x *AlterTopicConfigResponse) Reset() {
 	*x = AlterTopicConfigResponse{}
-	mi := &file_floe_v1_floe_proto_msgTypes[13]
+	mi := &file_floe_v1_floe_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -921,7 +1027,7 @@ func (x *AlterTopicConfigResponse) String() string {
 func (*AlterTopicConfigResponse) ProtoMessage() {}
 
 func (x *AlterTopicConfigResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_floe_v1_floe_proto_msgTypes[13]
+	mi := &file_floe_v1_floe_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -934,7 +1040,7 @@ func (x *AlterTopicConfigResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AlterTopicConfigResponse.ProtoReflect.Descriptor instead.
 func (*AlterTopicConfigResponse) Descriptor() ([]byte, []int) {
-	return file_floe_v1_floe_proto_rawDescGZIP(), []int{13}
+	return file_floe_v1_floe_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *AlterTopicConfigResponse) GetTopic() *Topic {
@@ -956,7 +1062,7 @@ type DeleteRecordsRequest struct {
 
 func (x *DeleteRecordsRequest) Reset() {
 	*x = DeleteRecordsRequest{}
-	mi := &file_floe_v1_floe_proto_msgTypes[14]
+	mi := &file_floe_v1_floe_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -968,7 +1074,7 @@ func (x *DeleteRecordsRequest) String() string {
 func (*DeleteRecordsRequest) ProtoMessage() {}
 
 func (x *DeleteRecordsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_floe_v1_floe_proto_msgTypes[14]
+	mi := &file_floe_v1_floe_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -981,7 +1087,7 @@ func (x *DeleteRecordsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteRecordsRequest.ProtoReflect.Descriptor instead.
 func (*DeleteRecordsRequest) Descriptor() ([]byte, []int) {
-	return file_floe_v1_floe_proto_rawDescGZIP(), []int{14}
+	return file_floe_v1_floe_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *DeleteRecordsRequest) GetTopic() string {
@@ -1015,7 +1121,7 @@ type DeleteRecordsResponse struct {
 
 func (x *DeleteRecordsResponse) Reset() {
 	*x = DeleteRecordsResponse{}
-	mi := &file_floe_v1_floe_proto_msgTypes[15]
+	mi := &file_floe_v1_floe_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1027,7 +1133,7 @@ func (x *DeleteRecordsResponse) String() string {
 func (*DeleteRecordsResponse) ProtoMessage() {}
 
 func (x *DeleteRecordsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_floe_v1_floe_proto_msgTypes[15]
+	mi := &file_floe_v1_floe_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1040,7 +1146,7 @@ func (x *DeleteRecordsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteRecordsResponse.ProtoReflect.Descriptor instead.
 func (*DeleteRecordsResponse) Descriptor() ([]byte, []int) {
-	return file_floe_v1_floe_proto_rawDescGZIP(), []int{15}
+	return file_floe_v1_floe_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *DeleteRecordsResponse) GetLogStartOffset() int64 {
@@ -1067,7 +1173,7 @@ type Header struct {
 
 func (x *Header) Reset() {
 	*x = Header{}
-	mi := &file_floe_v1_floe_proto_msgTypes[16]
+	mi := &file_floe_v1_floe_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1079,7 +1185,7 @@ func (x *Header) String() string {
 func (*Header) ProtoMessage() {}
 
 func (x *Header) ProtoReflect() protoreflect.Message {
-	mi := &file_floe_v1_floe_proto_msgTypes[16]
+	mi := &file_floe_v1_floe_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1092,7 +1198,7 @@ func (x *Header) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Header.ProtoReflect.Descriptor instead.
 func (*Header) Descriptor() ([]byte, []int) {
-	return file_floe_v1_floe_proto_rawDescGZIP(), []int{16}
+	return file_floe_v1_floe_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *Header) GetKey() string {
@@ -1130,7 +1236,7 @@ type Record struct {
 
 func (x *Record) Reset() {
 	*x = Record{}
-	mi := &file_floe_v1_floe_proto_msgTypes[17]
+	mi := &file_floe_v1_floe_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1142,7 +1248,7 @@ func (x *Record) String() string {
 func (*Record) ProtoMessage() {}
 
 func (x *Record) ProtoReflect() protoreflect.Message {
-	mi := &file_floe_v1_floe_proto_msgTypes[17]
+	mi := &file_floe_v1_floe_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1155,7 +1261,7 @@ func (x *Record) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Record.ProtoReflect.Descriptor instead.
 func (*Record) Descriptor() ([]byte, []int) {
-	return file_floe_v1_floe_proto_rawDescGZIP(), []int{17}
+	return file_floe_v1_floe_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *Record) GetKey() []byte {
@@ -1227,7 +1333,7 @@ type ProduceRequest struct {
 
 func (x *ProduceRequest) Reset() {
 	*x = ProduceRequest{}
-	mi := &file_floe_v1_floe_proto_msgTypes[18]
+	mi := &file_floe_v1_floe_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1239,7 +1345,7 @@ func (x *ProduceRequest) String() string {
 func (*ProduceRequest) ProtoMessage() {}
 
 func (x *ProduceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_floe_v1_floe_proto_msgTypes[18]
+	mi := &file_floe_v1_floe_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1252,7 +1358,7 @@ func (x *ProduceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProduceRequest.ProtoReflect.Descriptor instead.
 func (*ProduceRequest) Descriptor() ([]byte, []int) {
-	return file_floe_v1_floe_proto_rawDescGZIP(), []int{18}
+	return file_floe_v1_floe_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *ProduceRequest) GetTopic() string {
@@ -1319,7 +1425,7 @@ type ProduceResponse struct {
 
 func (x *ProduceResponse) Reset() {
 	*x = ProduceResponse{}
-	mi := &file_floe_v1_floe_proto_msgTypes[19]
+	mi := &file_floe_v1_floe_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1331,7 +1437,7 @@ func (x *ProduceResponse) String() string {
 func (*ProduceResponse) ProtoMessage() {}
 
 func (x *ProduceResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_floe_v1_floe_proto_msgTypes[19]
+	mi := &file_floe_v1_floe_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1344,7 +1450,7 @@ func (x *ProduceResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProduceResponse.ProtoReflect.Descriptor instead.
 func (*ProduceResponse) Descriptor() ([]byte, []int) {
-	return file_floe_v1_floe_proto_rawDescGZIP(), []int{19}
+	return file_floe_v1_floe_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *ProduceResponse) GetOffsets() []int64 {
@@ -1385,7 +1491,7 @@ type ProduceStreamRequest struct {
 
 func (x *ProduceStreamRequest) Reset() {
 	*x = ProduceStreamRequest{}
-	mi := &file_floe_v1_floe_proto_msgTypes[20]
+	mi := &file_floe_v1_floe_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1397,7 +1503,7 @@ func (x *ProduceStreamRequest) String() string {
 func (*ProduceStreamRequest) ProtoMessage() {}
 
 func (x *ProduceStreamRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_floe_v1_floe_proto_msgTypes[20]
+	mi := &file_floe_v1_floe_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1410,7 +1516,7 @@ func (x *ProduceStreamRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProduceStreamRequest.ProtoReflect.Descriptor instead.
 func (*ProduceStreamRequest) Descriptor() ([]byte, []int) {
-	return file_floe_v1_floe_proto_rawDescGZIP(), []int{20}
+	return file_floe_v1_floe_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *ProduceStreamRequest) GetRequestId() uint64 {
@@ -1440,7 +1546,7 @@ type ProduceStreamResponse struct {
 
 func (x *ProduceStreamResponse) Reset() {
 	*x = ProduceStreamResponse{}
-	mi := &file_floe_v1_floe_proto_msgTypes[21]
+	mi := &file_floe_v1_floe_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1452,7 +1558,7 @@ func (x *ProduceStreamResponse) String() string {
 func (*ProduceStreamResponse) ProtoMessage() {}
 
 func (x *ProduceStreamResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_floe_v1_floe_proto_msgTypes[21]
+	mi := &file_floe_v1_floe_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1465,7 +1571,7 @@ func (x *ProduceStreamResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProduceStreamResponse.ProtoReflect.Descriptor instead.
 func (*ProduceStreamResponse) Descriptor() ([]byte, []int) {
-	return file_floe_v1_floe_proto_rawDescGZIP(), []int{21}
+	return file_floe_v1_floe_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *ProduceStreamResponse) GetRequestId() uint64 {
@@ -1504,7 +1610,7 @@ type InitProducerRequest struct {
 
 func (x *InitProducerRequest) Reset() {
 	*x = InitProducerRequest{}
-	mi := &file_floe_v1_floe_proto_msgTypes[22]
+	mi := &file_floe_v1_floe_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1516,7 +1622,7 @@ func (x *InitProducerRequest) String() string {
 func (*InitProducerRequest) ProtoMessage() {}
 
 func (x *InitProducerRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_floe_v1_floe_proto_msgTypes[22]
+	mi := &file_floe_v1_floe_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1529,7 +1635,7 @@ func (x *InitProducerRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InitProducerRequest.ProtoReflect.Descriptor instead.
 func (*InitProducerRequest) Descriptor() ([]byte, []int) {
-	return file_floe_v1_floe_proto_rawDescGZIP(), []int{22}
+	return file_floe_v1_floe_proto_rawDescGZIP(), []int{23}
 }
 
 type InitProducerResponse struct {
@@ -1542,7 +1648,7 @@ type InitProducerResponse struct {
 
 func (x *InitProducerResponse) Reset() {
 	*x = InitProducerResponse{}
-	mi := &file_floe_v1_floe_proto_msgTypes[23]
+	mi := &file_floe_v1_floe_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1554,7 +1660,7 @@ func (x *InitProducerResponse) String() string {
 func (*InitProducerResponse) ProtoMessage() {}
 
 func (x *InitProducerResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_floe_v1_floe_proto_msgTypes[23]
+	mi := &file_floe_v1_floe_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1567,7 +1673,7 @@ func (x *InitProducerResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InitProducerResponse.ProtoReflect.Descriptor instead.
 func (*InitProducerResponse) Descriptor() ([]byte, []int) {
-	return file_floe_v1_floe_proto_rawDescGZIP(), []int{23}
+	return file_floe_v1_floe_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *InitProducerResponse) GetProducerId() int64 {
@@ -1599,7 +1705,7 @@ type FetchRequest struct {
 
 func (x *FetchRequest) Reset() {
 	*x = FetchRequest{}
-	mi := &file_floe_v1_floe_proto_msgTypes[24]
+	mi := &file_floe_v1_floe_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1611,7 +1717,7 @@ func (x *FetchRequest) String() string {
 func (*FetchRequest) ProtoMessage() {}
 
 func (x *FetchRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_floe_v1_floe_proto_msgTypes[24]
+	mi := &file_floe_v1_floe_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1624,7 +1730,7 @@ func (x *FetchRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FetchRequest.ProtoReflect.Descriptor instead.
 func (*FetchRequest) Descriptor() ([]byte, []int) {
-	return file_floe_v1_floe_proto_rawDescGZIP(), []int{24}
+	return file_floe_v1_floe_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *FetchRequest) GetTopic() string {
@@ -1675,7 +1781,7 @@ type FetchResponse struct {
 
 func (x *FetchResponse) Reset() {
 	*x = FetchResponse{}
-	mi := &file_floe_v1_floe_proto_msgTypes[25]
+	mi := &file_floe_v1_floe_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1687,7 +1793,7 @@ func (x *FetchResponse) String() string {
 func (*FetchResponse) ProtoMessage() {}
 
 func (x *FetchResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_floe_v1_floe_proto_msgTypes[25]
+	mi := &file_floe_v1_floe_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1700,7 +1806,7 @@ func (x *FetchResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FetchResponse.ProtoReflect.Descriptor instead.
 func (*FetchResponse) Descriptor() ([]byte, []int) {
-	return file_floe_v1_floe_proto_rawDescGZIP(), []int{25}
+	return file_floe_v1_floe_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *FetchResponse) GetRecords() []*Record {
@@ -1746,7 +1852,7 @@ type StartPosition struct {
 
 func (x *StartPosition) Reset() {
 	*x = StartPosition{}
-	mi := &file_floe_v1_floe_proto_msgTypes[26]
+	mi := &file_floe_v1_floe_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1758,7 +1864,7 @@ func (x *StartPosition) String() string {
 func (*StartPosition) ProtoMessage() {}
 
 func (x *StartPosition) ProtoReflect() protoreflect.Message {
-	mi := &file_floe_v1_floe_proto_msgTypes[26]
+	mi := &file_floe_v1_floe_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1771,7 +1877,7 @@ func (x *StartPosition) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StartPosition.ProtoReflect.Descriptor instead.
 func (*StartPosition) Descriptor() ([]byte, []int) {
-	return file_floe_v1_floe_proto_rawDescGZIP(), []int{26}
+	return file_floe_v1_floe_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *StartPosition) GetPosition() isStartPosition_Position {
@@ -1877,7 +1983,7 @@ type SubscribeRequest struct {
 
 func (x *SubscribeRequest) Reset() {
 	*x = SubscribeRequest{}
-	mi := &file_floe_v1_floe_proto_msgTypes[27]
+	mi := &file_floe_v1_floe_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1889,7 +1995,7 @@ func (x *SubscribeRequest) String() string {
 func (*SubscribeRequest) ProtoMessage() {}
 
 func (x *SubscribeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_floe_v1_floe_proto_msgTypes[27]
+	mi := &file_floe_v1_floe_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1902,7 +2008,7 @@ func (x *SubscribeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubscribeRequest.ProtoReflect.Descriptor instead.
 func (*SubscribeRequest) Descriptor() ([]byte, []int) {
-	return file_floe_v1_floe_proto_rawDescGZIP(), []int{27}
+	return file_floe_v1_floe_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *SubscribeRequest) GetTopic() string {
@@ -1989,7 +2095,7 @@ type SubscribeResponse struct {
 
 func (x *SubscribeResponse) Reset() {
 	*x = SubscribeResponse{}
-	mi := &file_floe_v1_floe_proto_msgTypes[28]
+	mi := &file_floe_v1_floe_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2001,7 +2107,7 @@ func (x *SubscribeResponse) String() string {
 func (*SubscribeResponse) ProtoMessage() {}
 
 func (x *SubscribeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_floe_v1_floe_proto_msgTypes[28]
+	mi := &file_floe_v1_floe_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2014,7 +2120,7 @@ func (x *SubscribeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubscribeResponse.ProtoReflect.Descriptor instead.
 func (*SubscribeResponse) Descriptor() ([]byte, []int) {
-	return file_floe_v1_floe_proto_rawDescGZIP(), []int{28}
+	return file_floe_v1_floe_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *SubscribeResponse) GetPartition() int32 {
@@ -2058,7 +2164,7 @@ type ListOffsetsRequest struct {
 
 func (x *ListOffsetsRequest) Reset() {
 	*x = ListOffsetsRequest{}
-	mi := &file_floe_v1_floe_proto_msgTypes[29]
+	mi := &file_floe_v1_floe_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2070,7 +2176,7 @@ func (x *ListOffsetsRequest) String() string {
 func (*ListOffsetsRequest) ProtoMessage() {}
 
 func (x *ListOffsetsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_floe_v1_floe_proto_msgTypes[29]
+	mi := &file_floe_v1_floe_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2083,7 +2189,7 @@ func (x *ListOffsetsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListOffsetsRequest.ProtoReflect.Descriptor instead.
 func (*ListOffsetsRequest) Descriptor() ([]byte, []int) {
-	return file_floe_v1_floe_proto_rawDescGZIP(), []int{29}
+	return file_floe_v1_floe_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *ListOffsetsRequest) GetTopic() string {
@@ -2124,7 +2230,7 @@ type PartitionOffset struct {
 
 func (x *PartitionOffset) Reset() {
 	*x = PartitionOffset{}
-	mi := &file_floe_v1_floe_proto_msgTypes[30]
+	mi := &file_floe_v1_floe_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2136,7 +2242,7 @@ func (x *PartitionOffset) String() string {
 func (*PartitionOffset) ProtoMessage() {}
 
 func (x *PartitionOffset) ProtoReflect() protoreflect.Message {
-	mi := &file_floe_v1_floe_proto_msgTypes[30]
+	mi := &file_floe_v1_floe_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2149,7 +2255,7 @@ func (x *PartitionOffset) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PartitionOffset.ProtoReflect.Descriptor instead.
 func (*PartitionOffset) Descriptor() ([]byte, []int) {
-	return file_floe_v1_floe_proto_rawDescGZIP(), []int{30}
+	return file_floe_v1_floe_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *PartitionOffset) GetPartition() int32 {
@@ -2175,7 +2281,7 @@ type ListOffsetsResponse struct {
 
 func (x *ListOffsetsResponse) Reset() {
 	*x = ListOffsetsResponse{}
-	mi := &file_floe_v1_floe_proto_msgTypes[31]
+	mi := &file_floe_v1_floe_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2187,7 +2293,7 @@ func (x *ListOffsetsResponse) String() string {
 func (*ListOffsetsResponse) ProtoMessage() {}
 
 func (x *ListOffsetsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_floe_v1_floe_proto_msgTypes[31]
+	mi := &file_floe_v1_floe_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2200,7 +2306,7 @@ func (x *ListOffsetsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListOffsetsResponse.ProtoReflect.Descriptor instead.
 func (*ListOffsetsResponse) Descriptor() ([]byte, []int) {
-	return file_floe_v1_floe_proto_rawDescGZIP(), []int{31}
+	return file_floe_v1_floe_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *ListOffsetsResponse) GetOffsets() []*PartitionOffset {
@@ -2220,7 +2326,7 @@ type TopicPartition struct {
 
 func (x *TopicPartition) Reset() {
 	*x = TopicPartition{}
-	mi := &file_floe_v1_floe_proto_msgTypes[32]
+	mi := &file_floe_v1_floe_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2232,7 +2338,7 @@ func (x *TopicPartition) String() string {
 func (*TopicPartition) ProtoMessage() {}
 
 func (x *TopicPartition) ProtoReflect() protoreflect.Message {
-	mi := &file_floe_v1_floe_proto_msgTypes[32]
+	mi := &file_floe_v1_floe_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2245,7 +2351,7 @@ func (x *TopicPartition) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TopicPartition.ProtoReflect.Descriptor instead.
 func (*TopicPartition) Descriptor() ([]byte, []int) {
-	return file_floe_v1_floe_proto_rawDescGZIP(), []int{32}
+	return file_floe_v1_floe_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *TopicPartition) GetTopic() string {
@@ -2282,7 +2388,7 @@ type GroupHeartbeatRequest struct {
 
 func (x *GroupHeartbeatRequest) Reset() {
 	*x = GroupHeartbeatRequest{}
-	mi := &file_floe_v1_floe_proto_msgTypes[33]
+	mi := &file_floe_v1_floe_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2294,7 +2400,7 @@ func (x *GroupHeartbeatRequest) String() string {
 func (*GroupHeartbeatRequest) ProtoMessage() {}
 
 func (x *GroupHeartbeatRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_floe_v1_floe_proto_msgTypes[33]
+	mi := &file_floe_v1_floe_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2307,7 +2413,7 @@ func (x *GroupHeartbeatRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GroupHeartbeatRequest.ProtoReflect.Descriptor instead.
 func (*GroupHeartbeatRequest) Descriptor() ([]byte, []int) {
-	return file_floe_v1_floe_proto_rawDescGZIP(), []int{33}
+	return file_floe_v1_floe_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *GroupHeartbeatRequest) GetGroup() string {
@@ -2368,7 +2474,7 @@ type GroupHeartbeatResponse struct {
 
 func (x *GroupHeartbeatResponse) Reset() {
 	*x = GroupHeartbeatResponse{}
-	mi := &file_floe_v1_floe_proto_msgTypes[34]
+	mi := &file_floe_v1_floe_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2380,7 +2486,7 @@ func (x *GroupHeartbeatResponse) String() string {
 func (*GroupHeartbeatResponse) ProtoMessage() {}
 
 func (x *GroupHeartbeatResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_floe_v1_floe_proto_msgTypes[34]
+	mi := &file_floe_v1_floe_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2393,7 +2499,7 @@ func (x *GroupHeartbeatResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GroupHeartbeatResponse.ProtoReflect.Descriptor instead.
 func (*GroupHeartbeatResponse) Descriptor() ([]byte, []int) {
-	return file_floe_v1_floe_proto_rawDescGZIP(), []int{34}
+	return file_floe_v1_floe_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *GroupHeartbeatResponse) GetMemberId() string {
@@ -2451,7 +2557,7 @@ type OffsetCommit struct {
 
 func (x *OffsetCommit) Reset() {
 	*x = OffsetCommit{}
-	mi := &file_floe_v1_floe_proto_msgTypes[35]
+	mi := &file_floe_v1_floe_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2463,7 +2569,7 @@ func (x *OffsetCommit) String() string {
 func (*OffsetCommit) ProtoMessage() {}
 
 func (x *OffsetCommit) ProtoReflect() protoreflect.Message {
-	mi := &file_floe_v1_floe_proto_msgTypes[35]
+	mi := &file_floe_v1_floe_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2476,7 +2582,7 @@ func (x *OffsetCommit) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OffsetCommit.ProtoReflect.Descriptor instead.
 func (*OffsetCommit) Descriptor() ([]byte, []int) {
-	return file_floe_v1_floe_proto_rawDescGZIP(), []int{35}
+	return file_floe_v1_floe_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *OffsetCommit) GetTopic() string {
@@ -2519,7 +2625,7 @@ type CommitOffsetsRequest struct {
 
 func (x *CommitOffsetsRequest) Reset() {
 	*x = CommitOffsetsRequest{}
-	mi := &file_floe_v1_floe_proto_msgTypes[36]
+	mi := &file_floe_v1_floe_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2531,7 +2637,7 @@ func (x *CommitOffsetsRequest) String() string {
 func (*CommitOffsetsRequest) ProtoMessage() {}
 
 func (x *CommitOffsetsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_floe_v1_floe_proto_msgTypes[36]
+	mi := &file_floe_v1_floe_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2544,7 +2650,7 @@ func (x *CommitOffsetsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CommitOffsetsRequest.ProtoReflect.Descriptor instead.
 func (*CommitOffsetsRequest) Descriptor() ([]byte, []int) {
-	return file_floe_v1_floe_proto_rawDescGZIP(), []int{36}
+	return file_floe_v1_floe_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *CommitOffsetsRequest) GetGroup() string {
@@ -2583,7 +2689,7 @@ type CommitOffsetsResponse struct {
 
 func (x *CommitOffsetsResponse) Reset() {
 	*x = CommitOffsetsResponse{}
-	mi := &file_floe_v1_floe_proto_msgTypes[37]
+	mi := &file_floe_v1_floe_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2595,7 +2701,7 @@ func (x *CommitOffsetsResponse) String() string {
 func (*CommitOffsetsResponse) ProtoMessage() {}
 
 func (x *CommitOffsetsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_floe_v1_floe_proto_msgTypes[37]
+	mi := &file_floe_v1_floe_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2608,7 +2714,7 @@ func (x *CommitOffsetsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CommitOffsetsResponse.ProtoReflect.Descriptor instead.
 func (*CommitOffsetsResponse) Descriptor() ([]byte, []int) {
-	return file_floe_v1_floe_proto_rawDescGZIP(), []int{37}
+	return file_floe_v1_floe_proto_rawDescGZIP(), []int{38}
 }
 
 type FetchOffsetsRequest struct {
@@ -2622,7 +2728,7 @@ type FetchOffsetsRequest struct {
 
 func (x *FetchOffsetsRequest) Reset() {
 	*x = FetchOffsetsRequest{}
-	mi := &file_floe_v1_floe_proto_msgTypes[38]
+	mi := &file_floe_v1_floe_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2634,7 +2740,7 @@ func (x *FetchOffsetsRequest) String() string {
 func (*FetchOffsetsRequest) ProtoMessage() {}
 
 func (x *FetchOffsetsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_floe_v1_floe_proto_msgTypes[38]
+	mi := &file_floe_v1_floe_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2647,7 +2753,7 @@ func (x *FetchOffsetsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FetchOffsetsRequest.ProtoReflect.Descriptor instead.
 func (*FetchOffsetsRequest) Descriptor() ([]byte, []int) {
-	return file_floe_v1_floe_proto_rawDescGZIP(), []int{38}
+	return file_floe_v1_floe_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *FetchOffsetsRequest) GetGroup() string {
@@ -2677,7 +2783,7 @@ type CommittedOffset struct {
 
 func (x *CommittedOffset) Reset() {
 	*x = CommittedOffset{}
-	mi := &file_floe_v1_floe_proto_msgTypes[39]
+	mi := &file_floe_v1_floe_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2689,7 +2795,7 @@ func (x *CommittedOffset) String() string {
 func (*CommittedOffset) ProtoMessage() {}
 
 func (x *CommittedOffset) ProtoReflect() protoreflect.Message {
-	mi := &file_floe_v1_floe_proto_msgTypes[39]
+	mi := &file_floe_v1_floe_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2702,7 +2808,7 @@ func (x *CommittedOffset) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CommittedOffset.ProtoReflect.Descriptor instead.
 func (*CommittedOffset) Descriptor() ([]byte, []int) {
-	return file_floe_v1_floe_proto_rawDescGZIP(), []int{39}
+	return file_floe_v1_floe_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *CommittedOffset) GetTopic() string {
@@ -2749,7 +2855,7 @@ type FetchOffsetsResponse struct {
 
 func (x *FetchOffsetsResponse) Reset() {
 	*x = FetchOffsetsResponse{}
-	mi := &file_floe_v1_floe_proto_msgTypes[40]
+	mi := &file_floe_v1_floe_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2761,7 +2867,7 @@ func (x *FetchOffsetsResponse) String() string {
 func (*FetchOffsetsResponse) ProtoMessage() {}
 
 func (x *FetchOffsetsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_floe_v1_floe_proto_msgTypes[40]
+	mi := &file_floe_v1_floe_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2774,7 +2880,7 @@ func (x *FetchOffsetsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FetchOffsetsResponse.ProtoReflect.Descriptor instead.
 func (*FetchOffsetsResponse) Descriptor() ([]byte, []int) {
-	return file_floe_v1_floe_proto_rawDescGZIP(), []int{40}
+	return file_floe_v1_floe_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *FetchOffsetsResponse) GetOffsets() []*CommittedOffset {
@@ -2792,7 +2898,7 @@ type ListGroupsRequest struct {
 
 func (x *ListGroupsRequest) Reset() {
 	*x = ListGroupsRequest{}
-	mi := &file_floe_v1_floe_proto_msgTypes[41]
+	mi := &file_floe_v1_floe_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2804,7 +2910,7 @@ func (x *ListGroupsRequest) String() string {
 func (*ListGroupsRequest) ProtoMessage() {}
 
 func (x *ListGroupsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_floe_v1_floe_proto_msgTypes[41]
+	mi := &file_floe_v1_floe_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2817,7 +2923,7 @@ func (x *ListGroupsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListGroupsRequest.ProtoReflect.Descriptor instead.
 func (*ListGroupsRequest) Descriptor() ([]byte, []int) {
-	return file_floe_v1_floe_proto_rawDescGZIP(), []int{41}
+	return file_floe_v1_floe_proto_rawDescGZIP(), []int{42}
 }
 
 type GroupListing struct {
@@ -2832,7 +2938,7 @@ type GroupListing struct {
 
 func (x *GroupListing) Reset() {
 	*x = GroupListing{}
-	mi := &file_floe_v1_floe_proto_msgTypes[42]
+	mi := &file_floe_v1_floe_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2844,7 +2950,7 @@ func (x *GroupListing) String() string {
 func (*GroupListing) ProtoMessage() {}
 
 func (x *GroupListing) ProtoReflect() protoreflect.Message {
-	mi := &file_floe_v1_floe_proto_msgTypes[42]
+	mi := &file_floe_v1_floe_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2857,7 +2963,7 @@ func (x *GroupListing) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GroupListing.ProtoReflect.Descriptor instead.
 func (*GroupListing) Descriptor() ([]byte, []int) {
-	return file_floe_v1_floe_proto_rawDescGZIP(), []int{42}
+	return file_floe_v1_floe_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *GroupListing) GetGroup() string {
@@ -2890,7 +2996,7 @@ type ListGroupsResponse struct {
 
 func (x *ListGroupsResponse) Reset() {
 	*x = ListGroupsResponse{}
-	mi := &file_floe_v1_floe_proto_msgTypes[43]
+	mi := &file_floe_v1_floe_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2902,7 +3008,7 @@ func (x *ListGroupsResponse) String() string {
 func (*ListGroupsResponse) ProtoMessage() {}
 
 func (x *ListGroupsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_floe_v1_floe_proto_msgTypes[43]
+	mi := &file_floe_v1_floe_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2915,7 +3021,7 @@ func (x *ListGroupsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListGroupsResponse.ProtoReflect.Descriptor instead.
 func (*ListGroupsResponse) Descriptor() ([]byte, []int) {
-	return file_floe_v1_floe_proto_rawDescGZIP(), []int{43}
+	return file_floe_v1_floe_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *ListGroupsResponse) GetGroups() []*GroupListing {
@@ -2934,7 +3040,7 @@ type DescribeGroupRequest struct {
 
 func (x *DescribeGroupRequest) Reset() {
 	*x = DescribeGroupRequest{}
-	mi := &file_floe_v1_floe_proto_msgTypes[44]
+	mi := &file_floe_v1_floe_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2946,7 +3052,7 @@ func (x *DescribeGroupRequest) String() string {
 func (*DescribeGroupRequest) ProtoMessage() {}
 
 func (x *DescribeGroupRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_floe_v1_floe_proto_msgTypes[44]
+	mi := &file_floe_v1_floe_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2959,7 +3065,7 @@ func (x *DescribeGroupRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DescribeGroupRequest.ProtoReflect.Descriptor instead.
 func (*DescribeGroupRequest) Descriptor() ([]byte, []int) {
-	return file_floe_v1_floe_proto_rawDescGZIP(), []int{44}
+	return file_floe_v1_floe_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *DescribeGroupRequest) GetGroup() string {
@@ -2986,7 +3092,7 @@ type GroupMember struct {
 
 func (x *GroupMember) Reset() {
 	*x = GroupMember{}
-	mi := &file_floe_v1_floe_proto_msgTypes[45]
+	mi := &file_floe_v1_floe_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2998,7 +3104,7 @@ func (x *GroupMember) String() string {
 func (*GroupMember) ProtoMessage() {}
 
 func (x *GroupMember) ProtoReflect() protoreflect.Message {
-	mi := &file_floe_v1_floe_proto_msgTypes[45]
+	mi := &file_floe_v1_floe_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3011,7 +3117,7 @@ func (x *GroupMember) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GroupMember.ProtoReflect.Descriptor instead.
 func (*GroupMember) Descriptor() ([]byte, []int) {
-	return file_floe_v1_floe_proto_rawDescGZIP(), []int{45}
+	return file_floe_v1_floe_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *GroupMember) GetMemberId() string {
@@ -3115,7 +3221,7 @@ type PartitionLag struct {
 
 func (x *PartitionLag) Reset() {
 	*x = PartitionLag{}
-	mi := &file_floe_v1_floe_proto_msgTypes[46]
+	mi := &file_floe_v1_floe_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3127,7 +3233,7 @@ func (x *PartitionLag) String() string {
 func (*PartitionLag) ProtoMessage() {}
 
 func (x *PartitionLag) ProtoReflect() protoreflect.Message {
-	mi := &file_floe_v1_floe_proto_msgTypes[46]
+	mi := &file_floe_v1_floe_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3140,7 +3246,7 @@ func (x *PartitionLag) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PartitionLag.ProtoReflect.Descriptor instead.
 func (*PartitionLag) Descriptor() ([]byte, []int) {
-	return file_floe_v1_floe_proto_rawDescGZIP(), []int{46}
+	return file_floe_v1_floe_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *PartitionLag) GetTopic() string {
@@ -3277,7 +3383,7 @@ type DescribeGroupResponse struct {
 
 func (x *DescribeGroupResponse) Reset() {
 	*x = DescribeGroupResponse{}
-	mi := &file_floe_v1_floe_proto_msgTypes[47]
+	mi := &file_floe_v1_floe_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3289,7 +3395,7 @@ func (x *DescribeGroupResponse) String() string {
 func (*DescribeGroupResponse) ProtoMessage() {}
 
 func (x *DescribeGroupResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_floe_v1_floe_proto_msgTypes[47]
+	mi := &file_floe_v1_floe_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3302,7 +3408,7 @@ func (x *DescribeGroupResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DescribeGroupResponse.ProtoReflect.Descriptor instead.
 func (*DescribeGroupResponse) Descriptor() ([]byte, []int) {
-	return file_floe_v1_floe_proto_rawDescGZIP(), []int{47}
+	return file_floe_v1_floe_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *DescribeGroupResponse) GetGroup() string {
@@ -3363,7 +3469,7 @@ type DeleteGroupRequest struct {
 
 func (x *DeleteGroupRequest) Reset() {
 	*x = DeleteGroupRequest{}
-	mi := &file_floe_v1_floe_proto_msgTypes[48]
+	mi := &file_floe_v1_floe_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3375,7 +3481,7 @@ func (x *DeleteGroupRequest) String() string {
 func (*DeleteGroupRequest) ProtoMessage() {}
 
 func (x *DeleteGroupRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_floe_v1_floe_proto_msgTypes[48]
+	mi := &file_floe_v1_floe_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3388,7 +3494,7 @@ func (x *DeleteGroupRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteGroupRequest.ProtoReflect.Descriptor instead.
 func (*DeleteGroupRequest) Descriptor() ([]byte, []int) {
-	return file_floe_v1_floe_proto_rawDescGZIP(), []int{48}
+	return file_floe_v1_floe_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *DeleteGroupRequest) GetGroup() string {
@@ -3406,7 +3512,7 @@ type DeleteGroupResponse struct {
 
 func (x *DeleteGroupResponse) Reset() {
 	*x = DeleteGroupResponse{}
-	mi := &file_floe_v1_floe_proto_msgTypes[49]
+	mi := &file_floe_v1_floe_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3418,7 +3524,7 @@ func (x *DeleteGroupResponse) String() string {
 func (*DeleteGroupResponse) ProtoMessage() {}
 
 func (x *DeleteGroupResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_floe_v1_floe_proto_msgTypes[49]
+	mi := &file_floe_v1_floe_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3431,7 +3537,7 @@ func (x *DeleteGroupResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteGroupResponse.ProtoReflect.Descriptor instead.
 func (*DeleteGroupResponse) Descriptor() ([]byte, []int) {
-	return file_floe_v1_floe_proto_rawDescGZIP(), []int{49}
+	return file_floe_v1_floe_proto_rawDescGZIP(), []int{50}
 }
 
 type ResetOffsetsRequest struct {
@@ -3455,7 +3561,7 @@ type ResetOffsetsRequest struct {
 
 func (x *ResetOffsetsRequest) Reset() {
 	*x = ResetOffsetsRequest{}
-	mi := &file_floe_v1_floe_proto_msgTypes[50]
+	mi := &file_floe_v1_floe_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3467,7 +3573,7 @@ func (x *ResetOffsetsRequest) String() string {
 func (*ResetOffsetsRequest) ProtoMessage() {}
 
 func (x *ResetOffsetsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_floe_v1_floe_proto_msgTypes[50]
+	mi := &file_floe_v1_floe_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3480,7 +3586,7 @@ func (x *ResetOffsetsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResetOffsetsRequest.ProtoReflect.Descriptor instead.
 func (*ResetOffsetsRequest) Descriptor() ([]byte, []int) {
-	return file_floe_v1_floe_proto_rawDescGZIP(), []int{50}
+	return file_floe_v1_floe_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *ResetOffsetsRequest) GetGroup() string {
@@ -3559,7 +3665,7 @@ type OffsetResetPlan struct {
 
 func (x *OffsetResetPlan) Reset() {
 	*x = OffsetResetPlan{}
-	mi := &file_floe_v1_floe_proto_msgTypes[51]
+	mi := &file_floe_v1_floe_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3571,7 +3677,7 @@ func (x *OffsetResetPlan) String() string {
 func (*OffsetResetPlan) ProtoMessage() {}
 
 func (x *OffsetResetPlan) ProtoReflect() protoreflect.Message {
-	mi := &file_floe_v1_floe_proto_msgTypes[51]
+	mi := &file_floe_v1_floe_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3584,7 +3690,7 @@ func (x *OffsetResetPlan) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OffsetResetPlan.ProtoReflect.Descriptor instead.
 func (*OffsetResetPlan) Descriptor() ([]byte, []int) {
-	return file_floe_v1_floe_proto_rawDescGZIP(), []int{51}
+	return file_floe_v1_floe_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *OffsetResetPlan) GetTopic() string {
@@ -3624,7 +3730,7 @@ type ResetOffsetsResponse struct {
 
 func (x *ResetOffsetsResponse) Reset() {
 	*x = ResetOffsetsResponse{}
-	mi := &file_floe_v1_floe_proto_msgTypes[52]
+	mi := &file_floe_v1_floe_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3636,7 +3742,7 @@ func (x *ResetOffsetsResponse) String() string {
 func (*ResetOffsetsResponse) ProtoMessage() {}
 
 func (x *ResetOffsetsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_floe_v1_floe_proto_msgTypes[52]
+	mi := &file_floe_v1_floe_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3649,7 +3755,7 @@ func (x *ResetOffsetsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResetOffsetsResponse.ProtoReflect.Descriptor instead.
 func (*ResetOffsetsResponse) Descriptor() ([]byte, []int) {
-	return file_floe_v1_floe_proto_rawDescGZIP(), []int{52}
+	return file_floe_v1_floe_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *ResetOffsetsResponse) GetPlan() []*OffsetResetPlan {
@@ -3669,7 +3775,7 @@ type CopyOffsetsRequest struct {
 
 func (x *CopyOffsetsRequest) Reset() {
 	*x = CopyOffsetsRequest{}
-	mi := &file_floe_v1_floe_proto_msgTypes[53]
+	mi := &file_floe_v1_floe_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3681,7 +3787,7 @@ func (x *CopyOffsetsRequest) String() string {
 func (*CopyOffsetsRequest) ProtoMessage() {}
 
 func (x *CopyOffsetsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_floe_v1_floe_proto_msgTypes[53]
+	mi := &file_floe_v1_floe_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3694,7 +3800,7 @@ func (x *CopyOffsetsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CopyOffsetsRequest.ProtoReflect.Descriptor instead.
 func (*CopyOffsetsRequest) Descriptor() ([]byte, []int) {
-	return file_floe_v1_floe_proto_rawDescGZIP(), []int{53}
+	return file_floe_v1_floe_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *CopyOffsetsRequest) GetFrom() string {
@@ -3720,7 +3826,7 @@ type CopyOffsetsResponse struct {
 
 func (x *CopyOffsetsResponse) Reset() {
 	*x = CopyOffsetsResponse{}
-	mi := &file_floe_v1_floe_proto_msgTypes[54]
+	mi := &file_floe_v1_floe_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3732,7 +3838,7 @@ func (x *CopyOffsetsResponse) String() string {
 func (*CopyOffsetsResponse) ProtoMessage() {}
 
 func (x *CopyOffsetsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_floe_v1_floe_proto_msgTypes[54]
+	mi := &file_floe_v1_floe_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3745,7 +3851,7 @@ func (x *CopyOffsetsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CopyOffsetsResponse.ProtoReflect.Descriptor instead.
 func (*CopyOffsetsResponse) Descriptor() ([]byte, []int) {
-	return file_floe_v1_floe_proto_rawDescGZIP(), []int{54}
+	return file_floe_v1_floe_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *CopyOffsetsResponse) GetCopied() int32 {
@@ -3769,7 +3875,7 @@ type AssignedPartition struct {
 
 func (x *AssignedPartition) Reset() {
 	*x = AssignedPartition{}
-	mi := &file_floe_v1_floe_proto_msgTypes[55]
+	mi := &file_floe_v1_floe_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3781,7 +3887,7 @@ func (x *AssignedPartition) String() string {
 func (*AssignedPartition) ProtoMessage() {}
 
 func (x *AssignedPartition) ProtoReflect() protoreflect.Message {
-	mi := &file_floe_v1_floe_proto_msgTypes[55]
+	mi := &file_floe_v1_floe_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3794,7 +3900,7 @@ func (x *AssignedPartition) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AssignedPartition.ProtoReflect.Descriptor instead.
 func (*AssignedPartition) Descriptor() ([]byte, []int) {
-	return file_floe_v1_floe_proto_rawDescGZIP(), []int{55}
+	return file_floe_v1_floe_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *AssignedPartition) GetPartition() int32 {
@@ -3838,7 +3944,7 @@ type GroupAssignment struct {
 
 func (x *GroupAssignment) Reset() {
 	*x = GroupAssignment{}
-	mi := &file_floe_v1_floe_proto_msgTypes[56]
+	mi := &file_floe_v1_floe_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3850,7 +3956,7 @@ func (x *GroupAssignment) String() string {
 func (*GroupAssignment) ProtoMessage() {}
 
 func (x *GroupAssignment) ProtoReflect() protoreflect.Message {
-	mi := &file_floe_v1_floe_proto_msgTypes[56]
+	mi := &file_floe_v1_floe_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3863,7 +3969,7 @@ func (x *GroupAssignment) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GroupAssignment.ProtoReflect.Descriptor instead.
 func (*GroupAssignment) Descriptor() ([]byte, []int) {
-	return file_floe_v1_floe_proto_rawDescGZIP(), []int{56}
+	return file_floe_v1_floe_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *GroupAssignment) GetMemberId() string {
@@ -3916,11 +4022,13 @@ const file_floe_v1_floe_proto_rawDesc = "" +
 	"\rcreated_at_ms\x18\x05 \x01(\x03R\vcreatedAtMs\x1a9\n" +
 	"\vConfigEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"~\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xea\x01\n" +
 	"\rPartitionInfo\x12\x1c\n" +
 	"\tpartition\x18\x01 \x01(\x05R\tpartition\x12(\n" +
 	"\x10log_start_offset\x18\x02 \x01(\x03R\x0elogStartOffset\x12%\n" +
-	"\x0ehigh_watermark\x18\x03 \x01(\x03R\rhighWatermark\"\xc4\x01\n" +
+	"\x0ehigh_watermark\x18\x03 \x01(\x03R\rhighWatermark\x12+\n" +
+	"\x11iceberg_watermark\x18\x04 \x01(\x03R\x10icebergWatermark\x12=\n" +
+	"\x1bretention_waits_for_iceberg\x18\x05 \x01(\bR\x18retentionWaitsForIceberg\"\xc4\x01\n" +
 	"\x12CreateTopicRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1e\n" +
 	"\n" +
@@ -3939,14 +4047,20 @@ const file_floe_v1_floe_proto_rawDesc = "" +
 	"\x12ListTopicsResponse\x12&\n" +
 	"\x06topics\x18\x01 \x03(\v2\x0e.floe.v1.TopicR\x06topics\"*\n" +
 	"\x14DescribeTopicRequest\x12\x12\n" +
-	"\x04name\x18\x01 \x01(\tR\x04name\"\xe5\x01\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\"\x97\x02\n" +
 	"\x15DescribeTopicResponse\x12$\n" +
 	"\x05topic\x18\x01 \x01(\v2\x0e.floe.v1.TopicR\x05topic\x126\n" +
 	"\n" +
 	"partitions\x18\x02 \x03(\v2\x16.floe.v1.PartitionInfoR\n" +
 	"partitions\x12/\n" +
 	"\astorage\x18\x03 \x01(\v2\x15.floe.v1.TopicStorageR\astorage\x12=\n" +
-	"\x0edeletion_queue\x18\x04 \x01(\v2\x16.floe.v1.DeletionQueueR\rdeletionQueue\"\x9b\x01\n" +
+	"\x0edeletion_queue\x18\x04 \x01(\v2\x16.floe.v1.DeletionQueueR\rdeletionQueue\x120\n" +
+	"\aiceberg\x18\x05 \x01(\v2\x16.floe.v1.IcebergOutputR\aiceberg\"\x81\x01\n" +
+	"\rIcebergOutput\x12\x18\n" +
+	"\aenabled\x18\x01 \x01(\bR\aenabled\x12\x15\n" +
+	"\x06lag_ms\x18\x02 \x01(\x03R\x05lagMs\x12\x14\n" +
+	"\x05known\x18\x03 \x01(\bR\x05known\x12)\n" +
+	"\x10trailing_offsets\x18\x04 \x01(\x03R\x0ftrailingOffsets\"\x9b\x01\n" +
 	"\fTopicStorage\x12\x14\n" +
 	"\x05files\x18\x01 \x01(\x03R\x05files\x12\x1d\n" +
 	"\n" +
@@ -4269,7 +4383,7 @@ func file_floe_v1_floe_proto_rawDescGZIP() []byte {
 }
 
 var file_floe_v1_floe_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_floe_v1_floe_proto_msgTypes = make([]protoimpl.MessageInfo, 61)
+var file_floe_v1_floe_proto_msgTypes = make([]protoimpl.MessageInfo, 62)
 var file_floe_v1_floe_proto_goTypes = []any{
 	(Compression)(0),                 // 0: floe.v1.Compression
 	(OffsetSpec)(0),                  // 1: floe.v1.OffsetSpec
@@ -4284,141 +4398,143 @@ var file_floe_v1_floe_proto_goTypes = []any{
 	(*ListTopicsResponse)(nil),       // 10: floe.v1.ListTopicsResponse
 	(*DescribeTopicRequest)(nil),     // 11: floe.v1.DescribeTopicRequest
 	(*DescribeTopicResponse)(nil),    // 12: floe.v1.DescribeTopicResponse
-	(*TopicStorage)(nil),             // 13: floe.v1.TopicStorage
-	(*DeletionQueue)(nil),            // 14: floe.v1.DeletionQueue
-	(*AlterTopicConfigRequest)(nil),  // 15: floe.v1.AlterTopicConfigRequest
-	(*AlterTopicConfigResponse)(nil), // 16: floe.v1.AlterTopicConfigResponse
-	(*DeleteRecordsRequest)(nil),     // 17: floe.v1.DeleteRecordsRequest
-	(*DeleteRecordsResponse)(nil),    // 18: floe.v1.DeleteRecordsResponse
-	(*Header)(nil),                   // 19: floe.v1.Header
-	(*Record)(nil),                   // 20: floe.v1.Record
-	(*ProduceRequest)(nil),           // 21: floe.v1.ProduceRequest
-	(*ProduceResponse)(nil),          // 22: floe.v1.ProduceResponse
-	(*ProduceStreamRequest)(nil),     // 23: floe.v1.ProduceStreamRequest
-	(*ProduceStreamResponse)(nil),    // 24: floe.v1.ProduceStreamResponse
-	(*InitProducerRequest)(nil),      // 25: floe.v1.InitProducerRequest
-	(*InitProducerResponse)(nil),     // 26: floe.v1.InitProducerResponse
-	(*FetchRequest)(nil),             // 27: floe.v1.FetchRequest
-	(*FetchResponse)(nil),            // 28: floe.v1.FetchResponse
-	(*StartPosition)(nil),            // 29: floe.v1.StartPosition
-	(*SubscribeRequest)(nil),         // 30: floe.v1.SubscribeRequest
-	(*SubscribeResponse)(nil),        // 31: floe.v1.SubscribeResponse
-	(*ListOffsetsRequest)(nil),       // 32: floe.v1.ListOffsetsRequest
-	(*PartitionOffset)(nil),          // 33: floe.v1.PartitionOffset
-	(*ListOffsetsResponse)(nil),      // 34: floe.v1.ListOffsetsResponse
-	(*TopicPartition)(nil),           // 35: floe.v1.TopicPartition
-	(*GroupHeartbeatRequest)(nil),    // 36: floe.v1.GroupHeartbeatRequest
-	(*GroupHeartbeatResponse)(nil),   // 37: floe.v1.GroupHeartbeatResponse
-	(*OffsetCommit)(nil),             // 38: floe.v1.OffsetCommit
-	(*CommitOffsetsRequest)(nil),     // 39: floe.v1.CommitOffsetsRequest
-	(*CommitOffsetsResponse)(nil),    // 40: floe.v1.CommitOffsetsResponse
-	(*FetchOffsetsRequest)(nil),      // 41: floe.v1.FetchOffsetsRequest
-	(*CommittedOffset)(nil),          // 42: floe.v1.CommittedOffset
-	(*FetchOffsetsResponse)(nil),     // 43: floe.v1.FetchOffsetsResponse
-	(*ListGroupsRequest)(nil),        // 44: floe.v1.ListGroupsRequest
-	(*GroupListing)(nil),             // 45: floe.v1.GroupListing
-	(*ListGroupsResponse)(nil),       // 46: floe.v1.ListGroupsResponse
-	(*DescribeGroupRequest)(nil),     // 47: floe.v1.DescribeGroupRequest
-	(*GroupMember)(nil),              // 48: floe.v1.GroupMember
-	(*PartitionLag)(nil),             // 49: floe.v1.PartitionLag
-	(*DescribeGroupResponse)(nil),    // 50: floe.v1.DescribeGroupResponse
-	(*DeleteGroupRequest)(nil),       // 51: floe.v1.DeleteGroupRequest
-	(*DeleteGroupResponse)(nil),      // 52: floe.v1.DeleteGroupResponse
-	(*ResetOffsetsRequest)(nil),      // 53: floe.v1.ResetOffsetsRequest
-	(*OffsetResetPlan)(nil),          // 54: floe.v1.OffsetResetPlan
-	(*ResetOffsetsResponse)(nil),     // 55: floe.v1.ResetOffsetsResponse
-	(*CopyOffsetsRequest)(nil),       // 56: floe.v1.CopyOffsetsRequest
-	(*CopyOffsetsResponse)(nil),      // 57: floe.v1.CopyOffsetsResponse
-	(*AssignedPartition)(nil),        // 58: floe.v1.AssignedPartition
-	(*GroupAssignment)(nil),          // 59: floe.v1.GroupAssignment
-	nil,                              // 60: floe.v1.Topic.ConfigEntry
-	nil,                              // 61: floe.v1.CreateTopicRequest.ConfigEntry
-	nil,                              // 62: floe.v1.AlterTopicConfigRequest.SetEntry
-	nil,                              // 63: floe.v1.SubscribeRequest.OffsetsEntry
+	(*IcebergOutput)(nil),            // 13: floe.v1.IcebergOutput
+	(*TopicStorage)(nil),             // 14: floe.v1.TopicStorage
+	(*DeletionQueue)(nil),            // 15: floe.v1.DeletionQueue
+	(*AlterTopicConfigRequest)(nil),  // 16: floe.v1.AlterTopicConfigRequest
+	(*AlterTopicConfigResponse)(nil), // 17: floe.v1.AlterTopicConfigResponse
+	(*DeleteRecordsRequest)(nil),     // 18: floe.v1.DeleteRecordsRequest
+	(*DeleteRecordsResponse)(nil),    // 19: floe.v1.DeleteRecordsResponse
+	(*Header)(nil),                   // 20: floe.v1.Header
+	(*Record)(nil),                   // 21: floe.v1.Record
+	(*ProduceRequest)(nil),           // 22: floe.v1.ProduceRequest
+	(*ProduceResponse)(nil),          // 23: floe.v1.ProduceResponse
+	(*ProduceStreamRequest)(nil),     // 24: floe.v1.ProduceStreamRequest
+	(*ProduceStreamResponse)(nil),    // 25: floe.v1.ProduceStreamResponse
+	(*InitProducerRequest)(nil),      // 26: floe.v1.InitProducerRequest
+	(*InitProducerResponse)(nil),     // 27: floe.v1.InitProducerResponse
+	(*FetchRequest)(nil),             // 28: floe.v1.FetchRequest
+	(*FetchResponse)(nil),            // 29: floe.v1.FetchResponse
+	(*StartPosition)(nil),            // 30: floe.v1.StartPosition
+	(*SubscribeRequest)(nil),         // 31: floe.v1.SubscribeRequest
+	(*SubscribeResponse)(nil),        // 32: floe.v1.SubscribeResponse
+	(*ListOffsetsRequest)(nil),       // 33: floe.v1.ListOffsetsRequest
+	(*PartitionOffset)(nil),          // 34: floe.v1.PartitionOffset
+	(*ListOffsetsResponse)(nil),      // 35: floe.v1.ListOffsetsResponse
+	(*TopicPartition)(nil),           // 36: floe.v1.TopicPartition
+	(*GroupHeartbeatRequest)(nil),    // 37: floe.v1.GroupHeartbeatRequest
+	(*GroupHeartbeatResponse)(nil),   // 38: floe.v1.GroupHeartbeatResponse
+	(*OffsetCommit)(nil),             // 39: floe.v1.OffsetCommit
+	(*CommitOffsetsRequest)(nil),     // 40: floe.v1.CommitOffsetsRequest
+	(*CommitOffsetsResponse)(nil),    // 41: floe.v1.CommitOffsetsResponse
+	(*FetchOffsetsRequest)(nil),      // 42: floe.v1.FetchOffsetsRequest
+	(*CommittedOffset)(nil),          // 43: floe.v1.CommittedOffset
+	(*FetchOffsetsResponse)(nil),     // 44: floe.v1.FetchOffsetsResponse
+	(*ListGroupsRequest)(nil),        // 45: floe.v1.ListGroupsRequest
+	(*GroupListing)(nil),             // 46: floe.v1.GroupListing
+	(*ListGroupsResponse)(nil),       // 47: floe.v1.ListGroupsResponse
+	(*DescribeGroupRequest)(nil),     // 48: floe.v1.DescribeGroupRequest
+	(*GroupMember)(nil),              // 49: floe.v1.GroupMember
+	(*PartitionLag)(nil),             // 50: floe.v1.PartitionLag
+	(*DescribeGroupResponse)(nil),    // 51: floe.v1.DescribeGroupResponse
+	(*DeleteGroupRequest)(nil),       // 52: floe.v1.DeleteGroupRequest
+	(*DeleteGroupResponse)(nil),      // 53: floe.v1.DeleteGroupResponse
+	(*ResetOffsetsRequest)(nil),      // 54: floe.v1.ResetOffsetsRequest
+	(*OffsetResetPlan)(nil),          // 55: floe.v1.OffsetResetPlan
+	(*ResetOffsetsResponse)(nil),     // 56: floe.v1.ResetOffsetsResponse
+	(*CopyOffsetsRequest)(nil),       // 57: floe.v1.CopyOffsetsRequest
+	(*CopyOffsetsResponse)(nil),      // 58: floe.v1.CopyOffsetsResponse
+	(*AssignedPartition)(nil),        // 59: floe.v1.AssignedPartition
+	(*GroupAssignment)(nil),          // 60: floe.v1.GroupAssignment
+	nil,                              // 61: floe.v1.Topic.ConfigEntry
+	nil,                              // 62: floe.v1.CreateTopicRequest.ConfigEntry
+	nil,                              // 63: floe.v1.AlterTopicConfigRequest.SetEntry
+	nil,                              // 64: floe.v1.SubscribeRequest.OffsetsEntry
 }
 var file_floe_v1_floe_proto_depIdxs = []int32{
-	60, // 0: floe.v1.Topic.config:type_name -> floe.v1.Topic.ConfigEntry
-	61, // 1: floe.v1.CreateTopicRequest.config:type_name -> floe.v1.CreateTopicRequest.ConfigEntry
+	61, // 0: floe.v1.Topic.config:type_name -> floe.v1.Topic.ConfigEntry
+	62, // 1: floe.v1.CreateTopicRequest.config:type_name -> floe.v1.CreateTopicRequest.ConfigEntry
 	3,  // 2: floe.v1.CreateTopicResponse.topic:type_name -> floe.v1.Topic
 	3,  // 3: floe.v1.ListTopicsResponse.topics:type_name -> floe.v1.Topic
 	3,  // 4: floe.v1.DescribeTopicResponse.topic:type_name -> floe.v1.Topic
 	4,  // 5: floe.v1.DescribeTopicResponse.partitions:type_name -> floe.v1.PartitionInfo
-	13, // 6: floe.v1.DescribeTopicResponse.storage:type_name -> floe.v1.TopicStorage
-	14, // 7: floe.v1.DescribeTopicResponse.deletion_queue:type_name -> floe.v1.DeletionQueue
-	62, // 8: floe.v1.AlterTopicConfigRequest.set:type_name -> floe.v1.AlterTopicConfigRequest.SetEntry
-	3,  // 9: floe.v1.AlterTopicConfigResponse.topic:type_name -> floe.v1.Topic
-	19, // 10: floe.v1.Record.headers:type_name -> floe.v1.Header
-	20, // 11: floe.v1.ProduceRequest.records:type_name -> floe.v1.Record
-	0,  // 12: floe.v1.ProduceRequest.compression:type_name -> floe.v1.Compression
-	21, // 13: floe.v1.ProduceStreamRequest.request:type_name -> floe.v1.ProduceRequest
-	22, // 14: floe.v1.ProduceStreamResponse.response:type_name -> floe.v1.ProduceResponse
-	20, // 15: floe.v1.FetchResponse.records:type_name -> floe.v1.Record
-	29, // 16: floe.v1.SubscribeRequest.start:type_name -> floe.v1.StartPosition
-	63, // 17: floe.v1.SubscribeRequest.offsets:type_name -> floe.v1.SubscribeRequest.OffsetsEntry
-	20, // 18: floe.v1.SubscribeResponse.records:type_name -> floe.v1.Record
-	59, // 19: floe.v1.SubscribeResponse.assignment:type_name -> floe.v1.GroupAssignment
-	1,  // 20: floe.v1.ListOffsetsRequest.spec:type_name -> floe.v1.OffsetSpec
-	33, // 21: floe.v1.ListOffsetsResponse.offsets:type_name -> floe.v1.PartitionOffset
-	35, // 22: floe.v1.GroupHeartbeatRequest.owned:type_name -> floe.v1.TopicPartition
-	35, // 23: floe.v1.GroupHeartbeatResponse.assigned:type_name -> floe.v1.TopicPartition
-	38, // 24: floe.v1.CommitOffsetsRequest.offsets:type_name -> floe.v1.OffsetCommit
-	35, // 25: floe.v1.FetchOffsetsRequest.partitions:type_name -> floe.v1.TopicPartition
-	42, // 26: floe.v1.FetchOffsetsResponse.offsets:type_name -> floe.v1.CommittedOffset
-	45, // 27: floe.v1.ListGroupsResponse.groups:type_name -> floe.v1.GroupListing
-	35, // 28: floe.v1.GroupMember.assigned:type_name -> floe.v1.TopicPartition
-	35, // 29: floe.v1.GroupMember.revoking:type_name -> floe.v1.TopicPartition
-	35, // 30: floe.v1.GroupMember.target:type_name -> floe.v1.TopicPartition
-	48, // 31: floe.v1.DescribeGroupResponse.members:type_name -> floe.v1.GroupMember
-	49, // 32: floe.v1.DescribeGroupResponse.partitions:type_name -> floe.v1.PartitionLag
-	35, // 33: floe.v1.ResetOffsetsRequest.partitions:type_name -> floe.v1.TopicPartition
-	2,  // 34: floe.v1.ResetOffsetsRequest.spec:type_name -> floe.v1.ResetSpec
-	54, // 35: floe.v1.ResetOffsetsResponse.plan:type_name -> floe.v1.OffsetResetPlan
-	58, // 36: floe.v1.GroupAssignment.partitions:type_name -> floe.v1.AssignedPartition
-	5,  // 37: floe.v1.TopicService.CreateTopic:input_type -> floe.v1.CreateTopicRequest
-	7,  // 38: floe.v1.TopicService.DeleteTopic:input_type -> floe.v1.DeleteTopicRequest
-	9,  // 39: floe.v1.TopicService.ListTopics:input_type -> floe.v1.ListTopicsRequest
-	11, // 40: floe.v1.TopicService.DescribeTopic:input_type -> floe.v1.DescribeTopicRequest
-	15, // 41: floe.v1.TopicService.AlterTopicConfig:input_type -> floe.v1.AlterTopicConfigRequest
-	17, // 42: floe.v1.TopicService.DeleteRecords:input_type -> floe.v1.DeleteRecordsRequest
-	21, // 43: floe.v1.LogService.Produce:input_type -> floe.v1.ProduceRequest
-	23, // 44: floe.v1.LogService.ProduceStream:input_type -> floe.v1.ProduceStreamRequest
-	25, // 45: floe.v1.LogService.InitProducer:input_type -> floe.v1.InitProducerRequest
-	27, // 46: floe.v1.LogService.Fetch:input_type -> floe.v1.FetchRequest
-	30, // 47: floe.v1.LogService.Subscribe:input_type -> floe.v1.SubscribeRequest
-	32, // 48: floe.v1.LogService.ListOffsets:input_type -> floe.v1.ListOffsetsRequest
-	36, // 49: floe.v1.GroupService.Heartbeat:input_type -> floe.v1.GroupHeartbeatRequest
-	39, // 50: floe.v1.GroupService.CommitOffsets:input_type -> floe.v1.CommitOffsetsRequest
-	41, // 51: floe.v1.GroupService.FetchOffsets:input_type -> floe.v1.FetchOffsetsRequest
-	44, // 52: floe.v1.GroupService.ListGroups:input_type -> floe.v1.ListGroupsRequest
-	47, // 53: floe.v1.GroupService.DescribeGroup:input_type -> floe.v1.DescribeGroupRequest
-	51, // 54: floe.v1.GroupService.DeleteGroup:input_type -> floe.v1.DeleteGroupRequest
-	53, // 55: floe.v1.GroupService.ResetOffsets:input_type -> floe.v1.ResetOffsetsRequest
-	56, // 56: floe.v1.GroupService.CopyOffsets:input_type -> floe.v1.CopyOffsetsRequest
-	6,  // 57: floe.v1.TopicService.CreateTopic:output_type -> floe.v1.CreateTopicResponse
-	8,  // 58: floe.v1.TopicService.DeleteTopic:output_type -> floe.v1.DeleteTopicResponse
-	10, // 59: floe.v1.TopicService.ListTopics:output_type -> floe.v1.ListTopicsResponse
-	12, // 60: floe.v1.TopicService.DescribeTopic:output_type -> floe.v1.DescribeTopicResponse
-	16, // 61: floe.v1.TopicService.AlterTopicConfig:output_type -> floe.v1.AlterTopicConfigResponse
-	18, // 62: floe.v1.TopicService.DeleteRecords:output_type -> floe.v1.DeleteRecordsResponse
-	22, // 63: floe.v1.LogService.Produce:output_type -> floe.v1.ProduceResponse
-	24, // 64: floe.v1.LogService.ProduceStream:output_type -> floe.v1.ProduceStreamResponse
-	26, // 65: floe.v1.LogService.InitProducer:output_type -> floe.v1.InitProducerResponse
-	28, // 66: floe.v1.LogService.Fetch:output_type -> floe.v1.FetchResponse
-	31, // 67: floe.v1.LogService.Subscribe:output_type -> floe.v1.SubscribeResponse
-	34, // 68: floe.v1.LogService.ListOffsets:output_type -> floe.v1.ListOffsetsResponse
-	37, // 69: floe.v1.GroupService.Heartbeat:output_type -> floe.v1.GroupHeartbeatResponse
-	40, // 70: floe.v1.GroupService.CommitOffsets:output_type -> floe.v1.CommitOffsetsResponse
-	43, // 71: floe.v1.GroupService.FetchOffsets:output_type -> floe.v1.FetchOffsetsResponse
-	46, // 72: floe.v1.GroupService.ListGroups:output_type -> floe.v1.ListGroupsResponse
-	50, // 73: floe.v1.GroupService.DescribeGroup:output_type -> floe.v1.DescribeGroupResponse
-	52, // 74: floe.v1.GroupService.DeleteGroup:output_type -> floe.v1.DeleteGroupResponse
-	55, // 75: floe.v1.GroupService.ResetOffsets:output_type -> floe.v1.ResetOffsetsResponse
-	57, // 76: floe.v1.GroupService.CopyOffsets:output_type -> floe.v1.CopyOffsetsResponse
-	57, // [57:77] is the sub-list for method output_type
-	37, // [37:57] is the sub-list for method input_type
-	37, // [37:37] is the sub-list for extension type_name
-	37, // [37:37] is the sub-list for extension extendee
-	0,  // [0:37] is the sub-list for field type_name
+	14, // 6: floe.v1.DescribeTopicResponse.storage:type_name -> floe.v1.TopicStorage
+	15, // 7: floe.v1.DescribeTopicResponse.deletion_queue:type_name -> floe.v1.DeletionQueue
+	13, // 8: floe.v1.DescribeTopicResponse.iceberg:type_name -> floe.v1.IcebergOutput
+	63, // 9: floe.v1.AlterTopicConfigRequest.set:type_name -> floe.v1.AlterTopicConfigRequest.SetEntry
+	3,  // 10: floe.v1.AlterTopicConfigResponse.topic:type_name -> floe.v1.Topic
+	20, // 11: floe.v1.Record.headers:type_name -> floe.v1.Header
+	21, // 12: floe.v1.ProduceRequest.records:type_name -> floe.v1.Record
+	0,  // 13: floe.v1.ProduceRequest.compression:type_name -> floe.v1.Compression
+	22, // 14: floe.v1.ProduceStreamRequest.request:type_name -> floe.v1.ProduceRequest
+	23, // 15: floe.v1.ProduceStreamResponse.response:type_name -> floe.v1.ProduceResponse
+	21, // 16: floe.v1.FetchResponse.records:type_name -> floe.v1.Record
+	30, // 17: floe.v1.SubscribeRequest.start:type_name -> floe.v1.StartPosition
+	64, // 18: floe.v1.SubscribeRequest.offsets:type_name -> floe.v1.SubscribeRequest.OffsetsEntry
+	21, // 19: floe.v1.SubscribeResponse.records:type_name -> floe.v1.Record
+	60, // 20: floe.v1.SubscribeResponse.assignment:type_name -> floe.v1.GroupAssignment
+	1,  // 21: floe.v1.ListOffsetsRequest.spec:type_name -> floe.v1.OffsetSpec
+	34, // 22: floe.v1.ListOffsetsResponse.offsets:type_name -> floe.v1.PartitionOffset
+	36, // 23: floe.v1.GroupHeartbeatRequest.owned:type_name -> floe.v1.TopicPartition
+	36, // 24: floe.v1.GroupHeartbeatResponse.assigned:type_name -> floe.v1.TopicPartition
+	39, // 25: floe.v1.CommitOffsetsRequest.offsets:type_name -> floe.v1.OffsetCommit
+	36, // 26: floe.v1.FetchOffsetsRequest.partitions:type_name -> floe.v1.TopicPartition
+	43, // 27: floe.v1.FetchOffsetsResponse.offsets:type_name -> floe.v1.CommittedOffset
+	46, // 28: floe.v1.ListGroupsResponse.groups:type_name -> floe.v1.GroupListing
+	36, // 29: floe.v1.GroupMember.assigned:type_name -> floe.v1.TopicPartition
+	36, // 30: floe.v1.GroupMember.revoking:type_name -> floe.v1.TopicPartition
+	36, // 31: floe.v1.GroupMember.target:type_name -> floe.v1.TopicPartition
+	49, // 32: floe.v1.DescribeGroupResponse.members:type_name -> floe.v1.GroupMember
+	50, // 33: floe.v1.DescribeGroupResponse.partitions:type_name -> floe.v1.PartitionLag
+	36, // 34: floe.v1.ResetOffsetsRequest.partitions:type_name -> floe.v1.TopicPartition
+	2,  // 35: floe.v1.ResetOffsetsRequest.spec:type_name -> floe.v1.ResetSpec
+	55, // 36: floe.v1.ResetOffsetsResponse.plan:type_name -> floe.v1.OffsetResetPlan
+	59, // 37: floe.v1.GroupAssignment.partitions:type_name -> floe.v1.AssignedPartition
+	5,  // 38: floe.v1.TopicService.CreateTopic:input_type -> floe.v1.CreateTopicRequest
+	7,  // 39: floe.v1.TopicService.DeleteTopic:input_type -> floe.v1.DeleteTopicRequest
+	9,  // 40: floe.v1.TopicService.ListTopics:input_type -> floe.v1.ListTopicsRequest
+	11, // 41: floe.v1.TopicService.DescribeTopic:input_type -> floe.v1.DescribeTopicRequest
+	16, // 42: floe.v1.TopicService.AlterTopicConfig:input_type -> floe.v1.AlterTopicConfigRequest
+	18, // 43: floe.v1.TopicService.DeleteRecords:input_type -> floe.v1.DeleteRecordsRequest
+	22, // 44: floe.v1.LogService.Produce:input_type -> floe.v1.ProduceRequest
+	24, // 45: floe.v1.LogService.ProduceStream:input_type -> floe.v1.ProduceStreamRequest
+	26, // 46: floe.v1.LogService.InitProducer:input_type -> floe.v1.InitProducerRequest
+	28, // 47: floe.v1.LogService.Fetch:input_type -> floe.v1.FetchRequest
+	31, // 48: floe.v1.LogService.Subscribe:input_type -> floe.v1.SubscribeRequest
+	33, // 49: floe.v1.LogService.ListOffsets:input_type -> floe.v1.ListOffsetsRequest
+	37, // 50: floe.v1.GroupService.Heartbeat:input_type -> floe.v1.GroupHeartbeatRequest
+	40, // 51: floe.v1.GroupService.CommitOffsets:input_type -> floe.v1.CommitOffsetsRequest
+	42, // 52: floe.v1.GroupService.FetchOffsets:input_type -> floe.v1.FetchOffsetsRequest
+	45, // 53: floe.v1.GroupService.ListGroups:input_type -> floe.v1.ListGroupsRequest
+	48, // 54: floe.v1.GroupService.DescribeGroup:input_type -> floe.v1.DescribeGroupRequest
+	52, // 55: floe.v1.GroupService.DeleteGroup:input_type -> floe.v1.DeleteGroupRequest
+	54, // 56: floe.v1.GroupService.ResetOffsets:input_type -> floe.v1.ResetOffsetsRequest
+	57, // 57: floe.v1.GroupService.CopyOffsets:input_type -> floe.v1.CopyOffsetsRequest
+	6,  // 58: floe.v1.TopicService.CreateTopic:output_type -> floe.v1.CreateTopicResponse
+	8,  // 59: floe.v1.TopicService.DeleteTopic:output_type -> floe.v1.DeleteTopicResponse
+	10, // 60: floe.v1.TopicService.ListTopics:output_type -> floe.v1.ListTopicsResponse
+	12, // 61: floe.v1.TopicService.DescribeTopic:output_type -> floe.v1.DescribeTopicResponse
+	17, // 62: floe.v1.TopicService.AlterTopicConfig:output_type -> floe.v1.AlterTopicConfigResponse
+	19, // 63: floe.v1.TopicService.DeleteRecords:output_type -> floe.v1.DeleteRecordsResponse
+	23, // 64: floe.v1.LogService.Produce:output_type -> floe.v1.ProduceResponse
+	25, // 65: floe.v1.LogService.ProduceStream:output_type -> floe.v1.ProduceStreamResponse
+	27, // 66: floe.v1.LogService.InitProducer:output_type -> floe.v1.InitProducerResponse
+	29, // 67: floe.v1.LogService.Fetch:output_type -> floe.v1.FetchResponse
+	32, // 68: floe.v1.LogService.Subscribe:output_type -> floe.v1.SubscribeResponse
+	35, // 69: floe.v1.LogService.ListOffsets:output_type -> floe.v1.ListOffsetsResponse
+	38, // 70: floe.v1.GroupService.Heartbeat:output_type -> floe.v1.GroupHeartbeatResponse
+	41, // 71: floe.v1.GroupService.CommitOffsets:output_type -> floe.v1.CommitOffsetsResponse
+	44, // 72: floe.v1.GroupService.FetchOffsets:output_type -> floe.v1.FetchOffsetsResponse
+	47, // 73: floe.v1.GroupService.ListGroups:output_type -> floe.v1.ListGroupsResponse
+	51, // 74: floe.v1.GroupService.DescribeGroup:output_type -> floe.v1.DescribeGroupResponse
+	53, // 75: floe.v1.GroupService.DeleteGroup:output_type -> floe.v1.DeleteGroupResponse
+	56, // 76: floe.v1.GroupService.ResetOffsets:output_type -> floe.v1.ResetOffsetsResponse
+	58, // 77: floe.v1.GroupService.CopyOffsets:output_type -> floe.v1.CopyOffsetsResponse
+	58, // [58:78] is the sub-list for method output_type
+	38, // [38:58] is the sub-list for method input_type
+	38, // [38:38] is the sub-list for extension type_name
+	38, // [38:38] is the sub-list for extension extendee
+	0,  // [0:38] is the sub-list for field type_name
 }
 
 func init() { file_floe_v1_floe_proto_init() }
@@ -4426,9 +4542,9 @@ func file_floe_v1_floe_proto_init() {
 	if File_floe_v1_floe_proto != nil {
 		return
 	}
-	file_floe_v1_floe_proto_msgTypes[17].OneofWrappers = []any{}
 	file_floe_v1_floe_proto_msgTypes[18].OneofWrappers = []any{}
-	file_floe_v1_floe_proto_msgTypes[26].OneofWrappers = []any{
+	file_floe_v1_floe_proto_msgTypes[19].OneofWrappers = []any{}
+	file_floe_v1_floe_proto_msgTypes[27].OneofWrappers = []any{
 		(*StartPosition_Earliest)(nil),
 		(*StartPosition_Latest)(nil),
 		(*StartPosition_Offset)(nil),
@@ -4440,7 +4556,7 @@ func file_floe_v1_floe_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_floe_v1_floe_proto_rawDesc), len(file_floe_v1_floe_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   61,
+			NumMessages:   62,
 			NumExtensions: 0,
 			NumServices:   3,
 		},

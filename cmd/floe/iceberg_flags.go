@@ -1,0 +1,102 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/floe-broker/floe/compactor"
+	"github.com/floe-broker/floe/iceberg"
+	"github.com/floe-broker/floe/objectstore/s3store"
+)
+
+// IcebergSettings are the compactor's Iceberg output (floe compactor and
+// floe dev): whether it writes the topics' tables, and how. The tags are
+// those of the settings of a YAML config file.
+type IcebergSettings struct {
+	Enabled        bool   `yaml:"enabled" flag:"iceberg" help:"write each topic (iceberg.enabled=true, the default) to its Iceberg table; retention waits for the table"`
+	Namespace      string `yaml:"namespace" flag:"iceberg-namespace" help:"Iceberg namespace of the tables ([a-z0-9_], no dots)"`
+	Catalog        string `yaml:"catalog" flag:"iceberg-catalog" help:"catalog name in the catalog tables (Spark and Trino must use the same)"`
+	Prefix         string `yaml:"prefix" flag:"iceberg-prefix" cmds:"compactor" help:"warehouse prefix inside the bucket, under the S3 prefix (floe compactor; floe dev uses DATA/warehouse)"`
+	TargetFileSize int64  `yaml:"target_file_size" flag:"iceberg-target-file-size" check:"positive" help:"target size of a table's data files, bytes"`
+	MaxBytes       int64  `yaml:"max_bytes" flag:"iceberg-max-bytes" check:"positive" help:"log bytes one pass appends to one table at most (held in memory as rows)"`
+}
+
+// DefaultIcebergSettings are the defaults: tables on, namespace and
+// catalog floe, warehouse prefix iceberg.
+func DefaultIcebergSettings() IcebergSettings {
+	return IcebergSettings{Enabled: true, Namespace: iceberg.DefaultNamespace, Catalog: iceberg.DefaultCatalogName, Prefix: "iceberg",
+		TargetFileSize: iceberg.DefaultTargetFileSize, MaxBytes: compactor.DefaultConfig().IcebergMaxBytes}
+}
+
+func (s IcebergSettings) options() iceberg.Options {
+	return iceberg.Options{Namespace: s.Namespace, TargetFileSize: s.TargetFileSize}
+}
+
+// postgresConfig is floe compactor's catalog: iceberg-go's SQL catalog in
+// the metadata PostgreSQL, the warehouse in the log's bucket under its
+// own prefix (under the log's S3 prefix), with the compactor's S3
+// settings.
+func (s IcebergSettings) postgresConfig(pgURL string, s3c s3store.Config, s3Prefix string) iceberg.Config {
+	cfg := iceberg.DefaultPostgresConfig(pgURL, s3c.Bucket)
+	parts := []string{s3c.Bucket}
+	for _, p := range []string{s3Prefix, s.Prefix} {
+		if p = strings.Trim(p, "/"); p != "" {
+			parts = append(parts, p)
+		}
+	}
+	cfg.Warehouse = "s3://" + strings.Join(parts, "/")
+	cfg.CatalogName, cfg.Options = s.Catalog, s.options()
+	cfg.S3Endpoint, cfg.S3AccessKey, cfg.S3SecretKey = s3c.Endpoint, s3c.AccessKey, s3c.SecretKey
+	if s3c.Region != "" {
+		cfg.S3Region = s3c.Region
+	}
+	return cfg
+}
+
+// sqliteConfig is floe dev's catalog: a SQLite file and a warehouse
+// folder under the data folder.
+func (s IcebergSettings) sqliteConfig(dataDir string) (iceberg.Config, error) {
+	abs, err := filepath.Abs(dataDir)
+	if err != nil {
+		return iceberg.Config{}, fmt.Errorf("data folder: %w", err)
+	}
+	cfg := iceberg.DefaultSQLiteConfig(abs)
+	cfg.CatalogName, cfg.Options = s.Catalog, s.options()
+	return cfg, nil
+}
+
+// setup opens cfg's catalog into d (nothing when the tables are off) and
+// returns what closes it.
+func (s IcebergSettings) setup(ctx context.Context, d *compactor.Config, cfg iceberg.Config, log *slog.Logger) (closeFn func(), err error) {
+	if !s.Enabled {
+		return func() {}, nil
+	}
+	if s.MaxBytes < 1 {
+		return nil, fmt.Errorf("flag -iceberg-max-bytes: %d must be >= 1", s.MaxBytes)
+	}
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	w, err := iceberg.Open(ctx, cfg, log)
+	if err != nil {
+		return nil, fmt.Errorf("iceberg catalog: %w", err)
+	}
+	d.Iceberg, d.IcebergMaxBytes = w, s.MaxBytes
+	return func() {
+		if err := w.Close(); err != nil {
+			log.Warn("close iceberg catalog", "err", err)
+		}
+	}, nil
+}
+
+// devSetup is setup for floe dev: the catalog and warehouse in dataDir.
+func (s IcebergSettings) devSetup(ctx context.Context, d *compactor.Config, dataDir string, log *slog.Logger) (closeFn func(), err error) {
+	cfg, err := s.sqliteConfig(dataDir)
+	if err != nil {
+		return nil, err
+	}
+	return s.setup(ctx, d, cfg, log)
+}

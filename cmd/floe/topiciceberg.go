@@ -1,0 +1,40 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"text/tabwriter"
+	"time"
+
+	floev1 "github.com/floe-broker/floe/api/floe/v1"
+)
+
+// printIceberg adds the topic's Iceberg output to `floe topic describe`:
+// its settings, the table's watermark per partition as the compactor last
+// recorded it, and whether retention waits for the table.
+func printIceberg(w io.Writer, resp *floev1.DescribeTopicResponse) {
+	ic := resp.GetIceberg()
+	if ic == nil {
+		return
+	}
+	if !ic.GetEnabled() {
+		fmt.Fprintln(w, "iceberg: off (iceberg.enabled=false)")
+		return
+	}
+	lag := time.Duration(ic.GetLagMs()) * time.Millisecond
+	if !ic.GetKnown() {
+		fmt.Fprintf(w, "iceberg: on, lag %s; no table watermark recorded yet (retention waits for the table while a compactor writes tables)\n", lag)
+		return
+	}
+	fmt.Fprintf(w, "iceberg: on, lag %s; the table trails the log by %d offsets\n", lag, ic.GetTrailingOffsets())
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "PARTITION\tTABLE WATERMARK\tRETENTION")
+	for _, p := range resp.GetPartitions() {
+		state := "free"
+		if p.GetRetentionWaitsForIceberg() {
+			state = fmt.Sprintf("waits for iceberg (keeps offsets >= %d)", p.GetIcebergWatermark())
+		}
+		fmt.Fprintf(tw, "%d\t%d\t%s\n", p.GetPartition(), p.GetIcebergWatermark(), state)
+	}
+	tw.Flush()
+}

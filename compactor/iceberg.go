@@ -1,0 +1,203 @@
+package compactor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"time"
+
+	"github.com/floe-broker/floe/iceberg"
+	"github.com/floe-broker/floe/kbatch"
+	"github.com/floe-broker/floe/metadata"
+)
+
+// The Iceberg job appends each topic's committed batches to the topic's
+// table (package iceberg) once they are iceberg.lag old, one Append (one
+// snapshot) per table per pass, bounded by IcebergMaxBytes of batches.
+// A table is written under its own lease (metadata.IcebergLease),
+// released after its pass, so that replicas, which visit the tables in
+// random order, spread the tables between them; the lease's cursor keeps
+// the table's watermark for DescribeTopic. Append is exactly once by the
+// table's watermark: after any failure the next pass starts again from the
+// watermark it reloads.
+
+// icebergPass appends to every enabled topic's table.
+func (c *Compactor) icebergPass(ctx context.Context, r *Report) error {
+	topics, err := c.meta.ListTopics(ctx)
+	if err != nil {
+		return err
+	}
+	rand.Shuffle(len(topics), func(i, j int) { topics[i], topics[j] = topics[j], topics[i] })
+	var errs []error
+	for _, t := range topics {
+		ic, err := metadata.ParseIceberg(t.Config)
+		if err != nil || !ic.Enabled {
+			continue
+		}
+		lease := metadata.IcebergLease(t.Name)
+		held, err := c.hold(ctx, lease)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if !held {
+			r.NotHeld = append(r.NotHeld, lease)
+			continue
+		}
+		wm, err := c.icebergTable(ctx, t, ic, r)
+		if err == nil {
+			_, err = c.meta.SetJobCursor(ctx, lease, c.cfg.Owner, metadata.FormatIcebergCursor(t.ID, wm))
+		}
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		if rerr := c.meta.ReleaseLease(rctx, lease, c.cfg.Owner); rerr != nil {
+			c.log.Debug("release lease", "job", lease, "err", rerr)
+		}
+		cancel()
+		if errors.Is(err, metadata.ErrTopicNotFound) {
+			continue
+		}
+		if err != nil {
+			c.m.icebergFailures.Inc()
+			errs = append(errs, fmt.Errorf("topic %s: %w", t.Name, err))
+		}
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// icebergTable makes one append to t's table: per partition, the batches
+// from the table's watermark on that are older than ic.Lag. It returns the
+// table's watermark after it.
+func (c *Compactor) icebergTable(ctx context.Context, t metadata.Topic, ic metadata.Iceberg, r *Report) (iceberg.Watermark, error) {
+	w := c.cfg.Iceberg
+	if err := c.retireStaleTable(ctx, t); err != nil {
+		return nil, err
+	}
+	have, err := w.Watermark(ctx, t.Name)
+	if err != nil {
+		return nil, err
+	}
+	now, err := c.meta.Now(ctx)
+	if err != nil {
+		return nil, err
+	}
+	cutoff := now.Add(-ic.Lag).UnixMilli()
+	states, err := c.meta.PartitionStates(ctx, t.ID)
+	if err != nil {
+		return nil, err
+	}
+	// A budget per partition, so that a busy partition does not starve
+	// the others.
+	budget := max(c.cfg.IcebergMaxBytes/int64(max(len(states), 1)), 1)
+	want := iceberg.Watermark{}
+	var (
+		rows    []iceberg.Row
+		batches int
+		bytes   int64
+	)
+	for _, st := range states {
+		start := icebergStart(have[st.Partition], st.LogStartOffset)
+		if start >= st.HighWatermark {
+			if start > have[st.Partition] {
+				want[st.Partition] = start
+			}
+			continue
+		}
+		refs, _, err := c.meta.FindBatches(ctx, t.ID, st.Partition, start, budget)
+		var oor *metadata.OffsetOutOfRangeError
+		if errors.As(err, &oor) {
+			continue // retention moved meanwhile: the next pass starts from the new log start
+		}
+		if err != nil {
+			return nil, err
+		}
+		n, next, nb := icebergTake(refs, start, cutoff, budget)
+		if next > have[st.Partition] {
+			want[st.Partition] = next
+		}
+		if n == 0 {
+			continue
+		}
+		raw, err := c.readBatches(ctx, refs[:n])
+		if err != nil {
+			return nil, err
+		}
+		for i, b := range refs[:n] {
+			appendTime := time.UnixMilli(b.LogAppendTime)
+			err := eachKafkaBatch(raw[i], b.BaseOffset, func(base int64, info kbatch.Info, kb []byte) error {
+				_, recs, err := kbatch.DecodeStored(kb, 0)
+				if err != nil {
+					return err
+				}
+				for j := range recs {
+					recs[j].Offset = base + recs[j].Offset - info.BaseOffset
+				}
+				recs = slices.DeleteFunc(recs, func(rec kbatch.Record) bool { return rec.Offset < start })
+				rows = iceberg.AppendRecords(rows, st.Partition, appendTime, recs)
+				return nil
+			})
+			if err != nil {
+				return nil, fmt.Errorf("batch %d of %s: %w", b.BaseOffset, b.FileKey, err)
+			}
+		}
+		batches += n
+		bytes += nb
+	}
+	if len(want) == 0 {
+		return have, nil
+	}
+	if err := c.renew(ctx, metadata.IcebergLease(t.Name)); err != nil {
+		return nil, err
+	}
+	started := time.Now()
+	res, err := w.Append(ctx, t.Name, rows, have.Merge(want))
+	if err != nil {
+		return nil, err
+	}
+	r.IcebergAppends++
+	r.IcebergRows += res.Rows
+	c.m.icebergRows.Add(float64(res.Rows))
+	c.m.icebergBytes.Add(float64(bytes))
+	c.log.Info("table appended", "topic", t.Name, "batches", batches, "rows", res.Rows, "files", res.Files,
+		"bytes", res.Bytes, "watermark", res.Watermark.String(), "attempts", res.Attempts, "took", time.Since(started))
+	return res.Watermark, nil
+}
+
+// readBatches returns the bytes of each batch, one range GET per file
+// (from its first batch to its last).
+func (c *Compactor) readBatches(ctx context.Context, refs []metadata.BatchRef) ([][]byte, error) {
+	bs := make([]metadata.CompactBatch, len(refs))
+	for i, b := range refs {
+		bs[i] = metadata.CompactBatch{FileKey: b.FileKey, FileSize: b.FileSize, ByteOffset: b.ByteOffset, ByteLength: b.ByteLength}
+	}
+	return c.readSection(ctx, bs)
+}
+
+// icebergHold returns the watermark of t's table that retention must not
+// pass, or nil when retention need not wait (no table writer, or the
+// topic's table is off).
+func (c *Compactor) icebergHold(ctx context.Context, t metadata.Topic) (map[int32]int64, error) {
+	if c.cfg.Iceberg == nil {
+		return nil, nil
+	}
+	ic, err := metadata.ParseIceberg(t.Config)
+	if err != nil || !ic.Enabled {
+		return nil, nil
+	}
+	hold := map[int32]int64{}
+	if _, stale, err := c.staleTable(ctx, t); err != nil || stale {
+		return hold, err // the table is a deleted topic's: hold everything until it is renamed
+	}
+	wm, err := c.cfg.Iceberg.Watermark(ctx, t.Name)
+	if err != nil {
+		return nil, fmt.Errorf("table watermark: %w", err)
+	}
+	for p, o := range wm {
+		hold[p] = o
+	}
+	return hold, nil
+}
