@@ -304,8 +304,23 @@ func TestConsoleInChromium(t *testing.T) {
 	if len(dots) != len(lag.Groups) {
 		t.Errorf("chart marks %d last samples, API has %d groups", len(dots), len(lag.Groups))
 	}
-	if !strings.Contains(dom, `data-check="iceberg-pending"`) {
-		t.Error("no Iceberg placeholder")
+	// The Iceberg section lists the tables the API lists (floe dev writes
+	// every topic's table), under their names.
+	var ice struct {
+		Available bool `json:"available"`
+		Tables    []struct {
+			Namespace string `json:"namespace"`
+			Table     string `json:"table"`
+		} `json:"tables"`
+	}
+	getJSON(t, base+"/console/api/iceberg", &ice)
+	if !ice.Available || len(ice.Tables) != len(topics.Topics) {
+		t.Errorf("iceberg API: %+v, want one table per topic (%d)", ice, len(topics.Topics))
+	}
+	for _, tb := range ice.Tables {
+		if !strings.Contains(dom, tb.Namespace+"."+tb.Table) {
+			t.Errorf("page does not show Iceberg table %s.%s", tb.Namespace, tb.Table)
+		}
 	}
 
 	// The marked-up name is text: escaped in the text, no <b> element.

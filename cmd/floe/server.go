@@ -23,6 +23,7 @@ import (
 	"github.com/floe-broker/floe/agent"
 	"github.com/floe-broker/floe/batcher"
 	"github.com/floe-broker/floe/console"
+	"github.com/floe-broker/floe/iceberg"
 	"github.com/floe-broker/floe/metadata"
 	"github.com/floe-broker/floe/objectstore"
 )
@@ -107,11 +108,16 @@ func serve(ctx context.Context, sc serverConfig, open openFunc, reg *prometheus.
 	opts = append(opts, agent.GRPCServerOptions(sc.Agent, log)...)
 	gs := grpc.NewServer(append(opts, grpc.MaxConcurrentStreams(1024))...)
 	late := &lateAgent{}
-	cons := console.New(console.Options{Logger: log, Source: func() console.Source {
+	source := func() console.Source {
 		if a := late.ag.Load(); a != nil {
 			return a
 		}
 		return nil // the agent is starting
+	}
+	cons := console.New(console.Options{Logger: log, Source: source, Iceberg: func() console.IcebergSource {
+		// The tables' names and lag as the agent knows them (the
+		// compactor records each table's watermark in the metadata).
+		return console.TopicTables(source, iceberg.DefaultNamespace, iceberg.TableName, 500)
 	}})
 	defer cons.Close()
 	mux.Handle("/console/", cons) // the read-only web console (package console)

@@ -179,10 +179,10 @@
       data.tables.map(t => el("tr", {},
         el("td", { class: "text" }, t.topic),
         el("td", { class: "text" }, t.namespace + "." + t.table),
-        el("td", { class: "text" }, t.snapshotId ? String(t.snapshotId) : "none"),
+        el("td", { class: "text" }, t.snapshotId ? String(t.snapshotId) : "—"),
         cell(t.snapshotId ? new Date(t.snapshotTime).toLocaleString("en-GB") : "—"),
         cell(num(t.compactionLagRecords)),
-        cell(duration(t.compactionLagMs))))));
+        cell(t.compactionLagMs ? duration(t.compactionLagMs) : "—")))));
   }
 
   let rounds = 0;

@@ -1,0 +1,58 @@
+package console
+
+import (
+	"context"
+
+	floev1 "github.com/floe-broker/floe/api/floe/v1"
+)
+
+// TopicTables is an IcebergSource read from the agent's topic
+// descriptions: every topic with Iceberg output on, its table name (by
+// tableName, the compactor's naming), and how many offsets the table
+// trails the log, from the watermarks the compactor records. An agent does
+// not open the Iceberg catalog, so the snapshot id and time stay zero and
+// the lag is in records only.
+func TopicTables(src func() Source, namespace string, tableName func(topic string) string, maxTopics int) IcebergSource {
+	return &topicTables{src: src, namespace: namespace, tableName: tableName, max: maxTopics}
+}
+
+type topicTables struct {
+	src       func() Source
+	namespace string
+	tableName func(string) string
+	max       int
+}
+
+func (t *topicTables) IcebergTables(ctx context.Context) ([]IcebergTable, error) {
+	s := t.src()
+	if s == nil {
+		return nil, nil
+	}
+	lt, err := s.ListTopics(ctx, &floev1.ListTopicsRequest{})
+	if err != nil {
+		return nil, err
+	}
+	var out []IcebergTable
+	for i, tp := range lt.GetTopics() {
+		if t.max > 0 && i >= t.max {
+			break
+		}
+		d, err := s.DescribeTopic(ctx, &floev1.DescribeTopicRequest{Name: tp.GetName()})
+		if err != nil {
+			continue // deleted meanwhile
+		}
+		ice := d.GetIceberg()
+		if ice == nil || !ice.GetEnabled() {
+			continue
+		}
+		lag := ice.GetTrailingOffsets()
+		if !ice.GetKnown() { // no table written yet: it trails the whole log
+			for _, p := range d.GetPartitions() {
+				lag += max(0, p.GetHighWatermark()-p.GetLogStartOffset())
+			}
+		}
+		out = append(out, IcebergTable{Topic: tp.GetName(), Namespace: t.namespace, Table: t.tableName(tp.GetName()),
+			CompactionLagRecords: lag})
+	}
+	return out, nil
+}
