@@ -82,9 +82,9 @@ type S3Settings struct {
 	Bucket    string `yaml:"bucket" flag:"s3-bucket" help:"S3 bucket (required; it must exist and accept writes: checked at start)"`
 	Prefix    string `yaml:"prefix" flag:"s3-prefix" help:"key prefix inside the bucket (the same for agents and compactor)"`
 	Endpoint  string `yaml:"endpoint" flag:"s3-endpoint" help:"S3 endpoint URL for S3-compatible stores (empty: AWS)"`
-	Region    string `yaml:"region" flag:"s3-region" env:"AWS_REGION" help:"S3 region"`
+	Region    string `yaml:"region" flag:"s3-region" env:"AWS_REGION" help:"S3 region (AWS_REGION is read too)"`
 	AccessKey string `yaml:"access_key" flag:"s3-access-key" help:"S3 access key (empty: the AWS credential chain, e.g. AWS_ACCESS_KEY_ID)"`
-	SecretKey string `yaml:"secret_key" flag:"s3-secret-key" secret:"all" help:"S3 secret key (empty: the AWS credential chain)"`
+	SecretKey string `yaml:"secret_key" flag:"s3-secret-key" secret:"all" help:"S3 secret key (empty: the AWS credential chain, e.g. AWS_SECRET_ACCESS_KEY)"`
 	PathStyle bool   `yaml:"path_style" flag:"s3-path-style" help:"path-style addressing (most S3-compatible servers)"`
 }
 
