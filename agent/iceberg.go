@@ -36,6 +36,9 @@ func (a *Agent) describeIceberg(ctx context.Context, d metadata.TopicDescription
 	ret, err := metadata.ParseRetention(d.Topic.Config)
 	trimmed := err == nil && ret.Delete
 	out.Known = true
+	if id, ms, ok := metadata.ParseIcebergSnapshot(cur); ok {
+		out.SnapshotId, out.SnapshotTimeMs = id, ms
+	}
 	for _, p := range resp.Partitions {
 		p.IcebergWatermark = wm[p.Partition]
 		out.TrailingOffsets += icebergTrailing(p.LogStartOffset, p.HighWatermark, p.IcebergWatermark)

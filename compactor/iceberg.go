@@ -46,9 +46,21 @@ func (c *Compactor) icebergPass(ctx context.Context, r *Report) error {
 			r.NotHeld = append(r.NotHeld, lease)
 			continue
 		}
-		wm, err := c.icebergTable(ctx, t, ic, r)
+		wm, snap, err := c.icebergAppend(ctx, t, ic, r)
 		if err == nil {
-			_, err = c.meta.SetJobCursor(ctx, lease, c.cfg.Owner, metadata.FormatIcebergCursor(t.ID, wm))
+			cur := metadata.FormatIcebergCursor(t.ID, wm)
+			// The table's last snapshot (for describe and the console):
+			// this pass's, or the one the cursor held before.
+			if snap != 0 {
+				cur = metadata.WithIcebergSnapshot(cur, snap, time.Now().UnixMilli())
+			} else if old, cerr := c.meta.JobCursor(ctx, lease); cerr == nil {
+				if id, ms, ok := metadata.ParseIcebergSnapshot(old); ok {
+					if _, same := metadata.ParseIcebergCursor(old, t.ID); same {
+						cur = metadata.WithIcebergSnapshot(cur, id, ms)
+					}
+				}
+			}
+			_, err = c.meta.SetJobCursor(ctx, lease, c.cfg.Owner, cur)
 		}
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		if rerr := c.meta.ReleaseLease(rctx, lease, c.cfg.Owner); rerr != nil {
@@ -73,22 +85,29 @@ func (c *Compactor) icebergPass(ctx context.Context, r *Report) error {
 // from the table's watermark on that are older than ic.Lag. It returns the
 // table's watermark after it.
 func (c *Compactor) icebergTable(ctx context.Context, t metadata.Topic, ic metadata.Iceberg, r *Report) (iceberg.Watermark, error) {
+	wm, _, err := c.icebergAppend(ctx, t, ic, r)
+	return wm, err
+}
+
+// icebergAppend is icebergTable that also returns the snapshot it
+// committed (0 when none).
+func (c *Compactor) icebergAppend(ctx context.Context, t metadata.Topic, ic metadata.Iceberg, r *Report) (iceberg.Watermark, int64, error) {
 	w := c.cfg.Iceberg
 	if err := c.retireStaleTable(ctx, t); err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	have, err := w.Watermark(ctx, t.Name)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	now, err := c.meta.Now(ctx)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	cutoff := now.Add(-ic.Lag).UnixMilli()
 	states, err := c.meta.PartitionStates(ctx, t.ID)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	// A budget per partition, so that a busy partition does not starve
 	// the others.
@@ -113,7 +132,7 @@ func (c *Compactor) icebergTable(ctx context.Context, t metadata.Topic, ic metad
 			continue // retention moved meanwhile: the next pass starts from the new log start
 		}
 		if err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 		n, next, nb := icebergTake(refs, start, cutoff, budget)
 		if next > have[st.Partition] {
@@ -124,7 +143,7 @@ func (c *Compactor) icebergTable(ctx context.Context, t metadata.Topic, ic metad
 		}
 		raw, err := c.readBatches(ctx, refs[:n])
 		if err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 		for i, b := range refs[:n] {
 			appendTime := time.UnixMilli(b.LogAppendTime)
@@ -141,22 +160,22 @@ func (c *Compactor) icebergTable(ctx context.Context, t metadata.Topic, ic metad
 				return nil
 			})
 			if err != nil {
-				return nil, fmt.Errorf("batch %d of %s: %w", b.BaseOffset, b.FileKey, err)
+				return nil, 0, fmt.Errorf("batch %d of %s: %w", b.BaseOffset, b.FileKey, err)
 			}
 		}
 		batches += n
 		bytes += nb
 	}
 	if len(want) == 0 {
-		return have, nil
+		return have, 0, nil
 	}
 	if err := c.renew(ctx, metadata.IcebergLease(t.Name)); err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	started := time.Now()
 	res, err := w.Append(ctx, t.Name, rows, have.Merge(want))
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	r.IcebergAppends++
 	r.IcebergRows += res.Rows
@@ -164,7 +183,7 @@ func (c *Compactor) icebergTable(ctx context.Context, t metadata.Topic, ic metad
 	c.m.icebergBytes.Add(float64(bytes))
 	c.log.Info("table appended", "topic", t.Name, "batches", batches, "rows", res.Rows, "files", res.Files,
 		"bytes", res.Bytes, "watermark", res.Watermark.String(), "attempts", res.Attempts, "took", time.Since(started))
-	return res.Watermark, nil
+	return res.Watermark, res.SnapshotID, nil
 }
 
 // readBatches returns the bytes of each batch, one range GET per file

@@ -2,6 +2,7 @@ package console
 
 import (
 	"context"
+	"time"
 
 	floev1 "github.com/floe-broker/floe/api/floe/v1"
 )
@@ -9,9 +10,9 @@ import (
 // TopicTables is an IcebergSource read from the agent's topic
 // descriptions: every topic with Iceberg output on, its table name (by
 // tableName, the compactor's naming), and how many offsets the table
-// trails the log, from the watermarks the compactor records. An agent does
-// not open the Iceberg catalog, so the snapshot id and time stay zero and
-// the lag is in records only.
+// trails the log, and its last snapshot, from what the compactor records in
+// the metadata store. An agent does not open the Iceberg catalog: the lag
+// is in records only.
 func TopicTables(src func() Source, namespace string, tableName func(topic string) string, maxTopics int) IcebergSource {
 	return &topicTables{src: src, namespace: namespace, tableName: tableName, max: maxTopics}
 }
@@ -51,8 +52,12 @@ func (t *topicTables) IcebergTables(ctx context.Context) ([]IcebergTable, error)
 				lag += max(0, p.GetHighWatermark()-p.GetLogStartOffset())
 			}
 		}
-		out = append(out, IcebergTable{Topic: tp.GetName(), Namespace: t.namespace, Table: t.tableName(tp.GetName()),
-			CompactionLagRecords: lag})
+		tb := IcebergTable{Topic: tp.GetName(), Namespace: t.namespace, Table: t.tableName(tp.GetName()),
+			CompactionLagRecords: lag, SnapshotID: ice.GetSnapshotId()}
+		if ms := ice.GetSnapshotTimeMs(); ms > 0 {
+			tb.SnapshotTime = time.UnixMilli(ms).UTC()
+		}
+		out = append(out, tb)
 	}
 	return out, nil
 }

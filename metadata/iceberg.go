@@ -101,6 +101,7 @@ func ParseIcebergCursor(s string, topicID int64) (wm map[int32]int64, ok bool) {
 	if n, err := strconv.ParseInt(id, 10, 64); !found || err != nil || n != topicID {
 		return nil, false
 	}
+	rest, _, _ = strings.Cut(rest, " ") // the snapshot (WithIcebergSnapshot), if any
 	wm = map[int32]int64{}
 	if rest == "" {
 		return wm, true
@@ -115,6 +116,28 @@ func ParseIcebergCursor(s string, topicID int64) (wm map[int32]int64, ok bool) {
 		wm[int32(p)] = o
 	}
 	return wm, true
+}
+
+// WithIcebergSnapshot appends the table's last snapshot (id, and its time
+// in unix ms) to a cursor of FormatIcebergCursor: "TOPIC p:o,... s=ID@MS".
+func WithIcebergSnapshot(cursor string, snapshotID, unixMs int64) string {
+	return cursor + " s=" + strconv.FormatInt(snapshotID, 10) + "@" + strconv.FormatInt(unixMs, 10)
+}
+
+// ParseIcebergSnapshot reads the snapshot of WithIcebergSnapshot; ok is
+// false when the cursor holds none.
+func ParseIcebergSnapshot(cursor string) (snapshotID, unixMs int64, ok bool) {
+	i := strings.LastIndex(cursor, " s=")
+	if i < 0 {
+		return 0, 0, false
+	}
+	ids, mss, found := strings.Cut(cursor[i+3:], "@")
+	id, err1 := strconv.ParseInt(ids, 10, 64)
+	ms, err2 := strconv.ParseInt(mss, 10, 64)
+	if !found || err1 != nil || err2 != nil {
+		return 0, 0, false
+	}
+	return id, ms, true
 }
 
 // IcebergCursorTopic returns the topic id a cursor of FormatIcebergCursor

@@ -91,3 +91,33 @@ func TestIcebergCursor(t *testing.T) {
 		}
 	}
 }
+
+// A cursor may carry the table's last snapshot: the watermarks read the
+// same with or without it, and old cursors hold none.
+func TestIcebergCursorSnapshot(t *testing.T) {
+	for _, wm := range []map[int32]int64{{}, {0: 12, 3: 4}} {
+		base := FormatIcebergCursor(7, wm)
+		if _, _, ok := ParseIcebergSnapshot(base); ok {
+			t.Errorf("%q: a snapshot where none was written", base)
+		}
+		s := WithIcebergSnapshot(base, 4242, 1700000000123)
+		id, ms, ok := ParseIcebergSnapshot(s)
+		if !ok || id != 4242 || ms != 1700000000123 {
+			t.Fatalf("%q: snapshot %d at %d (%v)", s, id, ms, ok)
+		}
+		got, ok := ParseIcebergCursor(s, 7)
+		if !ok || len(got) != len(wm) {
+			t.Fatalf("%q: watermarks %v %v, want %v", s, got, ok, wm)
+		}
+		for p, o := range wm {
+			if got[p] != o {
+				t.Errorf("%q: partition %d at %d, want %d", s, p, got[p], o)
+			}
+		}
+	}
+	for _, bad := range []string{"7 0:1 s=", "7 0:1 s=x@1", "7 0:1 s=1", "7 0:1 s=1@y"} {
+		if _, _, ok := ParseIcebergSnapshot(bad); ok {
+			t.Errorf("%q read as a snapshot", bad)
+		}
+	}
+}

@@ -94,6 +94,18 @@ func TestIcebergCompactorPostgresS3(t *testing.T) {
 	if err != nil || len(rows) != 10 {
 		t.Fatalf("table fast: %d rows, %v; want 10", len(rows), err)
 	}
+	// Describe names the table's last snapshot, the one the table has.
+	st, err := w.Describe(ctx, "fast")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := c.Topics.DescribeTopic(ctx, &floev1.DescribeTopicRequest{Name: "fast"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := d.GetIceberg().GetSnapshotId(); got == 0 || got != st.SnapshotID || d.GetIceberg().GetSnapshotTimeMs() <= 0 {
+		t.Errorf("describe: last snapshot %d at %d, table's %d", got, d.GetIceberg().GetSnapshotTimeMs(), st.SnapshotID)
+	}
 	for _, topic := range []string{"slow", "off"} {
 		if wm, err := w.Watermark(ctx, topic); err != nil || len(wm) != 0 {
 			t.Errorf("table %s: watermark %v, %v; want none", topic, wm, err)

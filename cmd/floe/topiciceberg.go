@@ -27,6 +27,9 @@ func printIceberg(w io.Writer, resp *floev1.DescribeTopicResponse) {
 		return
 	}
 	fmt.Fprintf(w, "iceberg: on, lag %s; the table trails the log by %d offsets\n", lag, ic.GetTrailingOffsets())
+	if id := ic.GetSnapshotId(); id != 0 {
+		fmt.Fprintf(w, "iceberg: last snapshot %d at %s\n", id, time.UnixMilli(ic.GetSnapshotTimeMs()).UTC().Format(time.RFC3339))
+	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "PARTITION\tTABLE WATERMARK\tRETENTION")
 	for _, p := range resp.GetPartitions() {

@@ -743,8 +743,12 @@ type IcebergOutput struct {
 	Known bool `protobuf:"varint,3,opt,name=known,proto3" json:"known,omitempty"`
 	// Offsets of the log (from each partition's log start) not in the table yet.
 	TrailingOffsets int64 `protobuf:"varint,4,opt,name=trailing_offsets,json=trailingOffsets,proto3" json:"trailing_offsets,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// The table's last snapshot the compactor committed, and when (unix ms);
+	// 0 when none is known.
+	SnapshotId     int64 `protobuf:"varint,5,opt,name=snapshot_id,json=snapshotId,proto3" json:"snapshot_id,omitempty"`
+	SnapshotTimeMs int64 `protobuf:"varint,6,opt,name=snapshot_time_ms,json=snapshotTimeMs,proto3" json:"snapshot_time_ms,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *IcebergOutput) Reset() {
@@ -801,6 +805,20 @@ func (x *IcebergOutput) GetKnown() bool {
 func (x *IcebergOutput) GetTrailingOffsets() int64 {
 	if x != nil {
 		return x.TrailingOffsets
+	}
+	return 0
+}
+
+func (x *IcebergOutput) GetSnapshotId() int64 {
+	if x != nil {
+		return x.SnapshotId
+	}
+	return 0
+}
+
+func (x *IcebergOutput) GetSnapshotTimeMs() int64 {
+	if x != nil {
+		return x.SnapshotTimeMs
 	}
 	return 0
 }
@@ -4055,12 +4073,15 @@ const file_floe_v1_floe_proto_rawDesc = "" +
 	"partitions\x12/\n" +
 	"\astorage\x18\x03 \x01(\v2\x15.floe.v1.TopicStorageR\astorage\x12=\n" +
 	"\x0edeletion_queue\x18\x04 \x01(\v2\x16.floe.v1.DeletionQueueR\rdeletionQueue\x120\n" +
-	"\aiceberg\x18\x05 \x01(\v2\x16.floe.v1.IcebergOutputR\aiceberg\"\x81\x01\n" +
+	"\aiceberg\x18\x05 \x01(\v2\x16.floe.v1.IcebergOutputR\aiceberg\"\xcc\x01\n" +
 	"\rIcebergOutput\x12\x18\n" +
 	"\aenabled\x18\x01 \x01(\bR\aenabled\x12\x15\n" +
 	"\x06lag_ms\x18\x02 \x01(\x03R\x05lagMs\x12\x14\n" +
 	"\x05known\x18\x03 \x01(\bR\x05known\x12)\n" +
-	"\x10trailing_offsets\x18\x04 \x01(\x03R\x0ftrailingOffsets\"\x9b\x01\n" +
+	"\x10trailing_offsets\x18\x04 \x01(\x03R\x0ftrailingOffsets\x12\x1f\n" +
+	"\vsnapshot_id\x18\x05 \x01(\x03R\n" +
+	"snapshotId\x12(\n" +
+	"\x10snapshot_time_ms\x18\x06 \x01(\x03R\x0esnapshotTimeMs\"\x9b\x01\n" +
 	"\fTopicStorage\x12\x14\n" +
 	"\x05files\x18\x01 \x01(\x03R\x05files\x12\x1d\n" +
 	"\n" +
