@@ -90,7 +90,9 @@ func (d *Deployment) startAgent(ctx context.Context, i int) error {
 	}
 	wctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
-	if err := services.WaitHTTP(wctx, "http://"+d.MetricsAddrs[i]+"/healthz", p); err != nil {
+	// Ready, not only alive: the agent answers "starting" until its
+	// stores (and, in floe dev, the compactor's catalog) are open.
+	if err := services.WaitHTTPOK(wctx, "http://"+d.MetricsAddrs[i]+"/readyz", p); err != nil {
 		p.Stop(syscall.SIGKILL, time.Second)
 		return fmt.Errorf("bench: agent %d: %w", i, err)
 	}

@@ -174,6 +174,33 @@ func WaitHTTP(ctx context.Context, url string, p *Process) error {
 	}
 }
 
+// WaitHTTPOK polls url until it answers 2xx (a readiness endpoint), the
+// process exits, or ctx ends.
+func WaitHTTPOK(ctx context.Context, url string, p *Process) error {
+	client := &http.Client{Timeout: time.Second}
+	defer client.CloseIdleConnections()
+	last := "no answer"
+	for {
+		resp, err := client.Get(url)
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode/100 == 2 {
+				return nil
+			}
+			last = resp.Status
+		} else {
+			last = err.Error()
+		}
+		select {
+		case <-p.Exited():
+			return fmt.Errorf("services: process exited before %s answered 2xx: %v\n%s", url, p.Err(), p.LogTail())
+		case <-ctx.Done():
+			return fmt.Errorf("services: %s did not answer 2xx: %w (last: %s)\n%s", url, ctx.Err(), last, p.LogTail())
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
 // WaitTCP polls addr until it accepts a connection, the process exits, or
 // ctx ends.
 func WaitTCP(ctx context.Context, addr string, p *Process) error {
