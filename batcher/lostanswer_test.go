@@ -38,6 +38,34 @@ func backends(t *testing.T) map[string]func(t *testing.T) metadata.Store {
 	}
 }
 
+// lostAnswerEnv opens a backend behind a fault wrapper, creates a topic
+// and an idempotent producer, and starts a batcher whose files are sealed
+// by Flush, with the commit deadline given (closed by the test's cleanup).
+func lostAnswerEnv(t *testing.T, open func(t *testing.T) metadata.Store, topicName string, partitions int32,
+	commitTimeout time.Duration) (metadata.Store, *metafault.Store, metadata.Topic, int64, *batcher.Batcher, batcher.Config) {
+	t.Helper()
+	ctx := context.Background()
+	inner := open(t)
+	meta := metafault.Wrap(inner)
+	topic, err := inner.CreateTopic(ctx, metadata.TopicSpec{Name: topicName, Partitions: partitions})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, _, err := inner.InitProducer(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := batcher.DefaultConfig()
+	cfg.Linger = time.Minute
+	cfg.CommitTimeout = commitTimeout
+	b, err := batcher.New(cfg, objectstore.NewMemory(), meta, batcher.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = b.Close(context.Background()) })
+	return inner, meta, topic, pid, b, cfg
+}
+
 func idemBatch(t *testing.T, pid int64, seq int32, n int) []byte {
 	t.Helper()
 	recs := make([]kbatch.Record, n)
@@ -61,24 +89,7 @@ func TestLostCommitAnswerRealBackends(t *testing.T) {
 	for name, open := range backends(t) {
 		t.Run(name, func(t *testing.T) {
 			ctx := context.Background()
-			inner := open(t)
-			meta := metafault.Wrap(inner)
-			topic, err := inner.CreateTopic(ctx, metadata.TopicSpec{Name: "lost-" + name, Partitions: 2})
-			if err != nil {
-				t.Fatal(err)
-			}
-			pid, _, err := inner.InitProducer(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
-			cfg := batcher.DefaultConfig()
-			cfg.Linger = time.Minute
-			cfg.CommitTimeout = 5 * time.Second
-			b, err := batcher.New(cfg, objectstore.NewMemory(), meta, batcher.Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer b.Close(context.Background())
+			inner, meta, topic, pid, b, _ := lostAnswerEnv(t, open, "lost-"+name, 2, 5*time.Second)
 
 			// Two lost answers in a row: the third attempt learns the outcome.
 			meta.Next(metafault.OpCommit, 2, metafault.Fault{Mode: metafault.AnswerLost})
@@ -144,24 +155,7 @@ func TestOutcomeUnknownThenIdempotentRetryRealBackends(t *testing.T) {
 	for name, open := range backends(t) {
 		t.Run(name, func(t *testing.T) {
 			ctx := context.Background()
-			inner := open(t)
-			meta := metafault.Wrap(inner)
-			topic, err := inner.CreateTopic(ctx, metadata.TopicSpec{Name: "unknown-" + name, Partitions: 1})
-			if err != nil {
-				t.Fatal(err)
-			}
-			pid, _, err := inner.InitProducer(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
-			cfg := batcher.DefaultConfig()
-			cfg.Linger = time.Minute
-			cfg.CommitTimeout = 500 * time.Millisecond
-			b, err := batcher.New(cfg, objectstore.NewMemory(), meta, batcher.Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer b.Close(context.Background())
+			inner, meta, topic, pid, b, cfg := lostAnswerEnv(t, open, "unknown-"+name, 1, 500*time.Millisecond)
 
 			meta.Always(metafault.OpCommit, metafault.Fault{Mode: metafault.AnswerLost})
 			data := idemBatch(t, pid, 0, 3)

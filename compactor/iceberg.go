@@ -53,11 +53,13 @@ func (c *Compactor) icebergPass(ctx context.Context, r *Report) error {
 			// this pass's, or the one the cursor held before.
 			if snap != 0 {
 				cur = metadata.WithIcebergSnapshot(cur, snap, time.Now().UnixMilli())
-			} else if old, cerr := c.meta.JobCursor(ctx, lease); cerr == nil {
-				if id, ms, ok := metadata.ParseIcebergSnapshot(old); ok {
-					if _, same := metadata.ParseIcebergCursor(old, t.ID); same {
-						cur = metadata.WithIcebergSnapshot(cur, id, ms)
-					}
+			} else if old, cerr := c.meta.JobCursor(ctx, lease); cerr != nil {
+				// Only describe's "last snapshot" is lost; the watermark is
+				// written regardless.
+				c.log.Warn("iceberg: read the table's last snapshot", "topic", t.Name, "err", cerr)
+			} else if id, ms, ok := metadata.ParseIcebergSnapshot(old); ok {
+				if _, same := metadata.ParseIcebergCursor(old, t.ID); same {
+					cur = metadata.WithIcebergSnapshot(cur, id, ms)
 				}
 			}
 			_, err = c.meta.SetJobCursor(ctx, lease, c.cfg.Owner, cur)

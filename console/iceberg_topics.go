@@ -4,6 +4,9 @@ import (
 	"context"
 	"time"
 
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
 	floev1 "github.com/floe-broker/floe/api/floe/v1"
 )
 
@@ -39,8 +42,11 @@ func (t *topicTables) IcebergTables(ctx context.Context) ([]IcebergTable, error)
 			break
 		}
 		d, err := s.DescribeTopic(ctx, &floev1.DescribeTopicRequest{Name: tp.GetName()})
-		if err != nil {
+		if status.Code(err) == codes.NotFound {
 			continue // deleted meanwhile
+		}
+		if err != nil {
+			return nil, err
 		}
 		ice := d.GetIceberg()
 		if ice == nil || !ice.GetEnabled() {

@@ -4,6 +4,10 @@ import (
 	"context"
 	"testing"
 
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	floev1 "github.com/floe-broker/floe/api/floe/v1"
 	"github.com/floe-broker/floe/console"
 	"github.com/floe-broker/floe/metadata"
 )
@@ -37,5 +41,38 @@ func TestTopicTables(t *testing.T) {
 	}
 	if got, err := console.TopicTables(func() console.Source { return nil }, "floe", nil, 10).IcebergTables(ctx); err != nil || got != nil {
 		t.Fatalf("starting agent: %v %v", got, err)
+	}
+}
+
+// failingDescribe is a Source whose topic descriptions fail.
+type failingDescribe struct {
+	console.Source
+	err error
+}
+
+func (f failingDescribe) DescribeTopic(context.Context, *floev1.DescribeTopicRequest) (*floev1.DescribeTopicResponse, error) {
+	return nil, f.err
+}
+
+// A topic deleted meanwhile is left out; any other failure is reported,
+// not shown as an empty list.
+func TestTopicTablesErrors(t *testing.T) {
+	f := newFixture(t, console.Options{})
+	ctx := context.Background()
+	if _, err := f.meta.CreateTopic(ctx, metadata.TopicSpec{Name: "t", Partitions: 1}); err != nil {
+		t.Fatal(err)
+	}
+	name := func(s string) string { return s }
+	gone := console.TopicTables(func() console.Source {
+		return failingDescribe{f.ag, status.Error(codes.NotFound, "deleted")}
+	}, "floe", name, 10)
+	if got, err := gone.IcebergTables(ctx); err != nil || len(got) != 0 {
+		t.Fatalf("deleted topic: %v %v, want no tables and no error", got, err)
+	}
+	down := console.TopicTables(func() console.Source {
+		return failingDescribe{f.ag, status.Error(codes.Unavailable, "store down")}
+	}, "floe", name, 10)
+	if _, err := down.IcebergTables(ctx); status.Code(err) != codes.Unavailable {
+		t.Fatalf("store down: %v, want the Unavailable error", err)
 	}
 }

@@ -15,8 +15,8 @@ import (
 	floev1 "github.com/floe-broker/floe/api/floe/v1"
 )
 
-// Before the agent is set, every method of floe's services answers
-// Unavailable ("starting"), never Unimplemented.
+// Before the agent is set, every method of floe's services (topics, log,
+// groups) answers Unavailable ("starting"), never Unimplemented.
 func TestLateAgentAnswersEveryMethodUnavailable(t *testing.T) {
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -35,7 +35,7 @@ func TestLateAgentAnswersEveryMethodUnavailable(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	n := 0
-	for _, d := range []grpc.ServiceDesc{floev1.TopicService_ServiceDesc, floev1.LogService_ServiceDesc} {
+	for _, d := range []grpc.ServiceDesc{floev1.TopicService_ServiceDesc, floev1.LogService_ServiceDesc, floev1.GroupService_ServiceDesc} {
 		for _, m := range d.Methods {
 			err := conn.Invoke(ctx, "/"+d.ServiceName+"/"+m.MethodName, &emptypb.Empty{}, &emptypb.Empty{})
 			if status.Code(err) != codes.Unavailable {
@@ -57,7 +57,7 @@ func TestLateAgentAnswersEveryMethodUnavailable(t *testing.T) {
 			n++
 		}
 	}
-	if n < 10 {
+	if n < 18 { // every method of the three services
 		t.Fatalf("only %d methods checked", n)
 	}
 }

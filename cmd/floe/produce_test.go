@@ -248,7 +248,10 @@ func TestServerLimitFlags(t *testing.T) {
 // before the summary); elsewhere it does not.
 func TestProduceProgressOnTerminal(t *testing.T) {
 	if _, err := exec.LookPath("script"); err != nil {
-		t.Skip("no script(1) to give floe a terminal")
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("no script(1) (util-linux) to give floe a terminal: %v", err)
+		}
+		t.Skip("no script(1) to give floe a terminal (fails under CI=true)")
 	}
 	dev := startFloe(t, "dev", "-data", t.TempDir())
 	if _, errs, code := runFloe(t, "", "topic", "create", "slow", "-addr", dev.addr); code != 0 {
