@@ -24,6 +24,23 @@ var errBudgetSpent = errors.New("agent: fetch budget spent")
 // gap between them is at most this.
 const maxCoalesceGap = 1 << 20
 
+// readRange finds the committed runs of a partition from offset, about
+// maxBytes of them (at least one when any exists), and returns them with
+// their bytes (raw[i] holds refs[i]'s Kafka batches back to back, as
+// stored) and the partition's state. It is the one way fetch, subscribe
+// and the batch data plane read the log.
+func (a *Agent) readRange(ctx context.Context, topicID int64, partition int32, offset int64, maxBytes int) ([]metadata.BatchRef, [][]byte, metadata.PartitionState, error) {
+	refs, st, err := a.findBatches(ctx, topicID, partition, offset, int64(maxBytes))
+	if err != nil || len(refs) == 0 {
+		return nil, nil, st, err
+	}
+	raw, err := a.readBatches(ctx, refs)
+	if err != nil {
+		return nil, nil, st, err
+	}
+	return refs, raw, st, nil
+}
+
 // readBatches returns the bytes of each ref, in order: from the cache, by
 // loading small files whole (and caching them), or by coalesced range GETs.
 func (a *Agent) readBatches(ctx context.Context, refs []metadata.BatchRef) ([][]byte, error) {
@@ -137,12 +154,8 @@ const maxEmptyReads = 8
 // readRecordsOnce is one read of readRecords.
 func (a *Agent) readRecordsOnce(ctx context.Context, topicID int64, partition int32, offset int64, maxBytes int) ([]*floev1.Record, metadata.PartitionState, int64, error) {
 	maxRecords := a.cfg.MaxFetchRecords
-	refs, st, err := a.findBatches(ctx, topicID, partition, offset, int64(maxBytes))
+	refs, raw, st, err := a.readRange(ctx, topicID, partition, offset, maxBytes)
 	if err != nil || len(refs) == 0 {
-		return nil, st, offset, err
-	}
-	raw, err := a.readBatches(ctx, refs)
-	if err != nil {
 		return nil, st, offset, err
 	}
 	var (

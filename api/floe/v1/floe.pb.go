@@ -747,8 +747,24 @@ type IcebergOutput struct {
 	// 0 when none is known.
 	SnapshotId     int64 `protobuf:"varint,5,opt,name=snapshot_id,json=snapshotId,proto3" json:"snapshot_id,omitempty"`
 	SnapshotTimeMs int64 `protobuf:"varint,6,opt,name=snapshot_time_ms,json=snapshotTimeMs,proto3" json:"snapshot_time_ms,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// The table's size at that snapshot: rows, data files and their bytes.
+	Rows      int64 `protobuf:"varint,7,opt,name=rows,proto3" json:"rows,omitempty"`
+	DataFiles int64 `protobuf:"varint,8,opt,name=data_files,json=dataFiles,proto3" json:"data_files,omitempty"`
+	DataBytes int64 `protobuf:"varint,9,opt,name=data_bytes,json=dataBytes,proto3" json:"data_bytes,omitempty"`
+	// Bytes of the log's batches not in the table yet, and the age (now
+	// minus append time) of the oldest of them, in milliseconds.
+	TrailingBytes int64 `protobuf:"varint,10,opt,name=trailing_bytes,json=trailingBytes,proto3" json:"trailing_bytes,omitempty"`
+	TrailingMs    int64 `protobuf:"varint,11,opt,name=trailing_ms,json=trailingMs,proto3" json:"trailing_ms,omitempty"`
+	// The table's identifier (namespace.table) in the catalog.
+	Table string `protobuf:"bytes,12,opt,name=table,proto3" json:"table,omitempty"`
+	// Rows of the topic's <topic>_rejected table (values its value schema
+	// could not convert).
+	RejectedRows int64 `protobuf:"varint,13,opt,name=rejected_rows,json=rejectedRows,proto3" json:"rejected_rows,omitempty"`
+	// When the compactor last maintained the table (expired snapshots,
+	// rewrote small files, deleted orphans), unix ms; 0 when never.
+	MaintainedMs  int64 `protobuf:"varint,14,opt,name=maintained_ms,json=maintainedMs,proto3" json:"maintained_ms,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *IcebergOutput) Reset() {
@@ -819,6 +835,62 @@ func (x *IcebergOutput) GetSnapshotId() int64 {
 func (x *IcebergOutput) GetSnapshotTimeMs() int64 {
 	if x != nil {
 		return x.SnapshotTimeMs
+	}
+	return 0
+}
+
+func (x *IcebergOutput) GetRows() int64 {
+	if x != nil {
+		return x.Rows
+	}
+	return 0
+}
+
+func (x *IcebergOutput) GetDataFiles() int64 {
+	if x != nil {
+		return x.DataFiles
+	}
+	return 0
+}
+
+func (x *IcebergOutput) GetDataBytes() int64 {
+	if x != nil {
+		return x.DataBytes
+	}
+	return 0
+}
+
+func (x *IcebergOutput) GetTrailingBytes() int64 {
+	if x != nil {
+		return x.TrailingBytes
+	}
+	return 0
+}
+
+func (x *IcebergOutput) GetTrailingMs() int64 {
+	if x != nil {
+		return x.TrailingMs
+	}
+	return 0
+}
+
+func (x *IcebergOutput) GetTable() string {
+	if x != nil {
+		return x.Table
+	}
+	return ""
+}
+
+func (x *IcebergOutput) GetRejectedRows() int64 {
+	if x != nil {
+		return x.RejectedRows
+	}
+	return 0
+}
+
+func (x *IcebergOutput) GetMaintainedMs() int64 {
+	if x != nil {
+		return x.MaintainedMs
 	}
 	return 0
 }
@@ -1716,7 +1788,11 @@ type FetchRequest struct {
 	// Byte budget of the answer; the first batch is returned even if larger.
 	MaxBytes int32 `protobuf:"varint,4,opt,name=max_bytes,json=maxBytes,proto3" json:"max_bytes,omitempty"`
 	// Long poll: wait up to this long for data at the high watermark.
-	MaxWaitMs     int32 `protobuf:"varint,5,opt,name=max_wait_ms,json=maxWaitMs,proto3" json:"max_wait_ms,omitempty"`
+	MaxWaitMs int32 `protobuf:"varint,5,opt,name=max_wait_ms,json=maxWaitMs,proto3" json:"max_wait_ms,omitempty"`
+	// Answer with stored Kafka v2 record batches (FetchResponse.batches)
+	// instead of records. The first batch may start before offset: the
+	// reader skips records below it.
+	Batches       bool `protobuf:"varint,6,opt,name=batches,proto3" json:"batches,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1786,13 +1862,24 @@ func (x *FetchRequest) GetMaxWaitMs() int32 {
 	return 0
 }
 
+func (x *FetchRequest) GetBatches() bool {
+	if x != nil {
+		return x.Batches
+	}
+	return false
+}
+
 type FetchResponse struct {
 	state          protoimpl.MessageState `protogen:"open.v1"`
 	Records        []*Record              `protobuf:"bytes,1,rep,name=records,proto3" json:"records,omitempty"`
 	HighWatermark  int64                  `protobuf:"varint,2,opt,name=high_watermark,json=highWatermark,proto3" json:"high_watermark,omitempty"`
 	LogStartOffset int64                  `protobuf:"varint,3,opt,name=log_start_offset,json=logStartOffset,proto3" json:"log_start_offset,omitempty"`
 	// Offset to fetch next.
-	NextOffset    int64 `protobuf:"varint,4,opt,name=next_offset,json=nextOffset,proto3" json:"next_offset,omitempty"`
+	NextOffset int64 `protobuf:"varint,4,opt,name=next_offset,json=nextOffset,proto3" json:"next_offset,omitempty"`
+	// With FetchRequest.batches: Kafka v2 record batches back to back, as
+	// stored, with their base offsets set to the log's offsets (records is
+	// empty).
+	Batches       []byte `protobuf:"bytes,5,opt,name=batches,proto3" json:"batches,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1853,6 +1940,13 @@ func (x *FetchResponse) GetNextOffset() int64 {
 		return x.NextOffset
 	}
 	return 0
+}
+
+func (x *FetchResponse) GetBatches() []byte {
+	if x != nil {
+		return x.Batches
+	}
+	return nil
 }
 
 type StartPosition struct {
@@ -1995,8 +2089,11 @@ type SubscribeRequest struct {
 	// How often the client commits; the agent waits up to this long
 	// (bounded) for the commit of a revoked partition before releasing it.
 	CommitIntervalMs int32 `protobuf:"varint,10,opt,name=commit_interval_ms,json=commitIntervalMs,proto3" json:"commit_interval_ms,omitempty"`
-	unknownFields    protoimpl.UnknownFields
-	sizeCache        protoimpl.SizeCache
+	// Stream stored Kafka v2 record batches (SubscribeResponse.batches)
+	// instead of records, as FetchRequest.batches.
+	Batches       bool `protobuf:"varint,11,opt,name=batches,proto3" json:"batches,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *SubscribeRequest) Reset() {
@@ -2099,6 +2196,13 @@ func (x *SubscribeRequest) GetCommitIntervalMs() int32 {
 	return 0
 }
 
+func (x *SubscribeRequest) GetBatches() bool {
+	if x != nil {
+		return x.Batches
+	}
+	return false
+}
+
 type SubscribeResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Partition     int32                  `protobuf:"varint,1,opt,name=partition,proto3" json:"partition,omitempty"`
@@ -2106,7 +2210,12 @@ type SubscribeResponse struct {
 	HighWatermark int64                  `protobuf:"varint,3,opt,name=high_watermark,json=highWatermark,proto3" json:"high_watermark,omitempty"`
 	// Group subscriptions: set (and records empty) when the member's
 	// assignment or epoch changes.
-	Assignment    *GroupAssignment `protobuf:"bytes,4,opt,name=assignment,proto3" json:"assignment,omitempty"`
+	Assignment *GroupAssignment `protobuf:"bytes,4,opt,name=assignment,proto3" json:"assignment,omitempty"`
+	// With SubscribeRequest.batches: as FetchResponse.batches.
+	Batches []byte `protobuf:"bytes,5,opt,name=batches,proto3" json:"batches,omitempty"`
+	// With SubscribeRequest.batches: the offset to read next in this
+	// partition (past the last record sent, or past a compacted gap).
+	NextOffset    int64 `protobuf:"varint,6,opt,name=next_offset,json=nextOffset,proto3" json:"next_offset,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2169,6 +2278,367 @@ func (x *SubscribeResponse) GetAssignment() *GroupAssignment {
 	return nil
 }
 
+func (x *SubscribeResponse) GetBatches() []byte {
+	if x != nil {
+		return x.Batches
+	}
+	return nil
+}
+
+func (x *SubscribeResponse) GetNextOffset() int64 {
+	if x != nil {
+		return x.NextOffset
+	}
+	return 0
+}
+
+// PartitionBatches: Kafka v2 record batches (magic 2) back to back, bound
+// for one partition. Base offsets are ignored (the sequencer assigns
+// them); an idempotent producer sets producer id, epoch and base sequence
+// in each batch header.
+type PartitionBatches struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Partition     int32                  `protobuf:"varint,1,opt,name=partition,proto3" json:"partition,omitempty"`
+	Batches       []byte                 `protobuf:"bytes,2,opt,name=batches,proto3" json:"batches,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PartitionBatches) Reset() {
+	*x = PartitionBatches{}
+	mi := &file_floe_v1_floe_proto_msgTypes[30]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PartitionBatches) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PartitionBatches) ProtoMessage() {}
+
+func (x *PartitionBatches) ProtoReflect() protoreflect.Message {
+	mi := &file_floe_v1_floe_proto_msgTypes[30]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PartitionBatches.ProtoReflect.Descriptor instead.
+func (*PartitionBatches) Descriptor() ([]byte, []int) {
+	return file_floe_v1_floe_proto_rawDescGZIP(), []int{30}
+}
+
+func (x *PartitionBatches) GetPartition() int32 {
+	if x != nil {
+		return x.Partition
+	}
+	return 0
+}
+
+func (x *PartitionBatches) GetBatches() []byte {
+	if x != nil {
+		return x.Batches
+	}
+	return nil
+}
+
+type ProduceBatchesRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Topic         string                 `protobuf:"bytes,1,opt,name=topic,proto3" json:"topic,omitempty"`
+	Partitions    []*PartitionBatches    `protobuf:"bytes,2,rep,name=partitions,proto3" json:"partitions,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ProduceBatchesRequest) Reset() {
+	*x = ProduceBatchesRequest{}
+	mi := &file_floe_v1_floe_proto_msgTypes[31]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ProduceBatchesRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ProduceBatchesRequest) ProtoMessage() {}
+
+func (x *ProduceBatchesRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_floe_v1_floe_proto_msgTypes[31]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ProduceBatchesRequest.ProtoReflect.Descriptor instead.
+func (*ProduceBatchesRequest) Descriptor() ([]byte, []int) {
+	return file_floe_v1_floe_proto_rawDescGZIP(), []int{31}
+}
+
+func (x *ProduceBatchesRequest) GetTopic() string {
+	if x != nil {
+		return x.Topic
+	}
+	return ""
+}
+
+func (x *ProduceBatchesRequest) GetPartitions() []*PartitionBatches {
+	if x != nil {
+		return x.Partitions
+	}
+	return nil
+}
+
+// PartitionProduceResult: where one PartitionBatches landed.
+type PartitionProduceResult struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Partition int32                  `protobuf:"varint,1,opt,name=partition,proto3" json:"partition,omitempty"`
+	// Offset of the first record of the first batch; the records of the
+	// request's batches for this partition follow densely.
+	BaseOffset int64 `protobuf:"varint,2,opt,name=base_offset,json=baseOffset,proto3" json:"base_offset,omitempty"`
+	// True when an idempotent retry matched an already committed batch.
+	Duplicate     bool `protobuf:"varint,3,opt,name=duplicate,proto3" json:"duplicate,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PartitionProduceResult) Reset() {
+	*x = PartitionProduceResult{}
+	mi := &file_floe_v1_floe_proto_msgTypes[32]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PartitionProduceResult) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PartitionProduceResult) ProtoMessage() {}
+
+func (x *PartitionProduceResult) ProtoReflect() protoreflect.Message {
+	mi := &file_floe_v1_floe_proto_msgTypes[32]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PartitionProduceResult.ProtoReflect.Descriptor instead.
+func (*PartitionProduceResult) Descriptor() ([]byte, []int) {
+	return file_floe_v1_floe_proto_rawDescGZIP(), []int{32}
+}
+
+func (x *PartitionProduceResult) GetPartition() int32 {
+	if x != nil {
+		return x.Partition
+	}
+	return 0
+}
+
+func (x *PartitionProduceResult) GetBaseOffset() int64 {
+	if x != nil {
+		return x.BaseOffset
+	}
+	return 0
+}
+
+func (x *PartitionProduceResult) GetDuplicate() bool {
+	if x != nil {
+		return x.Duplicate
+	}
+	return false
+}
+
+type ProduceBatchesResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// One per PartitionBatches, in request order.
+	Results []*PartitionProduceResult `protobuf:"bytes,1,rep,name=results,proto3" json:"results,omitempty"`
+	// The sequencer's clock at commit, unix milliseconds.
+	LogAppendTimeMs int64 `protobuf:"varint,2,opt,name=log_append_time_ms,json=logAppendTimeMs,proto3" json:"log_append_time_ms,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *ProduceBatchesResponse) Reset() {
+	*x = ProduceBatchesResponse{}
+	mi := &file_floe_v1_floe_proto_msgTypes[33]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ProduceBatchesResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ProduceBatchesResponse) ProtoMessage() {}
+
+func (x *ProduceBatchesResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_floe_v1_floe_proto_msgTypes[33]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ProduceBatchesResponse.ProtoReflect.Descriptor instead.
+func (*ProduceBatchesResponse) Descriptor() ([]byte, []int) {
+	return file_floe_v1_floe_proto_rawDescGZIP(), []int{33}
+}
+
+func (x *ProduceBatchesResponse) GetResults() []*PartitionProduceResult {
+	if x != nil {
+		return x.Results
+	}
+	return nil
+}
+
+func (x *ProduceBatchesResponse) GetLogAppendTimeMs() int64 {
+	if x != nil {
+		return x.LogAppendTimeMs
+	}
+	return 0
+}
+
+type ProduceBatchesStreamRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	RequestId     uint64                 `protobuf:"varint,1,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	Request       *ProduceBatchesRequest `protobuf:"bytes,2,opt,name=request,proto3" json:"request,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ProduceBatchesStreamRequest) Reset() {
+	*x = ProduceBatchesStreamRequest{}
+	mi := &file_floe_v1_floe_proto_msgTypes[34]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ProduceBatchesStreamRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ProduceBatchesStreamRequest) ProtoMessage() {}
+
+func (x *ProduceBatchesStreamRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_floe_v1_floe_proto_msgTypes[34]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ProduceBatchesStreamRequest.ProtoReflect.Descriptor instead.
+func (*ProduceBatchesStreamRequest) Descriptor() ([]byte, []int) {
+	return file_floe_v1_floe_proto_rawDescGZIP(), []int{34}
+}
+
+func (x *ProduceBatchesStreamRequest) GetRequestId() uint64 {
+	if x != nil {
+		return x.RequestId
+	}
+	return 0
+}
+
+func (x *ProduceBatchesStreamRequest) GetRequest() *ProduceBatchesRequest {
+	if x != nil {
+		return x.Request
+	}
+	return nil
+}
+
+type ProduceBatchesStreamResponse struct {
+	state     protoimpl.MessageState  `protogen:"open.v1"`
+	RequestId uint64                  `protobuf:"varint,1,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	Response  *ProduceBatchesResponse `protobuf:"bytes,2,opt,name=response,proto3" json:"response,omitempty"`
+	// A failed request: a google.golang.org/grpc/codes value and its message.
+	ErrorCode     int32  `protobuf:"varint,3,opt,name=error_code,json=errorCode,proto3" json:"error_code,omitempty"`
+	ErrorMessage  string `protobuf:"bytes,4,opt,name=error_message,json=errorMessage,proto3" json:"error_message,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ProduceBatchesStreamResponse) Reset() {
+	*x = ProduceBatchesStreamResponse{}
+	mi := &file_floe_v1_floe_proto_msgTypes[35]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ProduceBatchesStreamResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ProduceBatchesStreamResponse) ProtoMessage() {}
+
+func (x *ProduceBatchesStreamResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_floe_v1_floe_proto_msgTypes[35]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ProduceBatchesStreamResponse.ProtoReflect.Descriptor instead.
+func (*ProduceBatchesStreamResponse) Descriptor() ([]byte, []int) {
+	return file_floe_v1_floe_proto_rawDescGZIP(), []int{35}
+}
+
+func (x *ProduceBatchesStreamResponse) GetRequestId() uint64 {
+	if x != nil {
+		return x.RequestId
+	}
+	return 0
+}
+
+func (x *ProduceBatchesStreamResponse) GetResponse() *ProduceBatchesResponse {
+	if x != nil {
+		return x.Response
+	}
+	return nil
+}
+
+func (x *ProduceBatchesStreamResponse) GetErrorCode() int32 {
+	if x != nil {
+		return x.ErrorCode
+	}
+	return 0
+}
+
+func (x *ProduceBatchesStreamResponse) GetErrorMessage() string {
+	if x != nil {
+		return x.ErrorMessage
+	}
+	return ""
+}
+
 type ListOffsetsRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Topic string                 `protobuf:"bytes,1,opt,name=topic,proto3" json:"topic,omitempty"`
@@ -2182,7 +2652,7 @@ type ListOffsetsRequest struct {
 
 func (x *ListOffsetsRequest) Reset() {
 	*x = ListOffsetsRequest{}
-	mi := &file_floe_v1_floe_proto_msgTypes[30]
+	mi := &file_floe_v1_floe_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2194,7 +2664,7 @@ func (x *ListOffsetsRequest) String() string {
 func (*ListOffsetsRequest) ProtoMessage() {}
 
 func (x *ListOffsetsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_floe_v1_floe_proto_msgTypes[30]
+	mi := &file_floe_v1_floe_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2207,7 +2677,7 @@ func (x *ListOffsetsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListOffsetsRequest.ProtoReflect.Descriptor instead.
 func (*ListOffsetsRequest) Descriptor() ([]byte, []int) {
-	return file_floe_v1_floe_proto_rawDescGZIP(), []int{30}
+	return file_floe_v1_floe_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *ListOffsetsRequest) GetTopic() string {
@@ -2248,7 +2718,7 @@ type PartitionOffset struct {
 
 func (x *PartitionOffset) Reset() {
 	*x = PartitionOffset{}
-	mi := &file_floe_v1_floe_proto_msgTypes[31]
+	mi := &file_floe_v1_floe_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2260,7 +2730,7 @@ func (x *PartitionOffset) String() string {
 func (*PartitionOffset) ProtoMessage() {}
 
 func (x *PartitionOffset) ProtoReflect() protoreflect.Message {
-	mi := &file_floe_v1_floe_proto_msgTypes[31]
+	mi := &file_floe_v1_floe_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2273,7 +2743,7 @@ func (x *PartitionOffset) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PartitionOffset.ProtoReflect.Descriptor instead.
 func (*PartitionOffset) Descriptor() ([]byte, []int) {
-	return file_floe_v1_floe_proto_rawDescGZIP(), []int{31}
+	return file_floe_v1_floe_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *PartitionOffset) GetPartition() int32 {
@@ -2299,7 +2769,7 @@ type ListOffsetsResponse struct {
 
 func (x *ListOffsetsResponse) Reset() {
 	*x = ListOffsetsResponse{}
-	mi := &file_floe_v1_floe_proto_msgTypes[32]
+	mi := &file_floe_v1_floe_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2311,7 +2781,7 @@ func (x *ListOffsetsResponse) String() string {
 func (*ListOffsetsResponse) ProtoMessage() {}
 
 func (x *ListOffsetsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_floe_v1_floe_proto_msgTypes[32]
+	mi := &file_floe_v1_floe_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2324,7 +2794,7 @@ func (x *ListOffsetsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListOffsetsResponse.ProtoReflect.Descriptor instead.
 func (*ListOffsetsResponse) Descriptor() ([]byte, []int) {
-	return file_floe_v1_floe_proto_rawDescGZIP(), []int{32}
+	return file_floe_v1_floe_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *ListOffsetsResponse) GetOffsets() []*PartitionOffset {
@@ -2344,7 +2814,7 @@ type TopicPartition struct {
 
 func (x *TopicPartition) Reset() {
 	*x = TopicPartition{}
-	mi := &file_floe_v1_floe_proto_msgTypes[33]
+	mi := &file_floe_v1_floe_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2356,7 +2826,7 @@ func (x *TopicPartition) String() string {
 func (*TopicPartition) ProtoMessage() {}
 
 func (x *TopicPartition) ProtoReflect() protoreflect.Message {
-	mi := &file_floe_v1_floe_proto_msgTypes[33]
+	mi := &file_floe_v1_floe_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2369,7 +2839,7 @@ func (x *TopicPartition) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TopicPartition.ProtoReflect.Descriptor instead.
 func (*TopicPartition) Descriptor() ([]byte, []int) {
-	return file_floe_v1_floe_proto_rawDescGZIP(), []int{33}
+	return file_floe_v1_floe_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *TopicPartition) GetTopic() string {
@@ -2406,7 +2876,7 @@ type GroupHeartbeatRequest struct {
 
 func (x *GroupHeartbeatRequest) Reset() {
 	*x = GroupHeartbeatRequest{}
-	mi := &file_floe_v1_floe_proto_msgTypes[34]
+	mi := &file_floe_v1_floe_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2418,7 +2888,7 @@ func (x *GroupHeartbeatRequest) String() string {
 func (*GroupHeartbeatRequest) ProtoMessage() {}
 
 func (x *GroupHeartbeatRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_floe_v1_floe_proto_msgTypes[34]
+	mi := &file_floe_v1_floe_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2431,7 +2901,7 @@ func (x *GroupHeartbeatRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GroupHeartbeatRequest.ProtoReflect.Descriptor instead.
 func (*GroupHeartbeatRequest) Descriptor() ([]byte, []int) {
-	return file_floe_v1_floe_proto_rawDescGZIP(), []int{34}
+	return file_floe_v1_floe_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *GroupHeartbeatRequest) GetGroup() string {
@@ -2492,7 +2962,7 @@ type GroupHeartbeatResponse struct {
 
 func (x *GroupHeartbeatResponse) Reset() {
 	*x = GroupHeartbeatResponse{}
-	mi := &file_floe_v1_floe_proto_msgTypes[35]
+	mi := &file_floe_v1_floe_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2504,7 +2974,7 @@ func (x *GroupHeartbeatResponse) String() string {
 func (*GroupHeartbeatResponse) ProtoMessage() {}
 
 func (x *GroupHeartbeatResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_floe_v1_floe_proto_msgTypes[35]
+	mi := &file_floe_v1_floe_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2517,7 +2987,7 @@ func (x *GroupHeartbeatResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GroupHeartbeatResponse.ProtoReflect.Descriptor instead.
 func (*GroupHeartbeatResponse) Descriptor() ([]byte, []int) {
-	return file_floe_v1_floe_proto_rawDescGZIP(), []int{35}
+	return file_floe_v1_floe_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *GroupHeartbeatResponse) GetMemberId() string {
@@ -2575,7 +3045,7 @@ type OffsetCommit struct {
 
 func (x *OffsetCommit) Reset() {
 	*x = OffsetCommit{}
-	mi := &file_floe_v1_floe_proto_msgTypes[36]
+	mi := &file_floe_v1_floe_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2587,7 +3057,7 @@ func (x *OffsetCommit) String() string {
 func (*OffsetCommit) ProtoMessage() {}
 
 func (x *OffsetCommit) ProtoReflect() protoreflect.Message {
-	mi := &file_floe_v1_floe_proto_msgTypes[36]
+	mi := &file_floe_v1_floe_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2600,7 +3070,7 @@ func (x *OffsetCommit) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OffsetCommit.ProtoReflect.Descriptor instead.
 func (*OffsetCommit) Descriptor() ([]byte, []int) {
-	return file_floe_v1_floe_proto_rawDescGZIP(), []int{36}
+	return file_floe_v1_floe_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *OffsetCommit) GetTopic() string {
@@ -2643,7 +3113,7 @@ type CommitOffsetsRequest struct {
 
 func (x *CommitOffsetsRequest) Reset() {
 	*x = CommitOffsetsRequest{}
-	mi := &file_floe_v1_floe_proto_msgTypes[37]
+	mi := &file_floe_v1_floe_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2655,7 +3125,7 @@ func (x *CommitOffsetsRequest) String() string {
 func (*CommitOffsetsRequest) ProtoMessage() {}
 
 func (x *CommitOffsetsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_floe_v1_floe_proto_msgTypes[37]
+	mi := &file_floe_v1_floe_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2668,7 +3138,7 @@ func (x *CommitOffsetsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CommitOffsetsRequest.ProtoReflect.Descriptor instead.
 func (*CommitOffsetsRequest) Descriptor() ([]byte, []int) {
-	return file_floe_v1_floe_proto_rawDescGZIP(), []int{37}
+	return file_floe_v1_floe_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *CommitOffsetsRequest) GetGroup() string {
@@ -2707,7 +3177,7 @@ type CommitOffsetsResponse struct {
 
 func (x *CommitOffsetsResponse) Reset() {
 	*x = CommitOffsetsResponse{}
-	mi := &file_floe_v1_floe_proto_msgTypes[38]
+	mi := &file_floe_v1_floe_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2719,7 +3189,7 @@ func (x *CommitOffsetsResponse) String() string {
 func (*CommitOffsetsResponse) ProtoMessage() {}
 
 func (x *CommitOffsetsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_floe_v1_floe_proto_msgTypes[38]
+	mi := &file_floe_v1_floe_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2732,7 +3202,7 @@ func (x *CommitOffsetsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CommitOffsetsResponse.ProtoReflect.Descriptor instead.
 func (*CommitOffsetsResponse) Descriptor() ([]byte, []int) {
-	return file_floe_v1_floe_proto_rawDescGZIP(), []int{38}
+	return file_floe_v1_floe_proto_rawDescGZIP(), []int{44}
 }
 
 type FetchOffsetsRequest struct {
@@ -2746,7 +3216,7 @@ type FetchOffsetsRequest struct {
 
 func (x *FetchOffsetsRequest) Reset() {
 	*x = FetchOffsetsRequest{}
-	mi := &file_floe_v1_floe_proto_msgTypes[39]
+	mi := &file_floe_v1_floe_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2758,7 +3228,7 @@ func (x *FetchOffsetsRequest) String() string {
 func (*FetchOffsetsRequest) ProtoMessage() {}
 
 func (x *FetchOffsetsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_floe_v1_floe_proto_msgTypes[39]
+	mi := &file_floe_v1_floe_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2771,7 +3241,7 @@ func (x *FetchOffsetsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FetchOffsetsRequest.ProtoReflect.Descriptor instead.
 func (*FetchOffsetsRequest) Descriptor() ([]byte, []int) {
-	return file_floe_v1_floe_proto_rawDescGZIP(), []int{39}
+	return file_floe_v1_floe_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *FetchOffsetsRequest) GetGroup() string {
@@ -2801,7 +3271,7 @@ type CommittedOffset struct {
 
 func (x *CommittedOffset) Reset() {
 	*x = CommittedOffset{}
-	mi := &file_floe_v1_floe_proto_msgTypes[40]
+	mi := &file_floe_v1_floe_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2813,7 +3283,7 @@ func (x *CommittedOffset) String() string {
 func (*CommittedOffset) ProtoMessage() {}
 
 func (x *CommittedOffset) ProtoReflect() protoreflect.Message {
-	mi := &file_floe_v1_floe_proto_msgTypes[40]
+	mi := &file_floe_v1_floe_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2826,7 +3296,7 @@ func (x *CommittedOffset) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CommittedOffset.ProtoReflect.Descriptor instead.
 func (*CommittedOffset) Descriptor() ([]byte, []int) {
-	return file_floe_v1_floe_proto_rawDescGZIP(), []int{40}
+	return file_floe_v1_floe_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *CommittedOffset) GetTopic() string {
@@ -2873,7 +3343,7 @@ type FetchOffsetsResponse struct {
 
 func (x *FetchOffsetsResponse) Reset() {
 	*x = FetchOffsetsResponse{}
-	mi := &file_floe_v1_floe_proto_msgTypes[41]
+	mi := &file_floe_v1_floe_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2885,7 +3355,7 @@ func (x *FetchOffsetsResponse) String() string {
 func (*FetchOffsetsResponse) ProtoMessage() {}
 
 func (x *FetchOffsetsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_floe_v1_floe_proto_msgTypes[41]
+	mi := &file_floe_v1_floe_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2898,7 +3368,7 @@ func (x *FetchOffsetsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FetchOffsetsResponse.ProtoReflect.Descriptor instead.
 func (*FetchOffsetsResponse) Descriptor() ([]byte, []int) {
-	return file_floe_v1_floe_proto_rawDescGZIP(), []int{41}
+	return file_floe_v1_floe_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *FetchOffsetsResponse) GetOffsets() []*CommittedOffset {
@@ -2916,7 +3386,7 @@ type ListGroupsRequest struct {
 
 func (x *ListGroupsRequest) Reset() {
 	*x = ListGroupsRequest{}
-	mi := &file_floe_v1_floe_proto_msgTypes[42]
+	mi := &file_floe_v1_floe_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2928,7 +3398,7 @@ func (x *ListGroupsRequest) String() string {
 func (*ListGroupsRequest) ProtoMessage() {}
 
 func (x *ListGroupsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_floe_v1_floe_proto_msgTypes[42]
+	mi := &file_floe_v1_floe_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2941,7 +3411,7 @@ func (x *ListGroupsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListGroupsRequest.ProtoReflect.Descriptor instead.
 func (*ListGroupsRequest) Descriptor() ([]byte, []int) {
-	return file_floe_v1_floe_proto_rawDescGZIP(), []int{42}
+	return file_floe_v1_floe_proto_rawDescGZIP(), []int{48}
 }
 
 type GroupListing struct {
@@ -2956,7 +3426,7 @@ type GroupListing struct {
 
 func (x *GroupListing) Reset() {
 	*x = GroupListing{}
-	mi := &file_floe_v1_floe_proto_msgTypes[43]
+	mi := &file_floe_v1_floe_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2968,7 +3438,7 @@ func (x *GroupListing) String() string {
 func (*GroupListing) ProtoMessage() {}
 
 func (x *GroupListing) ProtoReflect() protoreflect.Message {
-	mi := &file_floe_v1_floe_proto_msgTypes[43]
+	mi := &file_floe_v1_floe_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2981,7 +3451,7 @@ func (x *GroupListing) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GroupListing.ProtoReflect.Descriptor instead.
 func (*GroupListing) Descriptor() ([]byte, []int) {
-	return file_floe_v1_floe_proto_rawDescGZIP(), []int{43}
+	return file_floe_v1_floe_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *GroupListing) GetGroup() string {
@@ -3014,7 +3484,7 @@ type ListGroupsResponse struct {
 
 func (x *ListGroupsResponse) Reset() {
 	*x = ListGroupsResponse{}
-	mi := &file_floe_v1_floe_proto_msgTypes[44]
+	mi := &file_floe_v1_floe_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3026,7 +3496,7 @@ func (x *ListGroupsResponse) String() string {
 func (*ListGroupsResponse) ProtoMessage() {}
 
 func (x *ListGroupsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_floe_v1_floe_proto_msgTypes[44]
+	mi := &file_floe_v1_floe_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3039,7 +3509,7 @@ func (x *ListGroupsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListGroupsResponse.ProtoReflect.Descriptor instead.
 func (*ListGroupsResponse) Descriptor() ([]byte, []int) {
-	return file_floe_v1_floe_proto_rawDescGZIP(), []int{44}
+	return file_floe_v1_floe_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *ListGroupsResponse) GetGroups() []*GroupListing {
@@ -3058,7 +3528,7 @@ type DescribeGroupRequest struct {
 
 func (x *DescribeGroupRequest) Reset() {
 	*x = DescribeGroupRequest{}
-	mi := &file_floe_v1_floe_proto_msgTypes[45]
+	mi := &file_floe_v1_floe_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3070,7 +3540,7 @@ func (x *DescribeGroupRequest) String() string {
 func (*DescribeGroupRequest) ProtoMessage() {}
 
 func (x *DescribeGroupRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_floe_v1_floe_proto_msgTypes[45]
+	mi := &file_floe_v1_floe_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3083,7 +3553,7 @@ func (x *DescribeGroupRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DescribeGroupRequest.ProtoReflect.Descriptor instead.
 func (*DescribeGroupRequest) Descriptor() ([]byte, []int) {
-	return file_floe_v1_floe_proto_rawDescGZIP(), []int{45}
+	return file_floe_v1_floe_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *DescribeGroupRequest) GetGroup() string {
@@ -3110,7 +3580,7 @@ type GroupMember struct {
 
 func (x *GroupMember) Reset() {
 	*x = GroupMember{}
-	mi := &file_floe_v1_floe_proto_msgTypes[46]
+	mi := &file_floe_v1_floe_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3122,7 +3592,7 @@ func (x *GroupMember) String() string {
 func (*GroupMember) ProtoMessage() {}
 
 func (x *GroupMember) ProtoReflect() protoreflect.Message {
-	mi := &file_floe_v1_floe_proto_msgTypes[46]
+	mi := &file_floe_v1_floe_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3135,7 +3605,7 @@ func (x *GroupMember) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GroupMember.ProtoReflect.Descriptor instead.
 func (*GroupMember) Descriptor() ([]byte, []int) {
-	return file_floe_v1_floe_proto_rawDescGZIP(), []int{46}
+	return file_floe_v1_floe_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *GroupMember) GetMemberId() string {
@@ -3239,7 +3709,7 @@ type PartitionLag struct {
 
 func (x *PartitionLag) Reset() {
 	*x = PartitionLag{}
-	mi := &file_floe_v1_floe_proto_msgTypes[47]
+	mi := &file_floe_v1_floe_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3251,7 +3721,7 @@ func (x *PartitionLag) String() string {
 func (*PartitionLag) ProtoMessage() {}
 
 func (x *PartitionLag) ProtoReflect() protoreflect.Message {
-	mi := &file_floe_v1_floe_proto_msgTypes[47]
+	mi := &file_floe_v1_floe_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3264,7 +3734,7 @@ func (x *PartitionLag) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PartitionLag.ProtoReflect.Descriptor instead.
 func (*PartitionLag) Descriptor() ([]byte, []int) {
-	return file_floe_v1_floe_proto_rawDescGZIP(), []int{47}
+	return file_floe_v1_floe_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *PartitionLag) GetTopic() string {
@@ -3401,7 +3871,7 @@ type DescribeGroupResponse struct {
 
 func (x *DescribeGroupResponse) Reset() {
 	*x = DescribeGroupResponse{}
-	mi := &file_floe_v1_floe_proto_msgTypes[48]
+	mi := &file_floe_v1_floe_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3413,7 +3883,7 @@ func (x *DescribeGroupResponse) String() string {
 func (*DescribeGroupResponse) ProtoMessage() {}
 
 func (x *DescribeGroupResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_floe_v1_floe_proto_msgTypes[48]
+	mi := &file_floe_v1_floe_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3426,7 +3896,7 @@ func (x *DescribeGroupResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DescribeGroupResponse.ProtoReflect.Descriptor instead.
 func (*DescribeGroupResponse) Descriptor() ([]byte, []int) {
-	return file_floe_v1_floe_proto_rawDescGZIP(), []int{48}
+	return file_floe_v1_floe_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *DescribeGroupResponse) GetGroup() string {
@@ -3487,7 +3957,7 @@ type DeleteGroupRequest struct {
 
 func (x *DeleteGroupRequest) Reset() {
 	*x = DeleteGroupRequest{}
-	mi := &file_floe_v1_floe_proto_msgTypes[49]
+	mi := &file_floe_v1_floe_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3499,7 +3969,7 @@ func (x *DeleteGroupRequest) String() string {
 func (*DeleteGroupRequest) ProtoMessage() {}
 
 func (x *DeleteGroupRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_floe_v1_floe_proto_msgTypes[49]
+	mi := &file_floe_v1_floe_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3512,7 +3982,7 @@ func (x *DeleteGroupRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteGroupRequest.ProtoReflect.Descriptor instead.
 func (*DeleteGroupRequest) Descriptor() ([]byte, []int) {
-	return file_floe_v1_floe_proto_rawDescGZIP(), []int{49}
+	return file_floe_v1_floe_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *DeleteGroupRequest) GetGroup() string {
@@ -3530,7 +4000,7 @@ type DeleteGroupResponse struct {
 
 func (x *DeleteGroupResponse) Reset() {
 	*x = DeleteGroupResponse{}
-	mi := &file_floe_v1_floe_proto_msgTypes[50]
+	mi := &file_floe_v1_floe_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3542,7 +4012,7 @@ func (x *DeleteGroupResponse) String() string {
 func (*DeleteGroupResponse) ProtoMessage() {}
 
 func (x *DeleteGroupResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_floe_v1_floe_proto_msgTypes[50]
+	mi := &file_floe_v1_floe_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3555,7 +4025,7 @@ func (x *DeleteGroupResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteGroupResponse.ProtoReflect.Descriptor instead.
 func (*DeleteGroupResponse) Descriptor() ([]byte, []int) {
-	return file_floe_v1_floe_proto_rawDescGZIP(), []int{50}
+	return file_floe_v1_floe_proto_rawDescGZIP(), []int{56}
 }
 
 type ResetOffsetsRequest struct {
@@ -3579,7 +4049,7 @@ type ResetOffsetsRequest struct {
 
 func (x *ResetOffsetsRequest) Reset() {
 	*x = ResetOffsetsRequest{}
-	mi := &file_floe_v1_floe_proto_msgTypes[51]
+	mi := &file_floe_v1_floe_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3591,7 +4061,7 @@ func (x *ResetOffsetsRequest) String() string {
 func (*ResetOffsetsRequest) ProtoMessage() {}
 
 func (x *ResetOffsetsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_floe_v1_floe_proto_msgTypes[51]
+	mi := &file_floe_v1_floe_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3604,7 +4074,7 @@ func (x *ResetOffsetsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResetOffsetsRequest.ProtoReflect.Descriptor instead.
 func (*ResetOffsetsRequest) Descriptor() ([]byte, []int) {
-	return file_floe_v1_floe_proto_rawDescGZIP(), []int{51}
+	return file_floe_v1_floe_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *ResetOffsetsRequest) GetGroup() string {
@@ -3683,7 +4153,7 @@ type OffsetResetPlan struct {
 
 func (x *OffsetResetPlan) Reset() {
 	*x = OffsetResetPlan{}
-	mi := &file_floe_v1_floe_proto_msgTypes[52]
+	mi := &file_floe_v1_floe_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3695,7 +4165,7 @@ func (x *OffsetResetPlan) String() string {
 func (*OffsetResetPlan) ProtoMessage() {}
 
 func (x *OffsetResetPlan) ProtoReflect() protoreflect.Message {
-	mi := &file_floe_v1_floe_proto_msgTypes[52]
+	mi := &file_floe_v1_floe_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3708,7 +4178,7 @@ func (x *OffsetResetPlan) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OffsetResetPlan.ProtoReflect.Descriptor instead.
 func (*OffsetResetPlan) Descriptor() ([]byte, []int) {
-	return file_floe_v1_floe_proto_rawDescGZIP(), []int{52}
+	return file_floe_v1_floe_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *OffsetResetPlan) GetTopic() string {
@@ -3748,7 +4218,7 @@ type ResetOffsetsResponse struct {
 
 func (x *ResetOffsetsResponse) Reset() {
 	*x = ResetOffsetsResponse{}
-	mi := &file_floe_v1_floe_proto_msgTypes[53]
+	mi := &file_floe_v1_floe_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3760,7 +4230,7 @@ func (x *ResetOffsetsResponse) String() string {
 func (*ResetOffsetsResponse) ProtoMessage() {}
 
 func (x *ResetOffsetsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_floe_v1_floe_proto_msgTypes[53]
+	mi := &file_floe_v1_floe_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3773,7 +4243,7 @@ func (x *ResetOffsetsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResetOffsetsResponse.ProtoReflect.Descriptor instead.
 func (*ResetOffsetsResponse) Descriptor() ([]byte, []int) {
-	return file_floe_v1_floe_proto_rawDescGZIP(), []int{53}
+	return file_floe_v1_floe_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *ResetOffsetsResponse) GetPlan() []*OffsetResetPlan {
@@ -3793,7 +4263,7 @@ type CopyOffsetsRequest struct {
 
 func (x *CopyOffsetsRequest) Reset() {
 	*x = CopyOffsetsRequest{}
-	mi := &file_floe_v1_floe_proto_msgTypes[54]
+	mi := &file_floe_v1_floe_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3805,7 +4275,7 @@ func (x *CopyOffsetsRequest) String() string {
 func (*CopyOffsetsRequest) ProtoMessage() {}
 
 func (x *CopyOffsetsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_floe_v1_floe_proto_msgTypes[54]
+	mi := &file_floe_v1_floe_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3818,7 +4288,7 @@ func (x *CopyOffsetsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CopyOffsetsRequest.ProtoReflect.Descriptor instead.
 func (*CopyOffsetsRequest) Descriptor() ([]byte, []int) {
-	return file_floe_v1_floe_proto_rawDescGZIP(), []int{54}
+	return file_floe_v1_floe_proto_rawDescGZIP(), []int{60}
 }
 
 func (x *CopyOffsetsRequest) GetFrom() string {
@@ -3844,7 +4314,7 @@ type CopyOffsetsResponse struct {
 
 func (x *CopyOffsetsResponse) Reset() {
 	*x = CopyOffsetsResponse{}
-	mi := &file_floe_v1_floe_proto_msgTypes[55]
+	mi := &file_floe_v1_floe_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3856,7 +4326,7 @@ func (x *CopyOffsetsResponse) String() string {
 func (*CopyOffsetsResponse) ProtoMessage() {}
 
 func (x *CopyOffsetsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_floe_v1_floe_proto_msgTypes[55]
+	mi := &file_floe_v1_floe_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3869,7 +4339,7 @@ func (x *CopyOffsetsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CopyOffsetsResponse.ProtoReflect.Descriptor instead.
 func (*CopyOffsetsResponse) Descriptor() ([]byte, []int) {
-	return file_floe_v1_floe_proto_rawDescGZIP(), []int{55}
+	return file_floe_v1_floe_proto_rawDescGZIP(), []int{61}
 }
 
 func (x *CopyOffsetsResponse) GetCopied() int32 {
@@ -3893,7 +4363,7 @@ type AssignedPartition struct {
 
 func (x *AssignedPartition) Reset() {
 	*x = AssignedPartition{}
-	mi := &file_floe_v1_floe_proto_msgTypes[56]
+	mi := &file_floe_v1_floe_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3905,7 +4375,7 @@ func (x *AssignedPartition) String() string {
 func (*AssignedPartition) ProtoMessage() {}
 
 func (x *AssignedPartition) ProtoReflect() protoreflect.Message {
-	mi := &file_floe_v1_floe_proto_msgTypes[56]
+	mi := &file_floe_v1_floe_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3918,7 +4388,7 @@ func (x *AssignedPartition) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AssignedPartition.ProtoReflect.Descriptor instead.
 func (*AssignedPartition) Descriptor() ([]byte, []int) {
-	return file_floe_v1_floe_proto_rawDescGZIP(), []int{56}
+	return file_floe_v1_floe_proto_rawDescGZIP(), []int{62}
 }
 
 func (x *AssignedPartition) GetPartition() int32 {
@@ -3962,7 +4432,7 @@ type GroupAssignment struct {
 
 func (x *GroupAssignment) Reset() {
 	*x = GroupAssignment{}
-	mi := &file_floe_v1_floe_proto_msgTypes[57]
+	mi := &file_floe_v1_floe_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3974,7 +4444,7 @@ func (x *GroupAssignment) String() string {
 func (*GroupAssignment) ProtoMessage() {}
 
 func (x *GroupAssignment) ProtoReflect() protoreflect.Message {
-	mi := &file_floe_v1_floe_proto_msgTypes[57]
+	mi := &file_floe_v1_floe_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3987,7 +4457,7 @@ func (x *GroupAssignment) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GroupAssignment.ProtoReflect.Descriptor instead.
 func (*GroupAssignment) Descriptor() ([]byte, []int) {
-	return file_floe_v1_floe_proto_rawDescGZIP(), []int{57}
+	return file_floe_v1_floe_proto_rawDescGZIP(), []int{63}
 }
 
 func (x *GroupAssignment) GetMemberId() string {
@@ -4073,7 +4543,7 @@ const file_floe_v1_floe_proto_rawDesc = "" +
 	"partitions\x12/\n" +
 	"\astorage\x18\x03 \x01(\v2\x15.floe.v1.TopicStorageR\astorage\x12=\n" +
 	"\x0edeletion_queue\x18\x04 \x01(\v2\x16.floe.v1.DeletionQueueR\rdeletionQueue\x120\n" +
-	"\aiceberg\x18\x05 \x01(\v2\x16.floe.v1.IcebergOutputR\aiceberg\"\xcc\x01\n" +
+	"\aiceberg\x18\x05 \x01(\v2\x16.floe.v1.IcebergOutputR\aiceberg\"\xc6\x03\n" +
 	"\rIcebergOutput\x12\x18\n" +
 	"\aenabled\x18\x01 \x01(\bR\aenabled\x12\x15\n" +
 	"\x06lag_ms\x18\x02 \x01(\x03R\x05lagMs\x12\x14\n" +
@@ -4081,7 +4551,19 @@ const file_floe_v1_floe_proto_rawDesc = "" +
 	"\x10trailing_offsets\x18\x04 \x01(\x03R\x0ftrailingOffsets\x12\x1f\n" +
 	"\vsnapshot_id\x18\x05 \x01(\x03R\n" +
 	"snapshotId\x12(\n" +
-	"\x10snapshot_time_ms\x18\x06 \x01(\x03R\x0esnapshotTimeMs\"\x9b\x01\n" +
+	"\x10snapshot_time_ms\x18\x06 \x01(\x03R\x0esnapshotTimeMs\x12\x12\n" +
+	"\x04rows\x18\a \x01(\x03R\x04rows\x12\x1d\n" +
+	"\n" +
+	"data_files\x18\b \x01(\x03R\tdataFiles\x12\x1d\n" +
+	"\n" +
+	"data_bytes\x18\t \x01(\x03R\tdataBytes\x12%\n" +
+	"\x0etrailing_bytes\x18\n" +
+	" \x01(\x03R\rtrailingBytes\x12\x1f\n" +
+	"\vtrailing_ms\x18\v \x01(\x03R\n" +
+	"trailingMs\x12\x14\n" +
+	"\x05table\x18\f \x01(\tR\x05table\x12#\n" +
+	"\rrejected_rows\x18\r \x01(\x03R\frejectedRows\x12#\n" +
+	"\rmaintained_ms\x18\x0e \x01(\x03R\fmaintainedMs\"\x9b\x01\n" +
 	"\fTopicStorage\x12\x14\n" +
 	"\x05files\x18\x01 \x01(\x03R\x05files\x12\x1d\n" +
 	"\n" +
@@ -4158,26 +4640,28 @@ const file_floe_v1_floe_proto_rawDesc = "" +
 	"\x14InitProducerResponse\x12\x1f\n" +
 	"\vproducer_id\x18\x01 \x01(\x03R\n" +
 	"producerId\x12%\n" +
-	"\x0eproducer_epoch\x18\x02 \x01(\x05R\rproducerEpoch\"\x97\x01\n" +
+	"\x0eproducer_epoch\x18\x02 \x01(\x05R\rproducerEpoch\"\xb1\x01\n" +
 	"\fFetchRequest\x12\x14\n" +
 	"\x05topic\x18\x01 \x01(\tR\x05topic\x12\x1c\n" +
 	"\tpartition\x18\x02 \x01(\x05R\tpartition\x12\x16\n" +
 	"\x06offset\x18\x03 \x01(\x03R\x06offset\x12\x1b\n" +
 	"\tmax_bytes\x18\x04 \x01(\x05R\bmaxBytes\x12\x1e\n" +
-	"\vmax_wait_ms\x18\x05 \x01(\x05R\tmaxWaitMs\"\xac\x01\n" +
+	"\vmax_wait_ms\x18\x05 \x01(\x05R\tmaxWaitMs\x12\x18\n" +
+	"\abatches\x18\x06 \x01(\bR\abatches\"\xc6\x01\n" +
 	"\rFetchResponse\x12)\n" +
 	"\arecords\x18\x01 \x03(\v2\x0f.floe.v1.RecordR\arecords\x12%\n" +
 	"\x0ehigh_watermark\x18\x02 \x01(\x03R\rhighWatermark\x12(\n" +
 	"\x10log_start_offset\x18\x03 \x01(\x03R\x0elogStartOffset\x12\x1f\n" +
 	"\vnext_offset\x18\x04 \x01(\x03R\n" +
-	"nextOffset\"\x92\x01\n" +
+	"nextOffset\x12\x18\n" +
+	"\abatches\x18\x05 \x01(\fR\abatches\"\x92\x01\n" +
 	"\rStartPosition\x12\x1c\n" +
 	"\bearliest\x18\x01 \x01(\bH\x00R\bearliest\x12\x18\n" +
 	"\x06latest\x18\x02 \x01(\bH\x00R\x06latest\x12\x18\n" +
 	"\x06offset\x18\x03 \x01(\x03H\x00R\x06offset\x12#\n" +
 	"\ftimestamp_ms\x18\x04 \x01(\x03H\x00R\vtimestampMsB\n" +
 	"\n" +
-	"\bposition\"\xc3\x03\n" +
+	"\bposition\"\xdd\x03\n" +
 	"\x10SubscribeRequest\x12\x14\n" +
 	"\x05topic\x18\x01 \x01(\tR\x05topic\x12\x1e\n" +
 	"\n" +
@@ -4191,17 +4675,48 @@ const file_floe_v1_floe_proto_rawDesc = "" +
 	"\fmember_epoch\x18\b \x01(\x05R\vmemberEpoch\x12,\n" +
 	"\x12session_timeout_ms\x18\t \x01(\x05R\x10sessionTimeoutMs\x12,\n" +
 	"\x12commit_interval_ms\x18\n" +
-	" \x01(\x05R\x10commitIntervalMs\x1a:\n" +
+	" \x01(\x05R\x10commitIntervalMs\x12\x18\n" +
+	"\abatches\x18\v \x01(\bR\abatches\x1a:\n" +
 	"\fOffsetsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\x05R\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\x03R\x05value:\x028\x01\"\xbd\x01\n" +
+	"\x05value\x18\x02 \x01(\x03R\x05value:\x028\x01\"\xf8\x01\n" +
 	"\x11SubscribeResponse\x12\x1c\n" +
 	"\tpartition\x18\x01 \x01(\x05R\tpartition\x12)\n" +
 	"\arecords\x18\x02 \x03(\v2\x0f.floe.v1.RecordR\arecords\x12%\n" +
 	"\x0ehigh_watermark\x18\x03 \x01(\x03R\rhighWatermark\x128\n" +
 	"\n" +
 	"assignment\x18\x04 \x01(\v2\x18.floe.v1.GroupAssignmentR\n" +
-	"assignment\"\x96\x01\n" +
+	"assignment\x12\x18\n" +
+	"\abatches\x18\x05 \x01(\fR\abatches\x12\x1f\n" +
+	"\vnext_offset\x18\x06 \x01(\x03R\n" +
+	"nextOffset\"J\n" +
+	"\x10PartitionBatches\x12\x1c\n" +
+	"\tpartition\x18\x01 \x01(\x05R\tpartition\x12\x18\n" +
+	"\abatches\x18\x02 \x01(\fR\abatches\"h\n" +
+	"\x15ProduceBatchesRequest\x12\x14\n" +
+	"\x05topic\x18\x01 \x01(\tR\x05topic\x129\n" +
+	"\n" +
+	"partitions\x18\x02 \x03(\v2\x19.floe.v1.PartitionBatchesR\n" +
+	"partitions\"u\n" +
+	"\x16PartitionProduceResult\x12\x1c\n" +
+	"\tpartition\x18\x01 \x01(\x05R\tpartition\x12\x1f\n" +
+	"\vbase_offset\x18\x02 \x01(\x03R\n" +
+	"baseOffset\x12\x1c\n" +
+	"\tduplicate\x18\x03 \x01(\bR\tduplicate\"\x80\x01\n" +
+	"\x16ProduceBatchesResponse\x129\n" +
+	"\aresults\x18\x01 \x03(\v2\x1f.floe.v1.PartitionProduceResultR\aresults\x12+\n" +
+	"\x12log_append_time_ms\x18\x02 \x01(\x03R\x0flogAppendTimeMs\"v\n" +
+	"\x1bProduceBatchesStreamRequest\x12\x1d\n" +
+	"\n" +
+	"request_id\x18\x01 \x01(\x04R\trequestId\x128\n" +
+	"\arequest\x18\x02 \x01(\v2\x1e.floe.v1.ProduceBatchesRequestR\arequest\"\xbe\x01\n" +
+	"\x1cProduceBatchesStreamResponse\x12\x1d\n" +
+	"\n" +
+	"request_id\x18\x01 \x01(\x04R\trequestId\x12;\n" +
+	"\bresponse\x18\x02 \x01(\v2\x1f.floe.v1.ProduceBatchesResponseR\bresponse\x12\x1d\n" +
+	"\n" +
+	"error_code\x18\x03 \x01(\x05R\terrorCode\x12#\n" +
+	"\rerror_message\x18\x04 \x01(\tR\ferrorMessage\"\x96\x01\n" +
 	"\x12ListOffsetsRequest\x12\x14\n" +
 	"\x05topic\x18\x01 \x01(\tR\x05topic\x12\x1e\n" +
 	"\n" +
@@ -4371,7 +4886,7 @@ const file_floe_v1_floe_proto_rawDesc = "" +
 	"ListTopics\x12\x1a.floe.v1.ListTopicsRequest\x1a\x1b.floe.v1.ListTopicsResponse\x12N\n" +
 	"\rDescribeTopic\x12\x1d.floe.v1.DescribeTopicRequest\x1a\x1e.floe.v1.DescribeTopicResponse\x12W\n" +
 	"\x10AlterTopicConfig\x12 .floe.v1.AlterTopicConfigRequest\x1a!.floe.v1.AlterTopicConfigResponse\x12N\n" +
-	"\rDeleteRecords\x12\x1d.floe.v1.DeleteRecordsRequest\x1a\x1e.floe.v1.DeleteRecordsResponse2\xb3\x03\n" +
+	"\rDeleteRecords\x12\x1d.floe.v1.DeleteRecordsRequest\x1a\x1e.floe.v1.DeleteRecordsResponse2\xef\x04\n" +
 	"\n" +
 	"LogService\x12<\n" +
 	"\aProduce\x12\x17.floe.v1.ProduceRequest\x1a\x18.floe.v1.ProduceResponse\x12R\n" +
@@ -4379,7 +4894,9 @@ const file_floe_v1_floe_proto_rawDesc = "" +
 	"\fInitProducer\x12\x1c.floe.v1.InitProducerRequest\x1a\x1d.floe.v1.InitProducerResponse\x126\n" +
 	"\x05Fetch\x12\x15.floe.v1.FetchRequest\x1a\x16.floe.v1.FetchResponse\x12D\n" +
 	"\tSubscribe\x12\x19.floe.v1.SubscribeRequest\x1a\x1a.floe.v1.SubscribeResponse0\x01\x12H\n" +
-	"\vListOffsets\x12\x1b.floe.v1.ListOffsetsRequest\x1a\x1c.floe.v1.ListOffsetsResponse2\xf1\x04\n" +
+	"\vListOffsets\x12\x1b.floe.v1.ListOffsetsRequest\x1a\x1c.floe.v1.ListOffsetsResponse\x12Q\n" +
+	"\x0eProduceBatches\x12\x1e.floe.v1.ProduceBatchesRequest\x1a\x1f.floe.v1.ProduceBatchesResponse\x12g\n" +
+	"\x14ProduceBatchesStream\x12$.floe.v1.ProduceBatchesStreamRequest\x1a%.floe.v1.ProduceBatchesStreamResponse(\x010\x012\xf1\x04\n" +
 	"\fGroupService\x12L\n" +
 	"\tHeartbeat\x12\x1e.floe.v1.GroupHeartbeatRequest\x1a\x1f.floe.v1.GroupHeartbeatResponse\x12N\n" +
 	"\rCommitOffsets\x12\x1d.floe.v1.CommitOffsetsRequest\x1a\x1e.floe.v1.CommitOffsetsResponse\x12K\n" +
@@ -4404,77 +4921,83 @@ func file_floe_v1_floe_proto_rawDescGZIP() []byte {
 }
 
 var file_floe_v1_floe_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_floe_v1_floe_proto_msgTypes = make([]protoimpl.MessageInfo, 62)
+var file_floe_v1_floe_proto_msgTypes = make([]protoimpl.MessageInfo, 68)
 var file_floe_v1_floe_proto_goTypes = []any{
-	(Compression)(0),                 // 0: floe.v1.Compression
-	(OffsetSpec)(0),                  // 1: floe.v1.OffsetSpec
-	(ResetSpec)(0),                   // 2: floe.v1.ResetSpec
-	(*Topic)(nil),                    // 3: floe.v1.Topic
-	(*PartitionInfo)(nil),            // 4: floe.v1.PartitionInfo
-	(*CreateTopicRequest)(nil),       // 5: floe.v1.CreateTopicRequest
-	(*CreateTopicResponse)(nil),      // 6: floe.v1.CreateTopicResponse
-	(*DeleteTopicRequest)(nil),       // 7: floe.v1.DeleteTopicRequest
-	(*DeleteTopicResponse)(nil),      // 8: floe.v1.DeleteTopicResponse
-	(*ListTopicsRequest)(nil),        // 9: floe.v1.ListTopicsRequest
-	(*ListTopicsResponse)(nil),       // 10: floe.v1.ListTopicsResponse
-	(*DescribeTopicRequest)(nil),     // 11: floe.v1.DescribeTopicRequest
-	(*DescribeTopicResponse)(nil),    // 12: floe.v1.DescribeTopicResponse
-	(*IcebergOutput)(nil),            // 13: floe.v1.IcebergOutput
-	(*TopicStorage)(nil),             // 14: floe.v1.TopicStorage
-	(*DeletionQueue)(nil),            // 15: floe.v1.DeletionQueue
-	(*AlterTopicConfigRequest)(nil),  // 16: floe.v1.AlterTopicConfigRequest
-	(*AlterTopicConfigResponse)(nil), // 17: floe.v1.AlterTopicConfigResponse
-	(*DeleteRecordsRequest)(nil),     // 18: floe.v1.DeleteRecordsRequest
-	(*DeleteRecordsResponse)(nil),    // 19: floe.v1.DeleteRecordsResponse
-	(*Header)(nil),                   // 20: floe.v1.Header
-	(*Record)(nil),                   // 21: floe.v1.Record
-	(*ProduceRequest)(nil),           // 22: floe.v1.ProduceRequest
-	(*ProduceResponse)(nil),          // 23: floe.v1.ProduceResponse
-	(*ProduceStreamRequest)(nil),     // 24: floe.v1.ProduceStreamRequest
-	(*ProduceStreamResponse)(nil),    // 25: floe.v1.ProduceStreamResponse
-	(*InitProducerRequest)(nil),      // 26: floe.v1.InitProducerRequest
-	(*InitProducerResponse)(nil),     // 27: floe.v1.InitProducerResponse
-	(*FetchRequest)(nil),             // 28: floe.v1.FetchRequest
-	(*FetchResponse)(nil),            // 29: floe.v1.FetchResponse
-	(*StartPosition)(nil),            // 30: floe.v1.StartPosition
-	(*SubscribeRequest)(nil),         // 31: floe.v1.SubscribeRequest
-	(*SubscribeResponse)(nil),        // 32: floe.v1.SubscribeResponse
-	(*ListOffsetsRequest)(nil),       // 33: floe.v1.ListOffsetsRequest
-	(*PartitionOffset)(nil),          // 34: floe.v1.PartitionOffset
-	(*ListOffsetsResponse)(nil),      // 35: floe.v1.ListOffsetsResponse
-	(*TopicPartition)(nil),           // 36: floe.v1.TopicPartition
-	(*GroupHeartbeatRequest)(nil),    // 37: floe.v1.GroupHeartbeatRequest
-	(*GroupHeartbeatResponse)(nil),   // 38: floe.v1.GroupHeartbeatResponse
-	(*OffsetCommit)(nil),             // 39: floe.v1.OffsetCommit
-	(*CommitOffsetsRequest)(nil),     // 40: floe.v1.CommitOffsetsRequest
-	(*CommitOffsetsResponse)(nil),    // 41: floe.v1.CommitOffsetsResponse
-	(*FetchOffsetsRequest)(nil),      // 42: floe.v1.FetchOffsetsRequest
-	(*CommittedOffset)(nil),          // 43: floe.v1.CommittedOffset
-	(*FetchOffsetsResponse)(nil),     // 44: floe.v1.FetchOffsetsResponse
-	(*ListGroupsRequest)(nil),        // 45: floe.v1.ListGroupsRequest
-	(*GroupListing)(nil),             // 46: floe.v1.GroupListing
-	(*ListGroupsResponse)(nil),       // 47: floe.v1.ListGroupsResponse
-	(*DescribeGroupRequest)(nil),     // 48: floe.v1.DescribeGroupRequest
-	(*GroupMember)(nil),              // 49: floe.v1.GroupMember
-	(*PartitionLag)(nil),             // 50: floe.v1.PartitionLag
-	(*DescribeGroupResponse)(nil),    // 51: floe.v1.DescribeGroupResponse
-	(*DeleteGroupRequest)(nil),       // 52: floe.v1.DeleteGroupRequest
-	(*DeleteGroupResponse)(nil),      // 53: floe.v1.DeleteGroupResponse
-	(*ResetOffsetsRequest)(nil),      // 54: floe.v1.ResetOffsetsRequest
-	(*OffsetResetPlan)(nil),          // 55: floe.v1.OffsetResetPlan
-	(*ResetOffsetsResponse)(nil),     // 56: floe.v1.ResetOffsetsResponse
-	(*CopyOffsetsRequest)(nil),       // 57: floe.v1.CopyOffsetsRequest
-	(*CopyOffsetsResponse)(nil),      // 58: floe.v1.CopyOffsetsResponse
-	(*AssignedPartition)(nil),        // 59: floe.v1.AssignedPartition
-	(*GroupAssignment)(nil),          // 60: floe.v1.GroupAssignment
-	nil,                              // 61: floe.v1.Topic.ConfigEntry
-	nil,                              // 62: floe.v1.CreateTopicRequest.ConfigEntry
-	nil,                              // 63: floe.v1.AlterTopicConfigRequest.SetEntry
-	nil,                              // 64: floe.v1.SubscribeRequest.OffsetsEntry
+	(Compression)(0),                     // 0: floe.v1.Compression
+	(OffsetSpec)(0),                      // 1: floe.v1.OffsetSpec
+	(ResetSpec)(0),                       // 2: floe.v1.ResetSpec
+	(*Topic)(nil),                        // 3: floe.v1.Topic
+	(*PartitionInfo)(nil),                // 4: floe.v1.PartitionInfo
+	(*CreateTopicRequest)(nil),           // 5: floe.v1.CreateTopicRequest
+	(*CreateTopicResponse)(nil),          // 6: floe.v1.CreateTopicResponse
+	(*DeleteTopicRequest)(nil),           // 7: floe.v1.DeleteTopicRequest
+	(*DeleteTopicResponse)(nil),          // 8: floe.v1.DeleteTopicResponse
+	(*ListTopicsRequest)(nil),            // 9: floe.v1.ListTopicsRequest
+	(*ListTopicsResponse)(nil),           // 10: floe.v1.ListTopicsResponse
+	(*DescribeTopicRequest)(nil),         // 11: floe.v1.DescribeTopicRequest
+	(*DescribeTopicResponse)(nil),        // 12: floe.v1.DescribeTopicResponse
+	(*IcebergOutput)(nil),                // 13: floe.v1.IcebergOutput
+	(*TopicStorage)(nil),                 // 14: floe.v1.TopicStorage
+	(*DeletionQueue)(nil),                // 15: floe.v1.DeletionQueue
+	(*AlterTopicConfigRequest)(nil),      // 16: floe.v1.AlterTopicConfigRequest
+	(*AlterTopicConfigResponse)(nil),     // 17: floe.v1.AlterTopicConfigResponse
+	(*DeleteRecordsRequest)(nil),         // 18: floe.v1.DeleteRecordsRequest
+	(*DeleteRecordsResponse)(nil),        // 19: floe.v1.DeleteRecordsResponse
+	(*Header)(nil),                       // 20: floe.v1.Header
+	(*Record)(nil),                       // 21: floe.v1.Record
+	(*ProduceRequest)(nil),               // 22: floe.v1.ProduceRequest
+	(*ProduceResponse)(nil),              // 23: floe.v1.ProduceResponse
+	(*ProduceStreamRequest)(nil),         // 24: floe.v1.ProduceStreamRequest
+	(*ProduceStreamResponse)(nil),        // 25: floe.v1.ProduceStreamResponse
+	(*InitProducerRequest)(nil),          // 26: floe.v1.InitProducerRequest
+	(*InitProducerResponse)(nil),         // 27: floe.v1.InitProducerResponse
+	(*FetchRequest)(nil),                 // 28: floe.v1.FetchRequest
+	(*FetchResponse)(nil),                // 29: floe.v1.FetchResponse
+	(*StartPosition)(nil),                // 30: floe.v1.StartPosition
+	(*SubscribeRequest)(nil),             // 31: floe.v1.SubscribeRequest
+	(*SubscribeResponse)(nil),            // 32: floe.v1.SubscribeResponse
+	(*PartitionBatches)(nil),             // 33: floe.v1.PartitionBatches
+	(*ProduceBatchesRequest)(nil),        // 34: floe.v1.ProduceBatchesRequest
+	(*PartitionProduceResult)(nil),       // 35: floe.v1.PartitionProduceResult
+	(*ProduceBatchesResponse)(nil),       // 36: floe.v1.ProduceBatchesResponse
+	(*ProduceBatchesStreamRequest)(nil),  // 37: floe.v1.ProduceBatchesStreamRequest
+	(*ProduceBatchesStreamResponse)(nil), // 38: floe.v1.ProduceBatchesStreamResponse
+	(*ListOffsetsRequest)(nil),           // 39: floe.v1.ListOffsetsRequest
+	(*PartitionOffset)(nil),              // 40: floe.v1.PartitionOffset
+	(*ListOffsetsResponse)(nil),          // 41: floe.v1.ListOffsetsResponse
+	(*TopicPartition)(nil),               // 42: floe.v1.TopicPartition
+	(*GroupHeartbeatRequest)(nil),        // 43: floe.v1.GroupHeartbeatRequest
+	(*GroupHeartbeatResponse)(nil),       // 44: floe.v1.GroupHeartbeatResponse
+	(*OffsetCommit)(nil),                 // 45: floe.v1.OffsetCommit
+	(*CommitOffsetsRequest)(nil),         // 46: floe.v1.CommitOffsetsRequest
+	(*CommitOffsetsResponse)(nil),        // 47: floe.v1.CommitOffsetsResponse
+	(*FetchOffsetsRequest)(nil),          // 48: floe.v1.FetchOffsetsRequest
+	(*CommittedOffset)(nil),              // 49: floe.v1.CommittedOffset
+	(*FetchOffsetsResponse)(nil),         // 50: floe.v1.FetchOffsetsResponse
+	(*ListGroupsRequest)(nil),            // 51: floe.v1.ListGroupsRequest
+	(*GroupListing)(nil),                 // 52: floe.v1.GroupListing
+	(*ListGroupsResponse)(nil),           // 53: floe.v1.ListGroupsResponse
+	(*DescribeGroupRequest)(nil),         // 54: floe.v1.DescribeGroupRequest
+	(*GroupMember)(nil),                  // 55: floe.v1.GroupMember
+	(*PartitionLag)(nil),                 // 56: floe.v1.PartitionLag
+	(*DescribeGroupResponse)(nil),        // 57: floe.v1.DescribeGroupResponse
+	(*DeleteGroupRequest)(nil),           // 58: floe.v1.DeleteGroupRequest
+	(*DeleteGroupResponse)(nil),          // 59: floe.v1.DeleteGroupResponse
+	(*ResetOffsetsRequest)(nil),          // 60: floe.v1.ResetOffsetsRequest
+	(*OffsetResetPlan)(nil),              // 61: floe.v1.OffsetResetPlan
+	(*ResetOffsetsResponse)(nil),         // 62: floe.v1.ResetOffsetsResponse
+	(*CopyOffsetsRequest)(nil),           // 63: floe.v1.CopyOffsetsRequest
+	(*CopyOffsetsResponse)(nil),          // 64: floe.v1.CopyOffsetsResponse
+	(*AssignedPartition)(nil),            // 65: floe.v1.AssignedPartition
+	(*GroupAssignment)(nil),              // 66: floe.v1.GroupAssignment
+	nil,                                  // 67: floe.v1.Topic.ConfigEntry
+	nil,                                  // 68: floe.v1.CreateTopicRequest.ConfigEntry
+	nil,                                  // 69: floe.v1.AlterTopicConfigRequest.SetEntry
+	nil,                                  // 70: floe.v1.SubscribeRequest.OffsetsEntry
 }
 var file_floe_v1_floe_proto_depIdxs = []int32{
-	61, // 0: floe.v1.Topic.config:type_name -> floe.v1.Topic.ConfigEntry
-	62, // 1: floe.v1.CreateTopicRequest.config:type_name -> floe.v1.CreateTopicRequest.ConfigEntry
+	67, // 0: floe.v1.Topic.config:type_name -> floe.v1.Topic.ConfigEntry
+	68, // 1: floe.v1.CreateTopicRequest.config:type_name -> floe.v1.CreateTopicRequest.ConfigEntry
 	3,  // 2: floe.v1.CreateTopicResponse.topic:type_name -> floe.v1.Topic
 	3,  // 3: floe.v1.ListTopicsResponse.topics:type_name -> floe.v1.Topic
 	3,  // 4: floe.v1.DescribeTopicResponse.topic:type_name -> floe.v1.Topic
@@ -4482,7 +5005,7 @@ var file_floe_v1_floe_proto_depIdxs = []int32{
 	14, // 6: floe.v1.DescribeTopicResponse.storage:type_name -> floe.v1.TopicStorage
 	15, // 7: floe.v1.DescribeTopicResponse.deletion_queue:type_name -> floe.v1.DeletionQueue
 	13, // 8: floe.v1.DescribeTopicResponse.iceberg:type_name -> floe.v1.IcebergOutput
-	63, // 9: floe.v1.AlterTopicConfigRequest.set:type_name -> floe.v1.AlterTopicConfigRequest.SetEntry
+	69, // 9: floe.v1.AlterTopicConfigRequest.set:type_name -> floe.v1.AlterTopicConfigRequest.SetEntry
 	3,  // 10: floe.v1.AlterTopicConfigResponse.topic:type_name -> floe.v1.Topic
 	20, // 11: floe.v1.Record.headers:type_name -> floe.v1.Header
 	21, // 12: floe.v1.ProduceRequest.records:type_name -> floe.v1.Record
@@ -4491,71 +5014,79 @@ var file_floe_v1_floe_proto_depIdxs = []int32{
 	23, // 15: floe.v1.ProduceStreamResponse.response:type_name -> floe.v1.ProduceResponse
 	21, // 16: floe.v1.FetchResponse.records:type_name -> floe.v1.Record
 	30, // 17: floe.v1.SubscribeRequest.start:type_name -> floe.v1.StartPosition
-	64, // 18: floe.v1.SubscribeRequest.offsets:type_name -> floe.v1.SubscribeRequest.OffsetsEntry
+	70, // 18: floe.v1.SubscribeRequest.offsets:type_name -> floe.v1.SubscribeRequest.OffsetsEntry
 	21, // 19: floe.v1.SubscribeResponse.records:type_name -> floe.v1.Record
-	60, // 20: floe.v1.SubscribeResponse.assignment:type_name -> floe.v1.GroupAssignment
-	1,  // 21: floe.v1.ListOffsetsRequest.spec:type_name -> floe.v1.OffsetSpec
-	34, // 22: floe.v1.ListOffsetsResponse.offsets:type_name -> floe.v1.PartitionOffset
-	36, // 23: floe.v1.GroupHeartbeatRequest.owned:type_name -> floe.v1.TopicPartition
-	36, // 24: floe.v1.GroupHeartbeatResponse.assigned:type_name -> floe.v1.TopicPartition
-	39, // 25: floe.v1.CommitOffsetsRequest.offsets:type_name -> floe.v1.OffsetCommit
-	36, // 26: floe.v1.FetchOffsetsRequest.partitions:type_name -> floe.v1.TopicPartition
-	43, // 27: floe.v1.FetchOffsetsResponse.offsets:type_name -> floe.v1.CommittedOffset
-	46, // 28: floe.v1.ListGroupsResponse.groups:type_name -> floe.v1.GroupListing
-	36, // 29: floe.v1.GroupMember.assigned:type_name -> floe.v1.TopicPartition
-	36, // 30: floe.v1.GroupMember.revoking:type_name -> floe.v1.TopicPartition
-	36, // 31: floe.v1.GroupMember.target:type_name -> floe.v1.TopicPartition
-	49, // 32: floe.v1.DescribeGroupResponse.members:type_name -> floe.v1.GroupMember
-	50, // 33: floe.v1.DescribeGroupResponse.partitions:type_name -> floe.v1.PartitionLag
-	36, // 34: floe.v1.ResetOffsetsRequest.partitions:type_name -> floe.v1.TopicPartition
-	2,  // 35: floe.v1.ResetOffsetsRequest.spec:type_name -> floe.v1.ResetSpec
-	55, // 36: floe.v1.ResetOffsetsResponse.plan:type_name -> floe.v1.OffsetResetPlan
-	59, // 37: floe.v1.GroupAssignment.partitions:type_name -> floe.v1.AssignedPartition
-	5,  // 38: floe.v1.TopicService.CreateTopic:input_type -> floe.v1.CreateTopicRequest
-	7,  // 39: floe.v1.TopicService.DeleteTopic:input_type -> floe.v1.DeleteTopicRequest
-	9,  // 40: floe.v1.TopicService.ListTopics:input_type -> floe.v1.ListTopicsRequest
-	11, // 41: floe.v1.TopicService.DescribeTopic:input_type -> floe.v1.DescribeTopicRequest
-	16, // 42: floe.v1.TopicService.AlterTopicConfig:input_type -> floe.v1.AlterTopicConfigRequest
-	18, // 43: floe.v1.TopicService.DeleteRecords:input_type -> floe.v1.DeleteRecordsRequest
-	22, // 44: floe.v1.LogService.Produce:input_type -> floe.v1.ProduceRequest
-	24, // 45: floe.v1.LogService.ProduceStream:input_type -> floe.v1.ProduceStreamRequest
-	26, // 46: floe.v1.LogService.InitProducer:input_type -> floe.v1.InitProducerRequest
-	28, // 47: floe.v1.LogService.Fetch:input_type -> floe.v1.FetchRequest
-	31, // 48: floe.v1.LogService.Subscribe:input_type -> floe.v1.SubscribeRequest
-	33, // 49: floe.v1.LogService.ListOffsets:input_type -> floe.v1.ListOffsetsRequest
-	37, // 50: floe.v1.GroupService.Heartbeat:input_type -> floe.v1.GroupHeartbeatRequest
-	40, // 51: floe.v1.GroupService.CommitOffsets:input_type -> floe.v1.CommitOffsetsRequest
-	42, // 52: floe.v1.GroupService.FetchOffsets:input_type -> floe.v1.FetchOffsetsRequest
-	45, // 53: floe.v1.GroupService.ListGroups:input_type -> floe.v1.ListGroupsRequest
-	48, // 54: floe.v1.GroupService.DescribeGroup:input_type -> floe.v1.DescribeGroupRequest
-	52, // 55: floe.v1.GroupService.DeleteGroup:input_type -> floe.v1.DeleteGroupRequest
-	54, // 56: floe.v1.GroupService.ResetOffsets:input_type -> floe.v1.ResetOffsetsRequest
-	57, // 57: floe.v1.GroupService.CopyOffsets:input_type -> floe.v1.CopyOffsetsRequest
-	6,  // 58: floe.v1.TopicService.CreateTopic:output_type -> floe.v1.CreateTopicResponse
-	8,  // 59: floe.v1.TopicService.DeleteTopic:output_type -> floe.v1.DeleteTopicResponse
-	10, // 60: floe.v1.TopicService.ListTopics:output_type -> floe.v1.ListTopicsResponse
-	12, // 61: floe.v1.TopicService.DescribeTopic:output_type -> floe.v1.DescribeTopicResponse
-	17, // 62: floe.v1.TopicService.AlterTopicConfig:output_type -> floe.v1.AlterTopicConfigResponse
-	19, // 63: floe.v1.TopicService.DeleteRecords:output_type -> floe.v1.DeleteRecordsResponse
-	23, // 64: floe.v1.LogService.Produce:output_type -> floe.v1.ProduceResponse
-	25, // 65: floe.v1.LogService.ProduceStream:output_type -> floe.v1.ProduceStreamResponse
-	27, // 66: floe.v1.LogService.InitProducer:output_type -> floe.v1.InitProducerResponse
-	29, // 67: floe.v1.LogService.Fetch:output_type -> floe.v1.FetchResponse
-	32, // 68: floe.v1.LogService.Subscribe:output_type -> floe.v1.SubscribeResponse
-	35, // 69: floe.v1.LogService.ListOffsets:output_type -> floe.v1.ListOffsetsResponse
-	38, // 70: floe.v1.GroupService.Heartbeat:output_type -> floe.v1.GroupHeartbeatResponse
-	41, // 71: floe.v1.GroupService.CommitOffsets:output_type -> floe.v1.CommitOffsetsResponse
-	44, // 72: floe.v1.GroupService.FetchOffsets:output_type -> floe.v1.FetchOffsetsResponse
-	47, // 73: floe.v1.GroupService.ListGroups:output_type -> floe.v1.ListGroupsResponse
-	51, // 74: floe.v1.GroupService.DescribeGroup:output_type -> floe.v1.DescribeGroupResponse
-	53, // 75: floe.v1.GroupService.DeleteGroup:output_type -> floe.v1.DeleteGroupResponse
-	56, // 76: floe.v1.GroupService.ResetOffsets:output_type -> floe.v1.ResetOffsetsResponse
-	58, // 77: floe.v1.GroupService.CopyOffsets:output_type -> floe.v1.CopyOffsetsResponse
-	58, // [58:78] is the sub-list for method output_type
-	38, // [38:58] is the sub-list for method input_type
-	38, // [38:38] is the sub-list for extension type_name
-	38, // [38:38] is the sub-list for extension extendee
-	0,  // [0:38] is the sub-list for field type_name
+	66, // 20: floe.v1.SubscribeResponse.assignment:type_name -> floe.v1.GroupAssignment
+	33, // 21: floe.v1.ProduceBatchesRequest.partitions:type_name -> floe.v1.PartitionBatches
+	35, // 22: floe.v1.ProduceBatchesResponse.results:type_name -> floe.v1.PartitionProduceResult
+	34, // 23: floe.v1.ProduceBatchesStreamRequest.request:type_name -> floe.v1.ProduceBatchesRequest
+	36, // 24: floe.v1.ProduceBatchesStreamResponse.response:type_name -> floe.v1.ProduceBatchesResponse
+	1,  // 25: floe.v1.ListOffsetsRequest.spec:type_name -> floe.v1.OffsetSpec
+	40, // 26: floe.v1.ListOffsetsResponse.offsets:type_name -> floe.v1.PartitionOffset
+	42, // 27: floe.v1.GroupHeartbeatRequest.owned:type_name -> floe.v1.TopicPartition
+	42, // 28: floe.v1.GroupHeartbeatResponse.assigned:type_name -> floe.v1.TopicPartition
+	45, // 29: floe.v1.CommitOffsetsRequest.offsets:type_name -> floe.v1.OffsetCommit
+	42, // 30: floe.v1.FetchOffsetsRequest.partitions:type_name -> floe.v1.TopicPartition
+	49, // 31: floe.v1.FetchOffsetsResponse.offsets:type_name -> floe.v1.CommittedOffset
+	52, // 32: floe.v1.ListGroupsResponse.groups:type_name -> floe.v1.GroupListing
+	42, // 33: floe.v1.GroupMember.assigned:type_name -> floe.v1.TopicPartition
+	42, // 34: floe.v1.GroupMember.revoking:type_name -> floe.v1.TopicPartition
+	42, // 35: floe.v1.GroupMember.target:type_name -> floe.v1.TopicPartition
+	55, // 36: floe.v1.DescribeGroupResponse.members:type_name -> floe.v1.GroupMember
+	56, // 37: floe.v1.DescribeGroupResponse.partitions:type_name -> floe.v1.PartitionLag
+	42, // 38: floe.v1.ResetOffsetsRequest.partitions:type_name -> floe.v1.TopicPartition
+	2,  // 39: floe.v1.ResetOffsetsRequest.spec:type_name -> floe.v1.ResetSpec
+	61, // 40: floe.v1.ResetOffsetsResponse.plan:type_name -> floe.v1.OffsetResetPlan
+	65, // 41: floe.v1.GroupAssignment.partitions:type_name -> floe.v1.AssignedPartition
+	5,  // 42: floe.v1.TopicService.CreateTopic:input_type -> floe.v1.CreateTopicRequest
+	7,  // 43: floe.v1.TopicService.DeleteTopic:input_type -> floe.v1.DeleteTopicRequest
+	9,  // 44: floe.v1.TopicService.ListTopics:input_type -> floe.v1.ListTopicsRequest
+	11, // 45: floe.v1.TopicService.DescribeTopic:input_type -> floe.v1.DescribeTopicRequest
+	16, // 46: floe.v1.TopicService.AlterTopicConfig:input_type -> floe.v1.AlterTopicConfigRequest
+	18, // 47: floe.v1.TopicService.DeleteRecords:input_type -> floe.v1.DeleteRecordsRequest
+	22, // 48: floe.v1.LogService.Produce:input_type -> floe.v1.ProduceRequest
+	24, // 49: floe.v1.LogService.ProduceStream:input_type -> floe.v1.ProduceStreamRequest
+	26, // 50: floe.v1.LogService.InitProducer:input_type -> floe.v1.InitProducerRequest
+	28, // 51: floe.v1.LogService.Fetch:input_type -> floe.v1.FetchRequest
+	31, // 52: floe.v1.LogService.Subscribe:input_type -> floe.v1.SubscribeRequest
+	39, // 53: floe.v1.LogService.ListOffsets:input_type -> floe.v1.ListOffsetsRequest
+	34, // 54: floe.v1.LogService.ProduceBatches:input_type -> floe.v1.ProduceBatchesRequest
+	37, // 55: floe.v1.LogService.ProduceBatchesStream:input_type -> floe.v1.ProduceBatchesStreamRequest
+	43, // 56: floe.v1.GroupService.Heartbeat:input_type -> floe.v1.GroupHeartbeatRequest
+	46, // 57: floe.v1.GroupService.CommitOffsets:input_type -> floe.v1.CommitOffsetsRequest
+	48, // 58: floe.v1.GroupService.FetchOffsets:input_type -> floe.v1.FetchOffsetsRequest
+	51, // 59: floe.v1.GroupService.ListGroups:input_type -> floe.v1.ListGroupsRequest
+	54, // 60: floe.v1.GroupService.DescribeGroup:input_type -> floe.v1.DescribeGroupRequest
+	58, // 61: floe.v1.GroupService.DeleteGroup:input_type -> floe.v1.DeleteGroupRequest
+	60, // 62: floe.v1.GroupService.ResetOffsets:input_type -> floe.v1.ResetOffsetsRequest
+	63, // 63: floe.v1.GroupService.CopyOffsets:input_type -> floe.v1.CopyOffsetsRequest
+	6,  // 64: floe.v1.TopicService.CreateTopic:output_type -> floe.v1.CreateTopicResponse
+	8,  // 65: floe.v1.TopicService.DeleteTopic:output_type -> floe.v1.DeleteTopicResponse
+	10, // 66: floe.v1.TopicService.ListTopics:output_type -> floe.v1.ListTopicsResponse
+	12, // 67: floe.v1.TopicService.DescribeTopic:output_type -> floe.v1.DescribeTopicResponse
+	17, // 68: floe.v1.TopicService.AlterTopicConfig:output_type -> floe.v1.AlterTopicConfigResponse
+	19, // 69: floe.v1.TopicService.DeleteRecords:output_type -> floe.v1.DeleteRecordsResponse
+	23, // 70: floe.v1.LogService.Produce:output_type -> floe.v1.ProduceResponse
+	25, // 71: floe.v1.LogService.ProduceStream:output_type -> floe.v1.ProduceStreamResponse
+	27, // 72: floe.v1.LogService.InitProducer:output_type -> floe.v1.InitProducerResponse
+	29, // 73: floe.v1.LogService.Fetch:output_type -> floe.v1.FetchResponse
+	32, // 74: floe.v1.LogService.Subscribe:output_type -> floe.v1.SubscribeResponse
+	41, // 75: floe.v1.LogService.ListOffsets:output_type -> floe.v1.ListOffsetsResponse
+	36, // 76: floe.v1.LogService.ProduceBatches:output_type -> floe.v1.ProduceBatchesResponse
+	38, // 77: floe.v1.LogService.ProduceBatchesStream:output_type -> floe.v1.ProduceBatchesStreamResponse
+	44, // 78: floe.v1.GroupService.Heartbeat:output_type -> floe.v1.GroupHeartbeatResponse
+	47, // 79: floe.v1.GroupService.CommitOffsets:output_type -> floe.v1.CommitOffsetsResponse
+	50, // 80: floe.v1.GroupService.FetchOffsets:output_type -> floe.v1.FetchOffsetsResponse
+	53, // 81: floe.v1.GroupService.ListGroups:output_type -> floe.v1.ListGroupsResponse
+	57, // 82: floe.v1.GroupService.DescribeGroup:output_type -> floe.v1.DescribeGroupResponse
+	59, // 83: floe.v1.GroupService.DeleteGroup:output_type -> floe.v1.DeleteGroupResponse
+	62, // 84: floe.v1.GroupService.ResetOffsets:output_type -> floe.v1.ResetOffsetsResponse
+	64, // 85: floe.v1.GroupService.CopyOffsets:output_type -> floe.v1.CopyOffsetsResponse
+	64, // [64:86] is the sub-list for method output_type
+	42, // [42:64] is the sub-list for method input_type
+	42, // [42:42] is the sub-list for extension type_name
+	42, // [42:42] is the sub-list for extension extendee
+	0,  // [0:42] is the sub-list for field type_name
 }
 
 func init() { file_floe_v1_floe_proto_init() }
@@ -4577,7 +5108,7 @@ func file_floe_v1_floe_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_floe_v1_floe_proto_rawDesc), len(file_floe_v1_floe_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   62,
+			NumMessages:   68,
 			NumExtensions: 0,
 			NumServices:   3,
 		},

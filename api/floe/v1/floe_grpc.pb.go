@@ -327,12 +327,14 @@ var TopicService_ServiceDesc = grpc.ServiceDesc{
 }
 
 const (
-	LogService_Produce_FullMethodName       = "/floe.v1.LogService/Produce"
-	LogService_ProduceStream_FullMethodName = "/floe.v1.LogService/ProduceStream"
-	LogService_InitProducer_FullMethodName  = "/floe.v1.LogService/InitProducer"
-	LogService_Fetch_FullMethodName         = "/floe.v1.LogService/Fetch"
-	LogService_Subscribe_FullMethodName     = "/floe.v1.LogService/Subscribe"
-	LogService_ListOffsets_FullMethodName   = "/floe.v1.LogService/ListOffsets"
+	LogService_Produce_FullMethodName              = "/floe.v1.LogService/Produce"
+	LogService_ProduceStream_FullMethodName        = "/floe.v1.LogService/ProduceStream"
+	LogService_InitProducer_FullMethodName         = "/floe.v1.LogService/InitProducer"
+	LogService_Fetch_FullMethodName                = "/floe.v1.LogService/Fetch"
+	LogService_Subscribe_FullMethodName            = "/floe.v1.LogService/Subscribe"
+	LogService_ListOffsets_FullMethodName          = "/floe.v1.LogService/ListOffsets"
+	LogService_ProduceBatches_FullMethodName       = "/floe.v1.LogService/ProduceBatches"
+	LogService_ProduceBatchesStream_FullMethodName = "/floe.v1.LogService/ProduceBatchesStream"
 )
 
 // LogServiceClient is the client API for LogService service.
@@ -356,6 +358,15 @@ type LogServiceClient interface {
 	Subscribe(ctx context.Context, in *SubscribeRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[SubscribeResponse], error)
 	// ListOffsets resolves earliest, latest or a timestamp to offsets.
 	ListOffsets(ctx context.Context, in *ListOffsetsRequest, opts ...grpc.CallOption) (*ListOffsetsResponse, error)
+	// ProduceBatches appends Kafka v2 record batches, encoded (and
+	// compressed) by the client, without decoding their records: each batch
+	// is validated at the edge (CRC, header fields, record count, sizes,
+	// idempotence fields) and a malformed one is refused with
+	// InvalidArgument, before anything reaches a file. Answers once durable.
+	ProduceBatches(ctx context.Context, in *ProduceBatchesRequest, opts ...grpc.CallOption) (*ProduceBatchesResponse, error)
+	// ProduceBatchesStream pipelines ProduceBatches requests; answers carry
+	// the request id and may arrive out of order across partitions.
+	ProduceBatchesStream(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[ProduceBatchesStreamRequest, ProduceBatchesStreamResponse], error)
 }
 
 type logServiceClient struct {
@@ -438,6 +449,29 @@ func (c *logServiceClient) ListOffsets(ctx context.Context, in *ListOffsetsReque
 	return out, nil
 }
 
+func (c *logServiceClient) ProduceBatches(ctx context.Context, in *ProduceBatchesRequest, opts ...grpc.CallOption) (*ProduceBatchesResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ProduceBatchesResponse)
+	err := c.cc.Invoke(ctx, LogService_ProduceBatches_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *logServiceClient) ProduceBatchesStream(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[ProduceBatchesStreamRequest, ProduceBatchesStreamResponse], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &LogService_ServiceDesc.Streams[2], LogService_ProduceBatchesStream_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[ProduceBatchesStreamRequest, ProduceBatchesStreamResponse]{ClientStream: stream}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type LogService_ProduceBatchesStreamClient = grpc.BidiStreamingClient[ProduceBatchesStreamRequest, ProduceBatchesStreamResponse]
+
 // LogServiceServer is the server API for LogService service.
 // All implementations must embed UnimplementedLogServiceServer
 // for forward compatibility.
@@ -459,6 +493,15 @@ type LogServiceServer interface {
 	Subscribe(*SubscribeRequest, grpc.ServerStreamingServer[SubscribeResponse]) error
 	// ListOffsets resolves earliest, latest or a timestamp to offsets.
 	ListOffsets(context.Context, *ListOffsetsRequest) (*ListOffsetsResponse, error)
+	// ProduceBatches appends Kafka v2 record batches, encoded (and
+	// compressed) by the client, without decoding their records: each batch
+	// is validated at the edge (CRC, header fields, record count, sizes,
+	// idempotence fields) and a malformed one is refused with
+	// InvalidArgument, before anything reaches a file. Answers once durable.
+	ProduceBatches(context.Context, *ProduceBatchesRequest) (*ProduceBatchesResponse, error)
+	// ProduceBatchesStream pipelines ProduceBatches requests; answers carry
+	// the request id and may arrive out of order across partitions.
+	ProduceBatchesStream(grpc.BidiStreamingServer[ProduceBatchesStreamRequest, ProduceBatchesStreamResponse]) error
 	mustEmbedUnimplementedLogServiceServer()
 }
 
@@ -486,6 +529,12 @@ func (UnimplementedLogServiceServer) Subscribe(*SubscribeRequest, grpc.ServerStr
 }
 func (UnimplementedLogServiceServer) ListOffsets(context.Context, *ListOffsetsRequest) (*ListOffsetsResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ListOffsets not implemented")
+}
+func (UnimplementedLogServiceServer) ProduceBatches(context.Context, *ProduceBatchesRequest) (*ProduceBatchesResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ProduceBatches not implemented")
+}
+func (UnimplementedLogServiceServer) ProduceBatchesStream(grpc.BidiStreamingServer[ProduceBatchesStreamRequest, ProduceBatchesStreamResponse]) error {
+	return status.Error(codes.Unimplemented, "method ProduceBatchesStream not implemented")
 }
 func (UnimplementedLogServiceServer) mustEmbedUnimplementedLogServiceServer() {}
 func (UnimplementedLogServiceServer) testEmbeddedByValue()                    {}
@@ -598,6 +647,31 @@ func _LogService_ListOffsets_Handler(srv interface{}, ctx context.Context, dec f
 	return interceptor(ctx, in, info, handler)
 }
 
+func _LogService_ProduceBatches_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ProduceBatchesRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(LogServiceServer).ProduceBatches(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: LogService_ProduceBatches_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(LogServiceServer).ProduceBatches(ctx, req.(*ProduceBatchesRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _LogService_ProduceBatchesStream_Handler(srv interface{}, stream grpc.ServerStream) error {
+	return srv.(LogServiceServer).ProduceBatchesStream(&grpc.GenericServerStream[ProduceBatchesStreamRequest, ProduceBatchesStreamResponse]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type LogService_ProduceBatchesStreamServer = grpc.BidiStreamingServer[ProduceBatchesStreamRequest, ProduceBatchesStreamResponse]
+
 // LogService_ServiceDesc is the grpc.ServiceDesc for LogService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -621,6 +695,10 @@ var LogService_ServiceDesc = grpc.ServiceDesc{
 			MethodName: "ListOffsets",
 			Handler:    _LogService_ListOffsets_Handler,
 		},
+		{
+			MethodName: "ProduceBatches",
+			Handler:    _LogService_ProduceBatches_Handler,
+		},
 	},
 	Streams: []grpc.StreamDesc{
 		{
@@ -633,6 +711,12 @@ var LogService_ServiceDesc = grpc.ServiceDesc{
 			StreamName:    "Subscribe",
 			Handler:       _LogService_Subscribe_Handler,
 			ServerStreams: true,
+		},
+		{
+			StreamName:    "ProduceBatchesStream",
+			Handler:       _LogService_ProduceBatchesStream_Handler,
+			ServerStreams: true,
+			ClientStreams: true,
 		},
 	},
 	Metadata: "floe/v1/floe.proto",
