@@ -94,6 +94,9 @@ func ValidateTopicConfig(cfg map[string]string) error {
 	if _, err := ParseIceberg(cfg); err != nil {
 		return err
 	}
+	if _, err := ParseValueSchema(cfg); err != nil {
+		return err
+	}
 	_, err := ParseCompaction(cfg)
 	return err
 }

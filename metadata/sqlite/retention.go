@@ -37,8 +37,9 @@ func (s *Store) AlterTopicConfig(ctx context.Context, name string, set map[strin
 		if err != nil {
 			return err
 		}
+		old := t.Config
 		t.Config = metadata.ApplyConfigChange(t.Config, set, remove)
-		if err := metadata.ValidateTopicConfig(t.Config); err != nil {
+		if err := metadata.ValidateConfigChange(old, t.Config); err != nil {
 			return err
 		}
 		cfg, err := json.Marshal(t.Config)
