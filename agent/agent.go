@@ -49,6 +49,8 @@ type Agent struct {
 	loads  *loader // object store reads on cache misses, bounded in bytes
 	index  *index  // recent batches and high watermarks (index.go)
 	grp    *groups // consumer group subscriptions, replay budgets, lag (groups_state.go)
+
+	schemas schemaCache // compiled value schemas (schema.go)
 }
 
 // Options are an Agent's collaborators.

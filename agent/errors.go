@@ -72,6 +72,10 @@ const (
 	// without live members (delete, reset without force, a member-less
 	// commit).
 	ReasonGroupNotEmpty = "GROUP_NOT_EMPTY"
+	// ReasonInvalidValue (InvalidArgument): a record's value does not
+	// conform to the topic's value.schema; the metadata names the record
+	// (its index in the request) and the failing path.
+	ReasonInvalidValue = "INVALID_VALUE"
 )
 
 // errorDomain is the ErrorInfo domain of floe's reasons.

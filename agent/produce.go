@@ -81,6 +81,7 @@ func (a *Agent) planProduce(ctx context.Context, req *floev1.ProduceRequest) (*p
 		opts.BaseSequence = req.GetBaseSequence()
 	}
 	plan := &producePlan{topic: t, n: len(req.GetRecords())}
+	check := a.valueCheck(t)
 	now := time.Now().UnixMilli()
 	budget := 0                   // bytes counted against MaxRequestBytes
 	byPart := make(map[int32]int) // partition -> index in plan.groups
@@ -98,6 +99,11 @@ func (a *Agent) planProduce(ctx context.Context, req *floev1.ProduceRequest) (*p
 		}
 		if r.GetNullValue() && len(r.GetValue()) > 0 {
 			return nil, errf(codes.InvalidArgument, "produce: record %d has null_value set and a %d-byte value", i, len(r.GetValue()))
+		}
+		if check != nil && !r.GetNullValue() {
+			if err := check(i, nonNil(r.GetValue())); err != nil {
+				return nil, err
+			}
 		}
 		if r.GetTimestampMs() < 0 {
 			return nil, errf(codes.InvalidArgument, "produce: record %d has negative timestamp %d", i, r.GetTimestampMs())

@@ -26,6 +26,7 @@ func (a *Agent) AlterTopicConfig(ctx context.Context, req *floev1.AlterTopicConf
 	if err != nil {
 		return nil, toStatus(err)
 	}
+	a.topics.forget(req.GetName()) // this agent's produce checks the new config (value.schema) at once
 	return &floev1.AlterTopicConfigResponse{Topic: topicPB(t)}, nil
 }
 
