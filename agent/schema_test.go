@@ -7,8 +7,8 @@ import (
 
 	"google.golang.org/grpc/codes"
 
-	floev1 "github.com/floe-broker/floe/api/floe/v1"
 	"github.com/floe-broker/floe/agent"
+	floev1 "github.com/floe-broker/floe/api/floe/v1"
 )
 
 const orderSchema = `{"type":"object","required":["id","customer"],"properties":{
