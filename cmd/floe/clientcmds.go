@@ -91,10 +91,12 @@ func runTopic(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs := cmd.fs
 	addr := addrFlag(fs)
 	var partitions *int
+	var valueSchema *string
 	config := kvFlag{}
 	if sub == "create" {
 		partitions = fs.Int("partitions", 1, "partition count")
 		fs.Var(config, "config", "topic config key=value (repeatable)")
+		valueSchema = schemaFlag(fs)
 	}
 	pos, err := cmd.parse(args[1:], stdout)
 	if err != nil {
@@ -115,6 +117,9 @@ func runTopic(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	case "create":
 		if *partitions < 1 || *partitions > math.MaxInt32 {
 			return fmt.Errorf("flag -partitions: %d is out of range: 1 to %d", *partitions, math.MaxInt32)
+		}
+		if err := withValueSchema(config, *valueSchema); err != nil {
+			return err
 		}
 		t, err := c.CreateTopic(ctx, name, int32(*partitions), config)
 		if err != nil {
@@ -141,9 +146,7 @@ func runTopic(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			keys = append(keys, k)
 		}
 		sort.Strings(keys)
-		for _, k := range keys {
-			fmt.Fprintf(stdout, "config %s=%s\n", k, t.GetConfig()[k])
-		}
+		printTopicConfig(stdout, t.GetConfig(), keys)
 		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "PARTITION\tLOG START\tHIGH WATERMARK")
 		for _, p := range resp.GetPartitions() {

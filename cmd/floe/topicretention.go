@@ -112,12 +112,16 @@ func runTopicAlter(ctx context.Context, args []string, stdout, stderr io.Writer)
 	fs.Var(set, "set", "config key=value to set, e.g. retention.ms=86400000 (repeatable)")
 	var remove listFlag
 	fs.Var(&remove, "remove", "config key to remove, back to its default (repeatable)")
+	valueSchema := schemaFlag(fs)
 	name, done, err := parseTopicFlags(fs, args, stdout)
 	if done || err != nil {
 		return err
 	}
+	if err := withValueSchema(set, *valueSchema); err != nil {
+		return err
+	}
 	if len(set) == 0 && len(remove) == 0 {
-		return errors.New("topic alter: nothing to change: give -set key=value or -remove key")
+		return errors.New("topic alter: nothing to change: give -set key=value, -remove key or -schema FILE")
 	}
 	c, err := client.Dial(*addr)
 	if err != nil {
@@ -137,9 +141,7 @@ func runTopicAlter(ctx context.Context, args []string, stdout, stderr io.Writer)
 	}
 	sort.Strings(keys)
 	fmt.Fprintf(stdout, "altered topic %s\n", name)
-	for _, k := range keys {
-		fmt.Fprintf(stdout, "config %s=%s\n", k, cfg[k])
-	}
+	printTopicConfig(stdout, cfg, keys)
 	return nil
 }
 
