@@ -175,6 +175,9 @@ func (c *Compactor) icebergAppend(ctx context.Context, t metadata.Topic, ic meta
 		return nil, 0, err
 	}
 	started := time.Now()
+	if err := c.icebergTyped(ctx, t, rows, have.Merge(want)); err != nil {
+		return nil, 0, err
+	}
 	res, err := w.Append(ctx, t.Name, rows, have.Merge(want))
 	if err != nil {
 		return nil, 0, err
@@ -186,6 +189,50 @@ func (c *Compactor) icebergAppend(ctx context.Context, t metadata.Topic, ic meta
 	c.log.Info("table appended", "topic", t.Name, "batches", batches, "rows", res.Rows, "files", res.Files,
 		"bytes", res.Bytes, "watermark", res.Watermark.String(), "attempts", res.Attempts, "took", time.Since(started))
 	return res.Watermark, res.SnapshotID, nil
+}
+
+// icebergTyped prepares the typed columns of rows for t's value schema, if
+// it has one (iceberg/typed.go): it evolves the table to the schema's
+// columns, marks the rows whose value conforms, and appends those that
+// do not to the topic's rejected table, with their reason, before the
+// table's append of the same range (want), so that they are never lost
+// and never block the table. After a failure the next pass replays the
+// range from the table's watermark, and AppendRejected writes only what
+// its own watermark does not cover.
+func (c *Compactor) icebergTyped(ctx context.Context, t metadata.Topic, rows []iceberg.Row, want iceberg.Watermark) error {
+	vs, err := metadata.ParseValueSchema(t.Config)
+	if err != nil {
+		// Validated when it was set: a newer floe wrote it. The rows go in
+		// without typed columns.
+		c.log.Warn("iceberg: value schema unreadable, no typed columns", "topic", t.Name, "err", err)
+		return nil
+	}
+	if vs == nil {
+		return nil
+	}
+	w := c.cfg.Iceberg
+	var rejected []iceberg.Row
+	_, err = w.EnsureTable(ctx, t.Name, iceberg.WithValueSchema(vs))
+	switch {
+	case errors.Is(err, iceberg.ErrSchemaConflict):
+		c.log.Error("iceberg: the table's columns conflict with the value schema; values go to the rejected table",
+			"topic", t.Name, "err", err)
+		rejected = iceberg.RejectRows(rows, err.Error())
+	case err != nil:
+		return err
+	default:
+		rejected = iceberg.TypeRows(vs, rows)
+	}
+	if len(rejected) == 0 {
+		return nil
+	}
+	res, err := w.AppendRejected(ctx, t.Name, rejected, want)
+	if err != nil {
+		return fmt.Errorf("rejected table: %w", err)
+	}
+	c.log.Warn("iceberg: values that do not conform to the value schema appended to the rejected table",
+		"topic", t.Name, "rows", res.Rows, "first_reason", rejected[0].Reason, "watermark", res.Watermark.String())
+	return nil
 }
 
 // readBatches returns the bytes of each batch, one range GET per file

@@ -36,17 +36,20 @@ func (c *Compactor) retireStaleTable(ctx context.Context, t metadata.Topic) erro
 		return err
 	}
 	w := c.cfg.Iceberg
-	from := w.Identifier(t.Name)
-	exists, err := w.Catalog().CheckTableExists(ctx, from)
-	if err != nil {
-		return fmt.Errorf("look up the table of deleted topic %d: %w", old, err)
-	}
-	if exists {
-		to := table.Identifier{from[0], from[1] + "_x" + strconv.FormatInt(old, 10)}
-		if _, err := w.Catalog().RenameTable(ctx, from, to); err != nil {
-			return fmt.Errorf("rename the table of deleted topic %d to %v: %w", old, to, err)
+	// Its rejected table (iceberg/rejected.go) too; first, so that the
+	// main table, renamed last, keeps the cursor stale until both moved.
+	for _, from := range []table.Identifier{w.RejectedIdentifier(t.Name), w.Identifier(t.Name)} {
+		exists, err := w.Catalog().CheckTableExists(ctx, from)
+		if err != nil {
+			return fmt.Errorf("look up the table of deleted topic %d: %w", old, err)
 		}
-		c.log.Warn("table of a deleted topic of the same name renamed", "topic", t.Name, "deleted_topic_id", old, "to", to)
+		if exists {
+			to := table.Identifier{from[0], from[1] + "_x" + strconv.FormatInt(old, 10)}
+			if _, err := w.Catalog().RenameTable(ctx, from, to); err != nil {
+				return fmt.Errorf("rename the table of deleted topic %d to %v: %w", old, to, err)
+			}
+			c.log.Warn("table of a deleted topic of the same name renamed", "topic", t.Name, "deleted_topic_id", old, "to", to)
+		}
 	}
 	ok, err := c.meta.SetJobCursor(ctx, metadata.IcebergLease(t.Name), c.cfg.Owner, metadata.FormatIcebergCursor(t.ID, nil))
 	if err == nil && !ok {

@@ -45,21 +45,26 @@ func sortForFiles(rows []Row) {
 }
 
 // columns locates the builders of the table's columns in a record
-// builder for its Arrow schema.
+// builder for its Arrow schema. The columns of every table of floe's
+// (partition to value) are required; headers (a topic's table), the
+// typed columns value_fields (a topic with a value schema) and reason
+// (a rejected table) are filled when the schema has them.
 type columns struct {
-	partition  *array.Int32Builder
-	offset     *array.Int64Builder
-	timestamp  *array.TimestampBuilder
-	appendTime *array.TimestampBuilder
-	key        *array.BinaryBuilder
-	value      *array.BinaryBuilder
-	headers    *array.ListBuilder
-	hdr        *array.StructBuilder
-	hdrKey     *array.StringBuilder
-	hdrValue   *array.BinaryBuilder
+	partition   *array.Int32Builder
+	offset      *array.Int64Builder
+	timestamp   *array.TimestampBuilder
+	appendTime  *array.TimestampBuilder
+	key         *array.BinaryBuilder
+	value       *array.BinaryBuilder
+	headers     *array.ListBuilder // nil: no headers column
+	hdr         *array.StructBuilder
+	hdrKey      *array.StringBuilder
+	hdrValue    *array.BinaryBuilder
+	valueFields array.Builder        // nil: no typed columns
+	reason      *array.StringBuilder // nil: no reason column
 }
 
-// newColumns checks that b's schema is the table layout's and returns
+// newColumns checks that b's schema is one of floe's layouts and returns
 // its builders.
 func newColumns(b *array.RecordBuilder) (c columns, err error) {
 	defer func() {
@@ -69,12 +74,19 @@ func newColumns(b *array.RecordBuilder) (c columns, err error) {
 		}
 	}()
 	sc := b.Schema()
-	field := func(name string) array.Builder {
+	lookup := func(name string) array.Builder {
 		idx := sc.FieldIndices(name)
 		if len(idx) != 1 {
-			panic(fmt.Sprintf("no column %q", name))
+			return nil
 		}
 		return b.Field(idx[0])
+	}
+	field := func(name string) array.Builder {
+		f := lookup(name)
+		if f == nil {
+			panic(fmt.Sprintf("no column %q", name))
+		}
+		return f
 	}
 	c.partition = field(ColPartition).(*array.Int32Builder)
 	c.offset = field(ColOffset).(*array.Int64Builder)
@@ -82,10 +94,16 @@ func newColumns(b *array.RecordBuilder) (c columns, err error) {
 	c.appendTime = field(ColAppendTime).(*array.TimestampBuilder)
 	c.key = field(ColKey).(*array.BinaryBuilder)
 	c.value = field(ColValue).(*array.BinaryBuilder)
-	c.headers = field(ColHeaders).(*array.ListBuilder)
-	c.hdr = c.headers.ValueBuilder().(*array.StructBuilder)
-	c.hdrKey = c.hdr.FieldBuilder(0).(*array.StringBuilder)
-	c.hdrValue = c.hdr.FieldBuilder(1).(*array.BinaryBuilder)
+	if h := lookup(ColHeaders); h != nil {
+		c.headers = h.(*array.ListBuilder)
+		c.hdr = c.headers.ValueBuilder().(*array.StructBuilder)
+		c.hdrKey = c.hdr.FieldBuilder(0).(*array.StringBuilder)
+		c.hdrValue = c.hdr.FieldBuilder(1).(*array.BinaryBuilder)
+	}
+	c.valueFields = lookup(ColValueFields)
+	if r := lookup(ColReason); r != nil {
+		c.reason = r.(*array.StringBuilder)
+	}
 	return c, nil
 }
 
@@ -105,15 +123,27 @@ func (c *columns) add(r *Row) {
 	} else {
 		c.value.Append(r.Value)
 	}
-	c.headers.Append(true)
-	for _, h := range r.Headers {
-		c.hdr.Append(true)
-		c.hdrKey.Append(h.Key)
-		if h.Value == nil {
-			c.hdrValue.AppendNull()
-		} else {
-			c.hdrValue.Append(h.Value)
+	if c.headers != nil {
+		c.headers.Append(true)
+		for _, h := range r.Headers {
+			c.hdr.Append(true)
+			c.hdrKey.Append(h.Key)
+			if h.Value == nil {
+				c.hdrValue.AppendNull()
+			} else {
+				c.hdrValue.Append(h.Value)
+			}
 		}
+	}
+	if c.valueFields != nil {
+		if r.Typed && r.Value != nil {
+			appendTypedValue(c.valueFields, r.Value)
+		} else {
+			c.valueFields.AppendNull()
+		}
+	}
+	if c.reason != nil {
+		c.reason.Append(r.Reason)
 	}
 }
 

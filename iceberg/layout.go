@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	icego "github.com/apache/iceberg-go"
+
+	"github.com/floe-broker/floe/schema"
 )
 
 // Column names of a topic's table (docs/iceberg.md, "Layout").
@@ -18,6 +20,12 @@ const (
 	ColKey        = "key"
 	ColValue      = "value"
 	ColHeaders    = "headers"
+	// ColValueFields is the struct of the typed columns of a topic with a
+	// value schema (typed.go); absent from the tables of other topics.
+	ColValueFields = "value_fields"
+	// ColReason is the rejected table's column saying why a record's
+	// value could not be converted (rejected.go).
+	ColReason = "reason"
 )
 
 // Table properties floe sets on a topic's table.
@@ -34,10 +42,23 @@ const (
 // table_name column of Iceberg's JDBC catalog is VARCHAR(255).
 const MaxTableNameLen = 255
 
-// Schema returns the schema of a topic's table. Field ids are the ones
-// the table is created with; the catalog keeps them.
-func Schema() *icego.Schema {
-	return icego.NewSchema(0,
+// Schema returns the schema of a topic's table, with the typed columns
+// of vs (nil: none) in the struct column value_fields, last. Field ids
+// are the ones the table is created with, 1 to 10 for the fixed columns
+// and from 11 on for value_fields, depth first; the catalog keeps them.
+func Schema(vs *schema.Schema) *icego.Schema {
+	fields := baseFields()
+	if vs != nil {
+		if f, ok := valueFieldsColumn(vs, 11); ok {
+			fields = append(fields, f)
+		}
+	}
+	return icego.NewSchema(0, fields...)
+}
+
+// baseFields are the columns of every topic's table, ids 1 to 10.
+func baseFields() []icego.NestedField {
+	return []icego.NestedField{
 		icego.NestedField{ID: 1, Name: ColPartition, Type: icego.PrimitiveTypes.Int32, Required: true,
 			Doc: "partition of the topic"},
 		icego.NestedField{ID: 2, Name: ColOffset, Type: icego.PrimitiveTypes.Int64, Required: true,
@@ -56,7 +77,7 @@ func Schema() *icego.Schema {
 					{ID: 9, Name: "key", Type: icego.PrimitiveTypes.String, Required: true},
 					{ID: 10, Name: "value", Type: icego.PrimitiveTypes.Binary, Required: false},
 				}}}},
-	)
+	}
 }
 
 // PartitionSpec returns the table's partition spec for schema: by day of

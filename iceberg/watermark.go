@@ -20,6 +20,11 @@ type Row struct {
 	Key        []byte    // nil: null
 	Value      []byte    // nil: null
 	Headers    []kbatch.Header
+	// Typed says that Value conforms to the topic's value schema: the
+	// row's typed columns (value_fields) are filled from it (TypeRows).
+	Typed bool
+	// Reason is why a row of the rejected table was rejected.
+	Reason string
 }
 
 // Watermark maps a partition to the next offset a table does not hold

@@ -14,6 +14,8 @@ import (
 	icego "github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
+
+	"github.com/floe-broker/floe/schema"
 )
 
 // Defaults of Options.
@@ -104,12 +106,40 @@ func missing(err error) bool {
 	return errors.Is(err, catalog.ErrNoSuchTable) || errors.Is(err, catalog.ErrNoSuchNamespace)
 }
 
+// tableKind tells a topic's table from its rejected table (rejected.go).
+type tableKind uint8
+
+const (
+	mainTable tableKind = iota
+	rejectedTable
+)
+
+func (k tableKind) String() string {
+	if k == rejectedTable {
+		return "rejected table"
+	}
+	return "table"
+}
+
+// identifier returns the catalog identifier of topic's table of kind k.
+func (w *Writer) identifier(topic string, k tableKind) table.Identifier {
+	if k == rejectedTable {
+		return table.Identifier{w.opts.Namespace, RejectedTableName(topic)}
+	}
+	return w.Identifier(topic)
+}
+
 // Load returns topic's table; an error wrapping catalog.ErrNoSuchTable or
 // catalog.ErrNoSuchNamespace when it does not exist.
 func (w *Writer) Load(ctx context.Context, topic string) (*table.Table, error) {
-	tbl, err := w.cat.LoadTable(ctx, w.Identifier(topic))
+	return w.load(ctx, topic, mainTable)
+}
+
+// load returns topic's table of kind k.
+func (w *Writer) load(ctx context.Context, topic string, k tableKind) (*table.Table, error) {
+	tbl, err := w.cat.LoadTable(ctx, w.identifier(topic, k))
 	if err != nil {
-		return nil, fmt.Errorf("iceberg: load table of topic %q: %w", topic, err)
+		return nil, fmt.Errorf("iceberg: load %s of topic %q: %w", k, topic, err)
 	}
 	if got := tbl.Properties()[PropTopic]; got != topic {
 		return nil, fmt.Errorf("%w: table %v holds topic %q, not %q", ErrInvalidName, tbl.Identifier(), got, topic)
@@ -117,10 +147,44 @@ func (w *Writer) Load(ctx context.Context, topic string) (*table.Table, error) {
 	return tbl, nil
 }
 
+// TableOption is an option of EnsureTable.
+type TableOption func(*tableOptions)
+
+type tableOptions struct {
+	vs *schema.Schema
+}
+
+// WithValueSchema gives EnsureTable the topic's value schema: the table
+// gets its typed columns (typed.go), created with the table or added to
+// it.
+func WithValueSchema(vs *schema.Schema) TableOption {
+	return func(o *tableOptions) { o.vs = vs }
+}
+
 // EnsureTable returns topic's table, creating it (and the namespace)
-// when missing. Concurrent calls, from any process, create it once.
-func (w *Writer) EnsureTable(ctx context.Context, topic string) (*table.Table, error) {
-	tbl, err := w.Load(ctx, topic)
+// when missing. Concurrent calls, from any process, create it once. With
+// WithValueSchema, the table's schema is evolved to hold the schema's
+// typed columns: fields missing from the table are added (new field
+// ids; existing fields keep theirs). A column whose type differs from
+// the schema's is not changed: EnsureTable then returns the table and an
+// error wrapping ErrSchemaConflict.
+func (w *Writer) EnsureTable(ctx context.Context, topic string, opts ...TableOption) (*table.Table, error) {
+	var o tableOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
+	want := Schema(o.vs)
+	tbl, err := w.ensure(ctx, topic, mainTable, want)
+	if err != nil || o.vs == nil {
+		return tbl, err
+	}
+	return w.evolve(ctx, topic, tbl, want)
+}
+
+// ensure returns topic's table of kind k, creating it with sc when
+// missing.
+func (w *Writer) ensure(ctx context.Context, topic string, k tableKind, sc *icego.Schema) (*table.Table, error) {
+	tbl, err := w.load(ctx, topic, k)
 	if err == nil || !missing(err) {
 		return tbl, err
 	}
@@ -128,8 +192,7 @@ func (w *Writer) EnsureTable(ctx context.Context, topic string) (*table.Table, e
 	if err := w.cat.CreateNamespace(ctx, ns, nil); err != nil && !errors.Is(err, catalog.ErrNamespaceAlreadyExists) {
 		return nil, fmt.Errorf("iceberg: create namespace %q: %w", w.opts.Namespace, err)
 	}
-	schema := Schema()
-	spec, err := PartitionSpec(schema)
+	spec, err := PartitionSpec(sc)
 	if err != nil {
 		return nil, err
 	}
@@ -152,15 +215,15 @@ func (w *Writer) EnsureTable(ctx context.Context, topic string) (*table.Table, e
 		table.MetricsModeColumnConfPrefix + ".key":   "none",
 		table.MetricsModeColumnConfPrefix + ".value": "none",
 	}
-	_, err = w.cat.CreateTable(ctx, w.Identifier(topic), schema,
+	_, err = w.cat.CreateTable(ctx, w.identifier(topic, k), sc,
 		catalog.WithPartitionSpec(&spec), catalog.WithProperties(props))
 	if err != nil && !errors.Is(err, catalog.ErrTableAlreadyExists) {
-		return nil, fmt.Errorf("iceberg: create table of topic %q: %w", topic, err)
+		return nil, fmt.Errorf("iceberg: create %s of topic %q: %w", k, topic, err)
 	}
 	if err == nil {
-		w.log.Info("iceberg: created table", "topic", topic, "table", w.Identifier(topic))
+		w.log.Info("iceberg: created table", "topic", topic, "table", w.identifier(topic, k))
 	}
-	return w.Load(ctx, topic)
+	return w.load(ctx, topic, k)
 }
 
 // tableWatermark reads tbl's watermark property.
@@ -237,6 +300,11 @@ func committedBy(tbl *table.Table, appendID string) (int64, bool) {
 // the table already covers writes nothing. Data files of failed attempts
 // are left for orphan-file clean-up.
 func (w *Writer) Append(ctx context.Context, topic string, rows []Row, want Watermark) (AppendResult, error) {
+	return w.appendTo(ctx, topic, mainTable, rows, want)
+}
+
+// appendTo is Append to topic's table of kind k.
+func (w *Writer) appendTo(ctx context.Context, topic string, k tableKind, rows []Row, want Watermark) (AppendResult, error) {
 	var res AppendResult
 	if err := want.validate(); err != nil {
 		return res, err
@@ -245,7 +313,15 @@ func (w *Writer) Append(ctx context.Context, topic string, rows []Row, want Wate
 	if _, err := RowsToWrite(rows, nil, want); err != nil {
 		return res, err
 	}
-	tbl, err := w.EnsureTable(ctx, topic)
+	var (
+		tbl *table.Table
+		err error
+	)
+	if k == rejectedTable {
+		tbl, err = w.ensure(ctx, topic, k, RejectedSchema())
+	} else {
+		tbl, err = w.EnsureTable(ctx, topic)
+	}
 	if err != nil {
 		return res, err
 	}
@@ -307,7 +383,7 @@ func (w *Writer) Append(ctx context.Context, topic string, rows []Row, want Wate
 		}
 		// Whatever the error said, the commit may have landed: the loop
 		// checks the reloaded watermark first.
-		if tbl, err = w.Load(ctx, topic); err != nil {
+		if tbl, err = w.load(ctx, topic, k); err != nil {
 			return res, fmt.Errorf("iceberg: reload table of topic %q after %w: %w", topic, lastErr, err)
 		}
 	}
