@@ -29,9 +29,14 @@ globalThis.fetch = (input, init) => {
 const b64 = v => (v === undefined || v === null ? null : Buffer.from(v).toString('base64'))
 const time = v => (v instanceof Date ? v.getTime() : Number(v))
 
+// Typed columns (value_fields, a struct): longs come back as BigInt,
+// timestamps as Date; printed as decimal strings and ISO strings.
+const plain = (_, v) => (typeof v === 'bigint' ? v.toString() : v)
+
 const rows = await icebergRead({ tableUrl, metadataFileName })
 for (const r of rows) {
   console.log(JSON.stringify({
+    ...('value_fields' in r ? { value_fields: r.value_fields ?? null } : {}),
     partition: Number(r.partition),
     offset: String(r.offset),
     timestamp_ms: time(r.timestamp),
@@ -39,5 +44,5 @@ for (const r of rows) {
     key: b64(r.key),
     value: b64(r.value),
     headers: (r.headers ?? []).map(h => ({ key: h.key, value: b64(h.value) })),
-  }))
+  }, plain))
 }
