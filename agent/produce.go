@@ -56,7 +56,7 @@ func (a *Agent) planProduce(ctx context.Context, req *floev1.ProduceRequest) (*p
 	if req.GetCompression() < floev1.Compression_COMPRESSION_NONE || req.GetCompression() > floev1.Compression_COMPRESSION_ZSTD {
 		return nil, errf(codes.InvalidArgument, "produce: unknown compression %d", req.GetCompression())
 	}
-	t, err := a.topics.get(ctx, req.GetTopic())
+	t, err := a.topics.getFresh(ctx, req.GetTopic())
 	if err != nil {
 		return nil, toStatus(err)
 	}

@@ -4,11 +4,14 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"google.golang.org/grpc/codes"
 
 	"github.com/floe-broker/floe/agent"
 	floev1 "github.com/floe-broker/floe/api/floe/v1"
+	"github.com/floe-broker/floe/batcher"
+	"github.com/floe-broker/floe/objectstore"
 )
 
 const orderSchema = `{"type":"object","required":["id","customer"],"properties":{
@@ -91,5 +94,41 @@ func TestValueSchema(t *testing.T) {
 	}
 	if _, err := h.c.Produce(ctx, "raw", 0, &floev1.Record{Value: []byte("not json")}); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A schema changed through one agent reaches another agent's produce
+// check within the topic cache's TTL, even while the other agent's index
+// watches the topic (which lets readers trust their lookup longer).
+func TestValueSchemaChangeReachesOtherAgents(t *testing.T) {
+	meta := openSQLite(t)
+	store := objectstore.NewMemory()
+	acfg, bcfg := agent.DefaultConfig(), batcher.DefaultConfig()
+	bcfg.Linger = time.Millisecond
+	acfg.TopicCacheTTL = 100 * time.Millisecond
+	a, b := startNode(t, meta, store, acfg, bcfg), startNode(t, meta, store, acfg, bcfg)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	strict := `{"type":"object","required":["id","name"],"properties":{"id":{"type":"integer"},"name":{"type":"string"}}}`
+	if _, err := a.c.CreateTopic(ctx, "s", 1, map[string]string{"value.schema": strict}); err != nil {
+		t.Fatal(err)
+	}
+	// b produces and tails the topic: its index watches it.
+	if _, err := b.c.Produce(ctx, "s", 0, &floev1.Record{Value: []byte(`{"id":1,"name":"a"}`)}); err != nil {
+		t.Fatal(err)
+	}
+	got := subscribeAll(t, ctx, b, "s", []int32{0})
+	<-got
+	noName := &floev1.Record{Value: []byte(`{"id":2}`)}
+	if _, err := b.c.Produce(ctx, "s", 0, noName); code(err) != codes.InvalidArgument {
+		t.Fatalf("before the change: %v, want InvalidArgument", err)
+	}
+	relaxed := strings.Replace(strict, `"required":["id","name"]`, `"required":["id"]`, 1)
+	if _, err := a.c.Topics.AlterTopicConfig(ctx, &floev1.AlterTopicConfigRequest{Name: "s", Set: map[string]string{"value.schema": relaxed}}); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(3 * acfg.TopicCacheTTL)
+	if _, err := b.c.Produce(ctx, "s", 0, noName); err != nil {
+		t.Fatalf("after the change, on the other agent: %v", err)
 	}
 }

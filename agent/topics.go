@@ -58,13 +58,26 @@ func newTopicCache(meta metadata.Store, ttl time.Duration, vouched func(topicID 
 }
 
 func (c *topicCache) get(ctx context.Context, name string) (metadata.Topic, error) {
+	return c.resolve(ctx, name, true)
+}
+
+// getFresh is get for the produce paths: a lookup is trusted for the TTL
+// only, never longer on the index's word, so that a change of the
+// topic's config made through another agent (its value.schema, which
+// produce checks values against) is seen within the TTL.
+func (c *topicCache) getFresh(ctx context.Context, name string) (metadata.Topic, error) {
+	return c.resolve(ctx, name, false)
+}
+
+// resolve is get; vouch says whether the index's vouching extends the TTL.
+func (c *topicCache) resolve(ctx context.Context, name string, vouch bool) (metadata.Topic, error) {
 	if err := metadata.ValidateTopicName(name); err != nil {
 		return metadata.Topic{}, err
 	}
 	c.mu.Lock()
 	ct, ok := c.byName[name]
 	c.mu.Unlock()
-	if ok && (time.Since(ct.fetched) < c.ttl || c.vouched(ct.t.ID)) {
+	if ok && (time.Since(ct.fetched) < c.ttl || vouch && c.vouched(ct.t.ID)) {
 		return ct.t, nil
 	}
 	if err := ctx.Err(); err != nil {
