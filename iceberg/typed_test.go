@@ -364,3 +364,36 @@ func TestRejectedTableName(t *testing.T) {
 		t.Error("a rejected table's name is another topic's table name")
 	}
 }
+
+// Schema(vs): the fixed columns keep ids 1 to 10, value_fields is 11 and
+// its fields follow depth first, all optional, typed by the mapping.
+func TestSchemaWithValueSchema(t *testing.T) {
+	sc := iceberg.Schema(parseSchema(t, `{"type":"object","required":["id"],"properties":{
+		"id":{"type":"integer"},
+		"user":{"type":"object","properties":{"name":{"type":"string"},"at":{"type":"string","format":"date-time"}}},
+		"tags":{"type":"array","items":{"type":"number"}},
+		"ok":{"type":"boolean"}}}`))
+	ids := fieldIDs(sc)
+	for name, id := range fieldIDs(iceberg.Schema(nil)) {
+		if ids[name] != id {
+			t.Errorf("%s: id %d, want %d", name, ids[name], id)
+		}
+	}
+	want := map[string]int{"value_fields": 11, "value_fields.id": 12, "value_fields.user": 13, "value_fields.user.name": 14,
+		"value_fields.user.at": 15, "value_fields.tags": 16, "value_fields.tags.element": 17, "value_fields.ok": 18}
+	types := map[string]string{"value_fields.id": "long", "value_fields.user.name": "string", "value_fields.user.at": "timestamptz",
+		"value_fields.tags.element": "double", "value_fields.ok": "boolean"}
+	for name, id := range want {
+		f, ok := sc.FindFieldByName(name)
+		if !ok || f.ID != id || f.Required {
+			t.Errorf("%s: %+v (found %v), want id %d, optional", name, f, ok, id)
+			continue
+		}
+		if tp, ok := types[name]; ok && f.Type.String() != tp {
+			t.Errorf("%s: type %s, want %s", name, f.Type, tp)
+		}
+	}
+	if len(ids) != 10+len(want) {
+		t.Errorf("%d fields, want %d: %v", len(ids), 10+len(want), ids)
+	}
+}
