@@ -91,6 +91,8 @@ type Node struct {
 	DateTime bool   // a String with format date-time
 	Props    []Prop // an Object's properties, in declaration order
 	Items    *Node  // an Array's elements
+
+	index map[string]int // an Object's property index by name (scan.go)
 }
 
 // Prop is a property of an Object.
@@ -279,6 +281,12 @@ func (p *parser) props(n *Node, kw map[string]json.RawMessage, path string, dept
 				return err
 			}
 			n.Props = append(n.Props, Prop{Name: name, Node: child})
+		}
+		if len(n.Props) > 8 {
+			n.index = make(map[string]int, len(n.Props))
+			for i, p := range n.Props {
+				n.index[p.Name] = i
+			}
 		}
 	}
 	if raw, ok := kw["required"]; ok {

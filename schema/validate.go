@@ -44,6 +44,18 @@ func (s *Schema) Validate(value []byte) error {
 	if value == nil {
 		return nil
 	}
+	sc := scanner{b: value}
+	if sc.check(s.Root) {
+		if sc.ws(); sc.i == len(value) {
+			return nil
+		}
+	}
+	return s.validateSlow(value)
+}
+
+// validateSlow is the reference check: decode with encoding/json, then
+// walk the tree. It gives the errors.
+func (s *Schema) validateSlow(value []byte) error {
 	v, err := DecodeJSON(value)
 	if err != nil {
 		return &ValueError{Path: "$", Msg: "not JSON: " + err.Error()}
