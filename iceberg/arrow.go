@@ -60,7 +60,7 @@ type columns struct {
 	hdr         *array.StructBuilder
 	hdrKey      *array.StringBuilder
 	hdrValue    *array.BinaryBuilder
-	valueFields array.Builder        // nil: no typed columns
+	valueFields *typedBuilder        // nil: no typed columns
 	reason      *array.StringBuilder // nil: no reason column
 }
 
@@ -100,7 +100,9 @@ func newColumns(b *array.RecordBuilder) (c columns, err error) {
 		c.hdrKey = c.hdr.FieldBuilder(0).(*array.StringBuilder)
 		c.hdrValue = c.hdr.FieldBuilder(1).(*array.BinaryBuilder)
 	}
-	c.valueFields = lookup(ColValueFields)
+	if vf := lookup(ColValueFields); vf != nil {
+		c.valueFields = newTypedBuilder(vf)
+	}
 	if r := lookup(ColReason); r != nil {
 		c.reason = r.(*array.StringBuilder)
 	}
@@ -137,9 +139,9 @@ func (c *columns) add(r *Row) {
 	}
 	if c.valueFields != nil {
 		if r.Typed && r.Value != nil {
-			appendTypedValue(c.valueFields, r.Value)
+			c.valueFields.appendValue(r.Value)
 		} else {
-			c.valueFields.AppendNull()
+			c.valueFields.b.AppendNull()
 		}
 	}
 	if c.reason != nil {

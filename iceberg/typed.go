@@ -1,6 +1,7 @@
 package iceberg
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -133,93 +134,108 @@ func RejectRows(rows []Row, reason string) []Row {
 	return rejected
 }
 
-// appendTypedValue appends the typed columns of value, a Typed row's
-// value, to b, the value_fields builder. A value that does not decode, or
-// a field whose JSON does not fit the column's type (the table was
-// changed by hand), appends null there: the row still goes in.
-func appendTypedValue(b array.Builder, value []byte) {
-	v, err := schema.DecodeJSON(value)
-	if err != nil {
-		b.AppendNull()
-		return
-	}
-	appendTyped(b, v)
+// typedBuilder is the value_fields builder tree, with what appending
+// needs looked up once (a struct builder's type is rebuilt on each call).
+type typedBuilder struct {
+	b      array.Builder
+	fields map[string]int  // a struct's field index by name
+	kids   []*typedBuilder // a struct's fields, or a list's element
 }
 
-// appendTyped appends v, a value of DecodeJSON, to b by b's type.
-func appendTyped(b array.Builder, v any) {
-	if v == nil {
-		b.AppendNull()
-		return
-	}
+func newTypedBuilder(b array.Builder) *typedBuilder {
+	t := &typedBuilder{b: b}
 	switch b := b.(type) {
 	case *array.StructBuilder:
-		m, ok := v.(map[string]any)
-		if !ok {
-			b.AppendNull()
-			return
-		}
-		b.Append(true)
 		st := b.Type().(*arrow.StructType)
+		t.fields = make(map[string]int, st.NumFields())
 		for i, f := range st.Fields() {
-			appendTyped(b.FieldBuilder(i), m[f.Name])
+			t.fields[f.Name] = i
+			t.kids = append(t.kids, newTypedBuilder(b.FieldBuilder(i)))
 		}
-	case *array.ListBuilder:
-		a, ok := v.([]any)
+	case array.ListLikeBuilder:
+		t.kids = []*typedBuilder{newTypedBuilder(b.ValueBuilder())}
+	}
+	return t
+}
+
+// appendValue appends the typed columns of value, a Typed row's value
+// (valid JSON conforming to the schema), reading its bytes in place
+// (schema.Members, Elements, Text). A field whose JSON does not fit the
+// column's type (the table was changed by hand) appends null there: the
+// row still goes in.
+func (t *typedBuilder) appendValue(raw []byte) {
+	if schema.IsNull(raw) {
+		t.b.AppendNull()
+		return
+	}
+	switch b := t.b.(type) {
+	case *array.StructBuilder:
+		var small [16][]byte
+		var vals [][]byte
+		if len(t.kids) > len(small) {
+			vals = make([][]byte, len(t.kids))
+		} else {
+			vals = small[:len(t.kids)]
+		}
+		ok := schema.Members(raw, func(key string, v []byte) {
+			if i, found := t.fields[key]; found {
+				vals[i] = v // the last of a repeated key, as encoding/json
+			}
+		})
 		if !ok {
 			b.AppendNull()
 			return
 		}
 		b.Append(true)
-		for _, e := range a {
-			appendTyped(b.ValueBuilder(), e)
+		for i, k := range t.kids {
+			if vals[i] == nil {
+				k.b.AppendNull()
+			} else {
+				k.appendValue(vals[i])
+			}
 		}
-	case *array.LargeListBuilder:
-		a, ok := v.([]any)
-		if !ok {
+	case array.ListLikeBuilder:
+		if !isArray(raw) {
 			b.AppendNull()
 			return
 		}
 		b.Append(true)
-		for _, e := range a {
-			appendTyped(b.ValueBuilder(), e)
-		}
+		schema.Elements(raw, t.kids[0].appendValue)
 	case *array.StringBuilder:
-		if s, ok := v.(string); ok {
+		if s, ok := schema.Text(raw); ok {
 			b.Append(s)
 			return
 		}
 		b.AppendNull()
 	case *array.LargeStringBuilder:
-		if s, ok := v.(string); ok {
+		if s, ok := schema.Text(raw); ok {
 			b.Append(s)
 			return
 		}
 		b.AppendNull()
 	case *array.BooleanBuilder:
-		if x, ok := v.(bool); ok {
+		switch string(bytes.TrimSpace(raw)) {
+		case "true":
+			b.Append(true)
+		case "false":
+			b.Append(false)
+		default:
+			b.AppendNull()
+		}
+	case *array.Int64Builder:
+		if x, err := schema.ParseInteger(json.Number(bytes.TrimSpace(raw))); err == nil {
 			b.Append(x)
 			return
 		}
 		b.AppendNull()
-	case *array.Int64Builder:
-		if n, ok := v.(json.Number); ok {
-			if x, err := schema.ParseInteger(n); err == nil {
-				b.Append(x)
-				return
-			}
-		}
-		b.AppendNull()
 	case *array.Float64Builder:
-		if n, ok := v.(json.Number); ok {
-			if x, err := schema.ParseNumber(n); err == nil {
-				b.Append(x)
-				return
-			}
+		if x, err := schema.ParseNumber(json.Number(bytes.TrimSpace(raw))); err == nil {
+			b.Append(x)
+			return
 		}
 		b.AppendNull()
 	case *array.TimestampBuilder:
-		if s, ok := v.(string); ok {
+		if s, ok := schema.Text(raw); ok {
 			if t, err := schema.ParseDateTime(s); err == nil {
 				b.Append(arrow.Timestamp(t.UnixMicro()))
 				return
@@ -229,6 +245,12 @@ func appendTyped(b array.Builder, v any) {
 	default:
 		b.AppendNull()
 	}
+}
+
+// isArray reports whether raw is a JSON array.
+func isArray(raw []byte) bool {
+	v := bytes.TrimSpace(raw)
+	return len(v) > 0 && v[0] == '['
 }
 
 // ErrSchemaConflict: a table column's type differs from the value
