@@ -3,6 +3,7 @@ package compactor_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -208,4 +209,38 @@ func sameMap(a, b map[int64]string) bool {
 		}
 	}
 	return true
+}
+
+// TestIcebergRecreatedTopicRejected: a topic deleted and created again
+// gets a rejected table of its own; the old one is renamed with the old
+// table, so that its watermark does not hide the new topic's rejections.
+func TestIcebergRecreatedTopicRejected(t *testing.T) {
+	iceBackends(t, func(t *testing.T, e iceEnv) {
+		ctx := context.Background()
+		cfg := map[string]string{"iceberg.lag": "0", metadata.ConfigValueSchema: `{"type":"object","properties":{"id":{"type":"integer"}}}`}
+		old := createTopic(t, e.env, "rr", 1, cfg)
+		produceValues(t, e.env, old.ID, 0, []string{`old`}, produced{})
+		w, _ := e.writer(t)
+		c := iceCompactor(t, e, "a", w, nil)
+		runOnce(t, c)
+		if err := e.meta.DeleteTopic(ctx, "rr"); err != nil {
+			t.Fatal(err)
+		}
+		tp := createTopic(t, e.env, "rr", 1, cfg)
+		want := produced{}
+		produceValues(t, e.env, tp.ID, 0, []string{`{"id":"new"}`, `{"id":1}`}, want)
+		runOnce(t, c)
+		checkTable(t, w, tp.Name, want)
+		rtbl, err := w.Catalog().LoadTable(ctx, w.RejectedIdentifier(tp.Name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := tableColumn(t, rtbl, "reason"); !sameMap(got, map[int64]string{0: `"$.id: want integer, got string"`}) {
+			t.Errorf("new rejected table: %v, want offset 0 with the new topic's reason", got)
+		}
+		renamed, err := w.Catalog().CheckTableExists(ctx, []string{"floe", fmt.Sprintf("rr_rejected_x%d", old.ID)})
+		if err != nil || !renamed {
+			t.Errorf("old rejected table renamed: %v, %v", renamed, err)
+		}
+	})
 }
