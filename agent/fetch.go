@@ -34,6 +34,9 @@ func (a *Agent) Fetch(ctx context.Context, req *floev1.FetchRequest) (*floev1.Fe
 	wait := min(time.Duration(req.GetMaxWaitMs())*time.Millisecond, a.cfg.MaxWait)
 	deadline := time.Now().Add(wait)
 	budget := a.fetchBudget(req.GetMaxBytes())
+	if req.GetBatches() {
+		return a.fetchBatches(ctx, t.ID, req, deadline, budget) // fetch_batches.go
+	}
 	for {
 		// Take the wake-up channel before looking, so a commit landing in
 		// between is not missed.
@@ -133,6 +136,9 @@ func partitionsOf(t metadata.Topic, req []int32, limit int) ([]int32, error) {
 // stalls the readers (HTTP/2 flow control) instead of growing buffers.
 func (a *Agent) Subscribe(req *floev1.SubscribeRequest, stream floev1.LogService_SubscribeServer) error {
 	if req.GetGroup() != "" || req.GetMemberId() != "" {
+		if req.GetBatches() {
+			return errf(codes.InvalidArgument, "subscribe: batches are not served to consumer groups yet: subscribe to records, or name the partitions without a group")
+		}
 		return a.subscribeGroup(req, stream) // groups_subscribe.go
 	}
 	ctx := stream.Context()
@@ -172,8 +178,12 @@ func (a *Agent) Subscribe(req *floev1.SubscribeRequest, stream floev1.LogService
 	rctx, stop := context.WithCancel(ctx)
 	defer stop()
 	g, gctx := errgroup.WithContext(rctx)
+	follow := a.follow
+	if req.GetBatches() {
+		follow = a.followBatches // fetch_batches.go
+	}
 	for i, p := range parts {
-		g.Go(func() error { return a.follow(gctx, t.ID, p, starts[i], budget, mem, out) })
+		g.Go(func() error { return follow(gctx, t.ID, p, starts[i], budget, mem, out) })
 	}
 	go func() {
 		_ = g.Wait()
