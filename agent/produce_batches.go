@@ -30,11 +30,6 @@ import (
 // batch, so a single base offset could not answer for both. A client with
 // several batches for a partition names the partition again.
 
-// ReasonInvalidBatch (InvalidArgument): a produced record batch is
-// malformed or not accepted (see kbatch.Validate); the message names the
-// partition and the batch's index in the request.
-const ReasonInvalidBatch = "INVALID_BATCH"
-
 // planBatches validates a ProduceBatchesRequest and returns it as a plan
 // of one group per PartitionBatches (idx unused).
 func (a *Agent) planBatches(ctx context.Context, req *floev1.ProduceBatchesRequest) (*producePlan, error) {
