@@ -267,7 +267,7 @@ func TestCompactedTopicInBatchesMode(t *testing.T) {
 }
 
 // startOnWith is startOn with a hook seeing each committed file after the agent.
-func startOnWith(t *testing.T, meta metadata.Store, store objectstore.Store, hook func(batcher.CommittedFile)) *client.Client {
+func startOnWith(t testing.TB, meta metadata.Store, store objectstore.Store, hook func(batcher.CommittedFile)) *client.Client {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	acfg, bcfg := agent.DefaultConfig(), batcher.DefaultConfig()
