@@ -63,8 +63,8 @@ type Limits struct {
 
 // ValueFunc sees each record's value (nil for a null value) with the
 // record's index among all records of the call. Its error stops Validate
-// and is returned as is. value aliases a buffer Validate reuses: it is
-// valid only during the call.
+// and is returned as is. value aliases the batch (or its decompressed
+// records): it must not be modified or kept after the call.
 type ValueFunc func(record int, value []byte) error
 
 // Validate checks the record batches laid back to back in b as a producer
