@@ -136,9 +136,6 @@ func partitionsOf(t metadata.Topic, req []int32, limit int) ([]int32, error) {
 // stalls the readers (HTTP/2 flow control) instead of growing buffers.
 func (a *Agent) Subscribe(req *floev1.SubscribeRequest, stream floev1.LogService_SubscribeServer) error {
 	if req.GetGroup() != "" || req.GetMemberId() != "" {
-		if req.GetBatches() {
-			return errf(codes.InvalidArgument, "subscribe: batches are not served to consumer groups yet: subscribe to records, or name the partitions without a group")
-		}
 		return a.subscribeGroup(req, stream) // groups_subscribe.go
 	}
 	ctx := stream.Context()

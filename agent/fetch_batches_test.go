@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/test/bufconn"
 	"google.golang.org/protobuf/proto"
@@ -121,7 +120,7 @@ func TestFetchBatchesFromTheMiddle(t *testing.T) {
 }
 
 // Subscribe in batches mode streams stored batches with next_offset,
-// history then live, and refuses consumer groups.
+// history then live.
 func TestSubscribeBatches(t *testing.T) {
 	h := start(t, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -173,8 +172,6 @@ func TestSubscribeBatches(t *testing.T) {
 		}
 	}
 	sameRecords(t, "subscribed", got, all[3:])
-	err = h.c.Subscribe(ctx, &floev1.SubscribeRequest{Topic: "t", Group: "g", Batches: true}, func(*floev1.SubscribeResponse) error { return nil })
-	wantStatus(t, "group in batches mode", err, codes.InvalidArgument, "", "consumer groups")
 }
 
 // A compacted topic (keyed compaction leaves gaps inside and between
