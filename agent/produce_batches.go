@@ -76,7 +76,7 @@ func (a *Agent) planBatches(ctx context.Context, req *floev1.ProduceBatchesReque
 		budget -= cnt.Decompressed
 		plan.groups[i] = produceGroup{partition: p, batch: pb.GetBatches()}
 		plan.n += cnt.Records
-		plan.bytes += len(pb.GetBatches())
+		plan.bytes += cnt.RecordBytes // as the per-record path counts them
 	}
 	return plan, nil
 }

@@ -203,6 +203,16 @@ func TestValidateAcceptsEncode(t *testing.T) {
 				t.Fatalf("%s/%s: %v", name, c, err)
 			}
 			n := cnt.Records
+			wantBytes := 0
+			for _, r := range recs {
+				wantBytes += len(r.Key) + len(r.Value)
+				for _, h := range r.Headers {
+					wantBytes += len(h.Key) + len(h.Value)
+				}
+			}
+			if cnt.RecordBytes != 2*wantBytes {
+				t.Fatalf("%s/%s: %d record bytes, want %d", name, c, cnt.RecordBytes, 2*wantBytes)
+			}
 			if n != 2*len(recs) || batches != 2 || len(values) != n {
 				t.Fatalf("%s/%s: %d records, %d batches, %d values", name, c, n, batches, len(values))
 			}
