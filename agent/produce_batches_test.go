@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"hash/crc32"
+	"strings"
 	"testing"
 	"time"
 
@@ -421,5 +422,45 @@ func TestProducerBatchesMode(t *testing.T) {
 				t.Fatalf("partition %d: record %d key %q, batches run %q", part, i, recs[i].GetKey(), recs[half+i].GetKey())
 			}
 		}
+	}
+}
+
+// On ProduceBatchesStream, a request over the request limit on the wire is
+// refused by its id (the guard's codec does not decode it), and the next
+// request of the stream is served.
+func TestProduceBatchesStreamRefusesOneRequest(t *testing.T) {
+	const limit = 64 << 10
+	s := startGuarded(t, guardedConfig{agent: func(a *agent.Config, _ *batcher.Config) {
+		a.MaxRecordBytes = 16 << 10
+		a.MaxRequestBytes = limit
+	}})
+	s.createTopic(t, "t", 1)
+	ctx := context.Background()
+	st, err := s.log.ProduceBatchesStream(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.CloseSend()
+	huge := make([]byte, 2*limit+64<<10) // not even a batch: never decoded
+	if err := st.Send(&floev1.ProduceBatchesStreamRequest{RequestId: 41, Request: &floev1.ProduceBatchesRequest{Topic: "t",
+		Partitions: []*floev1.PartitionBatches{{Batches: huge}}}}); err != nil {
+		t.Fatal(err)
+	}
+	m, err := st.Recv()
+	if err != nil || m.GetRequestId() != 41 || codes.Code(m.GetErrorCode()) != codes.InvalidArgument ||
+		!strings.Contains(m.GetErrorMessage(), "request limit") {
+		t.Fatalf("oversize request: %v, %v", m, err)
+	}
+	b, err := client.EncodeBatch(batchTestRecords(), floev1.Compression_COMPRESSION_NONE, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Send(&floev1.ProduceBatchesStreamRequest{RequestId: 42, Request: &floev1.ProduceBatchesRequest{Topic: "t",
+		Partitions: []*floev1.PartitionBatches{{Batches: b}}}}); err != nil {
+		t.Fatal(err)
+	}
+	m, err = st.Recv()
+	if err != nil || m.GetRequestId() != 42 || m.GetErrorCode() != 0 || m.GetResponse().GetResults()[0].GetBaseOffset() != 0 {
+		t.Fatalf("next request: %v, %v", m, err)
 	}
 }
