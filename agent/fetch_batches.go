@@ -2,7 +2,6 @@ package agent
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -68,20 +67,23 @@ func (a *Agent) readStoredOnce(ctx context.Context, topicID int64, partition int
 		// end can be checked against the metadata.
 		base := r.BaseOffset
 		var count int64
-		err := kbatch.SplitStored(raw[i], func(batch []byte) error {
-			info, err := kbatch.ParseStored(batch)
+		// One check per batch (ParseStored: bounds, CRC, header).
+		for at := 0; at < len(raw[i]); {
+			info, err := kbatch.ParseStored(raw[i][at:])
 			if err != nil {
-				return err
+				return storedRead{next: offset}, st, &dataLossError{fmt.Errorf("agent: read batch %d of %s at byte %d: %w", r.BaseOffset, r.FileKey, at, err)}
 			}
+			batch := raw[i][at : at+info.BatchLength : at+info.BatchLength]
+			at += info.BatchLength
 			span := int64(info.LastOffsetDelta) + 1
 			if base+span <= out.next {
 				base += span
 				count += int64(info.RecordCount)
-				return nil
+				continue
 			}
 			if len(picks) > 0 && (size+len(batch) > maxBytes || out.records+int(info.RecordCount) > a.cfg.MaxFetchRecords) {
 				full = true
-				return errBudgetSpent
+				break
 			}
 			picks = append(picks, pick{b: batch, base: base})
 			size += len(batch)
@@ -89,10 +91,6 @@ func (a *Agent) readStoredOnce(ctx context.Context, topicID int64, partition int
 			base += span
 			count += int64(info.RecordCount)
 			out.next = base
-			return nil
-		})
-		if err != nil && !errors.Is(err, errBudgetSpent) {
-			return storedRead{next: offset}, st, &dataLossError{fmt.Errorf("agent: read batch %d of %s: %w", r.BaseOffset, r.FileKey, err)}
 		}
 		if full {
 			break
