@@ -58,6 +58,10 @@ const (
 	// ReasonBatchTooLarge (InvalidArgument): a stored batch decompresses
 	// past the agent's limit and cannot be served.
 	ReasonBatchTooLarge = "BATCH_TOO_LARGE"
+	// ReasonInvalidBatch (InvalidArgument): a record batch sent to
+	// ProduceBatches is malformed or not accepted (kbatch.Validate); the
+	// message and the ErrorInfo metadata (partition, batch) name it.
+	ReasonInvalidBatch = "INVALID_BATCH"
 	// ReasonStaleMemberEpoch (FailedPrecondition): a group commit or
 	// heartbeat with an epoch that is not the member's current one (a
 	// zombie); heartbeat to learn the epoch, or rejoin.

@@ -34,6 +34,9 @@ func (a *Agent) Fetch(ctx context.Context, req *floev1.FetchRequest) (*floev1.Fe
 	wait := min(time.Duration(req.GetMaxWaitMs())*time.Millisecond, a.cfg.MaxWait)
 	deadline := time.Now().Add(wait)
 	budget := a.fetchBudget(req.GetMaxBytes())
+	if req.GetBatches() {
+		return a.fetchBatches(ctx, t.ID, req, deadline, budget) // fetch_batches.go
+	}
 	for {
 		// Take the wake-up channel before looking, so a commit landing in
 		// between is not missed.
@@ -172,8 +175,12 @@ func (a *Agent) Subscribe(req *floev1.SubscribeRequest, stream floev1.LogService
 	rctx, stop := context.WithCancel(ctx)
 	defer stop()
 	g, gctx := errgroup.WithContext(rctx)
+	follow := a.follow
+	if req.GetBatches() {
+		follow = a.followBatches // fetch_batches.go
+	}
 	for i, p := range parts {
-		g.Go(func() error { return a.follow(gctx, t.ID, p, starts[i], budget, mem, out) })
+		g.Go(func() error { return follow(gctx, t.ID, p, starts[i], budget, mem, out) })
 	}
 	go func() {
 		_ = g.Wait()

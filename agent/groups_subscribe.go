@@ -67,6 +67,7 @@ type groupSession struct {
 	out            chan outMsg         // records from the readers to the sender
 	readerErr      chan error          // first reader failure (cap 1)
 	limiter        *rate.Limiter       // replay budget of the group on this agent (nil: none)
+	batches        bool                // SubscribeRequest.batches: readers send stored batches (groups_batches.go)
 
 	// Control loop state (only its goroutine touches these).
 	memberID  string
@@ -140,7 +141,7 @@ func (a *Agent) subscribeGroup(req *floev1.SubscribeRequest, stream floev1.LogSe
 	rw = min(max(rw, minRevokeWait), maxRevokeWait, st/2)
 	s := &groupSession{
 		a: a, stream: stream, group: req.GetGroup(), topic: t, reset: reset,
-		sessionTimeout: st, revokeWait: rw, budget: a.fetchBudget(req.GetMaxBytes()),
+		sessionTimeout: st, revokeWait: rw, budget: a.fetchBudget(req.GetMaxBytes()), batches: req.GetBatches(),
 		mem:       semaphore.NewWeighted(a.cfg.SubscribeBufferBytes),
 		out:       make(chan outMsg),
 		readerErr: make(chan error, 1),
@@ -549,6 +550,9 @@ func (s *groupSession) sendCtrl() error {
 // read follows one partition from r.start, handing records to the sender;
 // reads far behind the high watermark take from the group's replay budget.
 func (s *groupSession) read(ctx context.Context, p int32, r *groupReader) error {
+	if s.batches {
+		return s.readBatches(ctx, p, r)
+	}
 	a, w, offset := s.a, int64(s.budget), r.start
 	for {
 		woken := a.hub.wait(s.topic.ID, p)

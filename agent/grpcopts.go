@@ -115,7 +115,8 @@ func (g *guard) Unmarshal(data mem.BufferSlice, v any) error {
 		return nil
 	}
 	re := &refusedError{err: refusal}
-	if _, ok := v.(*floev1.ProduceStreamRequest); ok {
+	switch v.(type) {
+	case *floev1.ProduceStreamRequest, *floev1.ProduceBatchesStreamRequest:
 		// Only this request of the stream is refused, by its id.
 		re.requestID = streamRequestID(data)
 	}

@@ -14,6 +14,7 @@ import (
 
 	floev1 "github.com/floe-broker/floe/api/floe/v1"
 	"github.com/floe-broker/floe/client"
+	"github.com/floe-broker/floe/internal/kpartition"
 )
 
 // MaxSubscribePartitions is the partitions one floe subscription covers;
@@ -31,6 +32,10 @@ type FloeConfig struct {
 	RecordSize int
 	// MaxInFlight bounds each producer's unanswered requests.
 	MaxInFlight int
+	// Records drives the per-record API (Produce, records in Subscribe)
+	// instead of the batch data plane (ProduceBatches, batches in
+	// Subscribe), for comparison.
+	Records bool
 }
 
 func (c FloeConfig) validate() error {
@@ -51,6 +56,7 @@ type FloeSystem struct {
 	clients []*client.Client
 	scraper *Scraper
 	topic   string
+	parts   int32 // the topic's partitions (set by Setup, else asked)
 }
 
 var _ System = (*FloeSystem)(nil)
@@ -80,7 +86,7 @@ func (s *FloeSystem) Setup(ctx context.Context, topic string, partitions int) er
 	if _, err := s.clients[0].CreateTopic(ctx, topic, int32(partitions), nil); err != nil {
 		return fmt.Errorf("bench: create topic %s: %w", topic, err)
 	}
-	s.topic = topic
+	s.topic, s.parts = topic, int32(partitions)
 	return nil
 }
 
@@ -137,11 +143,20 @@ func (s *FloeSystem) Consume(ctx context.Context, i, n int, earliest bool, fn fu
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			req := &floev1.SubscribeRequest{Topic: s.topic, Partitions: parts, Start: start, MaxBytes: 4 << 20}
+			req := &floev1.SubscribeRequest{Topic: s.topic, Partitions: parts, Start: start, MaxBytes: 4 << 20, Batches: !s.cfg.Records}
+			next := map[int32]int64{} // batches: partition -> offset due
 			err := c.Subscribe(ctx, req, func(r *floev1.SubscribeResponse) error {
+				recs := r.GetRecords()
+				if len(r.GetBatches()) > 0 {
+					var err error
+					if recs, err = client.DecodeBatches(r.GetBatches(), r.GetPartition(), next[r.GetPartition()], 0); err != nil {
+						return err
+					}
+					next[r.GetPartition()] = r.GetNextOffset()
+				}
 				mu.Lock()
 				defer mu.Unlock()
-				for _, rec := range r.GetRecords() {
+				for _, rec := range recs {
 					fn(rec.GetValue())
 				}
 				return nil
@@ -157,12 +172,20 @@ func (s *FloeSystem) Consume(ctx context.Context, i, n int, earliest bool, fn fu
 	return firstErr
 }
 
-// NewProducer implements System: a ProduceStream with at most
-// MaxInFlight unanswered requests.
+// NewProducer implements System: a ProduceBatchesStream (ProduceStream
+// with FloeConfig.Records) with at most MaxInFlight unanswered requests.
 func (s *FloeSystem) NewProducer(ctx context.Context, i int) (Producer, error) {
+	c := s.clients[i%len(s.clients)]
+	if !s.cfg.Records && s.parts <= 0 {
+		desc, err := c.Topics.DescribeTopic(ctx, &floev1.DescribeTopicRequest{Name: s.topic})
+		if err != nil {
+			return nil, fmt.Errorf("bench: describe topic %s: %w", s.topic, err)
+		}
+		s.parts = desc.GetTopic().GetPartitions()
+	}
 	pctx, cancel := context.WithCancel(context.Background())
 	return &floeProducer{
-		c: s.clients[i%len(s.clients)], topic: s.topic, size: s.cfg.RecordSize, id: uint64(i),
+		c: c, topic: s.topic, size: s.cfg.RecordSize, id: uint64(i), records: s.cfg.Records, parts: s.parts,
 		slots: make(chan struct{}, s.cfg.MaxInFlight), ctx: pctx, cancel: cancel,
 	}, nil
 }
@@ -180,6 +203,10 @@ type floeProducer struct {
 	size  int
 	id    uint64
 	slots chan struct{}
+	// records: the per-record API; else batches encoded here, one per
+	// partition of parts (Kafka's partitioner, as the agent's).
+	records bool
+	parts   int32
 
 	ctx    context.Context // lifetime of the streams
 	cancel context.CancelFunc
@@ -187,7 +214,7 @@ type floeProducer struct {
 
 	sendMu  sync.Mutex // serialises Send
 	mu      sync.Mutex // guards stream, pending, nextID
-	stream  floev1.LogService_ProduceStreamClient
+	stream  produceStream
 	pending map[uint64]floePending
 	nextID  uint64
 }
@@ -209,7 +236,7 @@ func (p *floeProducer) Send(ctx context.Context, b *Batch, done func(from, to in
 	defer p.sendMu.Unlock()
 	p.mu.Lock()
 	if p.stream == nil {
-		st, err := p.c.Log.ProduceStream(p.ctx)
+		st, err := p.open()
 		if err != nil {
 			p.mu.Unlock()
 			<-p.slots
@@ -226,7 +253,7 @@ func (p *floeProducer) Send(ctx context.Context, b *Batch, done func(from, to in
 	pending[id] = floePending{n: len(recs), done: done}
 	p.mu.Unlock()
 	// Not under mu: Send may wait for flow control while answers arrive.
-	err := st.Send(&floev1.ProduceStreamRequest{RequestId: id, Request: &floev1.ProduceRequest{Topic: p.topic, Records: recs}})
+	err := st.send(id, recs)
 	if err != nil {
 		p.mu.Lock()
 		_, mine := pending[id]
@@ -245,10 +272,10 @@ func (p *floeProducer) Send(ctx context.Context, b *Batch, done func(from, to in
 }
 
 // receive answers the requests of one stream until it breaks.
-func (p *floeProducer) receive(st floev1.LogService_ProduceStreamClient, pending map[uint64]floePending) {
+func (p *floeProducer) receive(st produceStream, pending map[uint64]floePending) {
 	defer p.recv.Done()
 	for {
-		resp, err := st.Recv()
+		resp, err := st.recv()
 		if err != nil {
 			p.mu.Lock()
 			if p.stream == st {
@@ -290,7 +317,7 @@ func (p *floeProducer) receive(st floev1.LogService_ProduceStreamClient, pending
 func (p *floeProducer) Close(ctx context.Context) error {
 	p.mu.Lock()
 	if p.stream != nil {
-		_ = p.stream.CloseSend()
+		_ = p.stream.closeSend()
 	}
 	p.mu.Unlock()
 	drained := make(chan struct{})
@@ -307,3 +334,69 @@ func (p *floeProducer) Close(ctx context.Context) error {
 	<-drained
 	return nil
 }
+
+// produceStream is a ProduceStream or a ProduceBatchesStream.
+type produceStream interface {
+	send(id uint64, recs []*floev1.Record) error
+	recv() (*floev1.ProduceStreamResponse, error) // the answer's id and error only
+	closeSend() error
+}
+
+// open opens the producer's stream.
+func (p *floeProducer) open() (produceStream, error) {
+	if p.records {
+		st, err := p.c.Log.ProduceStream(p.ctx)
+		return &recordStream{st: st, topic: p.topic}, err
+	}
+	st, err := p.c.Log.ProduceBatchesStream(p.ctx)
+	return &batchStream{st: st, topic: p.topic, parts: p.parts}, err
+}
+
+type recordStream struct {
+	st    floev1.LogService_ProduceStreamClient
+	topic string
+}
+
+func (s *recordStream) send(id uint64, recs []*floev1.Record) error {
+	return s.st.Send(&floev1.ProduceStreamRequest{RequestId: id, Request: &floev1.ProduceRequest{Topic: s.topic, Records: recs}})
+}
+func (s *recordStream) recv() (*floev1.ProduceStreamResponse, error) { return s.st.Recv() }
+func (s *recordStream) closeSend() error                             { return s.st.CloseSend() }
+
+type batchStream struct {
+	st    floev1.LogService_ProduceBatchesStreamClient
+	topic string
+	parts int32
+}
+
+// send encodes recs as one batch per partition (by key, as the agent
+// partitions) and sends them as one request.
+func (s *batchStream) send(id uint64, recs []*floev1.Record) error {
+	byPart := map[int32][]*floev1.Record{}
+	var order []int32
+	for _, r := range recs {
+		p := kpartition.ForKey(r.GetKey(), s.parts)
+		if _, ok := byPart[p]; !ok {
+			order = append(order, p)
+		}
+		byPart[p] = append(byPart[p], r)
+	}
+	req := &floev1.ProduceBatchesRequest{Topic: s.topic, Partitions: make([]*floev1.PartitionBatches, len(order))}
+	for i, p := range order {
+		b, err := client.EncodeBatch(byPart[p], floev1.Compression_COMPRESSION_NONE, nil)
+		if err != nil {
+			return fmt.Errorf("bench: encode batch: %w", err)
+		}
+		req.Partitions[i] = &floev1.PartitionBatches{Partition: p, Batches: b}
+	}
+	return s.st.Send(&floev1.ProduceBatchesStreamRequest{RequestId: id, Request: req})
+}
+
+func (s *batchStream) recv() (*floev1.ProduceStreamResponse, error) {
+	m, err := s.st.Recv()
+	if err != nil {
+		return nil, err
+	}
+	return &floev1.ProduceStreamResponse{RequestId: m.GetRequestId(), ErrorCode: m.GetErrorCode(), ErrorMessage: m.GetErrorMessage()}, nil
+}
+func (s *batchStream) closeSend() error { return s.st.CloseSend() }

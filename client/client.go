@@ -108,3 +108,17 @@ var ErrStop = errors.New("client: stop subscription")
 func Value(key, value []byte) *floev1.Record {
 	return &floev1.Record{Key: key, Value: value}
 }
+
+// FetchBatches fetches in batches mode (FetchRequest.batches) and decodes
+// the answer: records of partition from offset on.
+func (c *Client) FetchBatches(ctx context.Context, topic string, partition int32, offset int64, maxBytes, maxWaitMs int32) (*floev1.FetchResponse, []*floev1.Record, error) {
+	resp, err := c.Log.Fetch(ctx, &floev1.FetchRequest{Topic: topic, Partition: partition, Offset: offset, MaxBytes: maxBytes, MaxWaitMs: maxWaitMs, Batches: true})
+	if err != nil {
+		return nil, nil, err
+	}
+	recs, err := DecodeBatches(resp.GetBatches(), partition, offset, 0)
+	if err != nil {
+		return nil, nil, err
+	}
+	return resp, recs, nil
+}

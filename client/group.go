@@ -36,6 +36,9 @@ type GroupOptions struct {
 	CommitInterval time.Duration
 	// MaxBytes is the byte budget of one streamed message (0: agent default).
 	MaxBytes int32
+	// Batches asks the agent for stored batches (SubscribeRequest.batches),
+	// decoded here: the agent does not re-encode records.
+	Batches bool
 	// Resume tunes the reconnects after a retriable failure.
 	Resume ResumeOptions
 	// OnAssign, optional, is called by Poll on each assignment change,
@@ -166,7 +169,11 @@ func (g *GroupConsumer) Poll(ctx context.Context) (*floev1.Record, error) {
 				g.assign(ctx, a)
 				return nil, nil
 			}
-			if g.take(resp) {
+			took, err := g.take(resp)
+			if err != nil {
+				return nil, err
+			}
+			if took {
 				return g.Poll(ctx)
 			}
 			continue
@@ -189,21 +196,34 @@ func (g *GroupConsumer) Poll(ctx context.Context) (*floev1.Record, error) {
 	}
 }
 
-// take buffers resp's records not yet handed over; false when none.
-func (g *GroupConsumer) take(resp *floev1.SubscribeResponse) bool {
+// take buffers resp's records not yet handed over (decoding its batches in
+// batches mode); false when none.
+func (g *GroupConsumer) take(resp *floev1.SubscribeResponse) (bool, error) {
 	p := resp.GetPartition()
-	if _, ok := g.assigned[p]; !ok {
-		return false
+	ap, assigned := g.assigned[p]
+	if !assigned {
+		return false, nil
 	}
 	from, ok := g.handed[p]
-	for _, rec := range resp.GetRecords() {
+	recs := resp.GetRecords()
+	if len(resp.GetBatches()) > 0 {
+		// Stored batches: the first may start below the partition's start.
+		if !ok {
+			from, ok = ap.GetStartOffset(), true
+		}
+		var err error
+		if recs, err = DecodeBatches(resp.GetBatches(), p, from, 0); err != nil {
+			return false, err
+		}
+	}
+	for _, rec := range recs {
 		if ok && rec.GetOffset() < from {
 			continue
 		}
 		rec.Partition = p
 		g.buf = append(g.buf, rec)
 	}
-	return len(g.buf) > 0
+	return len(g.buf) > 0, nil
 }
 
 // assign applies an assignment change: revoked partitions are committed
@@ -353,7 +373,7 @@ func (g *GroupConsumer) connect(ctx context.Context) error {
 	sctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	req := &floev1.SubscribeRequest{Topic: g.opts.Topic, Group: g.opts.Group, MemberId: g.memberID, MemberEpoch: g.epoch,
 		SessionTimeoutMs: int32(g.opts.SessionTimeout / time.Millisecond),
-		CommitIntervalMs: int32(g.opts.CommitInterval / time.Millisecond), MaxBytes: g.opts.MaxBytes}
+		CommitIntervalMs: int32(g.opts.CommitInterval / time.Millisecond), MaxBytes: g.opts.MaxBytes, Batches: g.opts.Batches}
 	if g.opts.Earliest {
 		req.Start = &floev1.StartPosition{Position: &floev1.StartPosition_Earliest{Earliest: true}}
 	}

@@ -33,6 +33,13 @@ type ProducerOptions struct {
 	// OnResult, optional, receives each answered request, in the order the
 	// requests were sent, with the tag given to Send.
 	OnResult func(tag any, resp *floev1.ProduceResponse)
+	// Batches encodes each Send as Kafka v2 record batches in the client
+	// (compressed with Compression) and sends them over
+	// ProduceBatchesStream, so the agent appends them without decoding
+	// records. Sends that do not name a partition are partitioned here,
+	// with the agent's partitioner (the topic's partition count is asked
+	// once). Answers keep ProduceResponse's shape.
+	Batches bool
 }
 
 func (o ProducerOptions) withDefaults() ProducerOptions {
@@ -91,6 +98,8 @@ type Producer struct {
 	byID    map[uint64]*prodReq // requests sent on the current stream, unanswered
 	perPart map[int32]int       // partition -> requests in the queue
 	failed  bool                // some request in the queue needs a retry
+
+	partitions int32 // the topic's partition count (Batches, asked once)
 }
 
 // prodReq is one request and its outcome.
@@ -100,11 +109,16 @@ type prodReq struct {
 	req       *floev1.ProduceRequest
 	resp      *floev1.ProduceResponse
 	retry     bool // failed retriably (or was lost with its stream)
+
+	// Batches: the request, and the records (indices into req.Records)
+	// of each of its PartitionBatches.
+	breq   *floev1.ProduceBatchesRequest
+	groups [][]int
 }
 
 // prodStream is one ProduceStream and the goroutine receiving its answers.
 type prodStream struct {
-	s       floev1.LogService_ProduceStreamClient
+	send    func(id uint64, r *prodReq) error
 	cancel  context.CancelFunc
 	answers chan prodAnswer // buffered: never blocks the receiver
 	done    chan struct{}   // closed when the receiver has returned
@@ -112,8 +126,9 @@ type prodStream struct {
 
 // prodAnswer is an answer, or the end of the stream (err set, id unused).
 type prodAnswer struct {
-	msg *floev1.ProduceStreamResponse
-	err error
+	msg   *floev1.ProduceStreamResponse // Response unset for batches
+	batch *floev1.ProduceBatchesResponse
+	err   error
 }
 
 // NewProducer returns a producer for topic. With opts.Idempotent it calls
@@ -162,6 +177,14 @@ func (p *Producer) Send(partition int32, records []*floev1.Record, tag any) erro
 		}
 	}
 	r := &prodReq{tag: tag, partition: partition, req: req}
+	if p.opts.Batches {
+		if err := p.encodeBatches(r); err != nil {
+			if p.opts.Idempotent {
+				p.seqs[partition] = req.GetBaseSequence() // nothing was sent
+			}
+			return &BatchError{Tag: tag, Err: err}
+		}
+	}
 	p.queue = append(p.queue, r)
 	p.perPart[partition]++
 	p.send(r)
@@ -196,26 +219,55 @@ func (p *Producer) send(r *prodReq) {
 	p.byID[p.nextID] = r
 	// A failed Send means the stream ended: the receiver reports it, and
 	// the end marks r for a retry.
-	_ = p.stream.s.Send(&floev1.ProduceStreamRequest{RequestId: p.nextID, Request: r.req})
+	_ = p.stream.send(p.nextID, r)
 }
 
 func (p *Producer) openStream() error {
 	ctx, cancel := context.WithCancel(p.ctx)
-	s, err := p.c.Log.ProduceStream(ctx)
-	if err != nil {
-		cancel()
-		return err
+	ps := &prodStream{cancel: cancel, answers: make(chan prodAnswer, p.opts.MaxInFlight+1), done: make(chan struct{})}
+	var recv func() prodAnswer
+	if p.opts.Batches {
+		s, err := p.c.Log.ProduceBatchesStream(ctx)
+		if err != nil {
+			cancel()
+			return err
+		}
+		ps.send = func(id uint64, r *prodReq) error {
+			return s.Send(&floev1.ProduceBatchesStreamRequest{RequestId: id, Request: r.breq})
+		}
+		recv = func() prodAnswer {
+			m, err := s.Recv()
+			if err != nil {
+				return prodAnswer{err: err}
+			}
+			return prodAnswer{msg: &floev1.ProduceStreamResponse{RequestId: m.GetRequestId(), ErrorCode: m.GetErrorCode(),
+				ErrorMessage: m.GetErrorMessage()}, batch: m.GetResponse()}
+		}
+	} else {
+		s, err := p.c.Log.ProduceStream(ctx)
+		if err != nil {
+			cancel()
+			return err
+		}
+		ps.send = func(id uint64, r *prodReq) error {
+			return s.Send(&floev1.ProduceStreamRequest{RequestId: id, Request: r.req})
+		}
+		recv = func() prodAnswer {
+			m, err := s.Recv()
+			if err != nil {
+				return prodAnswer{err: err}
+			}
+			return prodAnswer{msg: m}
+		}
 	}
-	ps := &prodStream{s: s, cancel: cancel, answers: make(chan prodAnswer, p.opts.MaxInFlight+1), done: make(chan struct{})}
 	go func() {
 		defer close(ps.done)
 		for {
-			msg, err := s.Recv()
-			if err != nil {
-				ps.answers <- prodAnswer{err: err}
+			a := recv()
+			ps.answers <- a
+			if a.err != nil {
 				return
 			}
-			ps.answers <- prodAnswer{msg: msg}
 		}
 	}()
 	p.stream = ps
@@ -287,6 +339,14 @@ func (p *Producer) handle(a prodAnswer) error {
 	}
 	delete(p.byID, a.msg.GetRequestId())
 	if a.msg.GetErrorCode() == 0 {
+		if p.opts.Batches {
+			resp, err := r.fromBatches(a.batch)
+			if err != nil {
+				return &BatchError{Tag: r.tag, Err: err}
+			}
+			r.resp = resp
+			return nil
+		}
 		r.resp = a.msg.GetResponse()
 		return nil
 	}
@@ -323,6 +383,18 @@ func (p *Producer) recover() error {
 			continue
 		}
 		err := p.withRetries(func(ctx context.Context) error {
+			if p.opts.Batches {
+				bresp, err := p.c.Log.ProduceBatches(ctx, r.breq)
+				if err != nil {
+					return err
+				}
+				resp, err := r.fromBatches(bresp)
+				if err != nil {
+					return err // not a status: not retried
+				}
+				r.resp = resp
+				return nil
+			}
 			resp, err := p.c.Log.Produce(ctx, r.req)
 			if err == nil {
 				r.resp = resp

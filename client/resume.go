@@ -70,7 +70,9 @@ func (o ResumeOptions) withDefaults() ResumeOptions {
 // backoff) and subscribes again through the next client, from the offset
 // after the last record handed to fn in each partition: fn sees every
 // record once, in offset order per partition, with no gap. Records below
-// that offset in an answer (never expected) are dropped.
+// that offset in an answer (never expected) are dropped. With req.Batches
+// the agent streams stored batches; fn still sees records (decoded here,
+// those below the offset asked for left out).
 //
 // It returns when fn returns an error (nil for ErrStop), ctx ends
 // (ctx.Err()), or a failure is not retriable (that error).
@@ -95,13 +97,25 @@ func SubscribeResume(ctx context.Context, clients []*Client, req *floev1.Subscri
 	}
 	return r.do(ctx, func(c *Client) error {
 		sreq := &floev1.SubscribeRequest{Topic: req.GetTopic(), MaxBytes: req.GetMaxBytes(),
-			Partitions: slices.Sorted(maps.Keys(next)), Offsets: maps.Clone(next)}
+			Partitions: slices.Sorted(maps.Keys(next)), Offsets: maps.Clone(next), Batches: req.GetBatches()}
 		err := c.Subscribe(ctx, sreq, func(resp *floev1.SubscribeResponse) error {
 			r.wait = opts.MinBackoff // progress: the next failure waits little
 			p := resp.GetPartition()
 			from, ok := next[p]
 			if !ok {
 				return nil // a partition not asked for: ignore
+			}
+			if len(resp.GetBatches()) > 0 {
+				// Batches mode: hand fn the decoded records.
+				recs, err := DecodeBatches(resp.GetBatches(), p, from, 0)
+				if err != nil {
+					return &callerError{err}
+				}
+				next[p] = max(from, resp.GetNextOffset())
+				if len(recs) == 0 {
+					return nil
+				}
+				return callFn(fn, &floev1.SubscribeResponse{Partition: p, Records: recs, HighWatermark: resp.GetHighWatermark(), NextOffset: resp.GetNextOffset()})
 			}
 			recs := resp.GetRecords()
 			keep := recs[:0:0]
@@ -117,16 +131,21 @@ func SubscribeResume(ctx context.Context, clients []*Client, req *floev1.Subscri
 			if len(keep) > 0 {
 				next[p] = keep[len(keep)-1].GetOffset() + 1
 			}
-			if err := fn(resp); err != nil {
-				return &callerError{err}
-			}
-			return nil
+			return callFn(fn, resp)
 		})
 		if err == nil {
 			err = io.EOF // a follow stream never ends by itself
 		}
 		return err
 	})
+}
+
+// callFn calls the caller's callback, marking its error.
+func callFn(fn func(*floev1.SubscribeResponse) error, resp *floev1.SubscribeResponse) error {
+	if err := fn(resp); err != nil {
+		return &callerError{err}
+	}
+	return nil
 }
 
 // resumer runs steps through its clients in turn, retrying retriable

@@ -83,7 +83,8 @@ func runConsume(ctx context.Context, args []string, stdout, stderr io.Writer) er
 				key: *printKey, offset: *printOffset, ts: *printTS, headers: *printHeaders}}).run(ctx)
 	}
 
-	req := &floev1.SubscribeRequest{Topic: topic, Start: start}
+	// Stored batches, decoded here: the agent does not re-encode records.
+	req := &floev1.SubscribeRequest{Topic: topic, Start: start, Batches: true}
 	if partition.p >= 0 {
 		req.Partitions = []int32{partition.p}
 	}
@@ -152,7 +153,7 @@ func boundedRequest(ctx context.Context, c *client.Client, req *floev1.Subscribe
 	if err != nil {
 		return nil, err
 	}
-	out := &floev1.SubscribeRequest{Topic: req.GetTopic(), Offsets: map[int32]int64{}}
+	out := &floev1.SubscribeRequest{Topic: req.GetTopic(), Offsets: map[int32]int64{}, Batches: req.GetBatches()}
 	for _, e := range ends.GetOffsets() {
 		p, end := e.GetPartition(), e.GetOffset()
 		off, ok := starts[p]

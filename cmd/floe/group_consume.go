@@ -32,7 +32,7 @@ type groupConsume struct {
 // watermark at assignment, commits and leaves.
 func (gc *groupConsume) run(ctx context.Context) error {
 	opts := client.GroupOptions{Group: gc.group, Topic: gc.topic, SessionTimeout: gc.sessionTimeout,
-		CommitInterval: gc.commitInterval,
+		CommitInterval: gc.commitInterval, Batches: true,
 		Resume: client.ResumeOptions{OnRetry: func(a string, err error, wait time.Duration) {
 			fmt.Fprintf(gc.stderr, "floe: consume: %s from %s; resuming in %v\n", oneLine(err), a, wait.Round(time.Millisecond))
 		}}}

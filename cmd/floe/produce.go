@@ -129,7 +129,7 @@ func runProduce(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	}
 	pr.p, err = c.NewProducer(ctx, topic, client.ProducerOptions{
 		MaxInFlight: f.inFlight, Idempotent: f.idempotent, Compression: floev1.Compression(comp),
-		RequestTimeout: f.timeout, OnResult: pr.onResult,
+		RequestTimeout: f.timeout, OnResult: pr.onResult, Batches: true,
 	})
 	if err != nil {
 		return fmt.Errorf("produce to %q: %w", topic, err)
