@@ -36,7 +36,7 @@ func (a *Agent) planBatches(ctx context.Context, req *floev1.ProduceBatchesReque
 	if req == nil || len(req.GetPartitions()) == 0 {
 		return nil, errf(codes.InvalidArgument, "produce batches: the request has no batches")
 	}
-	t, err := a.topics.get(ctx, req.GetTopic())
+	t, err := a.topics.getFresh(ctx, req.GetTopic())
 	if err != nil {
 		return nil, toStatus(err)
 	}
