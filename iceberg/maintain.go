@@ -2,6 +2,7 @@ package iceberg
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -17,15 +18,23 @@ type MaintainOptions struct {
 	MaxSnapshotAge time.Duration
 	// OrphanAge is the age past which a file under the table's location
 	// that no snapshot or metadata file references is deleted. It must
-	// exceed the longest append (a file written but not yet committed
-	// looks orphaned); 0 skips orphan deletion.
+	// exceed the longest append or rewrite (a file written but not yet
+	// committed looks orphaned); 0 skips orphan deletion.
 	OrphanAge time.Duration
+	// Rewrite, when set, rewrites small data files first
+	// (RewriteSmallFiles).
+	Rewrite *RewriteOptions
+	// ExpireBefore, when not zero, first deletes the data files whose day
+	// partition ends at or before it (ExpireDays): the table's retention.
+	ExpireBefore time.Time
 }
 
 // DefaultMaintainOptions keeps the last 10 snapshots and those of the
-// last day, and deletes files orphaned for a day.
+// last day, deletes files orphaned for a day, and rewrites a day's small
+// files once it has more than 10.
 func DefaultMaintainOptions() MaintainOptions {
-	return MaintainOptions{KeepSnapshots: 10, MaxSnapshotAge: 24 * time.Hour, OrphanAge: 24 * time.Hour}
+	return MaintainOptions{KeepSnapshots: 10, MaxSnapshotAge: 24 * time.Hour, OrphanAge: 24 * time.Hour,
+		Rewrite: &RewriteOptions{MinFiles: 10}}
 }
 
 // MaintainResult tells what Maintain did.
@@ -33,15 +42,40 @@ type MaintainResult struct {
 	ExpiredSnapshots int
 	OrphanFiles      int
 	OrphanBytes      int64
+	// Rewrite of small files.
+	Rewrite RewriteResult
+	// Data files and rows deleted by the table's retention.
+	ExpiredFiles int
+	ExpiredRows  int64
 }
 
-// Maintain expires topic's table's old snapshots (the watermark, a table
-// property, stays) and deletes its orphan files (of appends whose commit
-// failed). A table that does not exist is left alone.
+// Maintain keeps topic's table in shape, in this order: deletes the days
+// the table's retention expired (ExpireBefore), rewrites small files
+// (Rewrite), expires old snapshots (the watermark, a table property,
+// stays), and deletes orphan files (of appends or rewrites whose commit
+// failed, and of expired snapshots). A table that does not exist is left
+// alone. Each step commits on its own; a step that fails stops the rest
+// (the next Maintain starts again), and the result tells what the
+// earlier steps did.
 func (w *Writer) Maintain(ctx context.Context, topic string, opts MaintainOptions) (MaintainResult, error) {
 	var res MaintainResult
 	if opts.KeepSnapshots < 1 || opts.MaxSnapshotAge < 0 || opts.OrphanAge < 0 {
 		return res, fmt.Errorf("%w: maintain options %+v", ErrInvalidConfig, opts)
+	}
+	if !opts.ExpireBefore.IsZero() {
+		n, rows, err := w.ExpireDays(ctx, topic, opts.ExpireBefore)
+		if err != nil {
+			return res, err
+		}
+		res.ExpiredFiles, res.ExpiredRows = n, rows
+	}
+	if opts.Rewrite != nil {
+		rw, err := w.RewriteSmallFiles(ctx, topic, *opts.Rewrite)
+		res.Rewrite = rw
+		if err != nil {
+			res.Rewrite = RewriteResult{}
+			return res, err
+		}
 	}
 	tbl, err := w.Load(ctx, topic)
 	if missing(err) {
@@ -73,4 +107,57 @@ func (w *Writer) Maintain(ctx context.Context, topic string, opts MaintainOption
 			"orphan_files", res.OrphanFiles, "orphan_bytes", res.OrphanBytes)
 	}
 	return res, nil
+}
+
+// TableRef is a table of the namespace and the topic it mirrors.
+type TableRef struct {
+	Identifier table.Identifier
+	Topic      string // its floe.topic property; "" when it has none
+}
+
+// Tables lists the tables of the Writer's namespace with their topics
+// (one catalog load per table). A namespace that does not exist holds
+// none.
+func (w *Writer) Tables(ctx context.Context) ([]TableRef, error) {
+	var out []TableRef
+	for ident, err := range w.cat.ListTables(ctx, []string{w.opts.Namespace}) {
+		if missing(err) {
+			return nil, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("iceberg: list tables of %q: %w", w.opts.Namespace, err)
+		}
+		tbl, err := w.cat.LoadTable(ctx, ident)
+		if missing(err) {
+			continue // dropped meanwhile
+		}
+		if err != nil {
+			return nil, fmt.Errorf("iceberg: load %v: %w", ident, err)
+		}
+		out = append(out, TableRef{Identifier: ident, Topic: tbl.Properties()[PropTopic]})
+	}
+	return out, nil
+}
+
+// DropTable removes the table from the catalog and deletes its files
+// (data, manifests, metadata) under its location. It is for tables of
+// deleted topics: the rows are gone for good.
+func (w *Writer) DropTable(ctx context.Context, ident table.Identifier) error {
+	tbl, err := w.cat.LoadTable(ctx, ident)
+	if missing(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("iceberg: load %v: %w", ident, err)
+	}
+	if err := w.cat.DropTable(ctx, ident); err != nil && !missing(err) {
+		return fmt.Errorf("iceberg: drop %v: %w", ident, err)
+	}
+	if err := tbl.PurgeFiles(ctx); err != nil && !errors.Is(err, context.Canceled) {
+		// The catalog no longer names the table: its files are left
+		// behind (logged), as no reader can reach them.
+		w.log.Warn("iceberg: dropped table, some files not deleted", "table", ident, "err", err)
+	}
+	w.log.Info("iceberg: dropped table", "table", ident, "location", tbl.Location())
+	return nil
 }
