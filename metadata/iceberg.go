@@ -265,3 +265,38 @@ func ReadIcebergCursor(s string) (c IcebergCursor, ok bool) {
 	}
 	return c, true
 }
+
+// IcebergLagBytesCap is the batch bytes per partition that IcebergLag's
+// callers look up (FindBatches) to measure how far a table trails: past
+// it, the trailing bytes are extrapolated.
+const IcebergLagBytesCap = 4 << 20
+
+// IcebergLag returns how far a partition's table trails its log: the
+// records from max(logStart, watermark) to the high watermark, their
+// batches' bytes, and the age in ms (nowMs minus append time) of the
+// oldest of them. refs are the partition's batches from that offset on
+// (FindBatches, usually capped by IcebergLagBytesCap); when they stop
+// short of the high watermark, the bytes of the rest are extrapolated
+// from the bytes per record of those seen. Pure.
+func IcebergLag(logStart, hw, watermark int64, refs []BatchRef, nowMs int64) (records, bytes, ageMs int64) {
+	start := max(logStart, watermark)
+	records = max(0, hw-start)
+	if records == 0 || len(refs) == 0 {
+		return records, 0, 0
+	}
+	var seen int64
+	for _, b := range refs {
+		if b.LastOffset < start {
+			continue
+		}
+		if seen == 0 {
+			ageMs = max(0, nowMs-b.LogAppendTime)
+		}
+		bytes += b.ByteLength
+		seen += b.LastOffset + 1 - max(b.BaseOffset, start)
+	}
+	if seen > 0 && seen < records {
+		bytes += (records - seen) * bytes / seen
+	}
+	return records, bytes, ageMs
+}

@@ -185,3 +185,28 @@ func sameCursor(a, b IcebergCursor) bool {
 	return a.TopicID == b.TopicID && a.HasTotals == b.HasTotals && a.Rows == b.Rows && a.DataFiles == b.DataFiles &&
 		a.DataBytes == b.DataBytes && a.MaintainedMs == b.MaintainedMs && a.SnapshotID == b.SnapshotID && a.SnapshotMs == b.SnapshotMs
 }
+
+func TestIcebergLag(t *testing.T) {
+	b := func(base, last, bytes, at int64) BatchRef {
+		return BatchRef{BaseOffset: base, LastOffset: last, ByteLength: bytes, LogAppendTime: at}
+	}
+	for _, tc := range []struct {
+		name                string
+		logStart, hw, wm    int64
+		refs                []BatchRef
+		records, bytes, age int64
+	}{
+		{"caught up", 0, 10, 10, nil, 0, 0, 0},
+		{"all of two batches", 0, 10, 0, []BatchRef{b(0, 4, 100, 900), b(5, 9, 50, 950)}, 10, 150, 100},
+		{"inside the first batch: its bytes count whole, its append time", 0, 10, 3, []BatchRef{b(0, 4, 100, 900), b(5, 9, 50, 950)}, 7, 150, 100},
+		{"log start past the watermark", 6, 10, 2, []BatchRef{b(5, 9, 50, 950)}, 4, 50, 50},
+		{"capped: the rest extrapolated", 0, 20, 0, []BatchRef{b(0, 4, 100, 900)}, 20, 400, 100},
+		{"no batches known", 0, 10, 0, nil, 10, 0, 0},
+		{"clock behind: age 0", 0, 5, 0, []BatchRef{b(0, 4, 10, 2000)}, 5, 10, 0},
+	} {
+		r, by, age := IcebergLag(tc.logStart, tc.hw, tc.wm, tc.refs, 1000)
+		if r != tc.records || by != tc.bytes || age != tc.age {
+			t.Errorf("%s: IcebergLag = %d records, %d bytes, %d ms; want %d, %d, %d", tc.name, r, by, age, tc.records, tc.bytes, tc.age)
+		}
+	}
+}
