@@ -155,6 +155,8 @@ func (c *Compactor) recordIceberg(ctx context.Context, t metadata.Topic, ic meta
 	}
 	cur := old
 	cur.TopicID, cur.Watermark = t.ID, wm
+	name := w.Identifier(t.Name)
+	cur.Table = name[0] + "." + name[1]
 	now, err := c.meta.Now(ctx)
 	if err != nil {
 		return err

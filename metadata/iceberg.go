@@ -178,8 +178,8 @@ func IcebergCursorTopic(s string) (int64, bool) {
 // table (its last snapshot, its size, its last maintenance). The text
 // form, fields separated by single spaces:
 //
-//	TOPIC_ID WATERMARK [t=ROWS/DATA_FILES/DATA_BYTES] [m=MAINTAINED_MS] [s=SNAPSHOT_ID@SNAPSHOT_MS]
-//	42 0:1200,1:998 t=2198/3/81920 m=1700000100000 s=4242@1700000000123
+//	TOPIC_ID WATERMARK [t=ROWS/DATA_FILES/DATA_BYTES] [m=MAINTAINED_MS] [n=NAMESPACE.TABLE] [s=SNAPSHOT_ID@SNAPSHOT_MS]
+//	42 0:1200,1:998 t=2198/3/81920 m=1700000100000 n=floe.orders s=4242@1700000000123
 //
 // WATERMARK is "p:o" pairs in partition order (empty when the table holds
 // nothing, so that the line then has two spaces in a row). Each optional
@@ -197,6 +197,9 @@ type IcebergCursor struct {
 	// MaintainedMs is when the compactor last maintained the table (unix
 	// ms); 0: never.
 	MaintainedMs int64
+	// Table is the table's identifier, namespace.table ([a-z0-9_.],
+	// no spaces); "": not recorded.
+	Table string
 	// SnapshotID and SnapshotMs are the table's last snapshot; 0: none.
 	SnapshotID, SnapshotMs int64
 }
@@ -215,6 +218,10 @@ func (c IcebergCursor) String() string {
 	if c.MaintainedMs != 0 {
 		b = append(b, " m="...)
 		b = strconv.AppendInt(b, c.MaintainedMs, 10)
+	}
+	if c.Table != "" && !strings.ContainsAny(c.Table, " =") {
+		b = append(b, " n="...)
+		b = append(b, c.Table...)
 	}
 	s := string(b)
 	if c.SnapshotID != 0 {
@@ -257,6 +264,8 @@ func ReadIcebergCursor(s string) (c IcebergCursor, ok bool) {
 			if good {
 				c.HasTotals, c.Rows, c.DataFiles, c.DataBytes = true, n[0], n[1], n[2]
 			}
+		case "n":
+			c.Table = v
 		case "m":
 			if ms, err := strconv.ParseInt(v, 10, 64); err == nil && ms > 0 {
 				c.MaintainedMs = ms

@@ -134,7 +134,7 @@ func TestIcebergCursorSnapshot(t *testing.T) {
 // readers still find the watermark and the snapshot in a new cursor.
 func TestIcebergCursorFormat(t *testing.T) {
 	full := IcebergCursor{TopicID: 42, Watermark: map[int32]int64{0: 1200, 1: 998}, HasTotals: true, Rows: 2198, DataFiles: 3,
-		DataBytes: 81920, MaintainedMs: 1700000100000, SnapshotID: 4242, SnapshotMs: 1700000000123}
+		DataBytes: 81920, MaintainedMs: 1700000100000, Table: "floe.orders", SnapshotID: 4242, SnapshotMs: 1700000000123}
 	for _, tc := range []struct {
 		text string
 		c    IcebergCursor
@@ -142,7 +142,7 @@ func TestIcebergCursorFormat(t *testing.T) {
 		{"42 0:1200,1:998", IcebergCursor{TopicID: 42, Watermark: map[int32]int64{0: 1200, 1: 998}}},
 		{"42 ", IcebergCursor{TopicID: 42, Watermark: map[int32]int64{}}},
 		{"42 0:5 s=7@1700000000000", IcebergCursor{TopicID: 42, Watermark: map[int32]int64{0: 5}, SnapshotID: 7, SnapshotMs: 1700000000000}},
-		{"42 0:1200,1:998 t=2198/3/81920 m=1700000100000 s=4242@1700000000123", full},
+		{"42 0:1200,1:998 t=2198/3/81920 m=1700000100000 n=floe.orders s=4242@1700000000123", full},
 		{"42  t=0/0/0", IcebergCursor{TopicID: 42, Watermark: map[int32]int64{}, HasTotals: true}},
 		{"42 3:1 m=5", IcebergCursor{TopicID: 42, Watermark: map[int32]int64{3: 1}, MaintainedMs: 5}},
 	} {
@@ -183,7 +183,7 @@ func sameCursor(a, b IcebergCursor) bool {
 		}
 	}
 	return a.TopicID == b.TopicID && a.HasTotals == b.HasTotals && a.Rows == b.Rows && a.DataFiles == b.DataFiles &&
-		a.DataBytes == b.DataBytes && a.MaintainedMs == b.MaintainedMs && a.SnapshotID == b.SnapshotID && a.SnapshotMs == b.SnapshotMs
+		a.DataBytes == b.DataBytes && a.Table == b.Table && a.MaintainedMs == b.MaintainedMs && a.SnapshotID == b.SnapshotID && a.SnapshotMs == b.SnapshotMs
 }
 
 func TestIcebergLag(t *testing.T) {
