@@ -51,4 +51,3 @@ func printIceberg(w io.Writer, resp *floev1.DescribeTopicResponse) {
 	}
 	tw.Flush()
 }
-
