@@ -255,8 +255,22 @@ func (c *Compactor) maintainTable(ctx context.Context, t metadata.Topic, ic meta
 			return err
 		}
 	}
+	orphanAge := mc.OrphanAge
+	if orphanAge > 0 {
+		// A deleted topic's table renamed out of this one's way shares its
+		// location: its files would look orphaned. Orphans wait until it
+		// is dropped (DropDeletedTopics, or by hand).
+		retired, err := w.RetiredTables(ctx, t.Name)
+		if err != nil {
+			return err
+		}
+		if len(retired) > 0 {
+			orphanAge = 0
+			c.log.Info("iceberg: orphan files not deleted: a deleted topic's table shares the location", "topic", t.Name, "tables", retired)
+		}
+	}
 	m, err := w.Maintain(ctx, t.Name, iceberg.MaintainOptions{KeepSnapshots: mc.KeepSnapshots,
-		MaxSnapshotAge: mc.SnapshotAge, OrphanAge: mc.OrphanAge})
+		MaxSnapshotAge: mc.SnapshotAge, OrphanAge: orphanAge})
 	c.im.expired.WithLabelValues(labels...).Add(float64(m.ExpiredSnapshots))
 	c.im.orphans.WithLabelValues(labels...).Add(float64(m.OrphanFiles))
 	if err != nil {

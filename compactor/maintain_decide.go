@@ -1,6 +1,8 @@
 package compactor
 
 import (
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/floe-broker/floe/iceberg"
@@ -30,20 +32,31 @@ func expireBefore(retention time.Duration, now time.Time) time.Time {
 
 // tablesToDrop picks, among the namespace's tables, those of deleted
 // topics: a table whose floe.topic no live topic has, or one renamed out
-// of a re-created topic's way (its name is not its topic's table name).
-// A table without floe.topic is not floe's and is kept. The tables must
-// be listed before the topics, so that a table created meanwhile for a
-// new topic is never taken for a deleted topic's.
+// of a re-created topic's way (TABLE_xID, retireStaleTable). A table
+// without floe.topic is not floe's, and any other table of a live topic
+// (a <topic>_rejected table, say) is the topic's: both are kept. The
+// tables must be listed before the topics, so that a table created
+// meanwhile for a new topic is never taken for a deleted topic's.
 func tablesToDrop(tables []iceberg.TableRef, live map[string]bool) []iceberg.TableRef {
 	var out []iceberg.TableRef
 	for _, t := range tables {
 		if t.Topic == "" || len(t.Identifier) == 0 {
 			continue
 		}
-		renamed := t.Identifier[len(t.Identifier)-1] != iceberg.TableName(t.Topic)
-		if renamed || !live[t.Topic] {
+		if !live[t.Topic] || retiredName(t.Identifier[len(t.Identifier)-1], t.Topic) {
 			out = append(out, t)
 		}
 	}
 	return out
+}
+
+// retiredName reports whether name is topic's table name renamed out of
+// the way of a re-created topic: TABLE_xID.
+func retiredName(name, topic string) bool {
+	rest, ok := strings.CutPrefix(name, iceberg.TableName(topic)+"_x")
+	if !ok || rest == "" {
+		return false
+	}
+	_, err := strconv.ParseInt(rest, 10, 64)
+	return err == nil
 }

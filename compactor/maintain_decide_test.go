@@ -52,10 +52,13 @@ func TestTablesToDrop(t *testing.T) {
 		ref("orders_x12", "orders"),        // renamed: the old orders
 		ref("foreign", ""),                 // not floe's
 		ref("user_hevents", "user-events"), // live, mapped name
+		ref("orders_rejected", "orders"),   // another table of a live topic
+		ref("orders_xyz", "orders"),        // not a retired name
+		ref("gone_rejected", "gone"),       // another table of a deleted topic
 	}
 	live := map[string]bool{"orders": true, "user-events": true}
 	got := fmt.Sprint(tablesToDrop(tables, live))
-	want := fmt.Sprint([]iceberg.TableRef{ref("gone", "gone"), ref("orders_x12", "orders")})
+	want := fmt.Sprint([]iceberg.TableRef{ref("gone", "gone"), ref("orders_x12", "orders"), ref("gone_rejected", "gone")})
 	if got != want {
 		t.Errorf("tablesToDrop = %s, want %s", got, want)
 	}

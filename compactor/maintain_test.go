@@ -334,29 +334,55 @@ func TestIcebergMaintainFaults(t *testing.T) {
 }
 
 // TestIcebergDropDeletedTopics: with DropDeletedTopics a deleted topic's
-// table is dropped; without it, kept.
+// table is dropped, and so is the old table of a topic deleted and
+// created again (renamed TABLE_xID); without it, both are kept.
 func TestIcebergDropDeletedTopics(t *testing.T) {
 	iceBackends(t, func(t *testing.T, e iceEnv) {
 		ctx := context.Background()
 		rnd := mrand.New(mrand.NewPCG(19, 20))
 		gone := createTopic(t, e.env, "gone", 1, map[string]string{"iceberg.lag": "0"})
 		stay := createTopic(t, e.env, "stay", 1, map[string]string{"iceberg.lag": "0"})
-		want := produced{}
+		again := createTopic(t, e.env, "again", 1, map[string]string{"iceberg.lag": "0"})
+		want, againWant := produced{}, produced{}
 		produce(t, e.env, gone.ID, []int32{0}, 5, produced{}, rnd)
 		produce(t, e.env, stay.ID, []int32{0}, 5, want, rnd)
+		produce(t, e.env, again.ID, []int32{0}, 5, produced{}, rnd)
 		w, _ := e.writer(t)
 		runOnce(t, iceCompactor(t, e, "a", w, nil))
-		if err := e.meta.DeleteTopic(ctx, gone.Name); err != nil {
-			t.Fatal(err)
+		for _, name := range []string{gone.Name, again.Name} {
+			if err := e.meta.DeleteTopic(ctx, name); err != nil {
+				t.Fatal(err)
+			}
 		}
-		runOnce(t, iceCompactor(t, e, "keep", w, nil)) // the default keeps it
+		again2 := createTopic(t, e.env, "again", 1, map[string]string{"iceberg.lag": "0"})
+		produce(t, e.env, again2.ID, []int32{0}, 3, againWant, rnd)
+		retired := table.Identifier{iceberg.DefaultNamespace, fmt.Sprintf("again_x%d", again.ID)}
+		// The default keeps them. The old table shares the new one's
+		// location: the new one's orphan deletion must leave its files.
+		keep := func(c *compactor.Config) {
+			c.IcebergMaintain = compactor.IcebergMaintainConfig{Interval: time.Millisecond, KeepSnapshots: 1, OrphanAge: time.Millisecond}
+		}
+		runOnce(t, iceCompactor(t, e, "keep", w, keep)) // renames the old table
+		time.Sleep(5 * time.Millisecond)
+		runOnce(t, iceCompactor(t, e, "keep2", w, keep))
 		if _, err := w.Load(ctx, gone.Name); err != nil {
 			t.Fatalf("the deleted topic's table was not kept: %v", err)
+		}
+		old, err := w.Catalog().LoadTable(ctx, retired)
+		if err != nil {
+			t.Fatalf("the re-created topic's old table %v: %v; want it kept", retired, err)
+		}
+		if rows, err := iceberg.ScanTable(ctx, old, 0); err != nil || len(rows) != 5 {
+			t.Fatalf("the re-created topic's old table: %d rows, %v; want its 5", len(rows), err)
 		}
 		runOnce(t, iceCompactor(t, e, "drop", w, func(c *compactor.Config) { c.IcebergMaintain.DropDeletedTopics = true }))
 		if _, err := w.Load(ctx, gone.Name); err == nil {
 			t.Error("the deleted topic's table was not dropped")
 		}
+		if ok, err := w.Catalog().CheckTableExists(ctx, retired); err != nil || ok {
+			t.Errorf("the re-created topic's old table %v: %v, %v; want it dropped", retired, ok, err)
+		}
 		checkTable(t, w, stay.Name, want)
+		checkTable(t, w, again2.Name, againWant)
 	})
 }

@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	iofs "io/fs"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/apache/iceberg-go/table"
@@ -139,9 +142,13 @@ func (w *Writer) Tables(ctx context.Context) ([]TableRef, error) {
 	return out, nil
 }
 
-// DropTable removes the table from the catalog and deletes its files
-// (data, manifests, metadata) under its location. It is for tables of
-// deleted topics: the rows are gone for good.
+// DropTable removes the table from the catalog and deletes the files its
+// metadata references (data files, manifests, manifest lists, metadata
+// files), not everything under its location: a table renamed out of a
+// re-created topic's way shares its location with the new topic's table.
+// It is for tables of deleted topics: the rows are gone for good. Files
+// it could not delete are logged; the table is dropped regardless (no
+// reader can reach them any more).
 func (w *Writer) DropTable(ctx context.Context, ident table.Identifier) error {
 	tbl, err := w.cat.LoadTable(ctx, ident)
 	if missing(err) {
@@ -150,14 +157,92 @@ func (w *Writer) DropTable(ctx context.Context, ident table.Identifier) error {
 	if err != nil {
 		return fmt.Errorf("iceberg: load %v: %w", ident, err)
 	}
+	files, err := referencedFiles(ctx, tbl)
+	if err != nil {
+		return fmt.Errorf("iceberg: files of %v: %w", ident, err)
+	}
 	if err := w.cat.DropTable(ctx, ident); err != nil && !missing(err) {
 		return fmt.Errorf("iceberg: drop %v: %w", ident, err)
 	}
-	if err := tbl.PurgeFiles(ctx); err != nil && !errors.Is(err, context.Canceled) {
-		// The catalog no longer names the table: its files are left
-		// behind (logged), as no reader can reach them.
-		w.log.Warn("iceberg: dropped table, some files not deleted", "table", ident, "err", err)
+	fs, err := tbl.FS(ctx)
+	if err != nil {
+		w.log.Warn("iceberg: dropped table, files not deleted", "table", ident, "err", err)
+		return nil
 	}
-	w.log.Info("iceberg: dropped table", "table", ident, "location", tbl.Location())
+	var failed int
+	var lastErr error
+	for _, f := range files {
+		if err := fs.Remove(f); err != nil && !errors.Is(err, iofs.ErrNotExist) {
+			failed, lastErr = failed+1, err
+		}
+	}
+	if failed > 0 {
+		w.log.Warn("iceberg: dropped table, some files not deleted", "table", ident, "failed", failed, "of", len(files), "err", lastErr)
+	}
+	w.log.Info("iceberg: dropped table", "table", ident, "location", tbl.Location(), "files", len(files)-failed)
 	return nil
+}
+
+// referencedFiles lists every file tbl's metadata references: its
+// metadata files, and per snapshot its manifest list, manifests and
+// their data files.
+func referencedFiles(ctx context.Context, tbl *table.Table) ([]string, error) {
+	fs, err := tbl.FS(ctx)
+	if err != nil {
+		return nil, err
+	}
+	seen := map[string]bool{}
+	var out []string
+	add := func(p string) {
+		if p != "" && !seen[p] {
+			seen[p] = true
+			out = append(out, p)
+		}
+	}
+	add(tbl.MetadataLocation())
+	for e := range tbl.Metadata().PreviousFiles() {
+		add(e.MetadataFile)
+	}
+	for _, snap := range tbl.Metadata().Snapshots() {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		add(snap.ManifestList)
+		mfs, err := snap.Manifests(fs)
+		if err != nil {
+			return nil, fmt.Errorf("manifests of snapshot %d: %w", snap.SnapshotID, err)
+		}
+		for _, mf := range mfs {
+			add(mf.FilePath())
+			entries, err := mf.FetchEntries(fs, false)
+			if err != nil {
+				return nil, fmt.Errorf("manifest %s: %w", mf.FilePath(), err)
+			}
+			for _, e := range entries {
+				add(e.DataFile().FilePath())
+			}
+		}
+	}
+	return out, nil
+}
+
+// RetiredTables lists the tables named after topic's table renamed out of
+// the way of a re-created topic (TABLE_xID): they share its location, so
+// that its orphan files cannot be told from theirs.
+func (w *Writer) RetiredTables(ctx context.Context, topic string) ([]table.Identifier, error) {
+	prefix := TableName(topic) + "_x"
+	var out []table.Identifier
+	for ident, err := range w.cat.ListTables(ctx, []string{w.opts.Namespace}) {
+		if missing(err) {
+			return nil, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("iceberg: list tables of %q: %w", w.opts.Namespace, err)
+		}
+		rest, ok := strings.CutPrefix(ident[len(ident)-1], prefix)
+		if _, err := strconv.ParseUint(rest, 10, 63); ok && err == nil {
+			out = append(out, ident)
+		}
+	}
+	return out, nil
 }
