@@ -102,12 +102,7 @@ func tableCatalog(conf Config, data string) (iceberg.Config, error) {
 		}
 		return conf.Iceberg.sqliteConfig(data)
 	}
-	if conf.Postgres.URL == "" {
-		return iceberg.Config{}, errors.New("no catalog: set postgres.url (-postgres-url, FLOE_POSTGRES_URL) and the s3 settings as for floe compactor, or -data DIR for floe dev's tables")
-	}
-	if conf.S3.Bucket == "" {
-		return iceberg.Config{}, errors.New("no warehouse: set s3.bucket (-s3-bucket, FLOE_S3_BUCKET) as for floe compactor")
-	}
+	// The configuration's checks made sure of postgres.url and s3.bucket.
 	return conf.Iceberg.postgresConfig(conf.Postgres.URL, conf.s3Config(), conf.S3.Prefix), nil
 }
 
