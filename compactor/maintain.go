@@ -46,7 +46,7 @@ type IcebergMaintainConfig struct {
 	// RewriteMinFiles: a day partition with more than this many small
 	// files (under three quarters of the target file size) is rewritten;
 	// 0 turns rewriting off. RewriteMaxBytes bounds the small files one
-	// maintenance reads (0: 8 target file sizes).
+	// maintenance reads (0: twice the target file size).
 	RewriteMinFiles int
 	RewriteMaxBytes int64
 	// DropDeletedTopics drops the tables of deleted topics (their rows

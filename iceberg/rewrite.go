@@ -36,10 +36,10 @@ type RewriteOptions struct {
 	// three quarters of the writer's target file size: a file the
 	// writer closed at the target is not rewritten again.
 	SmallFileBytes int64
-	// MaxBytes bounds the bytes of small files one rewrite reads (a day
-	// at least is rewritten whole up to it; the rest waits for the next);
-	// 0 takes 8 times the target file size. The rows of one day's group
-	// are held in memory at once (about twice their files' size).
+	// MaxBytes bounds the bytes of small files one rewrite reads (the
+	// rest waits for the next); 0 takes twice the target file size. The
+	// rows of one day's files are held in memory at once, decoded (a few
+	// times their files' size).
 	MaxBytes int64
 }
 
@@ -62,10 +62,11 @@ type rewriteFile struct {
 }
 
 // planRewrite picks the groups of files to rewrite: per day partition
-// with more than minFiles files smaller than small, those small files, in
-// their given order, days in order; whole days only, until the bytes
-// picked reach maxBytes (the first due day is taken whatever its size, so
-// that one large day still moves). Pure.
+// with more than minFiles files smaller than small, those small files in
+// their given order, days in order, until the bytes picked reach maxBytes:
+// a day is cut there (the rest waits for the next rewrite), and a group
+// of fewer than two files is not worth rewriting. The first two files are
+// taken whatever their size, so that something always moves. Pure.
 func planRewrite(files []rewriteFile, minFiles int, small, maxBytes int64) [][]rewriteFile {
 	byDay := map[int32][]rewriteFile{}
 	for _, f := range files {
@@ -85,15 +86,20 @@ func planRewrite(files []rewriteFile, minFiles int, small, maxBytes int64) [][]r
 		total int64
 	)
 	for _, d := range days {
-		var n int64
+		var g []rewriteFile
 		for _, f := range byDay[d] {
-			n += f.bytes
+			if (len(out) > 0 || len(g) >= 2) && total+f.bytes > maxBytes {
+				break
+			}
+			g = append(g, f)
+			total += f.bytes
 		}
-		if len(out) > 0 && total+n > maxBytes {
+		if len(g) >= 2 {
+			out = append(out, g)
+		}
+		if total >= maxBytes || len(g) < len(byDay[d]) {
 			break
 		}
-		out = append(out, byDay[d])
-		total += n
 	}
 	return out
 }
@@ -153,7 +159,7 @@ func (w *Writer) RewriteSmallFiles(ctx context.Context, topic string, opts Rewri
 		opts.SmallFileBytes = w.opts.TargetFileSize * 3 / 4
 	}
 	if opts.MaxBytes == 0 {
-		opts.MaxBytes = 8 * w.opts.TargetFileSize
+		opts.MaxBytes = 2 * w.opts.TargetFileSize
 	}
 	tbl, err := w.Load(ctx, topic)
 	if missing(err) {

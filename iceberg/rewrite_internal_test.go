@@ -39,8 +39,11 @@ func TestPlanRewrite(t *testing.T) {
 		{"both days due, days in order", 1, 50, 1000, "[[b d] [a c e]]"},
 		{"only day 2 has more than 2", 2, 50, 1000, "[[a c e]]"},
 		{"big files count once small", 2, 200, 1000, "[[b big d] [a c e]]"},
-		{"budget: whole days only", 1, 50, 25, "[[b d]]"},
-		{"budget below the first day: it still moves", 1, 50, 5, "[[b d]]"},
+		{"budget: the first day whole", 1, 50, 25, "[[b d]]"},
+		{"budget: the second day cut", 1, 50, 40, "[[b d] [a c]]"},
+		{"budget: a group of one is not worth it", 1, 50, 30, "[[b d]]"},
+		{"budget cuts the first day", 1, 200, 110, "[[b big]]"},
+		{"budget below the first file: two still move", 1, 50, 5, "[[b d]]"},
 		{"nothing due", 5, 50, 1000, "[]"},
 	} {
 		if got := names(planRewrite(files, tc.minFiles, tc.small, tc.maxBytes)); got != tc.want {

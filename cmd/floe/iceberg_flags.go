@@ -29,7 +29,7 @@ type IcebergSettings struct {
 	SnapshotAge       time.Duration `yaml:"snapshot_age" flag:"iceberg-snapshot-age" check:"nonneg" help:"snapshots older than this expire, beyond the kept ones"`
 	OrphanAge         time.Duration `yaml:"orphan_age" flag:"iceberg-orphan-age" check:"nonneg" help:"a file under a table's location that nothing references is deleted once this old (more than the longest append; 0: never)"`
 	RewriteMinFiles   int           `yaml:"rewrite_min_files" flag:"iceberg-rewrite-min-files" check:"nonneg" help:"rewrite a day partition's small files (under 3/4 of the target size) once it has more than this many (0: no rewrite)"`
-	RewriteMaxBytes   int64         `yaml:"rewrite_max_bytes" flag:"iceberg-rewrite-max-bytes" check:"nonneg" help:"bytes of small files one maintenance rewrites at most (0: 8 target file sizes)"`
+	RewriteMaxBytes   int64         `yaml:"rewrite_max_bytes" flag:"iceberg-rewrite-max-bytes" check:"nonneg" help:"bytes of small files one maintenance rewrites at most (0: twice the target file size; the rows of the files are held in memory)"`
 	DropDeletedTopics bool          `yaml:"drop_deleted_topics" flag:"iceberg-drop-deleted-topics" help:"drop the tables of deleted topics (their rows are lost); false keeps them"`
 }
 
