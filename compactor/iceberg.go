@@ -69,11 +69,7 @@ func (c *Compactor) icebergPass(ctx context.Context, r *Report) error {
 			break
 		}
 	}
-	live := make(map[string]bool, len(topics))
-	for _, t := range topics {
-		live[t.Name] = true
-	}
-	c.im.forget(live, c.tablesSeen)
+	c.im.forget(enabledTopics(topics), c.tablesSeen)
 	if err := c.dropDeletedTables(ctx); err != nil {
 		errs = append(errs, fmt.Errorf("drop deleted topics' tables: %w", err))
 	}

@@ -122,7 +122,19 @@ func newIcebergMetrics(reg prometheus.Registerer) (*icebergMetrics, error) {
 	return m, nil
 }
 
-// forget removes the series of topics not in live.
+// enabledTopics returns the names of the topics whose table is on.
+func enabledTopics(topics []metadata.Topic) map[string]bool {
+	on := make(map[string]bool, len(topics))
+	for _, t := range topics {
+		if ic, err := metadata.ParseIceberg(t.Config); err == nil && ic.Enabled {
+			on[t.Name] = true
+		}
+	}
+	return on
+}
+
+// forget removes the series of the tables whose topics are not in live
+// (deleted, or their table turned off).
 func (m *icebergMetrics) forget(live map[string]bool, tables map[string]string) {
 	for topic, tbl := range tables {
 		if live[topic] {

@@ -173,6 +173,17 @@ func TestIcebergMaintenance(t *testing.T) {
 			t.Errorf("maintained again within the interval: %d, then %d", cur.MaintainedMs, again.MaintainedMs)
 		}
 		checkTable(t, w, tp.Name, want)
+		// A table turned off loses its series; the others keep theirs.
+		if _, err := e.meta.AlterTopicConfig(ctx, slow.Name, map[string]string{"iceberg.enabled": "false"}, nil); err != nil {
+			t.Fatal(err)
+		}
+		runOnce(t, on)
+		if _, ok := metricValue(t, reg, "floe_iceberg_table_lag_records", slow.Name); ok {
+			t.Error("a table turned off keeps its series")
+		}
+		if _, ok := metricValue(t, reg, "floe_iceberg_table_rows", tp.Name); !ok {
+			t.Error("a table on lost its series")
+		}
 	})
 }
 
