@@ -14,7 +14,8 @@ import (
 // recorded (identifier, last snapshot, rows, data files and bytes, last
 // maintenance) and how far it trails the log (offsets; bytes and age of
 // the batches above the watermark, from FindBatches, extrapolated past
-// metadata.IcebergLagBytesCap a partition). A failure to read the cursor
+// metadata.IcebergLagBytesCap a partition and icebergLagLookups
+// partitions). A failure to read the cursor
 // leaves it out (logged); one to read the batches leaves the bytes and
 // age out.
 func (a *Agent) describeIceberg(ctx context.Context, d metadata.TopicDescription, resp *floev1.DescribeTopicResponse) {
@@ -49,23 +50,39 @@ func (a *Agent) describeIceberg(ctx context.Context, d metadata.TopicDescription
 	if err != nil {
 		a.log.Warn("describe topic: iceberg lag unavailable", "topic", d.Topic.Name, "err", err)
 	}
+	var lookups, seenRecords, unseenRecords int64
 	for _, p := range resp.Partitions {
 		p.IcebergWatermark = wm[p.Partition]
-		out.TrailingOffsets += icebergTrailing(p.LogStartOffset, p.HighWatermark, p.IcebergWatermark)
+		trailing := icebergTrailing(p.LogStartOffset, p.HighWatermark, p.IcebergWatermark)
+		out.TrailingOffsets += trailing
 		p.RetentionWaitsForIceberg = trimmed && p.IcebergWatermark < p.HighWatermark
-		start := max(p.LogStartOffset, p.IcebergWatermark)
-		if err != nil || start >= p.HighWatermark {
+		if err != nil || trailing == 0 {
 			continue
 		}
-		refs, _, ferr := a.meta.FindBatches(ctx, d.Topic.ID, p.Partition, start, metadata.IcebergLagBytesCap)
+		if lookups == icebergLagLookups {
+			unseenRecords += trailing
+			continue
+		}
+		lookups++
+		refs, _, ferr := a.meta.FindBatches(ctx, d.Topic.ID, p.Partition, max(p.LogStartOffset, p.IcebergWatermark), metadata.IcebergLagBytesCap)
 		if ferr != nil {
-			continue // retention moved meanwhile: offsets only
+			unseenRecords += trailing // retention moved meanwhile
+			continue
 		}
 		_, bytes, age := metadata.IcebergLag(p.LogStartOffset, p.HighWatermark, p.IcebergWatermark, refs, now.UnixMilli())
+		seenRecords += trailing
 		out.TrailingBytes += bytes
 		out.TrailingMs = max(out.TrailingMs, age)
 	}
+	if seenRecords > 0 && unseenRecords > 0 {
+		out.TrailingBytes += unseenRecords * out.TrailingBytes / seenRecords
+	}
 }
+
+// icebergLagLookups bounds the partitions whose batches one DescribeTopic
+// looks up for the table's lag in bytes and time (one FindBatches each):
+// the bytes of the others are extrapolated, and their age is not seen.
+const icebergLagLookups = 32
 
 // icebergTrailing is how many offsets of the log (from its start) the
 // table does not hold yet.
