@@ -82,3 +82,52 @@ func TestDescribeIcebergFigures(t *testing.T) {
 		t.Errorf("trailing %d ms, want the oldest batch's age, about %d", ms, now.UnixMilli()-oldest)
 	}
 }
+
+// With more trailing partitions than one describe looks up, the bytes of
+// the others are extrapolated: equal batches give the exact sum.
+func TestDescribeIcebergLagManyPartitions(t *testing.T) {
+	ctx := context.Background()
+	meta, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "meta.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { meta.Close() })
+	c := startOn(t, meta, objectstore.NewMemory())
+	const parts = 40
+	if _, err := c.CreateTopic(ctx, "wide", parts, nil); err != nil {
+		t.Fatal(err)
+	}
+	for p := range int32(parts) {
+		if _, err := c.Produce(ctx, "wide", p, client.Value([]byte("k"), []byte("same size"))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tp, err := meta.DescribeTopic(ctx, "wide")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want int64
+	for p := range int32(parts) {
+		refs, _, err := meta.FindBatches(ctx, tp.ID, p, 0, 1<<30)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, b := range refs {
+			want += b.ByteLength
+		}
+	}
+	lease := metadata.IcebergLease("wide")
+	if ok, err := meta.AcquireLease(ctx, lease, "compactor", time.Minute); err != nil || !ok {
+		t.Fatal(ok, err)
+	}
+	if _, err := meta.SetJobCursor(ctx, lease, "compactor", metadata.IcebergCursor{TopicID: tp.ID}.String()); err != nil {
+		t.Fatal(err)
+	}
+	d, err := c.Topics.DescribeTopic(ctx, &floev1.DescribeTopicRequest{Name: "wide"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ic := d.GetIceberg(); ic.GetTrailingOffsets() != parts || ic.GetTrailingBytes() != want {
+		t.Errorf("trailing %d offsets, %d bytes; want %d, %d", ic.GetTrailingOffsets(), ic.GetTrailingBytes(), parts, want)
+	}
+}
