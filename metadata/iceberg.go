@@ -243,7 +243,9 @@ func ReadIcebergCursor(s string) (c IcebergCursor, ok bool) {
 		return c, false
 	}
 	c.TopicID = id
-	c.SnapshotID, c.SnapshotMs, _ = ParseIcebergSnapshot(s)
+	if c.SnapshotID, c.SnapshotMs, _ = ParseIcebergSnapshot(s); c.SnapshotID == 0 {
+		c.SnapshotMs = 0 // no snapshot
+	}
 	_, rest, _ := strings.Cut(s, " ")
 	_, rest, _ = strings.Cut(rest, " ") // past the watermark
 	for f := range strings.SplitSeq(rest, " ") {
@@ -265,7 +267,9 @@ func ReadIcebergCursor(s string) (c IcebergCursor, ok bool) {
 				c.HasTotals, c.Rows, c.DataFiles, c.DataBytes = true, n[0], n[1], n[2]
 			}
 		case "n":
-			c.Table = v
+			if !strings.Contains(v, "=") {
+				c.Table = v
+			}
 		case "m":
 			if ms, err := strconv.ParseInt(v, 10, 64); err == nil && ms > 0 {
 				c.MaintainedMs = ms

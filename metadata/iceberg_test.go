@@ -210,3 +210,23 @@ func TestIcebergLag(t *testing.T) {
 		}
 	}
 }
+
+// FuzzReadIcebergCursor: any stored text reads without a panic, and what
+// reads formats back to a cursor that reads the same.
+func FuzzReadIcebergCursor(f *testing.F) {
+	for _, s := range []string{"", "42 ", "42 0:1200,1:998", "42 0:5 s=7@1700000000000",
+		"42 0:1200,1:998 t=2198/3/81920 m=1700000100000 n=floe.orders s=4242@1700000000123",
+		"42  t=0/0/0", "42 0:1 x=9 t=1/2 m=z s=3@4", "x 0:1", "1 0:3:4", "1 0:1 n= s=", "-1 0:1 t=-1/-2/-3 m=-4"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		c, ok := ReadIcebergCursor(s)
+		if !ok {
+			return
+		}
+		again, ok := ReadIcebergCursor(c.String())
+		if !ok || !sameCursor(c, again) {
+			t.Fatalf("%q read as %+v, formatted %q, read back as %+v (%v)", s, c, c.String(), again, ok)
+		}
+	})
+}
