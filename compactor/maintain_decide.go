@@ -32,7 +32,8 @@ func expireBefore(retention time.Duration, now time.Time) time.Time {
 
 // tablesToDrop picks, among the namespace's tables, those of deleted
 // topics: a table whose floe.topic no live topic has, or one renamed out
-// of a re-created topic's way (TABLE_xID, retireStaleTable). A table
+// of a re-created topic's way (TABLE_xID or TABLE_rejected_xID,
+// retireStaleTable). A table
 // without floe.topic is not floe's, and any other table of a live topic
 // (a <topic>_rejected table, say) is the topic's: both are kept. The
 // tables must be listed before the topics, so that a table created
@@ -50,13 +51,19 @@ func tablesToDrop(tables []iceberg.TableRef, live map[string]bool) []iceberg.Tab
 	return out
 }
 
-// retiredName reports whether name is topic's table name renamed out of
-// the way of a re-created topic: TABLE_xID.
+// retiredName reports whether name is one of topic's tables renamed out
+// of the way of a re-created topic: TABLE_xID, or its rejected table's
+// TABLE_rejected_xID. No topic's table name holds "_x" or "_r".
 func retiredName(name, topic string) bool {
-	rest, ok := strings.CutPrefix(name, iceberg.TableName(topic)+"_x")
-	if !ok || rest == "" {
+	rest, ok := strings.CutPrefix(name, iceberg.TableName(topic))
+	if !ok {
 		return false
 	}
-	_, err := strconv.ParseInt(rest, 10, 64)
+	rest = strings.TrimPrefix(rest, "_rejected")
+	id, ok := strings.CutPrefix(rest, "_x")
+	if !ok || id == "" {
+		return false
+	}
+	_, err := strconv.ParseUint(id, 10, 63)
 	return err == nil
 }

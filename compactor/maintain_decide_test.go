@@ -47,18 +47,22 @@ func TestTablesToDrop(t *testing.T) {
 		return iceberg.TableRef{Identifier: table.Identifier{"floe", name}, Topic: topic}
 	}
 	tables := []iceberg.TableRef{
-		ref("orders", "orders"),            // live
-		ref("gone", "gone"),                // deleted topic
-		ref("orders_x12", "orders"),        // renamed: the old orders
-		ref("foreign", ""),                 // not floe's
-		ref("user_hevents", "user-events"), // live, mapped name
-		ref("orders_rejected", "orders"),   // another table of a live topic
-		ref("orders_xyz", "orders"),        // not a retired name
-		ref("gone_rejected", "gone"),       // another table of a deleted topic
+		ref("orders", "orders"),              // live
+		ref("gone", "gone"),                  // deleted topic
+		ref("orders_x12", "orders"),          // renamed: the old orders
+		ref("foreign", ""),                   // not floe's
+		ref("user_hevents", "user-events"),   // live, mapped name
+		ref("orders_rejected", "orders"),     // another table of a live topic
+		ref("orders_xyz", "orders"),          // not a retired name
+		ref("gone_rejected", "gone"),         // another table of a deleted topic
+		ref("orders_rejected_x12", "orders"), // the old orders' rejected table
+		ref("orders_rejected_x", "orders"),   // not a retired name
+		ref("orders_x-1", "orders"),          // nor this
 	}
 	live := map[string]bool{"orders": true, "user-events": true}
 	got := fmt.Sprint(tablesToDrop(tables, live))
-	want := fmt.Sprint([]iceberg.TableRef{ref("gone", "gone"), ref("orders_x12", "orders"), ref("gone_rejected", "gone")})
+	want := fmt.Sprint([]iceberg.TableRef{ref("gone", "gone"), ref("orders_x12", "orders"), ref("gone_rejected", "gone"),
+		ref("orders_rejected_x12", "orders")})
 	if got != want {
 		t.Errorf("tablesToDrop = %s, want %s", got, want)
 	}
