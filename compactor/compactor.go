@@ -207,6 +207,9 @@ type Compactor struct {
 	topicsSeen time.Time              // when the per-topic gauges were last refreshed
 	keyed      map[partKey]keyedState // what the last keyed compaction pass saw; protected by passMu
 	tablesSeen map[string]string      // topic -> table of the per-table gauges set; protected by passMu
+	// maintainFailed: topic -> when its table's maintenance last failed
+	// (maintain.go); protected by passMu.
+	maintainFailed map[string]time.Time
 }
 
 // New returns a compactor of meta's files in store (the batcher's store,
@@ -227,7 +230,7 @@ func New(meta metadata.Store, store objectstore.Store, cfg Config) (*Compactor, 
 		return nil, err
 	}
 	return &Compactor{meta: meta, store: store, cfg: cfg, log: cfg.Logger.With("owner", cfg.Owner), m: m, im: im,
-		tablesSeen: map[string]string{}}, nil
+		tablesSeen: map[string]string{}, maintainFailed: map[string]time.Time{}}, nil
 }
 
 // Report is what one pass did.

@@ -174,14 +174,17 @@ func (c *Compactor) recordIceberg(ctx context.Context, t metadata.Topic, ic meta
 		return err
 	}
 	describe := snap != 0 || !old.HasTotals
-	if maintainDue(old.MaintainedMs, now.UnixMilli(), c.cfg.IcebergMaintain.Interval) {
+	interval := c.cfg.IcebergMaintain.Interval
+	if maintainDue(old.MaintainedMs, now.UnixMilli(), interval) && retryDue(c.maintainFailed[t.Name], time.Now(), interval) {
 		if err := c.maintainTable(ctx, t, ic, lease, now); err != nil {
 			if errors.Is(err, errLeaseLost) || ctx.Err() != nil {
 				return err
 			}
+			c.maintainFailed[t.Name] = time.Now()
 			c.im.failures.Inc()
-			c.log.Warn("iceberg: table maintenance failed; retried next pass", "topic", t.Name, "err", err)
+			c.log.Warn("iceberg: table maintenance failed; retried later", "topic", t.Name, "err", err)
 		} else {
+			delete(c.maintainFailed, t.Name)
 			cur.MaintainedMs = now.UnixMilli()
 		}
 		describe = true

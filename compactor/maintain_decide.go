@@ -20,6 +20,18 @@ func maintainDue(lastMs, nowMs int64, interval time.Duration) bool {
 	return lastMs <= 0 || nowMs-lastMs >= interval.Milliseconds() || nowMs < lastMs
 }
 
+// maintainRetryWait bounds the wait before a failed maintenance of a
+// table is tried again (retryDue).
+const maintainRetryWait = 5 * time.Minute
+
+// retryDue reports whether a table whose maintenance last failed at
+// failedAt (zero: it did not) may be maintained again at now: after the
+// interval or maintainRetryWait, whichever is shorter, so that a table
+// whose maintenance keeps failing is not retried on every pass.
+func retryDue(failedAt, now time.Time, interval time.Duration) bool {
+	return failedAt.IsZero() || now.Sub(failedAt) >= min(interval, maintainRetryWait) || now.Before(failedAt)
+}
+
 // expireBefore is the cutoff of a table's retention at now: the days
 // wholly before it are deleted. Zero (nothing deleted) for a negative
 // retention (iceberg.retention.ms=-1, for ever).

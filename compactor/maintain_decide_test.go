@@ -29,6 +29,26 @@ func TestMaintainDue(t *testing.T) {
 	}
 }
 
+func TestRetryDue(t *testing.T) {
+	at := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		failed, now time.Time
+		interval    time.Duration
+		want        bool
+	}{
+		{time.Time{}, at, time.Hour, true},                 // never failed
+		{at, at.Add(4 * time.Minute), time.Hour, false},    // too soon
+		{at, at.Add(5 * time.Minute), time.Hour, true},     // after the retry wait
+		{at, at.Add(30 * time.Second), time.Minute, false}, // a short interval
+		{at, at.Add(time.Minute), time.Minute, true},       // ... bounds the wait
+		{at, at.Add(-time.Minute), time.Hour, true},        // clock went back
+	} {
+		if got := retryDue(tc.failed, tc.now, tc.interval); got != tc.want {
+			t.Errorf("retryDue(%v, %v, %v) = %v, want %v", tc.failed, tc.now, tc.interval, got, tc.want)
+		}
+	}
+}
+
 func TestExpireBefore(t *testing.T) {
 	now := time.Date(2026, 3, 10, 12, 0, 0, 0, time.UTC)
 	if got := expireBefore(-1, now); !got.IsZero() {
