@@ -69,7 +69,7 @@ func (c *Compactor) icebergPass(ctx context.Context, r *Report) error {
 			break
 		}
 	}
-	c.im.forget(enabledTopics(topics), c.tablesSeen)
+	c.forgetTables(enabledTopics(topics))
 	if err := c.dropDeletedTables(ctx); err != nil {
 		errs = append(errs, fmt.Errorf("drop deleted topics' tables: %w", err))
 	}

@@ -122,6 +122,17 @@ func newIcebergMetrics(reg prometheus.Registerer) (*icebergMetrics, error) {
 	return m, nil
 }
 
+// forgetTables drops what this compactor keeps of the tables whose
+// topics are not in live: their metric series, their failed maintenance.
+func (c *Compactor) forgetTables(live map[string]bool) {
+	c.im.forget(live, c.tablesSeen)
+	for topic := range c.maintainFailed {
+		if !live[topic] {
+			delete(c.maintainFailed, topic)
+		}
+	}
+}
+
 // enabledTopics returns the names of the topics whose table is on.
 func enabledTopics(topics []metadata.Topic) map[string]bool {
 	on := make(map[string]bool, len(topics))
