@@ -119,6 +119,8 @@ type Config struct {
 	// table (split evenly between its partitions); the rows built from
 	// them are held in memory until the append.
 	IcebergMaxBytes int64
+	// IcebergMaintain configures table maintenance (maintain.go).
+	IcebergMaintain IcebergMaintainConfig
 	// Logger receives what the jobs do; nil discards.
 	Logger *slog.Logger
 	// Registerer receives the metrics; nil registers none.
@@ -149,6 +151,7 @@ func DefaultConfig() Config {
 		TopicMetrics:         true,
 		TopicMetricsInterval: 5 * time.Minute,
 		IcebergMaxBytes:      64 << 20,
+		IcebergMaintain:      DefaultIcebergMaintainConfig(),
 	}
 }
 
@@ -168,6 +171,8 @@ func (c Config) validate() error {
 			c.OrphanAge, c.Grace)
 	case c.Iceberg != nil && c.IcebergMaxBytes < 1:
 		return fmt.Errorf("compactor: config IcebergMaxBytes %d must be >= 1", c.IcebergMaxBytes)
+	case c.Iceberg != nil && c.IcebergMaintain.validate() != nil:
+		return c.IcebergMaintain.validate()
 	case c.CompactMinAge < 0:
 		return fmt.Errorf("compactor: config CompactMinAge %v is negative", c.CompactMinAge)
 	case c.CompactMaxBytes > 0 && mergeDeadline(c.OrphanAge, c.Grace) < time.Second:
@@ -196,10 +201,15 @@ type Compactor struct {
 	cfg   Config
 	log   *slog.Logger
 	m     *metrics
+	im    *icebergMetrics // per-table figures and maintenance (maintain.go)
 
 	passMu     sync.Mutex             // serialises passes (Run and RunOnce callers) and protects topicsSeen
 	topicsSeen time.Time              // when the per-topic gauges were last refreshed
 	keyed      map[partKey]keyedState // what the last keyed compaction pass saw; protected by passMu
+	tablesSeen map[string]string      // topic -> table of the per-table gauges set; protected by passMu
+	// maintainFailed: topic -> when its table's maintenance last failed
+	// (maintain.go); protected by passMu.
+	maintainFailed map[string]time.Time
 }
 
 // New returns a compactor of meta's files in store (the batcher's store,
@@ -215,7 +225,12 @@ func New(meta metadata.Store, store objectstore.Store, cfg Config) (*Compactor, 
 	if err != nil {
 		return nil, err
 	}
-	return &Compactor{meta: meta, store: store, cfg: cfg, log: cfg.Logger.With("owner", cfg.Owner), m: m}, nil
+	im, err := newIcebergMetrics(cfg.Registerer)
+	if err != nil {
+		return nil, err
+	}
+	return &Compactor{meta: meta, store: store, cfg: cfg, log: cfg.Logger.With("owner", cfg.Owner), m: m, im: im,
+		tablesSeen: map[string]string{}, maintainFailed: map[string]time.Time{}}, nil
 }
 
 // Report is what one pass did.

@@ -48,21 +48,10 @@ func (c *Compactor) icebergPass(ctx context.Context, r *Report) error {
 		}
 		wm, snap, err := c.icebergAppend(ctx, t, ic, r)
 		if err == nil {
-			cur := metadata.FormatIcebergCursor(t.ID, wm)
-			// The table's last snapshot (for describe and the console):
-			// this pass's, or the one the cursor held before.
-			if snap != 0 {
-				cur = metadata.WithIcebergSnapshot(cur, snap, time.Now().UnixMilli())
-			} else if old, cerr := c.meta.JobCursor(ctx, lease); cerr != nil {
-				// Only describe's "last snapshot" is lost; the watermark is
-				// written regardless.
-				c.log.Warn("iceberg: read the table's last snapshot", "topic", t.Name, "err", cerr)
-			} else if id, ms, ok := metadata.ParseIcebergSnapshot(old); ok {
-				if _, same := metadata.ParseIcebergCursor(old, t.ID); same {
-					cur = metadata.WithIcebergSnapshot(cur, id, ms)
-				}
-			}
-			_, err = c.meta.SetJobCursor(ctx, lease, c.cfg.Owner, cur)
+			// Maintenance when due, then the table's figures in the lease
+			// cursor (for describe and the console) and the metrics
+			// (maintain.go).
+			err = c.recordIceberg(ctx, t, ic, lease, wm, snap)
 		}
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		if rerr := c.meta.ReleaseLease(rctx, lease, c.cfg.Owner); rerr != nil {
@@ -79,6 +68,10 @@ func (c *Compactor) icebergPass(ctx context.Context, r *Report) error {
 		if ctx.Err() != nil {
 			break
 		}
+	}
+	c.forgetTables(enabledTopics(topics))
+	if err := c.dropDeletedTables(ctx); err != nil {
+		errs = append(errs, fmt.Errorf("drop deleted topics' tables: %w", err))
 	}
 	return errors.Join(errs...)
 }

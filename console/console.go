@@ -51,6 +51,16 @@ type IcebergTable struct {
 	// CompactionLagMs: age of the oldest of them (0 when caught up).
 	CompactionLagRecords int64 `json:"compactionLagRecords"`
 	CompactionLagMs      int64 `json:"compactionLagMs"`
+	// CompactionLagBytes: bytes of the log's batches not in the table yet.
+	CompactionLagBytes int64 `json:"compactionLagBytes"`
+	// Rows, DataFiles and DataBytes: the table's size at its last
+	// snapshot the compactor saw.
+	Rows      int64 `json:"rows"`
+	DataFiles int64 `json:"dataFiles"`
+	DataBytes int64 `json:"dataBytes"`
+	// MaintainedTime: when the compactor last maintained the table (zero:
+	// never).
+	MaintainedTime time.Time `json:"maintainedTime"`
 }
 
 // IcebergSource lists the Iceberg tables the compactor writes. It is

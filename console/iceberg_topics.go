@@ -2,6 +2,7 @@ package console
 
 import (
 	"context"
+	"strings"
 	"time"
 
 	"google.golang.org/grpc/codes"
@@ -13,9 +14,9 @@ import (
 // TopicTables is an IcebergSource read from the agent's topic
 // descriptions: every topic with Iceberg output on, its table name (by
 // tableName, the compactor's naming), and how many offsets the table
-// trails the log, and its last snapshot, from what the compactor records in
-// the metadata store. An agent does not open the Iceberg catalog: the lag
-// is in records only.
+// trails the log (records, bytes, age of the oldest), and the table's last
+// snapshot, size and last maintenance, from what the compactor records in
+// the metadata store (an agent does not open the Iceberg catalog).
 func TopicTables(src func() Source, namespace string, tableName func(topic string) string, maxTopics int) IcebergSource {
 	return &topicTables{src: src, namespace: namespace, tableName: tableName, max: maxTopics}
 }
@@ -59,9 +60,16 @@ func (t *topicTables) IcebergTables(ctx context.Context) ([]IcebergTable, error)
 			}
 		}
 		tb := IcebergTable{Topic: tp.GetName(), Namespace: t.namespace, Table: t.tableName(tp.GetName()),
-			CompactionLagRecords: lag, SnapshotID: ice.GetSnapshotId()}
+			CompactionLagRecords: lag, SnapshotID: ice.GetSnapshotId(), CompactionLagMs: ice.GetTrailingMs(),
+			CompactionLagBytes: ice.GetTrailingBytes(), Rows: ice.GetRows(), DataFiles: ice.GetDataFiles(), DataBytes: ice.GetDataBytes()}
+		if ns, name, ok := strings.Cut(ice.GetTable(), "."); ok { // the compactor's own record of it
+			tb.Namespace, tb.Table = ns, name
+		}
 		if ms := ice.GetSnapshotTimeMs(); ms > 0 {
 			tb.SnapshotTime = time.UnixMilli(ms).UTC()
+		}
+		if ms := ice.GetMaintainedMs(); ms > 0 {
+			tb.MaintainedTime = time.UnixMilli(ms).UTC()
 		}
 		out = append(out, tb)
 	}

@@ -3,6 +3,7 @@ package console_test
 import (
 	"context"
 	"testing"
+	"time"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -74,5 +75,35 @@ func TestTopicTablesErrors(t *testing.T) {
 	}, "floe", name, 10)
 	if _, err := down.IcebergTables(ctx); status.Code(err) != codes.Unavailable {
 		t.Fatalf("store down: %v, want the Unavailable error", err)
+	}
+}
+
+// The figures the compactor recorded for a table (its identifier, size,
+// last maintenance) and its lag in bytes and time reach the console.
+func TestTopicTablesFigures(t *testing.T) {
+	f := newFixture(t, console.Options{})
+	ctx := context.Background()
+	tp, err := f.meta.CreateTopic(ctx, metadata.TopicSpec{Name: "figures", Partitions: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.commit(t, "f1", tp.ID, map[int32]int32{0: 5}, 100)
+	lease := metadata.IcebergLease(tp.Name)
+	if ok, err := f.meta.AcquireLease(ctx, lease, "c", time.Minute); err != nil || !ok {
+		t.Fatal(ok, err)
+	}
+	cur := metadata.IcebergCursor{TopicID: tp.ID, Watermark: map[int32]int64{0: 2}, HasTotals: true, Rows: 2, DataFiles: 1,
+		DataBytes: 900, MaintainedMs: 1700000100000, Table: "ns.figures_t", SnapshotID: 5, SnapshotMs: 1700000000000}
+	if _, err := f.meta.SetJobCursor(ctx, lease, "c", cur.String()); err != nil {
+		t.Fatal(err)
+	}
+	tables, err := console.TopicTables(func() console.Source { return f.ag }, "floe", func(s string) string { return s }, 10).IcebergTables(ctx)
+	if err != nil || len(tables) != 1 {
+		t.Fatalf("tables %+v, %v", tables, err)
+	}
+	tb := tables[0]
+	if tb.Namespace != "ns" || tb.Table != "figures_t" || tb.Rows != 2 || tb.DataFiles != 1 || tb.DataBytes != 900 ||
+		!tb.MaintainedTime.Equal(time.UnixMilli(1700000100000)) || tb.CompactionLagRecords != 3 || tb.CompactionLagBytes <= 0 {
+		t.Errorf("table %+v", tb)
 	}
 }

@@ -16,6 +16,12 @@ const (
 	// ConfigIcebergLag is a duration ("1m", "30s", "500ms") or an integer
 	// number of milliseconds, >= 0.
 	ConfigIcebergLag = "iceberg.lag"
+	// ConfigIcebergRetentionMs is the table's own retention: -1 (the
+	// default) keeps every row for ever, whatever the log's retention;
+	// a duration ("720h") or milliseconds >= 0 deletes the table's data
+	// files whose day partition (day of the record's timestamp) is
+	// wholly older than that.
+	ConfigIcebergRetentionMs = "iceberg.retention.ms"
 
 	DefaultIcebergLag = time.Minute
 )
@@ -24,12 +30,25 @@ const (
 type Iceberg struct {
 	Enabled bool
 	Lag     time.Duration
+	// Retention is the table's retention; negative: for ever.
+	Retention time.Duration
+}
+
+// parseDurationMs reads a Go duration or an integer of milliseconds.
+func parseDurationMs(v string) (time.Duration, error) {
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		var ms int64
+		ms, err = strconv.ParseInt(v, 10, 64)
+		d = durationMs(ms)
+	}
+	return d, err
 }
 
 // ParseIceberg reads iceberg.enabled and iceberg.lag from a topic's
 // config, with their defaults for absent keys.
 func ParseIceberg(cfg map[string]string) (Iceberg, error) {
-	ic := Iceberg{Enabled: true, Lag: DefaultIcebergLag}
+	ic := Iceberg{Enabled: true, Lag: DefaultIcebergLag, Retention: -1}
 	if v, ok := cfg[ConfigIcebergEnabled]; ok {
 		switch v {
 		case "true":
@@ -40,17 +59,23 @@ func ParseIceberg(cfg map[string]string) (Iceberg, error) {
 		}
 	}
 	if v, ok := cfg[ConfigIcebergLag]; ok {
-		d, err := time.ParseDuration(v)
-		if err != nil {
-			var ms int64
-			ms, err = strconv.ParseInt(v, 10, 64)
-			d = durationMs(ms)
-		}
+		d, err := parseDurationMs(v)
 		if err != nil || d < 0 {
 			return ic, fmt.Errorf("%w: %s=%q, want a duration >= 0 such as 1m, 30s or 500ms (or milliseconds)",
 				ErrInvalidConfig, ConfigIcebergLag, v)
 		}
 		ic.Lag = d
+	}
+	if v, ok := cfg[ConfigIcebergRetentionMs]; ok {
+		d, err := parseDurationMs(v)
+		if v == "-1" {
+			d, err = -1, nil
+		}
+		if err != nil || d < 0 && v != "-1" {
+			return ic, fmt.Errorf("%w: %s=%q, want -1 (keep for ever) or a duration >= 0 such as 720h (or milliseconds)",
+				ErrInvalidConfig, ConfigIcebergRetentionMs, v)
+		}
+		ic.Retention = d
 	}
 	return ic, nil
 }
@@ -146,4 +171,145 @@ func IcebergCursorTopic(s string) (int64, bool) {
 	id, _, found := strings.Cut(s, " ")
 	n, err := strconv.ParseInt(id, 10, 64)
 	return n, found && err == nil
+}
+
+// IcebergCursor is all a table's lease cursor holds: the table's
+// watermark for a topic id, and what the compactor last saw of the
+// table (its last snapshot, its size, its last maintenance). The text
+// form, fields separated by single spaces:
+//
+//	TOPIC_ID WATERMARK [t=ROWS/DATA_FILES/DATA_BYTES] [m=MAINTAINED_MS] [n=NAMESPACE.TABLE] [s=SNAPSHOT_ID@SNAPSHOT_MS]
+//	42 0:1200,1:998 t=2198/3/81920 m=1700000100000 n=floe.orders s=4242@1700000000123
+//
+// WATERMARK is "p:o" pairs in partition order (empty when the table holds
+// nothing, so that the line then has two spaces in a row). Each optional
+// field appears once, in that order; s= stays last, where readers of the
+// older two-field form (ParseIcebergSnapshot) look for it, and the
+// watermark stays second, where ParseIcebergCursor reads it. Readers skip
+// fields they do not know.
+type IcebergCursor struct {
+	TopicID   int64
+	Watermark map[int32]int64
+	// Totals: the table's rows, data files and data bytes at the last
+	// snapshot the compactor saw (HasTotals false: not recorded).
+	HasTotals                  bool
+	Rows, DataFiles, DataBytes int64
+	// MaintainedMs is when the compactor last maintained the table (unix
+	// ms); 0: never.
+	MaintainedMs int64
+	// Table is the table's identifier, namespace.table ([a-z0-9_.],
+	// no spaces); "": not recorded.
+	Table string
+	// SnapshotID and SnapshotMs are the table's last snapshot; 0: none.
+	SnapshotID, SnapshotMs int64
+}
+
+// String formats c (see IcebergCursor).
+func (c IcebergCursor) String() string {
+	b := []byte(FormatIcebergCursor(c.TopicID, c.Watermark))
+	if c.HasTotals {
+		b = append(b, " t="...)
+		b = strconv.AppendInt(b, c.Rows, 10)
+		b = append(b, '/')
+		b = strconv.AppendInt(b, c.DataFiles, 10)
+		b = append(b, '/')
+		b = strconv.AppendInt(b, c.DataBytes, 10)
+	}
+	if c.MaintainedMs != 0 {
+		b = append(b, " m="...)
+		b = strconv.AppendInt(b, c.MaintainedMs, 10)
+	}
+	if c.Table != "" && !strings.ContainsAny(c.Table, " =") {
+		b = append(b, " n="...)
+		b = append(b, c.Table...)
+	}
+	s := string(b)
+	if c.SnapshotID != 0 {
+		s = WithIcebergSnapshot(s, c.SnapshotID, c.SnapshotMs)
+	}
+	return s
+}
+
+// ReadIcebergCursor parses any cursor a table's lease held: the form of
+// IcebergCursor.String, FormatIcebergCursor's and WithIcebergSnapshot's
+// older ones. ok is false when s is empty or its topic id or watermark is
+// malformed; a malformed optional field is left out.
+func ReadIcebergCursor(s string) (c IcebergCursor, ok bool) {
+	id, ok := IcebergCursorTopic(s)
+	if !ok {
+		return c, false
+	}
+	if c.Watermark, ok = ParseIcebergCursor(s, id); !ok {
+		return c, false
+	}
+	c.TopicID = id
+	if c.SnapshotID, c.SnapshotMs, _ = ParseIcebergSnapshot(s); c.SnapshotID == 0 {
+		c.SnapshotMs = 0 // no snapshot
+	}
+	_, rest, _ := strings.Cut(s, " ")
+	_, rest, _ = strings.Cut(rest, " ") // past the watermark
+	for f := range strings.SplitSeq(rest, " ") {
+		k, v, _ := strings.Cut(f, "=")
+		switch k {
+		case "t":
+			parts := strings.Split(v, "/")
+			if len(parts) != 3 {
+				continue
+			}
+			var n [3]int64
+			good := true
+			for i, p := range parts {
+				x, err := strconv.ParseInt(p, 10, 64)
+				good = good && err == nil && x >= 0
+				n[i] = x
+			}
+			if good {
+				c.HasTotals, c.Rows, c.DataFiles, c.DataBytes = true, n[0], n[1], n[2]
+			}
+		case "n":
+			if !strings.Contains(v, "=") {
+				c.Table = v
+			}
+		case "m":
+			if ms, err := strconv.ParseInt(v, 10, 64); err == nil && ms > 0 {
+				c.MaintainedMs = ms
+			}
+		}
+	}
+	return c, true
+}
+
+// IcebergLagBytesCap is the batch bytes per partition that IcebergLag's
+// callers look up (FindBatches) to measure how far a table trails: past
+// it, the trailing bytes are extrapolated.
+const IcebergLagBytesCap = 4 << 20
+
+// IcebergLag returns how far a partition's table trails its log: the
+// records from max(logStart, watermark) to the high watermark, their
+// batches' bytes, and the age in ms (nowMs minus append time) of the
+// oldest of them. refs are the partition's batches from that offset on
+// (FindBatches, usually capped by IcebergLagBytesCap); when they stop
+// short of the high watermark, the bytes of the rest are extrapolated
+// from the bytes per record of those seen. Pure.
+func IcebergLag(logStart, hw, watermark int64, refs []BatchRef, nowMs int64) (records, bytes, ageMs int64) {
+	start := max(logStart, watermark)
+	records = max(0, hw-start)
+	if records == 0 || len(refs) == 0 {
+		return records, 0, 0
+	}
+	var seen int64
+	for _, b := range refs {
+		if b.LastOffset < start {
+			continue
+		}
+		if seen == 0 {
+			ageMs = max(0, nowMs-b.LogAppendTime)
+		}
+		bytes += b.ByteLength
+		seen += b.LastOffset + 1 - max(b.BaseOffset, start)
+	}
+	if seen > 0 && seen < records {
+		bytes += (records - seen) * bytes / seen
+	}
+	return records, bytes, ageMs
 }

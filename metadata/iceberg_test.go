@@ -12,11 +12,18 @@ func TestParseIceberg(t *testing.T) {
 		want Iceberg
 		bad  bool
 	}{
-		{cfg: nil, want: Iceberg{Enabled: true, Lag: time.Minute}},
-		{cfg: map[string]string{"iceberg.enabled": "false"}, want: Iceberg{Lag: time.Minute}},
-		{cfg: map[string]string{"iceberg.enabled": "true", "iceberg.lag": "30s"}, want: Iceberg{Enabled: true, Lag: 30 * time.Second}},
-		{cfg: map[string]string{"iceberg.lag": "0"}, want: Iceberg{Enabled: true}},
-		{cfg: map[string]string{"iceberg.lag": "1500"}, want: Iceberg{Enabled: true, Lag: 1500 * time.Millisecond}},
+		{cfg: nil, want: Iceberg{Enabled: true, Lag: time.Minute, Retention: -1}},
+		{cfg: map[string]string{"iceberg.enabled": "false"}, want: Iceberg{Lag: time.Minute, Retention: -1}},
+		{cfg: map[string]string{"iceberg.enabled": "true", "iceberg.lag": "30s"}, want: Iceberg{Enabled: true, Lag: 30 * time.Second, Retention: -1}},
+		{cfg: map[string]string{"iceberg.lag": "0"}, want: Iceberg{Enabled: true, Retention: -1}},
+		{cfg: map[string]string{"iceberg.lag": "1500"}, want: Iceberg{Enabled: true, Lag: 1500 * time.Millisecond, Retention: -1}},
+		{cfg: map[string]string{"iceberg.retention.ms": "-1"}, want: Iceberg{Enabled: true, Lag: time.Minute, Retention: -1}},
+		{cfg: map[string]string{"iceberg.retention.ms": "720h"}, want: Iceberg{Enabled: true, Lag: time.Minute, Retention: 720 * time.Hour}},
+		{cfg: map[string]string{"iceberg.retention.ms": "86400000"}, want: Iceberg{Enabled: true, Lag: time.Minute, Retention: 24 * time.Hour}},
+		{cfg: map[string]string{"iceberg.retention.ms": "0"}, want: Iceberg{Enabled: true, Lag: time.Minute}},
+		{cfg: map[string]string{"iceberg.retention.ms": "-2"}, bad: true},
+		{cfg: map[string]string{"iceberg.retention.ms": "-1h"}, bad: true},
+		{cfg: map[string]string{"iceberg.retention.ms": "forever"}, bad: true},
 		{cfg: map[string]string{"iceberg.enabled": "yes"}, bad: true},
 		{cfg: map[string]string{"iceberg.enabled": ""}, bad: true},
 		{cfg: map[string]string{"iceberg.lag": "-1s"}, bad: true},
@@ -120,4 +127,106 @@ func TestIcebergCursorSnapshot(t *testing.T) {
 			t.Errorf("%q read as a snapshot", bad)
 		}
 	}
+}
+
+// The cursor's text form is pinned: older cursors (a watermark alone, or
+// with a snapshot) still read, new fields read back, and the older
+// readers still find the watermark and the snapshot in a new cursor.
+func TestIcebergCursorFormat(t *testing.T) {
+	full := IcebergCursor{TopicID: 42, Watermark: map[int32]int64{0: 1200, 1: 998}, HasTotals: true, Rows: 2198, DataFiles: 3,
+		DataBytes: 81920, MaintainedMs: 1700000100000, Table: "floe.orders", SnapshotID: 4242, SnapshotMs: 1700000000123}
+	for _, tc := range []struct {
+		text string
+		c    IcebergCursor
+	}{
+		{"42 0:1200,1:998", IcebergCursor{TopicID: 42, Watermark: map[int32]int64{0: 1200, 1: 998}}},
+		{"42 ", IcebergCursor{TopicID: 42, Watermark: map[int32]int64{}}},
+		{"42 0:5 s=7@1700000000000", IcebergCursor{TopicID: 42, Watermark: map[int32]int64{0: 5}, SnapshotID: 7, SnapshotMs: 1700000000000}},
+		{"42 0:1200,1:998 t=2198/3/81920 m=1700000100000 n=floe.orders s=4242@1700000000123", full},
+		{"42  t=0/0/0", IcebergCursor{TopicID: 42, Watermark: map[int32]int64{}, HasTotals: true}},
+		{"42 3:1 m=5", IcebergCursor{TopicID: 42, Watermark: map[int32]int64{3: 1}, MaintainedMs: 5}},
+	} {
+		got, ok := ReadIcebergCursor(tc.text)
+		if !ok || !sameCursor(got, tc.c) {
+			t.Errorf("ReadIcebergCursor(%q) = %+v, %v, want %+v", tc.text, got, ok, tc.c)
+		}
+		if s := tc.c.String(); s != tc.text {
+			t.Errorf("String() = %q, want %q", s, tc.text)
+		}
+		// The older readers.
+		if wm, ok := ParseIcebergCursor(tc.text, 42); !ok || len(wm) != len(tc.c.Watermark) {
+			t.Errorf("ParseIcebergCursor(%q) = %v, %v", tc.text, wm, ok)
+		}
+		if id, ms, ok := ParseIcebergSnapshot(tc.text); ok != (tc.c.SnapshotID != 0) || id != tc.c.SnapshotID || ms != tc.c.SnapshotMs {
+			t.Errorf("ParseIcebergSnapshot(%q) = %d, %d, %v", tc.text, id, ms, ok)
+		}
+	}
+	// Unknown and malformed optional fields are skipped; a bad head is not.
+	got, ok := ReadIcebergCursor("42 0:1 x=9 t=1/2 m=z s=3@4")
+	if !ok || got.HasTotals || got.MaintainedMs != 0 || got.SnapshotID != 3 {
+		t.Errorf("lenient read: %+v, %v", got, ok)
+	}
+	for _, bad := range []string{"", "x 0:1", "42", "42 0:-1 t=1/2/3"} {
+		if _, ok := ReadIcebergCursor(bad); ok {
+			t.Errorf("ReadIcebergCursor(%q) accepted", bad)
+		}
+	}
+}
+
+func sameCursor(a, b IcebergCursor) bool {
+	if len(a.Watermark) != len(b.Watermark) {
+		return false
+	}
+	for p, o := range a.Watermark {
+		if b.Watermark[p] != o {
+			return false
+		}
+	}
+	return a.TopicID == b.TopicID && a.HasTotals == b.HasTotals && a.Rows == b.Rows && a.DataFiles == b.DataFiles &&
+		a.DataBytes == b.DataBytes && a.Table == b.Table && a.MaintainedMs == b.MaintainedMs && a.SnapshotID == b.SnapshotID && a.SnapshotMs == b.SnapshotMs
+}
+
+func TestIcebergLag(t *testing.T) {
+	b := func(base, last, bytes, at int64) BatchRef {
+		return BatchRef{BaseOffset: base, LastOffset: last, ByteLength: bytes, LogAppendTime: at}
+	}
+	for _, tc := range []struct {
+		name                string
+		logStart, hw, wm    int64
+		refs                []BatchRef
+		records, bytes, age int64
+	}{
+		{"caught up", 0, 10, 10, nil, 0, 0, 0},
+		{"all of two batches", 0, 10, 0, []BatchRef{b(0, 4, 100, 900), b(5, 9, 50, 950)}, 10, 150, 100},
+		{"inside the first batch: its bytes count whole, its append time", 0, 10, 3, []BatchRef{b(0, 4, 100, 900), b(5, 9, 50, 950)}, 7, 150, 100},
+		{"log start past the watermark", 6, 10, 2, []BatchRef{b(5, 9, 50, 950)}, 4, 50, 50},
+		{"capped: the rest extrapolated", 0, 20, 0, []BatchRef{b(0, 4, 100, 900)}, 20, 400, 100},
+		{"no batches known", 0, 10, 0, nil, 10, 0, 0},
+		{"clock behind: age 0", 0, 5, 0, []BatchRef{b(0, 4, 10, 2000)}, 5, 10, 0},
+	} {
+		r, by, age := IcebergLag(tc.logStart, tc.hw, tc.wm, tc.refs, 1000)
+		if r != tc.records || by != tc.bytes || age != tc.age {
+			t.Errorf("%s: IcebergLag = %d records, %d bytes, %d ms; want %d, %d, %d", tc.name, r, by, age, tc.records, tc.bytes, tc.age)
+		}
+	}
+}
+
+// FuzzReadIcebergCursor: any stored text reads without a panic, and what
+// reads formats back to a cursor that reads the same.
+func FuzzReadIcebergCursor(f *testing.F) {
+	for _, s := range []string{"", "42 ", "42 0:1200,1:998", "42 0:5 s=7@1700000000000",
+		"42 0:1200,1:998 t=2198/3/81920 m=1700000100000 n=floe.orders s=4242@1700000000123",
+		"42  t=0/0/0", "42 0:1 x=9 t=1/2 m=z s=3@4", "x 0:1", "1 0:3:4", "1 0:1 n= s=", "-1 0:1 t=-1/-2/-3 m=-4"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		c, ok := ReadIcebergCursor(s)
+		if !ok {
+			return
+		}
+		again, ok := ReadIcebergCursor(c.String())
+		if !ok || !sameCursor(c, again) {
+			t.Fatalf("%q read as %+v, formatted %q, read back as %+v (%v)", s, c, c.String(), again, ok)
+		}
+	})
 }

@@ -23,13 +23,30 @@ type IcebergSettings struct {
 	Prefix         string `yaml:"prefix" flag:"iceberg-prefix" cmds:"compactor" help:"warehouse prefix inside the bucket, under the S3 prefix (floe compactor; floe dev uses DATA/warehouse)"`
 	TargetFileSize int64  `yaml:"target_file_size" flag:"iceberg-target-file-size" check:"positive" help:"target size of a table's data files, bytes"`
 	MaxBytes       int64  `yaml:"max_bytes" flag:"iceberg-max-bytes" check:"positive" help:"log bytes one pass appends to one table at most (held in memory as rows)"`
+	// Table maintenance (compactor/maintain.go).
+	MaintainInterval  time.Duration `yaml:"maintain_interval" flag:"iceberg-maintain-interval" check:"nonneg" help:"least time between two maintenances of a table: snapshot expiry, small-file rewrite, orphan deletion, the table's retention (0: no maintenance)"`
+	KeepSnapshots     int           `yaml:"keep_snapshots" flag:"iceberg-keep-snapshots" check:"positive" help:"snapshots a table keeps at least"`
+	SnapshotAge       time.Duration `yaml:"snapshot_age" flag:"iceberg-snapshot-age" check:"nonneg" help:"snapshots older than this expire, beyond the kept ones"`
+	OrphanAge         time.Duration `yaml:"orphan_age" flag:"iceberg-orphan-age" check:"nonneg" help:"a file under a table's location that nothing references is deleted once this old (more than the longest append; 0: never)"`
+	RewriteMinFiles   int           `yaml:"rewrite_min_files" flag:"iceberg-rewrite-min-files" check:"nonneg" help:"rewrite a day partition's small files (under 3/4 of the target size) once it has more than this many (0: no rewrite)"`
+	RewriteMaxBytes   int64         `yaml:"rewrite_max_bytes" flag:"iceberg-rewrite-max-bytes" check:"nonneg" help:"bytes of small files one maintenance rewrites at most (0: twice the target file size; the rows of the files are held in memory)"`
+	DropDeletedTopics bool          `yaml:"drop_deleted_topics" flag:"iceberg-drop-deleted-topics" help:"drop the tables of deleted topics (their rows are lost); false keeps them"`
 }
 
 // DefaultIcebergSettings are the defaults: tables on, namespace and
 // catalog floe, warehouse prefix iceberg.
 func DefaultIcebergSettings() IcebergSettings {
+	m := compactor.DefaultIcebergMaintainConfig()
 	return IcebergSettings{Enabled: true, Namespace: iceberg.DefaultNamespace, Catalog: iceberg.DefaultCatalogName, Prefix: "iceberg",
-		TargetFileSize: iceberg.DefaultTargetFileSize, MaxBytes: compactor.DefaultConfig().IcebergMaxBytes}
+		TargetFileSize: iceberg.DefaultTargetFileSize, MaxBytes: compactor.DefaultConfig().IcebergMaxBytes,
+		MaintainInterval: m.Interval, KeepSnapshots: m.KeepSnapshots, SnapshotAge: m.SnapshotAge, OrphanAge: m.OrphanAge,
+		RewriteMinFiles: m.RewriteMinFiles, RewriteMaxBytes: m.RewriteMaxBytes, DropDeletedTopics: m.DropDeletedTopics}
+}
+
+// maintainConfig is the compactor's table maintenance of the settings.
+func (s IcebergSettings) maintainConfig() compactor.IcebergMaintainConfig {
+	return compactor.IcebergMaintainConfig{Interval: s.MaintainInterval, KeepSnapshots: s.KeepSnapshots, SnapshotAge: s.SnapshotAge,
+		OrphanAge: s.OrphanAge, RewriteMinFiles: s.RewriteMinFiles, RewriteMaxBytes: s.RewriteMaxBytes, DropDeletedTopics: s.DropDeletedTopics}
 }
 
 func (s IcebergSettings) options() iceberg.Options {
@@ -84,7 +101,7 @@ func (s IcebergSettings) setup(ctx context.Context, d *compactor.Config, cfg ice
 	if err != nil {
 		return nil, fmt.Errorf("iceberg catalog: %w", err)
 	}
-	d.Iceberg, d.IcebergMaxBytes = w, s.MaxBytes
+	d.Iceberg, d.IcebergMaxBytes, d.IcebergMaintain = w, s.MaxBytes, s.maintainConfig()
 	return func() {
 		if err := w.Close(); err != nil {
 			log.Warn("close iceberg catalog", "err", err)

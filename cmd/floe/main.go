@@ -27,6 +27,7 @@ usage:
   floe consume  TOPIC [flags]           print records (-group G: as a consumer group member)
   floe group    list|describe|reset|copy|delete [flags] [GROUP]
   floe lag      [GROUP] [flags]         print consumer group lag
+  floe table    describe|scan TOPIC [flags]   look at a topic's Iceberg table
   floe version                          print the version, commit and Go version
 
 Run 'floe COMMAND -h' for a command's arguments and flags.
@@ -76,6 +77,8 @@ func dispatch(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		return runGroup(ctx, rest, stdout, stderr) // group.go
 	case "lag":
 		return runLag(ctx, rest, stdout, stderr)
+	case "table":
+		return runTable(ctx, rest, stdout, stderr) // table.go
 	case "version", "--version", "-version":
 		c := newCommand("floe version", "", "Print the version, commit and Go version of this binary.", 0, 0)
 		if _, err := c.parse(rest, stdout); err != nil {

@@ -26,9 +26,19 @@ func printIceberg(w io.Writer, resp *floev1.DescribeTopicResponse) {
 		fmt.Fprintf(w, "iceberg: on, lag %s; no table watermark recorded yet (retention waits for the table while a compactor writes tables)\n", lag)
 		return
 	}
-	fmt.Fprintf(w, "iceberg: on, lag %s; the table trails the log by %d offsets\n", lag, ic.GetTrailingOffsets())
+	fmt.Fprintf(w, "iceberg: on, lag %s; the table trails the log by %d offsets", lag, ic.GetTrailingOffsets())
+	if ic.GetTrailingOffsets() > 0 {
+		fmt.Fprintf(w, ", %s, oldest %s", humanBytes(ic.GetTrailingBytes()), (time.Duration(ic.GetTrailingMs()) * time.Millisecond).Round(time.Millisecond))
+	}
+	fmt.Fprintln(w)
+	if name := ic.GetTable(); name != "" {
+		fmt.Fprintf(w, "iceberg: table %s: %d rows in %d data files, %s\n", name, ic.GetRows(), ic.GetDataFiles(), humanBytes(ic.GetDataBytes()))
+	}
 	if id := ic.GetSnapshotId(); id != 0 {
 		fmt.Fprintf(w, "iceberg: last snapshot %d at %s\n", id, time.UnixMilli(ic.GetSnapshotTimeMs()).UTC().Format(time.RFC3339))
+	}
+	if ms := ic.GetMaintainedMs(); ms != 0 {
+		fmt.Fprintf(w, "iceberg: last maintained at %s\n", time.UnixMilli(ms).UTC().Format(time.RFC3339))
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "PARTITION\tTABLE WATERMARK\tRETENTION")

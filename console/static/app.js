@@ -175,13 +175,21 @@
       root.replaceChildren(el("p", { class: "empty" }, "No Iceberg tables yet."));
       return;
     }
-    root.replaceChildren(table([{ label: "Topic", text: true }, { label: "Table", text: true }, { label: "Last snapshot", text: true }, { label: "Snapshot time" }, { label: "Compaction lag (records)" }, { label: "Compaction lag (time)" }],
-      data.tables.map(t => el("tr", {},
+    const maintained = t => t.maintainedTime && new Date(t.maintainedTime).getFullYear() > 1 ? new Date(t.maintainedTime).toLocaleString("en-GB") : "never";
+    root.replaceChildren(table([{ label: "Topic", text: true }, { label: "Table", text: true }, { label: "Last snapshot", text: true }, { label: "Snapshot time" },
+      { label: "Rows" }, { label: "Data files" }, { label: "Data bytes" }, { label: "Last maintained" },
+      { label: "Compaction lag (records)" }, { label: "Compaction lag (bytes)" }, { label: "Compaction lag (time)" }],
+      data.tables.map(t => el("tr", { "data-table": t.namespace + "." + t.table },
         el("td", { class: "text" }, t.topic),
         el("td", { class: "text" }, t.namespace + "." + t.table),
         el("td", { class: "text" }, t.snapshotId ? String(t.snapshotId) : "—"),
         cell(t.snapshotId ? new Date(t.snapshotTime).toLocaleString("en-GB") : "—"),
+        cell(num(t.rows)),
+        cell(num(t.dataFiles)),
+        cell(bytes(t.dataBytes)),
+        cell(maintained(t)),
         cell(num(t.compactionLagRecords)),
+        cell(bytes(t.compactionLagBytes)),
         cell(t.compactionLagMs ? duration(t.compactionLagMs) : "—")))));
   }
 

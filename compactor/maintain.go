@@ -1,0 +1,375 @@
+package compactor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/floe-broker/floe/iceberg"
+	"github.com/floe-broker/floe/metadata"
+)
+
+// Table maintenance runs inside the Iceberg job's visit of a table
+// (iceberg.go), under the same per-table lease, right after the append,
+// at most every IcebergMaintainConfig.Interval per table (the time of the
+// last maintenance is in the lease's cursor, by the metadata store's
+// clock): it deletes the days the table's retention
+// (iceberg.retention.ms) expired, rewrites small data files, expires old
+// snapshots and deletes orphan files, renewing the lease between the
+// steps. After each visit it records the table's figures (watermark, last
+// snapshot, rows, data files and bytes, last maintenance) in the cursor,
+// which DescribeTopic reads, and exports them, with how far the table
+// trails the log, as metrics. With DropDeletedTopics, tables of deleted
+// topics are dropped (the catalog entry and the files), under the lease
+// JobIcebergDrop, at most every Interval.
+
+// JobIcebergDrop is the lease of dropping deleted topics' tables; its
+// cursor holds when it last ran (unix ms).
+const JobIcebergDrop = "iceberg-drop"
+
+// IcebergMaintainConfig configures table maintenance.
+type IcebergMaintainConfig struct {
+	// Interval is the least time between two maintenances of a table;
+	// 0 turns maintenance off.
+	Interval time.Duration
+	// KeepSnapshots is the fewest snapshots a table keeps; SnapshotAge the
+	// age past which the older ones expire.
+	KeepSnapshots int
+	SnapshotAge   time.Duration
+	// OrphanAge is how old a file under a table's location that nothing
+	// references must be before it is deleted: more than the longest
+	// append or rewrite; 0 deletes none.
+	OrphanAge time.Duration
+	// RewriteMinFiles: a day partition with more than this many small
+	// files (under three quarters of the target file size) is rewritten;
+	// 0 turns rewriting off. RewriteMaxBytes bounds the small files one
+	// maintenance reads (0: twice the target file size).
+	RewriteMinFiles int
+	RewriteMaxBytes int64
+	// DropDeletedTopics drops the tables of deleted topics (their rows
+	// are lost); false keeps them.
+	DropDeletedTopics bool
+}
+
+// DefaultIcebergMaintainConfig maintains each table hourly: keeps 10
+// snapshots and a day of them, deletes files orphaned for a day, rewrites
+// a day's small files once there are more than 10, keeps deleted topics'
+// tables.
+func DefaultIcebergMaintainConfig() IcebergMaintainConfig {
+	return IcebergMaintainConfig{Interval: time.Hour, KeepSnapshots: 10, SnapshotAge: 24 * time.Hour,
+		OrphanAge: 24 * time.Hour, RewriteMinFiles: 10}
+}
+
+func (m IcebergMaintainConfig) validate() error {
+	if m.Interval < 0 || m.KeepSnapshots < 1 || m.SnapshotAge < 0 || m.OrphanAge < 0 || m.RewriteMinFiles < 0 || m.RewriteMaxBytes < 0 {
+		return fmt.Errorf("compactor: config IcebergMaintain %+v: Interval, SnapshotAge, OrphanAge, RewriteMinFiles and RewriteMaxBytes must be >= 0, KeepSnapshots >= 1", m)
+	}
+	return nil
+}
+
+// icebergMetrics are the per-table figures (labels topic and table):
+//
+//	floe_iceberg_table_rows, _data_files, _data_bytes       at the last snapshot the compactor saw
+//	floe_iceberg_table_lag_records, _lag_bytes, _lag_seconds how far the table trails the log
+//	floe_iceberg_maintenance_expired_snapshots_total        snapshots expired
+//	floe_iceberg_maintenance_rewritten_files_total          small files replaced by a rewrite
+//	floe_iceberg_maintenance_orphan_files_total             orphan files deleted
+//	floe_iceberg_maintenance_expired_files_total            data files deleted by the table's retention
+//	floe_iceberg_maintenance_failures_total                 maintenances that failed (retried next pass)
+//	floe_iceberg_tables_dropped_total                       tables of deleted topics dropped
+type icebergMetrics struct {
+	rows, files, bytes, lagRecords, lagBytes, lagSeconds *prometheus.GaugeVec
+	expired, rewritten, orphans, expiredFiles            *prometheus.CounterVec
+	failures, dropped                                    prometheus.Counter
+}
+
+func newIcebergMetrics(reg prometheus.Registerer) (*icebergMetrics, error) {
+	labels := []string{"topic", "table"}
+	gauge := func(name, help string) *prometheus.GaugeVec {
+		return prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "floe_iceberg_table_" + name, Help: help}, labels)
+	}
+	counter := func(name, help string) *prometheus.CounterVec {
+		return prometheus.NewCounterVec(prometheus.CounterOpts{Name: "floe_iceberg_maintenance_" + name, Help: help}, labels)
+	}
+	m := &icebergMetrics{
+		rows:         gauge("rows", "Rows of a topic's Iceberg table at its last snapshot the compactor saw."),
+		files:        gauge("data_files", "Data files of a topic's Iceberg table."),
+		bytes:        gauge("data_bytes", "Bytes of the data files of a topic's Iceberg table."),
+		lagRecords:   gauge("lag_records", "Offsets of the log (from each partition's log start) not in the table yet."),
+		lagBytes:     gauge("lag_bytes", "Bytes of the log's batches not in the table yet (extrapolated past 4 MiB a partition)."),
+		lagSeconds:   gauge("lag_seconds", "Age of the oldest batch not in the table yet, by its append time (0 when caught up)."),
+		expired:      counter("expired_snapshots_total", "Snapshots of a table expired by maintenance."),
+		rewritten:    counter("rewritten_files_total", "Small data files replaced by larger ones by maintenance."),
+		orphans:      counter("orphan_files_total", "Orphan files (of failed commits, expired snapshots) deleted by maintenance."),
+		expiredFiles: counter("expired_files_total", "Data files deleted by the table's retention (iceberg.retention.ms)."),
+		failures: prometheus.NewCounter(prometheus.CounterOpts{Name: "floe_iceberg_maintenance_failures_total",
+			Help: "Table maintenances that failed (retried on the next pass)."}),
+		dropped: prometheus.NewCounter(prometheus.CounterOpts{Name: "floe_iceberg_tables_dropped_total",
+			Help: "Tables of deleted topics dropped (iceberg.drop_deleted_topics)."}),
+	}
+	if reg == nil {
+		return m, nil
+	}
+	for _, c := range []prometheus.Collector{m.rows, m.files, m.bytes, m.lagRecords, m.lagBytes, m.lagSeconds,
+		m.expired, m.rewritten, m.orphans, m.expiredFiles, m.failures, m.dropped} {
+		if err := reg.Register(c); err != nil {
+			return nil, fmt.Errorf("compactor: register iceberg metrics: %w", err)
+		}
+	}
+	return m, nil
+}
+
+// forgetTables drops what this compactor keeps of the tables whose
+// topics are not in live: their metric series, their failed maintenance.
+func (c *Compactor) forgetTables(live map[string]bool) {
+	c.im.forget(live, c.tablesSeen)
+	for topic := range c.maintainFailed {
+		if !live[topic] {
+			delete(c.maintainFailed, topic)
+		}
+	}
+}
+
+// enabledTopics returns the names of the topics whose table is on.
+func enabledTopics(topics []metadata.Topic) map[string]bool {
+	on := make(map[string]bool, len(topics))
+	for _, t := range topics {
+		if ic, err := metadata.ParseIceberg(t.Config); err == nil && ic.Enabled {
+			on[t.Name] = true
+		}
+	}
+	return on
+}
+
+// forget removes the series of the tables whose topics are not in live
+// (deleted, or their table turned off).
+func (m *icebergMetrics) forget(live map[string]bool, tables map[string]string) {
+	for topic, tbl := range tables {
+		if live[topic] {
+			continue
+		}
+		for _, g := range []*prometheus.GaugeVec{m.rows, m.files, m.bytes, m.lagRecords, m.lagBytes, m.lagSeconds} {
+			g.DeleteLabelValues(topic, tbl)
+		}
+		for _, c := range []*prometheus.CounterVec{m.expired, m.rewritten, m.orphans, m.expiredFiles} {
+			c.DeleteLabelValues(topic, tbl)
+		}
+		delete(tables, topic)
+	}
+}
+
+// recordIceberg ends a visit of t's table whose append left watermark wm
+// (snap: the snapshot it committed, 0 for none): it maintains the table
+// when due, then records the table's figures in the lease cursor and the
+// metrics. Maintenance failures are logged and counted (retried on the
+// next pass); the cursor is written regardless.
+func (c *Compactor) recordIceberg(ctx context.Context, t metadata.Topic, ic metadata.Iceberg, lease string, wm iceberg.Watermark, snap int64) error {
+	w := c.cfg.Iceberg
+	oldText, err := c.meta.JobCursor(ctx, lease)
+	if err != nil {
+		return err
+	}
+	old, ok := metadata.ReadIcebergCursor(oldText)
+	if !ok || old.TopicID != t.ID {
+		old = metadata.IcebergCursor{}
+	}
+	cur := old
+	cur.TopicID, cur.Watermark = t.ID, wm
+	name := w.Identifier(t.Name)
+	cur.Table = name[0] + "." + name[1]
+	now, err := c.meta.Now(ctx)
+	if err != nil {
+		return err
+	}
+	describe := snap != 0 || !old.HasTotals
+	interval := c.cfg.IcebergMaintain.Interval
+	if maintainDue(old.MaintainedMs, now.UnixMilli(), interval) && retryDue(c.maintainFailed[t.Name], time.Now(), interval) {
+		if err := c.maintainTable(ctx, t, ic, lease, now); err != nil {
+			if errors.Is(err, errLeaseLost) || ctx.Err() != nil {
+				return err
+			}
+			c.maintainFailed[t.Name] = time.Now()
+			c.im.failures.Inc()
+			c.log.Warn("iceberg: table maintenance failed; retried later", "topic", t.Name, "err", err)
+		} else {
+			delete(c.maintainFailed, t.Name)
+			cur.MaintainedMs = now.UnixMilli()
+		}
+		describe = true
+	}
+	if describe {
+		st, err := w.Describe(ctx, t.Name)
+		if err != nil {
+			return fmt.Errorf("describe table: %w", err)
+		}
+		cur.HasTotals, cur.Rows, cur.DataFiles, cur.DataBytes = true, st.Rows, st.DataFiles, st.Bytes
+		if st.SnapshotID != 0 {
+			cur.SnapshotID, cur.SnapshotMs = st.SnapshotID, st.SnapshotTime.UnixMilli()
+		}
+	}
+	held, err := c.meta.SetJobCursor(ctx, lease, c.cfg.Owner, cur.String())
+	if err != nil {
+		return err
+	}
+	if !held {
+		return fmt.Errorf("%w: %s", errLeaseLost, lease)
+	}
+	c.exportTable(ctx, t, cur, now)
+	return nil
+}
+
+// exportTable sets t's table gauges from cur and from how far the table
+// trails the log (errors reading the log leave the lag gauges as they
+// were).
+func (c *Compactor) exportTable(ctx context.Context, t metadata.Topic, cur metadata.IcebergCursor, now time.Time) {
+	name := c.cfg.Iceberg.Identifier(t.Name)
+	tbl := name[0] + "." + name[1]
+	c.tablesSeen[t.Name] = tbl
+	c.im.rows.WithLabelValues(t.Name, tbl).Set(float64(cur.Rows))
+	c.im.files.WithLabelValues(t.Name, tbl).Set(float64(cur.DataFiles))
+	c.im.bytes.WithLabelValues(t.Name, tbl).Set(float64(cur.DataBytes))
+	states, err := c.meta.PartitionStates(ctx, t.ID)
+	if err != nil {
+		return
+	}
+	var records, bytes, ageMs int64
+	for _, st := range states {
+		var refs []metadata.BatchRef
+		if start := max(st.LogStartOffset, cur.Watermark[st.Partition]); start < st.HighWatermark {
+			if refs, _, err = c.meta.FindBatches(ctx, t.ID, st.Partition, start, metadata.IcebergLagBytesCap); err != nil {
+				refs = nil // retention moved meanwhile: records only
+			}
+		}
+		r, b, a := metadata.IcebergLag(st.LogStartOffset, st.HighWatermark, cur.Watermark[st.Partition], refs, now.UnixMilli())
+		records, bytes, ageMs = records+r, bytes+b, max(ageMs, a)
+	}
+	c.im.lagRecords.WithLabelValues(t.Name, tbl).Set(float64(records))
+	c.im.lagBytes.WithLabelValues(t.Name, tbl).Set(float64(bytes))
+	c.im.lagSeconds.WithLabelValues(t.Name, tbl).Set(float64(ageMs) / 1000)
+}
+
+// maintainTable runs the maintenance steps on t's table, renewing the
+// lease between them.
+func (c *Compactor) maintainTable(ctx context.Context, t metadata.Topic, ic metadata.Iceberg, lease string, now time.Time) error {
+	w, mc := c.cfg.Iceberg, c.cfg.IcebergMaintain
+	name := w.Identifier(t.Name)
+	labels := []string{t.Name, name[0] + "." + name[1]}
+	started := time.Now()
+	var res iceberg.MaintainResult
+	if cutoff := expireBefore(ic.Retention, now); !cutoff.IsZero() {
+		n, rows, err := w.ExpireDays(ctx, t.Name, cutoff)
+		if err != nil {
+			return fmt.Errorf("table retention: %w", err)
+		}
+		res.ExpiredFiles, res.ExpiredRows = n, rows
+		c.im.expiredFiles.WithLabelValues(labels...).Add(float64(n))
+		if err := c.renew(ctx, lease); err != nil {
+			return err
+		}
+	}
+	if mc.RewriteMinFiles > 0 {
+		rw, err := w.RewriteSmallFiles(ctx, t.Name, iceberg.RewriteOptions{MinFiles: mc.RewriteMinFiles, MaxBytes: mc.RewriteMaxBytes})
+		if err != nil {
+			return fmt.Errorf("rewrite small files: %w", err)
+		}
+		res.Rewrite = rw
+		c.im.rewritten.WithLabelValues(labels...).Add(float64(rw.FilesRemoved))
+		if err := c.renew(ctx, lease); err != nil {
+			return err
+		}
+	}
+	orphanAge := mc.OrphanAge
+	if orphanAge > 0 {
+		// A deleted topic's table renamed out of this one's way shares its
+		// location: its files would look orphaned. Orphans wait until it
+		// is dropped (DropDeletedTopics, or by hand).
+		retired, err := w.RetiredTables(ctx, t.Name)
+		if err != nil {
+			return err
+		}
+		if len(retired) > 0 {
+			orphanAge = 0
+			c.log.Info("iceberg: orphan files not deleted: a deleted topic's table shares the location", "topic", t.Name, "tables", retired)
+		}
+	}
+	m, err := w.Maintain(ctx, t.Name, iceberg.MaintainOptions{KeepSnapshots: mc.KeepSnapshots,
+		MaxSnapshotAge: mc.SnapshotAge, OrphanAge: orphanAge})
+	c.im.expired.WithLabelValues(labels...).Add(float64(m.ExpiredSnapshots))
+	c.im.orphans.WithLabelValues(labels...).Add(float64(m.OrphanFiles))
+	if err != nil {
+		return err
+	}
+	c.log.Info("table maintained", "topic", t.Name, "expired_days_files", res.ExpiredFiles, "expired_rows", res.ExpiredRows,
+		"rewritten_files", res.Rewrite.FilesRemoved, "into", res.Rewrite.FilesAdded, "expired_snapshots", m.ExpiredSnapshots,
+		"orphan_files", m.OrphanFiles, "took", time.Since(started))
+	return nil
+}
+
+// dropDeletedTables drops the tables of deleted topics, under the lease
+// JobIcebergDrop, at most every maintenance interval. topics is the
+// topic list of this pass; the tables are listed after it (see
+// tablesToDrop: listed first they would be, so the topics are listed
+// again here).
+func (c *Compactor) dropDeletedTables(ctx context.Context) error {
+	mc := c.cfg.IcebergMaintain
+	if !mc.DropDeletedTopics || mc.Interval <= 0 {
+		return nil
+	}
+	held, err := c.hold(ctx, JobIcebergDrop)
+	if err != nil || !held {
+		return err
+	}
+	defer func() {
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		if err := c.meta.ReleaseLease(rctx, JobIcebergDrop, c.cfg.Owner); err != nil {
+			c.log.Debug("release lease", "job", JobIcebergDrop, "err", err)
+		}
+	}()
+	cur, err := c.meta.JobCursor(ctx, JobIcebergDrop)
+	if err != nil {
+		return err
+	}
+	now, err := c.meta.Now(ctx)
+	if err != nil {
+		return err
+	}
+	var last int64
+	_, _ = fmt.Sscan(cur, &last)
+	if !maintainDue(last, now.UnixMilli(), mc.Interval) {
+		return nil
+	}
+	tables, err := c.cfg.Iceberg.Tables(ctx)
+	if err != nil {
+		return err
+	}
+	topics, err := c.meta.ListTopics(ctx)
+	if err != nil {
+		return err
+	}
+	live := make(map[string]bool, len(topics))
+	for _, t := range topics {
+		live[t.Name] = true
+	}
+	var errs []error
+	for _, tr := range tablesToDrop(tables, live) {
+		if err := c.renew(ctx, JobIcebergDrop); err != nil {
+			return err
+		}
+		if err := c.cfg.Iceberg.DropTable(ctx, tr.Identifier); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		c.im.dropped.Inc()
+		c.log.Warn("table of a deleted topic dropped", "table", tr.Identifier, "topic", tr.Topic)
+	}
+	if len(errs) == 0 {
+		if _, err := c.meta.SetJobCursor(ctx, JobIcebergDrop, c.cfg.Owner, fmt.Sprint(now.UnixMilli())); err != nil {
+			return err
+		}
+	}
+	return errors.Join(errs...)
+}
