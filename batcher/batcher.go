@@ -117,7 +117,8 @@ const (
 
 type waiter struct {
 	size    int64
-	batch   []byte // until the file is laid out
+	batch   []byte      // until the file is laid out
+	info    kbatch.Info // batch's header, checked once by Append
 	records int32
 	idem    bool                 // carries a producer id and sequence
 	entry   metadata.BatchCommit // its place in the file, once laid out
@@ -259,22 +260,34 @@ func (p *Pending) Wait(ctx context.Context) (metadata.BatchResult, error) {
 // partition appended in sequence get offsets in that order. It blocks only
 // while the buffer is full (backpressure), until ctx ends. The batcher
 // keeps batch until the file is written: the caller must not modify it.
+//
+// Append validates the batch (kbatch.ParseInfo: header, CRC, record
+// count); it is the one check of a batch the agent encoded itself. A
+// caller that has checked the batch at its edge passes what ParseInfo
+// returned to AppendParsed instead.
 func (b *Batcher) Append(ctx context.Context, topicID int64, partition int32, batch []byte) (*Pending, error) {
-	n := int64(len(batch))
-	if len(batch)+logfile.MinFileSize+logfile.EntrySize > b.cfg.MaxFileBytes {
-		return nil, fmt.Errorf("%w: %d bytes, limit %d", ErrBatchTooLarge, len(batch), b.cfg.MaxFileBytes)
-	}
-	if partition < 0 {
-		return nil, fmt.Errorf("batcher: append batch: negative partition %d", partition)
+	if err := b.checkSize(batch, partition); err != nil {
+		return nil, err
 	}
 	// Validate outside the lock (CRC over the whole batch).
 	info, err := kbatch.ParseInfo(batch)
 	if err != nil {
 		return nil, fmt.Errorf("batcher: append batch: %w", err)
 	}
+	return b.AppendParsed(ctx, topicID, partition, batch, info)
+}
+
+// AppendParsed is Append for a batch already validated: info must be what
+// kbatch.ParseInfo returned for these very bytes, unchanged since. Its
+// CRC is not computed again, here or when the file is laid out.
+func (b *Batcher) AppendParsed(ctx context.Context, topicID int64, partition int32, batch []byte, info kbatch.Info) (*Pending, error) {
+	if err := b.checkSize(batch, partition); err != nil {
+		return nil, err
+	}
 	if info.BatchLength != len(batch) {
 		return nil, fmt.Errorf("batcher: append batch: %w: %d bytes after the batch", kbatch.ErrCorrupt, len(batch)-info.BatchLength)
 	}
+	n := int64(len(batch))
 	if !b.mem.TryAcquire(n) {
 		b.m.backpressure()
 		if err := b.mem.Acquire(ctx, n); err != nil {
@@ -282,7 +295,7 @@ func (b *Batcher) Append(ctx context.Context, topicID int64, partition int32, ba
 		}
 	}
 	b.m.buffered(n)
-	w := &waiter{size: n, batch: batch, records: info.RecordCount, done: make(chan struct{}),
+	w := &waiter{size: n, batch: batch, info: info, records: info.RecordCount, done: make(chan struct{}),
 		idem: info.ProducerID >= 0 && info.BaseSequence >= 0}
 
 	b.mu.Lock()
@@ -325,6 +338,17 @@ func (b *Batcher) Append(ctx context.Context, topicID int64, partition int32, ba
 	}
 	b.mu.Unlock()
 	return &Pending{w: w}, nil
+}
+
+// checkSize refuses a batch no file can hold and a negative partition.
+func (b *Batcher) checkSize(batch []byte, partition int32) error {
+	if len(batch)+logfile.MinFileSize+logfile.EntrySize > b.cfg.MaxFileBytes {
+		return fmt.Errorf("%w: %d bytes, limit %d", ErrBatchTooLarge, len(batch), b.cfg.MaxFileBytes)
+	}
+	if partition < 0 {
+		return fmt.Errorf("batcher: append batch: negative partition %d", partition)
+	}
+	return nil
 }
 
 // Why a file is sealed (floe_batcher_seals_total's reason label).
@@ -621,7 +645,7 @@ func (b *Batcher) layout(f *file) {
 	f.order = make([]*waiter, 0, len(f.waiters))
 	for _, pb := range parts {
 		for _, wt := range pb.waiters {
-			e, err := w.Append(pb.topicID, pb.partition, wt.batch)
+			e, err := w.AppendParsed(pb.topicID, pb.partition, wt.batch, wt.info)
 			wt.batch = nil
 			if err != nil {
 				wt.answer(metadata.BatchResult{}, fmt.Errorf("batcher: lay out batch: %w", err))
