@@ -12,6 +12,7 @@ import (
 	"github.com/floe-broker/floe/kbatch"
 	"github.com/floe-broker/floe/metadata"
 	"github.com/floe-broker/floe/objectstore"
+	"github.com/floe-broker/floe/objectstore/s3store"
 )
 
 // processCPU is this process's CPU time so far (user + system).
@@ -75,12 +76,24 @@ func followNotices(b *testing.B, e *realEnv) (stop func()) {
 //     as cpu-ms/MiB next to the goal of 3 ms/MiB (the whole agent's at
 //     maximum ingest; here the write path alone).
 //
-// The batches are encoded once, before the clock starts.
+// Each with the PUT body signed (SigV4's SHA-256, the default over plain
+// HTTP) and unsigned (s3store.Config.UnsignedPayload). The batches are
+// encoded once, before the clock starts.
 func BenchmarkFlushCPU(b *testing.B) {
-	b.Run("fixed", func(b *testing.B) {
+	for _, unsigned := range []bool{false, true} {
+		sign := func(c *s3store.Config) { c.UnsignedPayload = unsigned }
+		name := map[bool]string{false: "signed", true: "unsigned"}[unsigned]
+		b.Run("fixed/"+name, func(b *testing.B) { benchFixed(b, sign) })
+		b.Run("per-MiB/"+name, func(b *testing.B) { benchPerMiB(b, sign) })
+	}
+}
+
+// benchFixed is BenchmarkFlushCPU's fixed cost of a flush.
+func benchFixed(b *testing.B, sign func(*s3store.Config)) {
+	{
 		cfg := batcher.DefaultConfig()
 		cfg.Linger = time.Minute // Flush seals each file
-		e := newRealEnv(b, cfg)
+		e := newRealEnvS3(b, cfg, sign)
 		topic, err := e.meta.CreateTopic(context.Background(), metadata.TopicSpec{Name: "cpu-fixed", Partitions: 1})
 		if err != nil {
 			b.Fatal(err)
@@ -113,12 +126,16 @@ func BenchmarkFlushCPU(b *testing.B) {
 		b.ReportMetric(ms(pct(lat, 99)), "flush-p99-ms")
 		b.ReportMetric(ms(putP99+commitP99), "put+commit-p99-ms")
 		b.ReportMetric(float64(pct(lat, 99))/float64(putP99+commitP99), "flush-p99/limit")
-	})
-	b.Run("per-MiB", func(b *testing.B) {
+	}
+}
+
+// benchPerMiB is BenchmarkFlushCPU's cost per MiB.
+func benchPerMiB(b *testing.B, sign func(*s3store.Config)) {
+	{
 		const parts, batchBytes, fileBytes = 16, 64 << 10, 4 << 20
 		cfg := batcher.DefaultConfig()
 		cfg.Linger = time.Minute
-		e := newRealEnv(b, cfg)
+		e := newRealEnvS3(b, cfg, sign)
 		topic, err := e.meta.CreateTopic(context.Background(), metadata.TopicSpec{Name: "cpu-mib", Partitions: parts})
 		if err != nil {
 			b.Fatal(err)
@@ -157,5 +174,5 @@ func BenchmarkFlushCPU(b *testing.B) {
 		mib := float64(b.N*perFile*len(data)) / (1 << 20)
 		b.ReportMetric(ms(cpu)/mib, "cpu-ms/MiB")
 		b.ReportMetric(ms(cpu)/mib/3, "cpu/goal")
-	})
+	}
 }

@@ -81,6 +81,15 @@ func (n *notifier) run(ctx context.Context) {
 	}
 }
 
+// notifySQL sends the payloads ($2) on the channel ($1) in one implicit
+// transaction committed asynchronously (synchronous_commit off, for this
+// transaction only): a NOTIFY gives its transaction an id, so committed
+// synchronously it would wait for a WAL flush (an fsync) while holding
+// NOTIFY's database-wide lock. A notice is no data: if the server crashes
+// before the flush, the readers' polling finds the commits it announced.
+const notifySQL = `SELECT pg_notify($1, p)
+	FROM set_config('synchronous_commit', 'off', true) AS s, unnest($2::text[]) AS p`
+
 // send takes everything pending and notifies it in one statement.
 func (n *notifier) send(ctx context.Context) {
 	payloads := n.take()
@@ -89,7 +98,7 @@ func (n *notifier) send(ctx context.Context) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, notifyTimeout)
 	defer cancel()
-	if _, err := n.pool.Exec(ctx, "SELECT pg_notify($1, p) FROM unnest($2::text[]) AS p", n.channel, payloads); err != nil {
+	if _, err := n.pool.Exec(ctx, notifySQL, n.channel, payloads); err != nil {
 		n.log.Warn("metadata: notices: notify failed; readers poll for the commits it announced",
 			"channel", n.channel, "err", err)
 	}
