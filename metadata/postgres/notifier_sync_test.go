@@ -37,7 +37,7 @@ func TestNotifySQLAsyncCommit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := tx.Exec(ctx, notifySQL, "notify_sql_test", []string{"1:0:5", "2:3:4"}); err != nil {
+	if _, err := tx.Exec(ctx, notifySQL, []string{"notify_sql_test", "notify_sql_test"}, []string{"1:0:5", "2:3:4"}); err != nil {
 		t.Fatal(err)
 	}
 	var inTx string
