@@ -90,89 +90,85 @@ func BenchmarkFlushCPU(b *testing.B) {
 
 // benchFixed is BenchmarkFlushCPU's fixed cost of a flush.
 func benchFixed(b *testing.B, sign func(*s3store.Config)) {
-	{
-		cfg := batcher.DefaultConfig()
-		cfg.Linger = time.Minute // Flush seals each file
-		e := newRealEnvS3(b, cfg, sign)
-		topic, err := e.meta.CreateTopic(context.Background(), metadata.TopicSpec{Name: "cpu-fixed", Partitions: 1})
+	cfg := batcher.DefaultConfig()
+	cfg.Linger = time.Minute // Flush seals each file
+	e := newRealEnvS3(b, cfg, sign)
+	topic, err := e.meta.CreateTopic(context.Background(), metadata.TopicSpec{Name: "cpu-fixed", Partitions: 1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	data := batch(b, 1, "f")
+	putP99, commitP99 := rawLimits(b, e, topic, len(data)+128, 100)
+	stop := followNotices(b, e)
+	defer stop()
+	ctx := context.Background()
+	lat := make([]time.Duration, 0, b.N)
+	b.ResetTimer()
+	cpu0 := processCPU(b)
+	for range b.N {
+		start := time.Now()
+		p, err := e.b.Append(ctx, topic.ID, 0, data)
 		if err != nil {
 			b.Fatal(err)
 		}
-		data := batch(b, 1, "f")
-		putP99, commitP99 := rawLimits(b, e, topic, len(data)+128, 100)
-		stop := followNotices(b, e)
-		defer stop()
-		ctx := context.Background()
-		lat := make([]time.Duration, 0, b.N)
-		b.ResetTimer()
-		cpu0 := processCPU(b)
-		for range b.N {
-			start := time.Now()
-			p, err := e.b.Append(ctx, topic.ID, 0, data)
-			if err != nil {
-				b.Fatal(err)
-			}
-			e.b.Flush()
-			if _, err := p.Wait(ctx); err != nil {
-				b.Fatal(err)
-			}
-			lat = append(lat, time.Since(start))
+		e.b.Flush()
+		if _, err := p.Wait(ctx); err != nil {
+			b.Fatal(err)
 		}
-		cpu := processCPU(b) - cpu0
-		b.StopTimer()
-		perFlush := ms(cpu) / float64(b.N)
-		b.ReportMetric(perFlush, "cpu-ms/flush")
-		b.ReportMetric(perFlush/1.0, "cpu/goal")
-		b.ReportMetric(ms(pct(lat, 99)), "flush-p99-ms")
-		b.ReportMetric(ms(putP99+commitP99), "put+commit-p99-ms")
-		b.ReportMetric(float64(pct(lat, 99))/float64(putP99+commitP99), "flush-p99/limit")
+		lat = append(lat, time.Since(start))
 	}
+	cpu := processCPU(b) - cpu0
+	b.StopTimer()
+	perFlush := ms(cpu) / float64(b.N)
+	b.ReportMetric(perFlush, "cpu-ms/flush")
+	b.ReportMetric(perFlush/1.0, "cpu/goal")
+	b.ReportMetric(ms(pct(lat, 99)), "flush-p99-ms")
+	b.ReportMetric(ms(putP99+commitP99), "put+commit-p99-ms")
+	b.ReportMetric(float64(pct(lat, 99))/float64(putP99+commitP99), "flush-p99/limit")
 }
 
 // benchPerMiB is BenchmarkFlushCPU's cost per MiB.
 func benchPerMiB(b *testing.B, sign func(*s3store.Config)) {
-	{
-		const parts, batchBytes, fileBytes = 16, 64 << 10, 4 << 20
-		cfg := batcher.DefaultConfig()
-		cfg.Linger = time.Minute
-		e := newRealEnvS3(b, cfg, sign)
-		topic, err := e.meta.CreateTopic(context.Background(), metadata.TopicSpec{Name: "cpu-mib", Partitions: parts})
-		if err != nil {
-			b.Fatal(err)
-		}
-		recs := make([]kbatch.Record, 60)
-		for i := range recs {
-			recs[i] = kbatch.Record{Timestamp: 1700000000000 + int64(i), Key: []byte(fmt.Sprint(i)), Value: make([]byte, batchBytes/len(recs)-20)}
-		}
-		data, err := kbatch.Encode(recs, kbatch.DefaultEncodeOptions())
-		if err != nil {
-			b.Fatal(err)
-		}
-		perFile := fileBytes / len(data)
-		stop := followNotices(b, e)
-		defer stop()
-		ctx := context.Background()
-		pend := make([]*batcher.Pending, perFile)
-		b.SetBytes(int64(perFile * len(data)))
-		b.ResetTimer()
-		cpu0 := processCPU(b)
-		for range b.N {
-			for i := range pend {
-				if pend[i], err = e.b.Append(ctx, topic.ID, int32(i%parts), data); err != nil {
-					b.Fatal(err)
-				}
-			}
-			e.b.Flush()
-			for _, p := range pend {
-				if _, err := p.Wait(ctx); err != nil {
-					b.Fatal(err)
-				}
-			}
-		}
-		cpu := processCPU(b) - cpu0
-		b.StopTimer()
-		mib := float64(b.N*perFile*len(data)) / (1 << 20)
-		b.ReportMetric(ms(cpu)/mib, "cpu-ms/MiB")
-		b.ReportMetric(ms(cpu)/mib/3, "cpu/goal")
+	const parts, batchBytes, fileBytes = 16, 64 << 10, 4 << 20
+	cfg := batcher.DefaultConfig()
+	cfg.Linger = time.Minute
+	e := newRealEnvS3(b, cfg, sign)
+	topic, err := e.meta.CreateTopic(context.Background(), metadata.TopicSpec{Name: "cpu-mib", Partitions: parts})
+	if err != nil {
+		b.Fatal(err)
 	}
+	recs := make([]kbatch.Record, 60)
+	for i := range recs {
+		recs[i] = kbatch.Record{Timestamp: 1700000000000 + int64(i), Key: []byte(fmt.Sprint(i)), Value: make([]byte, batchBytes/len(recs)-20)}
+	}
+	data, err := kbatch.Encode(recs, kbatch.DefaultEncodeOptions())
+	if err != nil {
+		b.Fatal(err)
+	}
+	perFile := fileBytes / len(data)
+	stop := followNotices(b, e)
+	defer stop()
+	ctx := context.Background()
+	pend := make([]*batcher.Pending, perFile)
+	b.SetBytes(int64(perFile * len(data)))
+	b.ResetTimer()
+	cpu0 := processCPU(b)
+	for range b.N {
+		for i := range pend {
+			if pend[i], err = e.b.Append(ctx, topic.ID, int32(i%parts), data); err != nil {
+				b.Fatal(err)
+			}
+		}
+		e.b.Flush()
+		for _, p := range pend {
+			if _, err := p.Wait(ctx); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	cpu := processCPU(b) - cpu0
+	b.StopTimer()
+	mib := float64(b.N*perFile*len(data)) / (1 << 20)
+	b.ReportMetric(ms(cpu)/mib, "cpu-ms/MiB")
+	b.ReportMetric(ms(cpu)/mib/3, "cpu/goal")
 }

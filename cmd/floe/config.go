@@ -87,7 +87,7 @@ type S3Settings struct {
 	AccessKey       string `yaml:"access_key" flag:"s3-access-key" help:"S3 access key (empty: the AWS credential chain, e.g. AWS_ACCESS_KEY_ID)"`
 	SecretKey       string `yaml:"secret_key" flag:"s3-secret-key" secret:"all" help:"S3 secret key (empty: the AWS credential chain, e.g. AWS_SECRET_ACCESS_KEY)"`
 	PathStyle       bool   `yaml:"path_style" flag:"s3-path-style" help:"path-style addressing (most S3-compatible servers)"`
-	UnsignedPayload bool   `yaml:"unsigned_payload" flag:"s3-unsigned-payload" help:"send uploads as UNSIGNED-PAYLOAD over a plain http:// endpoint too (no SigV4 SHA-256 of each file, ~3 ms of CPU per MiB); over https:// they always are. Only where the network path is trusted"`
+	UnsignedPayload bool   `yaml:"unsigned_payload" flag:"s3-unsigned-payload" help:"send uploads as UNSIGNED-PAYLOAD over a plain http:// endpoint too (no SigV4 SHA-256 pass over every uploaded byte); over https:// they always are. Only where the network path is trusted"`
 }
 
 // DevSettings are floe dev's own.
