@@ -66,6 +66,12 @@ type CommittedFile struct {
 	// their outcomes, in the same order.
 	Commits []metadata.BatchCommit
 	Results []metadata.BatchResult
+	// Release, called once nothing reads Data any more (the hook, and
+	// whatever it handed Data to), lets the batcher reuse its buffer for a
+	// later file. Calling it while Data is still read corrupts those
+	// reads; never calling it is always safe (the garbage collector takes
+	// the buffer). Calls after the first do nothing.
+	Release func()
 }
 
 // Options are a Batcher's collaborators.
@@ -89,6 +95,7 @@ type Batcher struct {
 
 	mem     *semaphore.Weighted // bytes accepted and not yet acknowledged
 	uploads chan struct{}       // upload slots
+	bufs    *bufPool            // file buffers nobody reads (bufpool.go)
 
 	ctx    context.Context // cancelled when Close gives up waiting
 	cancel context.CancelFunc
@@ -174,6 +181,7 @@ type file struct {
 	data     []byte
 	order    []*waiter // the batches laid out, in file order
 	uploaded chan uploadResult
+	buf      *bufRef // data's holders: its upload and its commit path
 }
 
 // fileSize is the size the file will have with one more batch of n bytes.
@@ -198,6 +206,7 @@ func New(cfg Config, store Uploader, committer Committer, opts Options) (*Batche
 		log: opts.Logger, m: opts.Metrics,
 		mem:      semaphore.NewWeighted(cfg.MaxBufferedBytes),
 		uploads:  make(chan struct{}, cfg.MaxConcurrentUploads),
+		bufs:     newBufPool(cfg.MaxConcurrentUploads+2, 2*cfg.MaxFileBytes),
 		ctx:      ctx,
 		cancel:   cancel,
 		wake:     make(chan struct{}, 1),
@@ -439,6 +448,7 @@ func (b *Batcher) run() {
 			select {
 			case b.uploads <- struct{}{}:
 				b.upWG.Add(1)
+				f.buf.hold() // the upload's, let go when Put returns
 				go b.upload(ctx, cancel, f)
 			case <-ctx.Done():
 				cancel()
@@ -480,6 +490,7 @@ func (b *Batcher) upload(ctx context.Context, cancel context.CancelFunc, f *file
 	defer cancel()
 	start := time.Now()
 	err := b.store.Put(ctx, f.key, f.data, objectstore.PutOptions{IfAbsent: true})
+	f.buf.release() // the store no longer reads it, whatever the outcome
 	if err != nil && ctx.Err() != nil {
 		err = b.uploadErr(ctx, err)
 	}
@@ -497,7 +508,11 @@ func (b *Batcher) commitLoop() {
 
 // finish waits for the file's upload, commits it and answers its producers.
 func (b *Batcher) finish(f *file) {
+	handed := false // the commit path's hold on f's buffer went to OnCommit
 	defer func() {
+		if !handed {
+			f.buf.release()
+		}
 		for _, w := range f.waiters {
 			b.release(w.size)
 			close(w.done)
@@ -541,7 +556,8 @@ func (b *Batcher) finish(f *file) {
 		}
 	}
 	if b.opts.OnCommit != nil {
-		b.opts.OnCommit(CommittedFile{Key: f.key, Data: f.data, Commits: commits, Results: results})
+		handed = true
+		b.opts.OnCommit(CommittedFile{Key: f.key, Data: f.data, Commits: commits, Results: results, Release: f.buf.releaseOnce()})
 	}
 }
 
@@ -641,7 +657,12 @@ func (b *Batcher) layout(f *file) {
 		}
 		return parts[i].partition < parts[j].partition
 	})
-	w := logfile.NewWriter(f.fileSize(0))
+	size := f.fileSize(0)
+	buf := b.bufs.get(size)
+	if buf == nil {
+		buf = make([]byte, 0, size)
+	}
+	w := logfile.NewWriterBuffer(buf)
 	f.order = make([]*waiter, 0, len(f.waiters))
 	for _, pb := range parts {
 		for _, wt := range pb.waiters {
@@ -664,6 +685,9 @@ func (b *Batcher) layout(f *file) {
 		}
 	}
 	f.data = w.Finish()
+	// One holder: the commit path (the upload adds its own when it starts).
+	f.buf = &bufRef{pool: b.bufs, buf: f.data}
+	f.buf.hold()
 }
 
 // buildCommits moves the file's pending batches into its commit (batches

@@ -32,6 +32,15 @@ func NewWriter(sizeHint int) *Writer {
 	return w
 }
 
+// NewWriterBuffer is NewWriter writing into buf's backing array (from
+// its start, whatever buf holds), for a caller that reuses file buffers;
+// the file outgrows it if it must.
+func NewWriterBuffer(buf []byte) *Writer {
+	w := &Writer{buf: appendHeader(buf[:0])}
+	w.bodyCRC = crc32.Checksum(w.buf, castagnoli)
+	return w
+}
+
 // Append validates batch (exactly one Kafka v2 record batch) with
 // kbatch.ParseInfo, copies it into the body with its base offset set to the
 // 0 placeholder, and returns its entry. The batch's CRC does not cover the
