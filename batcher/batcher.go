@@ -16,6 +16,10 @@
 // and the commit's cost follows the partitions a file touches, not its
 // batch count.
 //
+// A file's buffer is reused for a later file once nothing reads it: its
+// upload has returned and the OnCommit hook has called
+// CommittedFile.Release (bufpool.go).
+//
 // Failures: a file has one upload deadline and one commit deadline
 // (Config). An upload that fails or misses its deadline fails the file's
 // producers definitely; the file is never committed, and the files after
