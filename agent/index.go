@@ -13,8 +13,9 @@ const maxRefsPerPartition = 64
 
 // index remembers, for the partitions this agent reads, the high
 // watermark and the latest batches it knows of. It is fed by commit
-// notices (high watermarks of every agent's commits), by OnCommit (this
-// agent's own batches, in full) and by the results of the queries it could
+// notices (high watermarks of every agent's commits, and their batches
+// when the store announces them), by OnCommit (this agent's own batches,
+// in full) and by the results of the queries it could
 // not answer. A reader at the high watermark, or reading batches the index
 // holds, is answered without a query; a query is needed only when the
 // index knows of newer data it does not hold.
@@ -122,6 +123,18 @@ func (x *index) notice(n metadata.Notice) {
 			e := el.Value.(*indexEntry)
 			e.hw = max(e.hw, p.HighWatermark)
 		}
+	}
+	// The batches the notice carries (another agent's commits): held like
+	// this agent's own, so that their readers need no query.
+	for i := 0; i < len(n.Batches); {
+		j := i + 1
+		for j < len(n.Batches) && n.Batches[j].TopicID == n.Batches[i].TopicID && n.Batches[j].Partition == n.Batches[i].Partition {
+			j++
+		}
+		if el, ok := x.parts[partKey{n.Batches[i].TopicID, n.Batches[i].Partition}]; ok {
+			x.addRefs(el.Value.(*indexEntry), n.Batches[i:j])
+		}
+		i = j
 	}
 }
 

@@ -16,6 +16,10 @@
 // and the commit's cost follows the partitions a file touches, not its
 // batch count.
 //
+// A file's buffer is reused for a later file once nothing reads it: its
+// upload has returned and the OnCommit hook has called
+// CommittedFile.Release (bufpool.go).
+//
 // Failures: a file has one upload deadline and one commit deadline
 // (Config). An upload that fails or misses its deadline fails the file's
 // producers definitely; the file is never committed, and the files after
@@ -66,6 +70,12 @@ type CommittedFile struct {
 	// their outcomes, in the same order.
 	Commits []metadata.BatchCommit
 	Results []metadata.BatchResult
+	// Release, called once nothing reads Data any more (the hook, and
+	// whatever it handed Data to), lets the batcher reuse its buffer for a
+	// later file. Calling it while Data is still read corrupts those
+	// reads; never calling it is always safe (the garbage collector takes
+	// the buffer). Calls after the first do nothing.
+	Release func()
 }
 
 // Options are a Batcher's collaborators.
@@ -89,6 +99,7 @@ type Batcher struct {
 
 	mem     *semaphore.Weighted // bytes accepted and not yet acknowledged
 	uploads chan struct{}       // upload slots
+	bufs    *bufPool            // file buffers nobody reads (bufpool.go)
 
 	ctx    context.Context // cancelled when Close gives up waiting
 	cancel context.CancelFunc
@@ -117,7 +128,8 @@ const (
 
 type waiter struct {
 	size    int64
-	batch   []byte // until the file is laid out
+	batch   []byte      // until the file is laid out
+	info    kbatch.Info // batch's header, checked once by Append
 	records int32
 	idem    bool                 // carries a producer id and sequence
 	entry   metadata.BatchCommit // its place in the file, once laid out
@@ -173,6 +185,7 @@ type file struct {
 	data     []byte
 	order    []*waiter // the batches laid out, in file order
 	uploaded chan uploadResult
+	buf      *bufRef // data's holders: its upload and its commit path
 }
 
 // fileSize is the size the file will have with one more batch of n bytes.
@@ -197,6 +210,7 @@ func New(cfg Config, store Uploader, committer Committer, opts Options) (*Batche
 		log: opts.Logger, m: opts.Metrics,
 		mem:      semaphore.NewWeighted(cfg.MaxBufferedBytes),
 		uploads:  make(chan struct{}, cfg.MaxConcurrentUploads),
+		bufs:     newBufPool(cfg.MaxConcurrentUploads+2, 2*cfg.MaxFileBytes),
 		ctx:      ctx,
 		cancel:   cancel,
 		wake:     make(chan struct{}, 1),
@@ -259,22 +273,34 @@ func (p *Pending) Wait(ctx context.Context) (metadata.BatchResult, error) {
 // partition appended in sequence get offsets in that order. It blocks only
 // while the buffer is full (backpressure), until ctx ends. The batcher
 // keeps batch until the file is written: the caller must not modify it.
+//
+// Append validates the batch (kbatch.ParseInfo: header, CRC, record
+// count); it is the one check of a batch the agent encoded itself. A
+// caller that has checked the batch at its edge passes what ParseInfo
+// returned to AppendParsed instead.
 func (b *Batcher) Append(ctx context.Context, topicID int64, partition int32, batch []byte) (*Pending, error) {
-	n := int64(len(batch))
-	if len(batch)+logfile.MinFileSize+logfile.EntrySize > b.cfg.MaxFileBytes {
-		return nil, fmt.Errorf("%w: %d bytes, limit %d", ErrBatchTooLarge, len(batch), b.cfg.MaxFileBytes)
-	}
-	if partition < 0 {
-		return nil, fmt.Errorf("batcher: append batch: negative partition %d", partition)
+	if err := b.checkSize(batch, partition); err != nil {
+		return nil, err
 	}
 	// Validate outside the lock (CRC over the whole batch).
 	info, err := kbatch.ParseInfo(batch)
 	if err != nil {
 		return nil, fmt.Errorf("batcher: append batch: %w", err)
 	}
+	return b.AppendParsed(ctx, topicID, partition, batch, info)
+}
+
+// AppendParsed is Append for a batch already validated: info must be what
+// kbatch.ParseInfo returned for these very bytes, unchanged since. Its
+// CRC is not computed again, here or when the file is laid out.
+func (b *Batcher) AppendParsed(ctx context.Context, topicID int64, partition int32, batch []byte, info kbatch.Info) (*Pending, error) {
+	if err := b.checkSize(batch, partition); err != nil {
+		return nil, err
+	}
 	if info.BatchLength != len(batch) {
 		return nil, fmt.Errorf("batcher: append batch: %w: %d bytes after the batch", kbatch.ErrCorrupt, len(batch)-info.BatchLength)
 	}
+	n := int64(len(batch))
 	if !b.mem.TryAcquire(n) {
 		b.m.backpressure()
 		if err := b.mem.Acquire(ctx, n); err != nil {
@@ -282,7 +308,7 @@ func (b *Batcher) Append(ctx context.Context, topicID int64, partition int32, ba
 		}
 	}
 	b.m.buffered(n)
-	w := &waiter{size: n, batch: batch, records: info.RecordCount, done: make(chan struct{}),
+	w := &waiter{size: n, batch: batch, info: info, records: info.RecordCount, done: make(chan struct{}),
 		idem: info.ProducerID >= 0 && info.BaseSequence >= 0}
 
 	b.mu.Lock()
@@ -325,6 +351,17 @@ func (b *Batcher) Append(ctx context.Context, topicID int64, partition int32, ba
 	}
 	b.mu.Unlock()
 	return &Pending{w: w}, nil
+}
+
+// checkSize refuses a batch no file can hold and a negative partition.
+func (b *Batcher) checkSize(batch []byte, partition int32) error {
+	if len(batch)+logfile.MinFileSize+logfile.EntrySize > b.cfg.MaxFileBytes {
+		return fmt.Errorf("%w: %d bytes, limit %d", ErrBatchTooLarge, len(batch), b.cfg.MaxFileBytes)
+	}
+	if partition < 0 {
+		return fmt.Errorf("batcher: append batch: negative partition %d", partition)
+	}
+	return nil
 }
 
 // Why a file is sealed (floe_batcher_seals_total's reason label).
@@ -415,6 +452,7 @@ func (b *Batcher) run() {
 			select {
 			case b.uploads <- struct{}{}:
 				b.upWG.Add(1)
+				f.buf.hold() // the upload's, let go when Put returns
 				go b.upload(ctx, cancel, f)
 			case <-ctx.Done():
 				cancel()
@@ -456,6 +494,7 @@ func (b *Batcher) upload(ctx context.Context, cancel context.CancelFunc, f *file
 	defer cancel()
 	start := time.Now()
 	err := b.store.Put(ctx, f.key, f.data, objectstore.PutOptions{IfAbsent: true})
+	f.buf.release() // the store no longer reads it, whatever the outcome
 	if err != nil && ctx.Err() != nil {
 		err = b.uploadErr(ctx, err)
 	}
@@ -473,7 +512,11 @@ func (b *Batcher) commitLoop() {
 
 // finish waits for the file's upload, commits it and answers its producers.
 func (b *Batcher) finish(f *file) {
+	handed := false // the commit path's hold on f's buffer went to OnCommit
 	defer func() {
+		if !handed {
+			f.buf.release()
+		}
 		for _, w := range f.waiters {
 			b.release(w.size)
 			close(w.done)
@@ -517,7 +560,8 @@ func (b *Batcher) finish(f *file) {
 		}
 	}
 	if b.opts.OnCommit != nil {
-		b.opts.OnCommit(CommittedFile{Key: f.key, Data: f.data, Commits: commits, Results: results})
+		handed = true
+		b.opts.OnCommit(CommittedFile{Key: f.key, Data: f.data, Commits: commits, Results: results, Release: f.buf.releaseOnce()})
 	}
 }
 
@@ -617,11 +661,16 @@ func (b *Batcher) layout(f *file) {
 		}
 		return parts[i].partition < parts[j].partition
 	})
-	w := logfile.NewWriter(f.fileSize(0))
+	size := f.fileSize(0)
+	buf := b.bufs.get(size)
+	if buf == nil {
+		buf = make([]byte, 0, size)
+	}
+	w := logfile.NewWriterBuffer(buf)
 	f.order = make([]*waiter, 0, len(f.waiters))
 	for _, pb := range parts {
 		for _, wt := range pb.waiters {
-			e, err := w.Append(pb.topicID, pb.partition, wt.batch)
+			e, err := w.AppendParsed(pb.topicID, pb.partition, wt.batch, wt.info)
 			wt.batch = nil
 			if err != nil {
 				wt.answer(metadata.BatchResult{}, fmt.Errorf("batcher: lay out batch: %w", err))
@@ -640,6 +689,9 @@ func (b *Batcher) layout(f *file) {
 		}
 	}
 	f.data = w.Finish()
+	// One holder: the commit path (the upload adds its own when it starts).
+	f.buf = &bufRef{pool: b.bufs, buf: f.data}
+	f.buf.hold()
 }
 
 // buildCommits moves the file's pending batches into its commit (batches

@@ -29,6 +29,13 @@ type realEnv struct {
 
 func newRealEnv(tb testing.TB, cfg batcher.Config) *realEnv {
 	tb.Helper()
+	return newRealEnvS3(tb, cfg, nil)
+}
+
+// newRealEnvS3 is newRealEnv with the S3 store's configuration adjusted
+// by adjust (optional).
+func newRealEnvS3(tb testing.TB, cfg batcher.Config, adjust func(*s3store.Config)) *realEnv {
+	tb.Helper()
 	ctx := context.Background()
 	meta, err := postgres.Open(ctx, testenv.Postgres(tb), postgres.DefaultOptions())
 	if err != nil {
@@ -38,6 +45,9 @@ func newRealEnv(tb testing.TB, cfg batcher.Config) *realEnv {
 	sc := testenv.S3(tb)
 	s3c := s3store.DefaultConfig()
 	s3c.Bucket, s3c.Endpoint, s3c.Region, s3c.AccessKey, s3c.SecretKey, s3c.PathStyle = sc.Bucket, sc.Endpoint, sc.Region, sc.AccessKey, sc.SecretKey, true
+	if adjust != nil {
+		adjust(&s3c)
+	}
 	s3, err := s3store.New(ctx, s3c)
 	if err != nil {
 		tb.Fatal(err)

@@ -32,6 +32,15 @@ func NewWriter(sizeHint int) *Writer {
 	return w
 }
 
+// NewWriterBuffer is NewWriter writing into buf's backing array (from
+// its start, whatever buf holds), for a caller that reuses file buffers;
+// the file outgrows it if it must.
+func NewWriterBuffer(buf []byte) *Writer {
+	w := &Writer{buf: appendHeader(buf[:0])}
+	w.bodyCRC = crc32.Checksum(w.buf, castagnoli)
+	return w
+}
+
 // Append validates batch (exactly one Kafka v2 record batch) with
 // kbatch.ParseInfo, copies it into the body with its base offset set to the
 // 0 placeholder, and returns its entry. The batch's CRC does not cover the
@@ -40,16 +49,36 @@ func (w *Writer) Append(topicID int64, partition int32, batch []byte) (Entry, er
 	return w.append(topicID, partition, batch, kbatch.ParseInfo)
 }
 
+// AppendParsed is Append for a batch its caller has already validated:
+// info must be what kbatch.ParseInfo (or ParseStored) returned for these
+// very bytes, unchanged since. It copies the batch without checking its
+// CRC again (the batcher checks each batch once, when it is handed in);
+// the file's body CRC covers the copy.
+func (w *Writer) AppendParsed(topicID int64, partition int32, batch []byte, info kbatch.Info) (Entry, error) {
+	if w.finished {
+		return Entry{}, errFinished
+	}
+	return w.appendInfo(topicID, partition, batch, info)
+}
+
 func (w *Writer) append(topicID int64, partition int32, batch []byte, parse func([]byte) (kbatch.Info, error)) (Entry, error) {
 	if w.finished {
 		return Entry{}, errFinished
 	}
-	if partition < 0 {
-		return Entry{}, fmt.Errorf("logfile: append: negative partition %d", partition)
-	}
 	info, err := parse(batch)
 	if err != nil {
 		return Entry{}, fmt.Errorf("logfile: append: %w", err)
+	}
+	return w.appendInfo(topicID, partition, batch, info)
+}
+
+// appendInfo copies batch, described by info, into the body.
+func (w *Writer) appendInfo(topicID int64, partition int32, batch []byte, info kbatch.Info) (Entry, error) {
+	if partition < 0 {
+		return Entry{}, fmt.Errorf("logfile: append: negative partition %d", partition)
+	}
+	if len(batch) < kbatch.HeaderSize {
+		return Entry{}, fmt.Errorf("logfile: append: %d bytes, shorter than a batch header", len(batch))
 	}
 	if info.BatchLength != len(batch) {
 		return Entry{}, fmt.Errorf("logfile: append: %d bytes after the batch's %d", len(batch)-info.BatchLength, info.BatchLength)

@@ -176,6 +176,12 @@ type Notice struct {
 	// changed.
 	Partitions []PartitionNotice
 	All        bool
+	// Batches, optional, are committed batches of the partitions listed,
+	// in offset order within a partition, each partition's last one ending
+	// at its HighWatermark-1: a reader may use them instead of asking the
+	// store (FindBatches). A notice without them says only that the
+	// partitions grew.
+	Batches []BatchRef
 }
 
 // PartitionNotice is one partition's new high watermark.

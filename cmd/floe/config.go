@@ -43,6 +43,7 @@ type ServerSettings struct {
 	FailFast      bool          `yaml:"fail_fast" flag:"fail-fast" cmds:"agent" help:"exit if a store does not answer at start (default: wait for it, retrying with backoff)"`
 	ReadyInterval time.Duration `yaml:"ready_interval" flag:"ready-interval" check:"positive" help:"period of the readiness checks of the stores (/readyz, gRPC health)"`
 	DrainTimeout  time.Duration `yaml:"drain_timeout" flag:"drain-timeout" check:"positive" help:"on SIGTERM, bound of flushing and committing what producers handed in"`
+	Pprof         bool          `yaml:"pprof" flag:"pprof" help:"serve Go's profiles (CPU, heap, goroutines) at /debug/pprof/ on the metrics listener; keep it off where that listener is reachable by others"`
 }
 
 // LogSettings are the logs of every server command.
@@ -79,13 +80,14 @@ type PostgresSettings struct {
 
 // S3Settings locate the object store of agent and compactor.
 type S3Settings struct {
-	Bucket    string `yaml:"bucket" flag:"s3-bucket" help:"S3 bucket (required; it must exist and accept writes: checked at start)"`
-	Prefix    string `yaml:"prefix" flag:"s3-prefix" help:"key prefix inside the bucket (the same for agents and compactor)"`
-	Endpoint  string `yaml:"endpoint" flag:"s3-endpoint" help:"S3 endpoint URL for S3-compatible stores (empty: AWS)"`
-	Region    string `yaml:"region" flag:"s3-region" env:"AWS_REGION" help:"S3 region (AWS_REGION is read too)"`
-	AccessKey string `yaml:"access_key" flag:"s3-access-key" help:"S3 access key (empty: the AWS credential chain, e.g. AWS_ACCESS_KEY_ID)"`
-	SecretKey string `yaml:"secret_key" flag:"s3-secret-key" secret:"all" help:"S3 secret key (empty: the AWS credential chain, e.g. AWS_SECRET_ACCESS_KEY)"`
-	PathStyle bool   `yaml:"path_style" flag:"s3-path-style" help:"path-style addressing (most S3-compatible servers)"`
+	Bucket          string `yaml:"bucket" flag:"s3-bucket" help:"S3 bucket (required; it must exist and accept writes: checked at start)"`
+	Prefix          string `yaml:"prefix" flag:"s3-prefix" help:"key prefix inside the bucket (the same for agents and compactor)"`
+	Endpoint        string `yaml:"endpoint" flag:"s3-endpoint" help:"S3 endpoint URL for S3-compatible stores (empty: AWS)"`
+	Region          string `yaml:"region" flag:"s3-region" env:"AWS_REGION" help:"S3 region (AWS_REGION is read too)"`
+	AccessKey       string `yaml:"access_key" flag:"s3-access-key" help:"S3 access key (empty: the AWS credential chain, e.g. AWS_ACCESS_KEY_ID)"`
+	SecretKey       string `yaml:"secret_key" flag:"s3-secret-key" secret:"all" help:"S3 secret key (empty: the AWS credential chain, e.g. AWS_SECRET_ACCESS_KEY)"`
+	PathStyle       bool   `yaml:"path_style" flag:"s3-path-style" help:"path-style addressing (most S3-compatible servers)"`
+	UnsignedPayload bool   `yaml:"unsigned_payload" flag:"s3-unsigned-payload" help:"send uploads as UNSIGNED-PAYLOAD over a plain http:// endpoint too (no SigV4 SHA-256 pass over every uploaded byte); over https:// they always are. Only where the network path is trusted"`
 }
 
 // DevSettings are floe dev's own.
@@ -388,5 +390,6 @@ func (c *Config) s3Config() s3store.Config {
 	s := s3store.DefaultConfig()
 	s.Bucket, s.Endpoint, s.Region = c.S3.Bucket, c.S3.Endpoint, c.S3.Region
 	s.AccessKey, s.SecretKey, s.PathStyle = c.S3.AccessKey, c.S3.SecretKey, c.S3.PathStyle
+	s.UnsignedPayload = c.S3.UnsignedPayload
 	return s
 }

@@ -84,19 +84,33 @@ func (s *Store) CommitFile(ctx context.Context, f metadata.FileCommit) ([]metada
 	}
 	// Past this point the file is committed: errors say so and are never
 	// ErrNotApplied.
-	if notice != nil && s.notifier != nil {
-		s.notifier.add(*notice)
-	}
 	if appendTime == nil {
+		s.announce(notice, f, nil)
 		if replay {
 			return nil, fmt.Errorf("metadata: commit file %s: %w", f.Key, errNoStoredResults)
 		}
 		return nil, fmt.Errorf("metadata: commit file %s (committed): no append time", f.Key)
 	}
 	if replay && len(codes) != n {
+		s.announce(notice, f, nil)
 		return nil, fmt.Errorf("%w: file %s was committed with %d batches, not %d", metadata.ErrInvalidCommit, f.Key, len(codes), n)
 	}
-	return decodeResults(f.Key, n, base, dup, codes, *appendTime)
+	results, err := decodeResults(f.Key, n, base, dup, codes, *appendTime)
+	s.announce(notice, f, results)
+	return results, err
+}
+
+// announce hands a commit's notice, and the batches of its results when
+// known, to the notifier.
+func (s *Store) announce(notice *string, f metadata.FileCommit, results []metadata.BatchResult) {
+	if notice == nil || s.notifier == nil {
+		return
+	}
+	var refs []metadata.BatchRef
+	if results != nil {
+		refs = refsOf(f, results)
+	}
+	s.notifier.add(*notice, refs...)
 }
 
 // errNoStoredResults: the file was committed by a release that did not

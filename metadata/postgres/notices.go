@@ -98,7 +98,8 @@ func (s *Store) listenOnce(ctx context.Context, listening func()) error {
 		return err
 	}
 	defer conn.Close(context.Background())
-	if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{s.opts.NotifyChannel}.Sanitize()); err != nil {
+	refs := refsChannel(s.opts.NotifyChannel)
+	if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{s.opts.NotifyChannel}.Sanitize()+"; LISTEN "+pgx.Identifier{refs}.Sanitize()); err != nil {
 		return err
 	}
 	listening()
@@ -106,6 +107,12 @@ func (s *Store) listenOnce(ctx context.Context, listening func()) error {
 		n, err := conn.WaitForNotification(ctx)
 		if err != nil {
 			return err
+		}
+		if n.Channel == refs {
+			if notice, ok := ParseRefsPayload(n.Payload); ok {
+				s.hub.Publish(notice)
+			}
+			continue
 		}
 		s.hub.Publish(ParsePayload(n.Payload))
 	}

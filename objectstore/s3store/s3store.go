@@ -26,6 +26,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/aws/ratelimit"
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
+	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/credentials"
@@ -178,6 +179,9 @@ func (s *Store) Put(ctx context.Context, key string, data []byte, opts objectsto
 	}
 	var attempts atomic.Int32
 	var optFns []func(*s3.Options)
+	if s.cfg.UnsignedPayload {
+		optFns = append(optFns, unsignedPayload)
+	}
 	if opts.IfAbsent {
 		in.IfNoneMatch = aws.String("*")
 		optFns = append(optFns, countAttempts(&attempts))
@@ -204,6 +208,13 @@ func (s *Store) Put(ctx context.Context, key string, data []byte, opts objectsto
 		return fmt.Errorf("s3: put %q: %w", key, objectstore.ErrExists)
 	}
 	return s.wrap("put", key, err)
+}
+
+// unsignedPayload sends a PUT's body as UNSIGNED-PAYLOAD whatever the
+// scheme (Config.UnsignedPayload): the SDK signs its SHA-256 over plain
+// HTTP otherwise.
+func unsignedPayload(o *s3.Options) {
+	o.APIOptions = append(o.APIOptions, v4.SwapComputePayloadSHA256ForUnsignedPayloadMiddleware)
 }
 
 // countAttempts counts the HTTP attempts of one operation into n.
