@@ -38,6 +38,15 @@ type produceGroup struct {
 	partition int32
 	idx       []int // positions of its records in the request
 	batch     []byte
+	// info is batch's header as the edge validated it (batch data plane),
+	// or nil; with it the batcher does not check the batch's CRC again.
+	info *kbatch.Info
+}
+
+// parsedAppender is a Producer that takes a batch already validated at the
+// edge (batcher.Batcher.AppendParsed).
+type parsedAppender interface {
+	AppendParsed(ctx context.Context, topicID int64, partition int32, batch []byte, info kbatch.Info) (*batcher.Pending, error)
 }
 
 type producePlan struct {
@@ -182,7 +191,15 @@ func (a *Agent) appendPlan(ctx context.Context, plan *producePlan) ([]*batcher.P
 	pend := make([]*batcher.Pending, len(plan.groups))
 	for i := range plan.groups {
 		g := &plan.groups[i]
-		p, err := a.producer.Append(actx, plan.topic.ID, g.partition, g.batch)
+		var (
+			p   *batcher.Pending
+			err error
+		)
+		if pa, ok := a.producer.(parsedAppender); ok && g.info != nil {
+			p, err = pa.AppendParsed(actx, plan.topic.ID, g.partition, g.batch, *g.info)
+		} else {
+			p, err = a.producer.Append(actx, plan.topic.ID, g.partition, g.batch)
+		}
 		if err != nil {
 			if errors.Is(err, batcher.ErrBackpressure) && ctx.Err() == nil {
 				return nil, status.Errorf(codes.ResourceExhausted, "produce: agent buffer full for %v, retry later", a.cfg.MaxBackpressureWait)

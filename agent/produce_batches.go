@@ -74,7 +74,7 @@ func (a *Agent) planBatches(ctx context.Context, req *floev1.ProduceBatchesReque
 				"produce batches: batch %d (partition %d): producer id 0 was never issued by InitProducer; call InitProducer for a producer id", i, p)
 		}
 		budget -= cnt.Decompressed
-		plan.groups[i] = produceGroup{partition: p, batch: pb.GetBatches()}
+		plan.groups[i] = produceGroup{partition: p, batch: pb.GetBatches(), info: &info}
 		plan.n += cnt.Records
 		plan.bytes += cnt.RecordBytes // as the per-record path counts them
 	}
