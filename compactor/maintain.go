@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/apache/iceberg-go/table"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/floe-broker/floe/iceberg"
@@ -251,16 +252,53 @@ func (c *Compactor) exportTable(ctx context.Context, t metadata.Topic, cur metad
 	c.im.lagSeconds.WithLabelValues(t.Name, tbl).Set(float64(ageMs) / 1000)
 }
 
-// maintainTable runs the maintenance steps on t's table, renewing the
-// lease between them.
+// maintainTable runs the maintenance steps on t's table, then on its
+// rejected table (when it has one), renewing the lease between them.
 func (c *Compactor) maintainTable(ctx context.Context, t metadata.Topic, ic metadata.Iceberg, lease string, now time.Time) error {
-	w, mc := c.cfg.Iceberg, c.cfg.IcebergMaintain
+	w := c.cfg.Iceberg
 	name := w.Identifier(t.Name)
-	labels := []string{t.Name, name[0] + "." + name[1]}
+	if err := c.maintainOne(ctx, t, ic, lease, now, tableSteps{name: name, expire: w.ExpireDays,
+		rewrite: w.RewriteSmallFiles, retired: w.RetiredTables, maintain: w.Maintain}); err != nil {
+		return err
+	}
+	if err := c.renew(ctx, lease); err != nil {
+		return err
+	}
+	// The rejected table, when the topic has one: its own location, shared
+	// only with its retired predecessors (iceberg/rejected.go).
+	rejected := w.RejectedIdentifier(t.Name)
+	exists, err := w.Catalog().CheckTableExists(ctx, rejected)
+	if err != nil {
+		return fmt.Errorf("look up the rejected table: %w", err)
+	}
+	if !exists {
+		return nil
+	}
+	if err := c.maintainOne(ctx, t, ic, lease, now, tableSteps{name: rejected, expire: w.ExpireRejectedDays,
+		rewrite: w.RewriteRejectedSmallFiles, retired: w.RetiredRejectedTables, maintain: w.MaintainRejected}); err != nil {
+		return fmt.Errorf("rejected table: %w", err)
+	}
+	return nil
+}
+
+// tableSteps are the maintenance steps of one of a topic's tables (its
+// table or its rejected table).
+type tableSteps struct {
+	name     table.Identifier
+	expire   func(ctx context.Context, topic string, cutoff time.Time) (int, int64, error)
+	rewrite  func(ctx context.Context, topic string, opts iceberg.RewriteOptions) (iceberg.RewriteResult, error)
+	retired  func(ctx context.Context, topic string) ([]table.Identifier, error)
+	maintain func(ctx context.Context, topic string, opts iceberg.MaintainOptions) (iceberg.MaintainResult, error)
+}
+
+// maintainOne runs the maintenance steps of one of t's tables.
+func (c *Compactor) maintainOne(ctx context.Context, t metadata.Topic, ic metadata.Iceberg, lease string, now time.Time, s tableSteps) error {
+	mc := c.cfg.IcebergMaintain
+	labels := []string{t.Name, s.name[0] + "." + s.name[1]}
 	started := time.Now()
 	var res iceberg.MaintainResult
 	if cutoff := expireBefore(ic.Retention, now); !cutoff.IsZero() {
-		n, rows, err := w.ExpireDays(ctx, t.Name, cutoff)
+		n, rows, err := s.expire(ctx, t.Name, cutoff)
 		if err != nil {
 			return fmt.Errorf("table retention: %w", err)
 		}
@@ -271,7 +309,7 @@ func (c *Compactor) maintainTable(ctx context.Context, t metadata.Topic, ic meta
 		}
 	}
 	if mc.RewriteMinFiles > 0 {
-		rw, err := w.RewriteSmallFiles(ctx, t.Name, iceberg.RewriteOptions{MinFiles: mc.RewriteMinFiles, MaxBytes: mc.RewriteMaxBytes})
+		rw, err := s.rewrite(ctx, t.Name, iceberg.RewriteOptions{MinFiles: mc.RewriteMinFiles, MaxBytes: mc.RewriteMaxBytes})
 		if err != nil {
 			return fmt.Errorf("rewrite small files: %w", err)
 		}
@@ -286,23 +324,24 @@ func (c *Compactor) maintainTable(ctx context.Context, t metadata.Topic, ic meta
 		// A deleted topic's table renamed out of this one's way shares its
 		// location: its files would look orphaned. Orphans wait until it
 		// is dropped (DropDeletedTopics, or by hand).
-		retired, err := w.RetiredTables(ctx, t.Name)
+		retired, err := s.retired(ctx, t.Name)
 		if err != nil {
 			return err
 		}
 		if len(retired) > 0 {
 			orphanAge = 0
-			c.log.Info("iceberg: orphan files not deleted: a deleted topic's table shares the location", "topic", t.Name, "tables", retired)
+			c.log.Info("iceberg: orphan files not deleted: a deleted topic's table shares the location", "topic", t.Name,
+				"table", labels[1], "tables", retired)
 		}
 	}
-	m, err := w.Maintain(ctx, t.Name, iceberg.MaintainOptions{KeepSnapshots: mc.KeepSnapshots,
+	m, err := s.maintain(ctx, t.Name, iceberg.MaintainOptions{KeepSnapshots: mc.KeepSnapshots,
 		MaxSnapshotAge: mc.SnapshotAge, OrphanAge: orphanAge})
 	c.im.expired.WithLabelValues(labels...).Add(float64(m.ExpiredSnapshots))
 	c.im.orphans.WithLabelValues(labels...).Add(float64(m.OrphanFiles))
 	if err != nil {
 		return err
 	}
-	c.log.Info("table maintained", "topic", t.Name, "expired_days_files", res.ExpiredFiles, "expired_rows", res.ExpiredRows,
+	c.log.Info("table maintained", "topic", t.Name, "table", labels[1], "expired_days_files", res.ExpiredFiles, "expired_rows", res.ExpiredRows,
 		"rewritten_files", res.Rewrite.FilesRemoved, "into", res.Rewrite.FilesAdded, "expired_snapshots", m.ExpiredSnapshots,
 		"orphan_files", m.OrphanFiles, "took", time.Since(started))
 	return nil
