@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/apache/iceberg-go/table"
@@ -79,10 +80,12 @@ func (m IcebergMaintainConfig) validate() error {
 //	floe_iceberg_maintenance_rewritten_files_total          small files replaced by a rewrite
 //	floe_iceberg_maintenance_orphan_files_total             orphan files deleted
 //	floe_iceberg_maintenance_expired_files_total            data files deleted by the table's retention
+//	floe_iceberg_rejected_rows                              rows of the topic's rejected table (label table: that table)
 //	floe_iceberg_maintenance_failures_total                 maintenances that failed (retried next pass)
 //	floe_iceberg_tables_dropped_total                       tables of deleted topics dropped
 type icebergMetrics struct {
 	rows, files, bytes, lagRecords, lagBytes, lagSeconds *prometheus.GaugeVec
+	rejectedRows                                         *prometheus.GaugeVec
 	expired, rewritten, orphans, expiredFiles            *prometheus.CounterVec
 	failures, dropped                                    prometheus.Counter
 }
@@ -102,6 +105,8 @@ func newIcebergMetrics(reg prometheus.Registerer) (*icebergMetrics, error) {
 		lagRecords:   gauge("lag_records", "Offsets of the log (from each partition's log start) not in the table yet."),
 		lagBytes:     gauge("lag_bytes", "Bytes of the log's batches not in the table yet (extrapolated past 4 MiB a partition)."),
 		lagSeconds:   gauge("lag_seconds", "Age of the oldest batch not in the table yet, by its append time (0 when caught up)."),
+		rejectedRows: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "floe_iceberg_rejected_rows",
+			Help: "Rows of a topic's <topic>_rejected Iceberg table (values its value schema could not convert); label table is the rejected table."}, labels),
 		expired:      counter("expired_snapshots_total", "Snapshots of a table expired by maintenance."),
 		rewritten:    counter("rewritten_files_total", "Small data files replaced by larger ones by maintenance."),
 		orphans:      counter("orphan_files_total", "Orphan files (of failed commits, expired snapshots) deleted by maintenance."),
@@ -114,7 +119,7 @@ func newIcebergMetrics(reg prometheus.Registerer) (*icebergMetrics, error) {
 	if reg == nil {
 		return m, nil
 	}
-	for _, c := range []prometheus.Collector{m.rows, m.files, m.bytes, m.lagRecords, m.lagBytes, m.lagSeconds,
+	for _, c := range []prometheus.Collector{m.rows, m.files, m.bytes, m.lagRecords, m.lagBytes, m.lagSeconds, m.rejectedRows,
 		m.expired, m.rewritten, m.orphans, m.expiredFiles, m.failures, m.dropped} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("compactor: register iceberg metrics: %w", err)
@@ -146,20 +151,31 @@ func enabledTopics(topics []metadata.Topic) map[string]bool {
 }
 
 // forget removes the series of the tables whose topics are not in live
-// (deleted, or their table turned off).
+// (deleted, or their table turned off): those of the topic's table
+// (tables: topic to namespace.table) and of its rejected table.
 func (m *icebergMetrics) forget(live map[string]bool, tables map[string]string) {
 	for topic, tbl := range tables {
 		if live[topic] {
 			continue
 		}
+		rejected := rejectedLabel(topic, tbl)
 		for _, g := range []*prometheus.GaugeVec{m.rows, m.files, m.bytes, m.lagRecords, m.lagBytes, m.lagSeconds} {
 			g.DeleteLabelValues(topic, tbl)
 		}
+		m.rejectedRows.DeleteLabelValues(topic, rejected)
 		for _, c := range []*prometheus.CounterVec{m.expired, m.rewritten, m.orphans, m.expiredFiles} {
 			c.DeleteLabelValues(topic, tbl)
+			c.DeleteLabelValues(topic, rejected)
 		}
 		delete(tables, topic)
 	}
+}
+
+// rejectedLabel is the table label (namespace.table) of topic's rejected
+// table, whose table's label is tbl.
+func rejectedLabel(topic, tbl string) string {
+	ns, _, _ := strings.Cut(tbl, ".")
+	return ns + "." + iceberg.RejectedTableName(topic)
 }
 
 // recordIceberg ends a visit of t's table whose append left watermark wm
@@ -210,6 +226,13 @@ func (c *Compactor) recordIceberg(ctx context.Context, t metadata.Topic, ic meta
 		if st.SnapshotID != 0 {
 			cur.SnapshotID, cur.SnapshotMs = st.SnapshotID, st.SnapshotTime.UnixMilli()
 		}
+		// The rejected table changes only with an append to the table
+		// (icebergTyped appends to it first) or a maintenance.
+		rj, err := w.DescribeRejected(ctx, t.Name)
+		if err != nil {
+			return fmt.Errorf("describe rejected table: %w", err)
+		}
+		cur.HasRejected, cur.RejectedRows, cur.RejectedDataFiles, cur.RejectedDataBytes = rj.Exists, rj.Rows, rj.DataFiles, rj.Bytes
 	}
 	held, err := c.meta.SetJobCursor(ctx, lease, c.cfg.Owner, cur.String())
 	if err != nil {
@@ -232,6 +255,11 @@ func (c *Compactor) exportTable(ctx context.Context, t metadata.Topic, cur metad
 	c.im.rows.WithLabelValues(t.Name, tbl).Set(float64(cur.Rows))
 	c.im.files.WithLabelValues(t.Name, tbl).Set(float64(cur.DataFiles))
 	c.im.bytes.WithLabelValues(t.Name, tbl).Set(float64(cur.DataBytes))
+	if cur.HasRejected {
+		c.im.rejectedRows.WithLabelValues(t.Name, rejectedLabel(t.Name, tbl)).Set(float64(cur.RejectedRows))
+	} else {
+		c.im.rejectedRows.DeleteLabelValues(t.Name, rejectedLabel(t.Name, tbl)) // none (any more: renamed away)
+	}
 	states, err := c.meta.PartitionStates(ctx, t.ID)
 	if err != nil {
 		return
