@@ -99,12 +99,12 @@ func newIcebergMetrics(reg prometheus.Registerer) (*icebergMetrics, error) {
 		return prometheus.NewCounterVec(prometheus.CounterOpts{Name: "floe_iceberg_maintenance_" + name, Help: help}, labels)
 	}
 	m := &icebergMetrics{
-		rows:         gauge("rows", "Rows of a topic's Iceberg table at its last snapshot the compactor saw."),
-		files:        gauge("data_files", "Data files of a topic's Iceberg table."),
-		bytes:        gauge("data_bytes", "Bytes of the data files of a topic's Iceberg table."),
-		lagRecords:   gauge("lag_records", "Offsets of the log (from each partition's log start) not in the table yet."),
-		lagBytes:     gauge("lag_bytes", "Bytes of the log's batches not in the table yet (extrapolated past 4 MiB a partition)."),
-		lagSeconds:   gauge("lag_seconds", "Age of the oldest batch not in the table yet, by its append time (0 when caught up)."),
+		rows:       gauge("rows", "Rows of a topic's Iceberg table at its last snapshot the compactor saw."),
+		files:      gauge("data_files", "Data files of a topic's Iceberg table."),
+		bytes:      gauge("data_bytes", "Bytes of the data files of a topic's Iceberg table."),
+		lagRecords: gauge("lag_records", "Offsets of the log (from each partition's log start) not in the table yet."),
+		lagBytes:   gauge("lag_bytes", "Bytes of the log's batches not in the table yet (extrapolated past 4 MiB a partition)."),
+		lagSeconds: gauge("lag_seconds", "Age of the oldest batch not in the table yet, by its append time (0 when caught up)."),
 		rejectedRows: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "floe_iceberg_rejected_rows",
 			Help: "Rows of a topic's <topic>_rejected Iceberg table (values its value schema could not convert); label table is the rejected table."}, labels),
 		expired:      counter("expired_snapshots_total", "Snapshots of a table expired by maintenance."),
