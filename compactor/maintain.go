@@ -106,7 +106,7 @@ func newIcebergMetrics(reg prometheus.Registerer) (*icebergMetrics, error) {
 		lagBytes:   gauge("lag_bytes", "Bytes of the log's batches not in the table yet (extrapolated past 4 MiB a partition)."),
 		lagSeconds: gauge("lag_seconds", "Age of the oldest batch not in the table yet, by its append time (0 when caught up)."),
 		rejectedRows: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "floe_iceberg_rejected_rows",
-			Help: "Rows of a topic's <topic>_rejected Iceberg table (values its value schema could not convert); label table is the rejected table."}, labels),
+			Help: "Rows of the rejected table (TABLE_rejected) of a topic: values its value schema could not convert; label table is the rejected table, removed with the topic."}, labels),
 		expired:      counter("expired_snapshots_total", "Snapshots of a table expired by maintenance."),
 		rewritten:    counter("rewritten_files_total", "Small data files replaced by larger ones by maintenance."),
 		orphans:      counter("orphan_files_total", "Orphan files (of failed commits, expired snapshots) deleted by maintenance."),
