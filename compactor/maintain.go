@@ -21,8 +21,11 @@ import (
 // clock): it deletes the days the table's retention
 // (iceberg.retention.ms) expired, rewrites small data files, expires old
 // snapshots and deletes orphan files, renewing the lease between the
-// steps. After each visit it records the table's figures (watermark, last
-// snapshot, rows, data files and bytes, last maintenance) in the cursor,
+// steps, on the topic's table and then, in the same visit, on its
+// rejected table (TABLE_rejected, iceberg/rejected.go) when it has one.
+// After each visit it records the table's figures (watermark, last
+// snapshot, rows, data files and bytes, last maintenance, the rejected
+// table's rows, data files and bytes) in the cursor,
 // which DescribeTopic reads, and exports them, with how far the table
 // trails the log, as metrics. With DropDeletedTopics, tables of deleted
 // topics are dropped (the catalog entry and the files), under the lease
