@@ -12,7 +12,7 @@ import (
 // watermark (in its lease cursor), the watermark per partition, whether
 // retention waits for the table, the table's figures the compactor
 // recorded (identifier, last snapshot, rows, data files and bytes, last
-// maintenance) and how far it trails the log (offsets; bytes and age of
+// maintenance, rows of its rejected table) and how far it trails the log (offsets; bytes and age of
 // the batches above the watermark, from FindBatches, extrapolated past
 // metadata.IcebergLagBytesCap a partition and icebergLagLookups
 // partitions). A failure to read the cursor
@@ -46,6 +46,7 @@ func (a *Agent) describeIceberg(ctx context.Context, d metadata.TopicDescription
 	out.SnapshotId, out.SnapshotTimeMs = c.SnapshotID, c.SnapshotMs
 	out.Rows, out.DataFiles, out.DataBytes = c.Rows, c.DataFiles, c.DataBytes
 	out.MaintainedMs, out.Table = c.MaintainedMs, c.Table
+	out.RejectedRows = c.RejectedRows // of the topic's <topic>_rejected table; 0 when it has none
 	now, err := a.meta.Now(ctx)
 	if err != nil {
 		a.log.Warn("describe topic: iceberg lag unavailable", "topic", d.Topic.Name, "err", err)

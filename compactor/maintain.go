@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
+	"github.com/apache/iceberg-go/table"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/floe-broker/floe/iceberg"
@@ -19,8 +21,11 @@ import (
 // clock): it deletes the days the table's retention
 // (iceberg.retention.ms) expired, rewrites small data files, expires old
 // snapshots and deletes orphan files, renewing the lease between the
-// steps. After each visit it records the table's figures (watermark, last
-// snapshot, rows, data files and bytes, last maintenance) in the cursor,
+// steps, on the topic's table and then, in the same visit, on its
+// rejected table (TABLE_rejected, iceberg/rejected.go) when it has one.
+// After each visit it records the table's figures (watermark, last
+// snapshot, rows, data files and bytes, last maintenance, the rejected
+// table's rows, data files and bytes) in the cursor,
 // which DescribeTopic reads, and exports them, with how far the table
 // trails the log, as metrics. With DropDeletedTopics, tables of deleted
 // topics are dropped (the catalog entry and the files), under the lease
@@ -78,10 +83,12 @@ func (m IcebergMaintainConfig) validate() error {
 //	floe_iceberg_maintenance_rewritten_files_total          small files replaced by a rewrite
 //	floe_iceberg_maintenance_orphan_files_total             orphan files deleted
 //	floe_iceberg_maintenance_expired_files_total            data files deleted by the table's retention
+//	floe_iceberg_rejected_rows                              rows of the topic's rejected table (label table: that table)
 //	floe_iceberg_maintenance_failures_total                 maintenances that failed (retried next pass)
 //	floe_iceberg_tables_dropped_total                       tables of deleted topics dropped
 type icebergMetrics struct {
 	rows, files, bytes, lagRecords, lagBytes, lagSeconds *prometheus.GaugeVec
+	rejectedRows                                         *prometheus.GaugeVec
 	expired, rewritten, orphans, expiredFiles            *prometheus.CounterVec
 	failures, dropped                                    prometheus.Counter
 }
@@ -95,12 +102,14 @@ func newIcebergMetrics(reg prometheus.Registerer) (*icebergMetrics, error) {
 		return prometheus.NewCounterVec(prometheus.CounterOpts{Name: "floe_iceberg_maintenance_" + name, Help: help}, labels)
 	}
 	m := &icebergMetrics{
-		rows:         gauge("rows", "Rows of a topic's Iceberg table at its last snapshot the compactor saw."),
-		files:        gauge("data_files", "Data files of a topic's Iceberg table."),
-		bytes:        gauge("data_bytes", "Bytes of the data files of a topic's Iceberg table."),
-		lagRecords:   gauge("lag_records", "Offsets of the log (from each partition's log start) not in the table yet."),
-		lagBytes:     gauge("lag_bytes", "Bytes of the log's batches not in the table yet (extrapolated past 4 MiB a partition)."),
-		lagSeconds:   gauge("lag_seconds", "Age of the oldest batch not in the table yet, by its append time (0 when caught up)."),
+		rows:       gauge("rows", "Rows of a topic's Iceberg table at its last snapshot the compactor saw."),
+		files:      gauge("data_files", "Data files of a topic's Iceberg table."),
+		bytes:      gauge("data_bytes", "Bytes of the data files of a topic's Iceberg table."),
+		lagRecords: gauge("lag_records", "Offsets of the log (from each partition's log start) not in the table yet."),
+		lagBytes:   gauge("lag_bytes", "Bytes of the log's batches not in the table yet (extrapolated past 4 MiB a partition)."),
+		lagSeconds: gauge("lag_seconds", "Age of the oldest batch not in the table yet, by its append time (0 when caught up)."),
+		rejectedRows: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "floe_iceberg_rejected_rows",
+			Help: "Rows of the rejected table (TABLE_rejected) of a topic: values its value schema could not convert; label table is the rejected table, removed with the topic."}, labels),
 		expired:      counter("expired_snapshots_total", "Snapshots of a table expired by maintenance."),
 		rewritten:    counter("rewritten_files_total", "Small data files replaced by larger ones by maintenance."),
 		orphans:      counter("orphan_files_total", "Orphan files (of failed commits, expired snapshots) deleted by maintenance."),
@@ -113,7 +122,7 @@ func newIcebergMetrics(reg prometheus.Registerer) (*icebergMetrics, error) {
 	if reg == nil {
 		return m, nil
 	}
-	for _, c := range []prometheus.Collector{m.rows, m.files, m.bytes, m.lagRecords, m.lagBytes, m.lagSeconds,
+	for _, c := range []prometheus.Collector{m.rows, m.files, m.bytes, m.lagRecords, m.lagBytes, m.lagSeconds, m.rejectedRows,
 		m.expired, m.rewritten, m.orphans, m.expiredFiles, m.failures, m.dropped} {
 		if err := reg.Register(c); err != nil {
 			return nil, fmt.Errorf("compactor: register iceberg metrics: %w", err)
@@ -145,20 +154,31 @@ func enabledTopics(topics []metadata.Topic) map[string]bool {
 }
 
 // forget removes the series of the tables whose topics are not in live
-// (deleted, or their table turned off).
+// (deleted, or their table turned off): those of the topic's table
+// (tables: topic to namespace.table) and of its rejected table.
 func (m *icebergMetrics) forget(live map[string]bool, tables map[string]string) {
 	for topic, tbl := range tables {
 		if live[topic] {
 			continue
 		}
+		rejected := rejectedLabel(topic, tbl)
 		for _, g := range []*prometheus.GaugeVec{m.rows, m.files, m.bytes, m.lagRecords, m.lagBytes, m.lagSeconds} {
 			g.DeleteLabelValues(topic, tbl)
 		}
+		m.rejectedRows.DeleteLabelValues(topic, rejected)
 		for _, c := range []*prometheus.CounterVec{m.expired, m.rewritten, m.orphans, m.expiredFiles} {
 			c.DeleteLabelValues(topic, tbl)
+			c.DeleteLabelValues(topic, rejected)
 		}
 		delete(tables, topic)
 	}
+}
+
+// rejectedLabel is the table label (namespace.table) of topic's rejected
+// table, whose table's label is tbl.
+func rejectedLabel(topic, tbl string) string {
+	ns, _, _ := strings.Cut(tbl, ".")
+	return ns + "." + iceberg.RejectedTableName(topic)
 }
 
 // recordIceberg ends a visit of t's table whose append left watermark wm
@@ -209,6 +229,13 @@ func (c *Compactor) recordIceberg(ctx context.Context, t metadata.Topic, ic meta
 		if st.SnapshotID != 0 {
 			cur.SnapshotID, cur.SnapshotMs = st.SnapshotID, st.SnapshotTime.UnixMilli()
 		}
+		// The rejected table changes only with an append to the table
+		// (icebergTyped appends to it first) or a maintenance.
+		rj, err := w.DescribeRejected(ctx, t.Name)
+		if err != nil {
+			return fmt.Errorf("describe rejected table: %w", err)
+		}
+		cur.HasRejected, cur.RejectedRows, cur.RejectedDataFiles, cur.RejectedDataBytes = rj.Exists, rj.Rows, rj.DataFiles, rj.Bytes
 	}
 	held, err := c.meta.SetJobCursor(ctx, lease, c.cfg.Owner, cur.String())
 	if err != nil {
@@ -231,6 +258,11 @@ func (c *Compactor) exportTable(ctx context.Context, t metadata.Topic, cur metad
 	c.im.rows.WithLabelValues(t.Name, tbl).Set(float64(cur.Rows))
 	c.im.files.WithLabelValues(t.Name, tbl).Set(float64(cur.DataFiles))
 	c.im.bytes.WithLabelValues(t.Name, tbl).Set(float64(cur.DataBytes))
+	if cur.HasRejected {
+		c.im.rejectedRows.WithLabelValues(t.Name, rejectedLabel(t.Name, tbl)).Set(float64(cur.RejectedRows))
+	} else {
+		c.im.rejectedRows.DeleteLabelValues(t.Name, rejectedLabel(t.Name, tbl)) // none (any more: renamed away)
+	}
 	states, err := c.meta.PartitionStates(ctx, t.ID)
 	if err != nil {
 		return
@@ -251,16 +283,53 @@ func (c *Compactor) exportTable(ctx context.Context, t metadata.Topic, cur metad
 	c.im.lagSeconds.WithLabelValues(t.Name, tbl).Set(float64(ageMs) / 1000)
 }
 
-// maintainTable runs the maintenance steps on t's table, renewing the
-// lease between them.
+// maintainTable runs the maintenance steps on t's table, then on its
+// rejected table (when it has one), renewing the lease between them.
 func (c *Compactor) maintainTable(ctx context.Context, t metadata.Topic, ic metadata.Iceberg, lease string, now time.Time) error {
-	w, mc := c.cfg.Iceberg, c.cfg.IcebergMaintain
+	w := c.cfg.Iceberg
 	name := w.Identifier(t.Name)
-	labels := []string{t.Name, name[0] + "." + name[1]}
+	if err := c.maintainOne(ctx, t, ic, lease, now, tableSteps{name: name, expire: w.ExpireDays,
+		rewrite: w.RewriteSmallFiles, retired: w.RetiredTables, maintain: w.Maintain}); err != nil {
+		return err
+	}
+	if err := c.renew(ctx, lease); err != nil {
+		return err
+	}
+	// The rejected table, when the topic has one: its own location, shared
+	// only with its retired predecessors (iceberg/rejected.go).
+	rejected := w.RejectedIdentifier(t.Name)
+	exists, err := w.Catalog().CheckTableExists(ctx, rejected)
+	if err != nil {
+		return fmt.Errorf("look up the rejected table: %w", err)
+	}
+	if !exists {
+		return nil
+	}
+	if err := c.maintainOne(ctx, t, ic, lease, now, tableSteps{name: rejected, expire: w.ExpireRejectedDays,
+		rewrite: w.RewriteRejectedSmallFiles, retired: w.RetiredRejectedTables, maintain: w.MaintainRejected}); err != nil {
+		return fmt.Errorf("rejected table: %w", err)
+	}
+	return nil
+}
+
+// tableSteps are the maintenance steps of one of a topic's tables (its
+// table or its rejected table).
+type tableSteps struct {
+	name     table.Identifier
+	expire   func(ctx context.Context, topic string, cutoff time.Time) (int, int64, error)
+	rewrite  func(ctx context.Context, topic string, opts iceberg.RewriteOptions) (iceberg.RewriteResult, error)
+	retired  func(ctx context.Context, topic string) ([]table.Identifier, error)
+	maintain func(ctx context.Context, topic string, opts iceberg.MaintainOptions) (iceberg.MaintainResult, error)
+}
+
+// maintainOne runs the maintenance steps of one of t's tables.
+func (c *Compactor) maintainOne(ctx context.Context, t metadata.Topic, ic metadata.Iceberg, lease string, now time.Time, s tableSteps) error {
+	mc := c.cfg.IcebergMaintain
+	labels := []string{t.Name, s.name[0] + "." + s.name[1]}
 	started := time.Now()
 	var res iceberg.MaintainResult
 	if cutoff := expireBefore(ic.Retention, now); !cutoff.IsZero() {
-		n, rows, err := w.ExpireDays(ctx, t.Name, cutoff)
+		n, rows, err := s.expire(ctx, t.Name, cutoff)
 		if err != nil {
 			return fmt.Errorf("table retention: %w", err)
 		}
@@ -271,7 +340,7 @@ func (c *Compactor) maintainTable(ctx context.Context, t metadata.Topic, ic meta
 		}
 	}
 	if mc.RewriteMinFiles > 0 {
-		rw, err := w.RewriteSmallFiles(ctx, t.Name, iceberg.RewriteOptions{MinFiles: mc.RewriteMinFiles, MaxBytes: mc.RewriteMaxBytes})
+		rw, err := s.rewrite(ctx, t.Name, iceberg.RewriteOptions{MinFiles: mc.RewriteMinFiles, MaxBytes: mc.RewriteMaxBytes})
 		if err != nil {
 			return fmt.Errorf("rewrite small files: %w", err)
 		}
@@ -286,23 +355,24 @@ func (c *Compactor) maintainTable(ctx context.Context, t metadata.Topic, ic meta
 		// A deleted topic's table renamed out of this one's way shares its
 		// location: its files would look orphaned. Orphans wait until it
 		// is dropped (DropDeletedTopics, or by hand).
-		retired, err := w.RetiredTables(ctx, t.Name)
+		retired, err := s.retired(ctx, t.Name)
 		if err != nil {
 			return err
 		}
 		if len(retired) > 0 {
 			orphanAge = 0
-			c.log.Info("iceberg: orphan files not deleted: a deleted topic's table shares the location", "topic", t.Name, "tables", retired)
+			c.log.Info("iceberg: orphan files not deleted: a deleted topic's table shares the location", "topic", t.Name,
+				"table", labels[1], "tables", retired)
 		}
 	}
-	m, err := w.Maintain(ctx, t.Name, iceberg.MaintainOptions{KeepSnapshots: mc.KeepSnapshots,
+	m, err := s.maintain(ctx, t.Name, iceberg.MaintainOptions{KeepSnapshots: mc.KeepSnapshots,
 		MaxSnapshotAge: mc.SnapshotAge, OrphanAge: orphanAge})
 	c.im.expired.WithLabelValues(labels...).Add(float64(m.ExpiredSnapshots))
 	c.im.orphans.WithLabelValues(labels...).Add(float64(m.OrphanFiles))
 	if err != nil {
 		return err
 	}
-	c.log.Info("table maintained", "topic", t.Name, "expired_days_files", res.ExpiredFiles, "expired_rows", res.ExpiredRows,
+	c.log.Info("table maintained", "topic", t.Name, "table", labels[1], "expired_days_files", res.ExpiredFiles, "expired_rows", res.ExpiredRows,
 		"rewritten_files", res.Rewrite.FilesRemoved, "into", res.Rewrite.FilesAdded, "expired_snapshots", m.ExpiredSnapshots,
 		"orphan_files", m.OrphanFiles, "took", time.Since(started))
 	return nil

@@ -353,11 +353,14 @@ func TestIcebergDropDeletedTopics(t *testing.T) {
 		rnd := mrand.New(mrand.NewPCG(19, 20))
 		gone := createTopic(t, e.env, "gone", 1, map[string]string{"iceberg.lag": "0"})
 		stay := createTopic(t, e.env, "stay", 1, map[string]string{"iceberg.lag": "0"})
-		again := createTopic(t, e.env, "again", 1, map[string]string{"iceberg.lag": "0"})
+		// With a value schema: its non-conforming values go to its rejected
+		// table, renamed with its table when the topic is re-created.
+		schema := map[string]string{"iceberg.lag": "0", metadata.ConfigValueSchema: `{"type":"object"}`}
+		again := createTopic(t, e.env, "again", 1, schema)
 		want, againWant := produced{}, produced{}
 		produce(t, e.env, gone.ID, []int32{0}, 5, produced{}, rnd)
 		produce(t, e.env, stay.ID, []int32{0}, 5, want, rnd)
-		produce(t, e.env, again.ID, []int32{0}, 5, produced{}, rnd)
+		produceValues(t, e.env, again.ID, 0, []string{`{"a":1}`, "not json", `{}`, "nor this", `{"b":2}`}, produced{})
 		w, _ := e.writer(t)
 		runOnce(t, iceCompactor(t, e, "a", w, nil))
 		for _, name := range []string{gone.Name, again.Name} {
@@ -365,9 +368,11 @@ func TestIcebergDropDeletedTopics(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		again2 := createTopic(t, e.env, "again", 1, map[string]string{"iceberg.lag": "0"})
+		again2 := createTopic(t, e.env, "again", 1, schema)
 		produce(t, e.env, again2.ID, []int32{0}, 3, againWant, rnd)
+		produceValues(t, e.env, again2.ID, 0, []string{"not json either"}, againWant)
 		retired := table.Identifier{iceberg.DefaultNamespace, fmt.Sprintf("again_x%d", again.ID)}
+		retiredRejected := table.Identifier{iceberg.DefaultNamespace, fmt.Sprintf("again_rejected_x%d", again.ID)}
 		// The default keeps them. The old table shares the new one's
 		// location: the new one's orphan deletion must leave its files.
 		keep := func(c *compactor.Config) {
@@ -386,13 +391,40 @@ func TestIcebergDropDeletedTopics(t *testing.T) {
 		if rows, err := iceberg.ScanTable(ctx, old, 0); err != nil || len(rows) != 5 {
 			t.Fatalf("the re-created topic's old table: %d rows, %v; want its 5", len(rows), err)
 		}
+		// Its old rejected table shares the new rejected table's location:
+		// the new one's orphan deletion leaves its files.
+		oldRejected, err := w.Catalog().LoadTable(ctx, retiredRejected)
+		if err != nil {
+			t.Fatalf("the re-created topic's old rejected table %v: %v; want it kept", retiredRejected, err)
+		}
+		if offs := scanOffsets(t, oldRejected); len(offs) != 2 {
+			t.Fatalf("the re-created topic's old rejected table: offsets %v; want its 2", offs)
+		}
+		checkRejected := func(what string) {
+			t.Helper()
+			st, err := w.DescribeRejected(ctx, again2.Name)
+			if err != nil || st.Rows < 1 {
+				t.Fatalf("%s: the re-created topic's rejected table %+v, %v; want a row at least", what, st, err)
+			}
+			rtbl, err := w.Catalog().LoadTable(ctx, w.RejectedIdentifier(again2.Name))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if offs := scanOffsets(t, rtbl); int64(len(offs)) != st.Rows {
+				t.Fatalf("%s: the re-created topic's rejected table reads %d rows, its summary says %d", what, len(offs), st.Rows)
+			}
+		}
+		checkRejected("kept")
 		runOnce(t, iceCompactor(t, e, "drop", w, func(c *compactor.Config) { c.IcebergMaintain.DropDeletedTopics = true }))
 		if _, err := w.Load(ctx, gone.Name); err == nil {
 			t.Error("the deleted topic's table was not dropped")
 		}
-		if ok, err := w.Catalog().CheckTableExists(ctx, retired); err != nil || ok {
-			t.Errorf("the re-created topic's old table %v: %v, %v; want it dropped", retired, ok, err)
+		for _, ident := range []table.Identifier{retired, retiredRejected} {
+			if ok, err := w.Catalog().CheckTableExists(ctx, ident); err != nil || ok {
+				t.Errorf("the re-created topic's old table %v: %v, %v; want it dropped", ident, ok, err)
+			}
 		}
+		checkRejected("after the drop")
 		checkTable(t, w, stay.Name, want)
 		checkTable(t, w, again2.Name, againWant)
 	})

@@ -61,6 +61,9 @@ type IcebergTable struct {
 	// MaintainedTime: when the compactor last maintained the table (zero:
 	// never).
 	MaintainedTime time.Time `json:"maintainedTime"`
+	// RejectedRows: rows of the topic's <topic>_rejected table (values
+	// its value schema could not convert); 0 when it has none.
+	RejectedRows int64 `json:"rejectedRows"`
 }
 
 // IcebergSource lists the Iceberg tables the compactor writes. It is

@@ -15,7 +15,7 @@ import (
 // descriptions: every topic with Iceberg output on, its table name (by
 // tableName, the compactor's naming), and how many offsets the table
 // trails the log (records, bytes, age of the oldest), and the table's last
-// snapshot, size and last maintenance, from what the compactor records in
+// snapshot, size, last maintenance and rejected rows, from what the compactor records in
 // the metadata store (an agent does not open the Iceberg catalog).
 func TopicTables(src func() Source, namespace string, tableName func(topic string) string, maxTopics int) IcebergSource {
 	return &topicTables{src: src, namespace: namespace, tableName: tableName, max: maxTopics}
@@ -61,7 +61,8 @@ func (t *topicTables) IcebergTables(ctx context.Context) ([]IcebergTable, error)
 		}
 		tb := IcebergTable{Topic: tp.GetName(), Namespace: t.namespace, Table: t.tableName(tp.GetName()),
 			CompactionLagRecords: lag, SnapshotID: ice.GetSnapshotId(), CompactionLagMs: ice.GetTrailingMs(),
-			CompactionLagBytes: ice.GetTrailingBytes(), Rows: ice.GetRows(), DataFiles: ice.GetDataFiles(), DataBytes: ice.GetDataBytes()}
+			CompactionLagBytes: ice.GetTrailingBytes(), Rows: ice.GetRows(), DataFiles: ice.GetDataFiles(), DataBytes: ice.GetDataBytes(),
+			RejectedRows: ice.GetRejectedRows()}
 		if ns, name, ok := strings.Cut(ice.GetTable(), "."); ok { // the compactor's own record of it
 			tb.Namespace, tb.Table = ns, name
 		}

@@ -79,7 +79,7 @@ func TestTopicTablesErrors(t *testing.T) {
 }
 
 // The figures the compactor recorded for a table (its identifier, size,
-// last maintenance) and its lag in bytes and time reach the console.
+// last maintenance, rows of its rejected table) and its lag in bytes and time reach the console.
 func TestTopicTablesFigures(t *testing.T) {
 	f := newFixture(t, console.Options{})
 	ctx := context.Background()
@@ -93,7 +93,8 @@ func TestTopicTablesFigures(t *testing.T) {
 		t.Fatal(ok, err)
 	}
 	cur := metadata.IcebergCursor{TopicID: tp.ID, Watermark: map[int32]int64{0: 2}, HasTotals: true, Rows: 2, DataFiles: 1,
-		DataBytes: 900, MaintainedMs: 1700000100000, Table: "ns.figures_t", SnapshotID: 5, SnapshotMs: 1700000000000}
+		DataBytes: 900, MaintainedMs: 1700000100000, Table: "ns.figures_t", SnapshotID: 5, SnapshotMs: 1700000000000,
+		HasRejected: true, RejectedRows: 3, RejectedDataFiles: 1, RejectedDataBytes: 700}
 	if _, err := f.meta.SetJobCursor(ctx, lease, "c", cur.String()); err != nil {
 		t.Fatal(err)
 	}
@@ -103,7 +104,8 @@ func TestTopicTablesFigures(t *testing.T) {
 	}
 	tb := tables[0]
 	if tb.Namespace != "ns" || tb.Table != "figures_t" || tb.Rows != 2 || tb.DataFiles != 1 || tb.DataBytes != 900 ||
-		!tb.MaintainedTime.Equal(time.UnixMilli(1700000100000)) || tb.CompactionLagRecords != 3 || tb.CompactionLagBytes <= 0 {
+		!tb.MaintainedTime.Equal(time.UnixMilli(1700000100000)) || tb.CompactionLagRecords != 3 || tb.CompactionLagBytes <= 0 ||
+		tb.RejectedRows != 3 {
 		t.Errorf("table %+v", tb)
 	}
 }

@@ -26,7 +26,12 @@ type TableState struct {
 
 // Describe returns the state of topic's table.
 func (w *Writer) Describe(ctx context.Context, topic string) (TableState, error) {
-	tbl, err := w.Load(ctx, topic)
+	return w.describe(ctx, topic, mainTable)
+}
+
+// describe is Describe of topic's table of kind k.
+func (w *Writer) describe(ctx context.Context, topic string, k tableKind) (TableState, error) {
+	tbl, err := w.load(ctx, topic, k)
 	if missing(err) {
 		return TableState{Watermark: Watermark{}}, nil
 	}
@@ -37,7 +42,7 @@ func (w *Writer) Describe(ctx context.Context, topic string) (TableState, error)
 	if err != nil {
 		return TableState{}, err
 	}
-	st := TableState{Exists: true, Name: w.opts.Namespace + "." + TableName(topic),
+	st := TableState{Exists: true, Name: w.opts.Namespace + "." + w.identifier(topic, k)[1],
 		Location: tbl.Location(), Watermark: wm}
 	if snap := tbl.CurrentSnapshot(); snap != nil {
 		st.SnapshotID = snap.SnapshotID

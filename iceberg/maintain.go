@@ -61,26 +61,31 @@ type MaintainResult struct {
 // (the next Maintain starts again), and the result tells what the
 // earlier steps did.
 func (w *Writer) Maintain(ctx context.Context, topic string, opts MaintainOptions) (MaintainResult, error) {
+	return w.maintain(ctx, topic, mainTable, opts)
+}
+
+// maintain is Maintain on topic's table of kind k.
+func (w *Writer) maintain(ctx context.Context, topic string, k tableKind, opts MaintainOptions) (MaintainResult, error) {
 	var res MaintainResult
 	if opts.KeepSnapshots < 1 || opts.MaxSnapshotAge < 0 || opts.OrphanAge < 0 {
 		return res, fmt.Errorf("%w: maintain options %+v", ErrInvalidConfig, opts)
 	}
 	if !opts.ExpireBefore.IsZero() {
-		n, rows, err := w.ExpireDays(ctx, topic, opts.ExpireBefore)
+		n, rows, err := w.expireDays(ctx, topic, k, opts.ExpireBefore)
 		if err != nil {
 			return res, err
 		}
 		res.ExpiredFiles, res.ExpiredRows = n, rows
 	}
 	if opts.Rewrite != nil {
-		rw, err := w.RewriteSmallFiles(ctx, topic, *opts.Rewrite)
+		rw, err := w.rewriteSmallFiles(ctx, topic, k, *opts.Rewrite)
 		res.Rewrite = rw
 		if err != nil {
 			res.Rewrite = RewriteResult{}
 			return res, err
 		}
 	}
-	tbl, err := w.Load(ctx, topic)
+	tbl, err := w.load(ctx, topic, k)
 	if missing(err) {
 		return res, nil
 	}
@@ -106,7 +111,7 @@ func (w *Writer) Maintain(ctx context.Context, topic string, opts MaintainOption
 		res.OrphanFiles, res.OrphanBytes = len(orphans.DeletedFiles), orphans.TotalSizeBytes
 	}
 	if res.ExpiredSnapshots > 0 || res.OrphanFiles > 0 {
-		w.log.Info("iceberg: maintained table", "topic", topic, "expired_snapshots", res.ExpiredSnapshots,
+		w.log.Info("iceberg: maintained table", "topic", topic, "table", tbl.Identifier(), "expired_snapshots", res.ExpiredSnapshots,
 			"orphan_files", res.OrphanFiles, "orphan_bytes", res.OrphanBytes)
 	}
 	return res, nil
@@ -230,7 +235,13 @@ func referencedFiles(ctx context.Context, tbl *table.Table) ([]string, error) {
 // the way of a re-created topic (TABLE_xID): they share its location, so
 // that its orphan files cannot be told from theirs.
 func (w *Writer) RetiredTables(ctx context.Context, topic string) ([]table.Identifier, error) {
-	prefix := TableName(topic) + "_x"
+	return w.retiredTables(ctx, topic, mainTable)
+}
+
+// retiredTables is RetiredTables of topic's table of kind k: for the
+// rejected table, TABLE_rejected_xID.
+func (w *Writer) retiredTables(ctx context.Context, topic string, k tableKind) ([]table.Identifier, error) {
+	prefix := w.identifier(topic, k)[1] + "_x"
 	var out []table.Identifier
 	for ident, err := range w.cat.ListTables(ctx, []string{w.opts.Namespace}) {
 		if missing(err) {

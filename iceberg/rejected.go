@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"time"
 
 	icego "github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
@@ -91,4 +92,41 @@ func (w *Writer) RejectedWatermark(ctx context.Context, topic string) (Watermark
 		return nil, err
 	}
 	return tableWatermark(tbl)
+}
+
+// The rejected table is maintained like the topic's table, by the same
+// steps (Maintain and its parts), under the topic table's lease: its
+// location (WAREHOUSE/NAMESPACE.db/TABLE_rejected) is its own, beside the
+// topic table's (…/TABLE, a sibling, not a parent: listing a table's
+// location lists "TABLE/", so neither table's orphan deletion sees the
+// other's files), and shared only with its own retired predecessors
+// (TABLE_rejected_xID, RetiredRejectedTables).
+
+// DescribeRejected returns the state of topic's rejected table (Exists
+// false when it has none).
+func (w *Writer) DescribeRejected(ctx context.Context, topic string) (TableState, error) {
+	return w.describe(ctx, topic, rejectedTable)
+}
+
+// MaintainRejected is Maintain on topic's rejected table.
+func (w *Writer) MaintainRejected(ctx context.Context, topic string, opts MaintainOptions) (MaintainResult, error) {
+	return w.maintain(ctx, topic, rejectedTable, opts)
+}
+
+// RewriteRejectedSmallFiles is RewriteSmallFiles on topic's rejected
+// table.
+func (w *Writer) RewriteRejectedSmallFiles(ctx context.Context, topic string, opts RewriteOptions) (RewriteResult, error) {
+	return w.rewriteSmallFiles(ctx, topic, rejectedTable, opts)
+}
+
+// ExpireRejectedDays is ExpireDays on topic's rejected table.
+func (w *Writer) ExpireRejectedDays(ctx context.Context, topic string, cutoff time.Time) (files int, rows int64, err error) {
+	return w.expireDays(ctx, topic, rejectedTable, cutoff)
+}
+
+// RetiredRejectedTables lists the rejected tables of deleted topics of
+// topic's name renamed out of the way (TABLE_rejected_xID): they share
+// the location of topic's rejected table.
+func (w *Writer) RetiredRejectedTables(ctx context.Context, topic string) ([]table.Identifier, error) {
+	return w.retiredTables(ctx, topic, rejectedTable)
 }

@@ -151,6 +151,11 @@ func dataFiles(ctx context.Context, tbl *table.Table) (*table.Scan, []rewriteFil
 // RewriteOptions) into files of the target size, in one snapshot. A
 // table that does not exist, or has nothing due, is left alone.
 func (w *Writer) RewriteSmallFiles(ctx context.Context, topic string, opts RewriteOptions) (RewriteResult, error) {
+	return w.rewriteSmallFiles(ctx, topic, mainTable, opts)
+}
+
+// rewriteSmallFiles is RewriteSmallFiles on topic's table of kind k.
+func (w *Writer) rewriteSmallFiles(ctx context.Context, topic string, k tableKind, opts RewriteOptions) (RewriteResult, error) {
 	var res RewriteResult
 	if opts.MinFiles < 1 || opts.SmallFileBytes < 0 || opts.MaxBytes < 0 {
 		return res, fmt.Errorf("%w: rewrite options %+v", ErrInvalidConfig, opts)
@@ -161,7 +166,7 @@ func (w *Writer) RewriteSmallFiles(ctx context.Context, topic string, opts Rewri
 	if opts.MaxBytes == 0 {
 		opts.MaxBytes = 2 * w.opts.TargetFileSize
 	}
-	tbl, err := w.Load(ctx, topic)
+	tbl, err := w.load(ctx, topic, k)
 	if missing(err) {
 		return res, nil
 	}
@@ -221,7 +226,7 @@ func (w *Writer) RewriteSmallFiles(ctx context.Context, topic string, opts Rewri
 	if snap := committed.CurrentSnapshot(); snap != nil {
 		res.SnapshotID = snap.SnapshotID
 	}
-	w.log.Info("iceberg: rewrote small files", "topic", topic, "days", res.Days, "files_removed", res.FilesRemoved,
+	w.log.Info("iceberg: rewrote small files", "topic", topic, "table", tbl.Identifier(), "days", res.Days, "files_removed", res.FilesRemoved,
 		"files_added", res.FilesAdded, "bytes_removed", res.BytesRemoved, "bytes_added", res.BytesAdded)
 	return res, nil
 }
@@ -325,7 +330,12 @@ func column(rec arrow.RecordBatch, name string) arrow.Array {
 // from. The watermark does not move: the table no longer holds those
 // rows, and never will again. It returns the files and rows deleted.
 func (w *Writer) ExpireDays(ctx context.Context, topic string, cutoff time.Time) (files int, rows int64, err error) {
-	tbl, err := w.Load(ctx, topic)
+	return w.expireDays(ctx, topic, mainTable, cutoff)
+}
+
+// expireDays is ExpireDays on topic's table of kind k.
+func (w *Writer) expireDays(ctx context.Context, topic string, k tableKind, cutoff time.Time) (files int, rows int64, err error) {
+	tbl, err := w.load(ctx, topic, k)
 	if missing(err) {
 		return 0, 0, nil
 	}
@@ -362,7 +372,7 @@ func (w *Writer) ExpireDays(ctx context.Context, topic string, cutoff time.Time)
 	if _, err := tx.Commit(ctx); err != nil {
 		return 0, 0, fmt.Errorf("iceberg: commit expiry of %v: %w", tbl.Identifier(), err)
 	}
-	w.log.Info("iceberg: deleted expired days", "topic", topic, "files", len(gone), "rows", rows, "before", cutoff)
+	w.log.Info("iceberg: deleted expired days", "topic", topic, "table", tbl.Identifier(), "files", len(gone), "rows", rows, "before", cutoff)
 	return len(gone), rows, nil
 }
 

@@ -178,9 +178,11 @@ func IcebergCursorTopic(s string) (int64, bool) {
 // table (its last snapshot, its size, its last maintenance). The text
 // form, fields separated by single spaces:
 //
-//	TOPIC_ID WATERMARK [t=ROWS/DATA_FILES/DATA_BYTES] [m=MAINTAINED_MS] [n=NAMESPACE.TABLE] [s=SNAPSHOT_ID@SNAPSHOT_MS]
-//	42 0:1200,1:998 t=2198/3/81920 m=1700000100000 n=floe.orders s=4242@1700000000123
+//	TOPIC_ID WATERMARK [t=ROWS/DATA_FILES/DATA_BYTES] [m=MAINTAINED_MS] [n=NAMESPACE.TABLE] [r=ROWS/DATA_FILES/DATA_BYTES] [s=SNAPSHOT_ID@SNAPSHOT_MS]
+//	42 0:1200,1:998 t=2198/3/81920 m=1700000100000 n=floe.orders r=2/1/1500 s=4242@1700000000123
 //
+// r= is the topic's rejected table (TABLE_rejected: the values its value
+// schema could not convert), present once the compactor saw that table.
 // WATERMARK is "p:o" pairs in partition order (empty when the table holds
 // nothing, so that the line then has two spaces in a row). Each optional
 // field appears once, in that order; s= stays last, where readers of the
@@ -202,18 +204,45 @@ type IcebergCursor struct {
 	Table string
 	// SnapshotID and SnapshotMs are the table's last snapshot; 0: none.
 	SnapshotID, SnapshotMs int64
+	// The rejected table's rows, data files and data bytes at the last
+	// snapshot the compactor saw (HasRejected false: it saw none).
+	HasRejected                                        bool
+	RejectedRows, RejectedDataFiles, RejectedDataBytes int64
+}
+
+// appendTotals appends " KEY=ROWS/FILES/BYTES" to b.
+func appendTotals(b []byte, key string, rows, files, bytes int64) []byte {
+	b = append(b, ' ')
+	b = append(b, key...)
+	b = append(b, '=')
+	b = strconv.AppendInt(b, rows, 10)
+	b = append(b, '/')
+	b = strconv.AppendInt(b, files, 10)
+	b = append(b, '/')
+	return strconv.AppendInt(b, bytes, 10)
+}
+
+// parseTotals reads "ROWS/FILES/BYTES", each >= 0.
+func parseTotals(v string) (n [3]int64, ok bool) {
+	parts := strings.Split(v, "/")
+	if len(parts) != 3 {
+		return n, false
+	}
+	for i, p := range parts {
+		x, err := strconv.ParseInt(p, 10, 64)
+		if err != nil || x < 0 {
+			return n, false
+		}
+		n[i] = x
+	}
+	return n, true
 }
 
 // String formats c (see IcebergCursor).
 func (c IcebergCursor) String() string {
 	b := []byte(FormatIcebergCursor(c.TopicID, c.Watermark))
 	if c.HasTotals {
-		b = append(b, " t="...)
-		b = strconv.AppendInt(b, c.Rows, 10)
-		b = append(b, '/')
-		b = strconv.AppendInt(b, c.DataFiles, 10)
-		b = append(b, '/')
-		b = strconv.AppendInt(b, c.DataBytes, 10)
+		b = appendTotals(b, "t", c.Rows, c.DataFiles, c.DataBytes)
 	}
 	if c.MaintainedMs != 0 {
 		b = append(b, " m="...)
@@ -222,6 +251,9 @@ func (c IcebergCursor) String() string {
 	if c.Table != "" && !strings.ContainsAny(c.Table, " =") {
 		b = append(b, " n="...)
 		b = append(b, c.Table...)
+	}
+	if c.HasRejected {
+		b = appendTotals(b, "r", c.RejectedRows, c.RejectedDataFiles, c.RejectedDataBytes)
 	}
 	s := string(b)
 	if c.SnapshotID != 0 {
@@ -252,19 +284,12 @@ func ReadIcebergCursor(s string) (c IcebergCursor, ok bool) {
 		k, v, _ := strings.Cut(f, "=")
 		switch k {
 		case "t":
-			parts := strings.Split(v, "/")
-			if len(parts) != 3 {
-				continue
-			}
-			var n [3]int64
-			good := true
-			for i, p := range parts {
-				x, err := strconv.ParseInt(p, 10, 64)
-				good = good && err == nil && x >= 0
-				n[i] = x
-			}
-			if good {
+			if n, good := parseTotals(v); good {
 				c.HasTotals, c.Rows, c.DataFiles, c.DataBytes = true, n[0], n[1], n[2]
+			}
+		case "r":
+			if n, good := parseTotals(v); good {
+				c.HasRejected, c.RejectedRows, c.RejectedDataFiles, c.RejectedDataBytes = true, n[0], n[1], n[2]
 			}
 		case "n":
 			if !strings.Contains(v, "=") {

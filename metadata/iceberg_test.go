@@ -145,6 +145,9 @@ func TestIcebergCursorFormat(t *testing.T) {
 		{"42 0:1200,1:998 t=2198/3/81920 m=1700000100000 n=floe.orders s=4242@1700000000123", full},
 		{"42  t=0/0/0", IcebergCursor{TopicID: 42, Watermark: map[int32]int64{}, HasTotals: true}},
 		{"42 3:1 m=5", IcebergCursor{TopicID: 42, Watermark: map[int32]int64{3: 1}, MaintainedMs: 5}},
+		// The rejected table's figures, after n= and before s=.
+		{"42 0:1200,1:998 t=2198/3/81920 m=1700000100000 n=floe.orders r=2/1/1500 s=4242@1700000000123", withRejected(full, 2, 1, 1500)},
+		{"42 0:7 r=0/0/0", IcebergCursor{TopicID: 42, Watermark: map[int32]int64{0: 7}, HasRejected: true}},
 	} {
 		got, ok := ReadIcebergCursor(tc.text)
 		if !ok || !sameCursor(got, tc.c) {
@@ -162,8 +165,8 @@ func TestIcebergCursorFormat(t *testing.T) {
 		}
 	}
 	// Unknown and malformed optional fields are skipped; a bad head is not.
-	got, ok := ReadIcebergCursor("42 0:1 x=9 t=1/2 m=z s=3@4")
-	if !ok || got.HasTotals || got.MaintainedMs != 0 || got.SnapshotID != 3 {
+	got, ok := ReadIcebergCursor("42 0:1 x=9 t=1/2 m=z r=1/-2/3 s=3@4")
+	if !ok || got.HasTotals || got.HasRejected || got.MaintainedMs != 0 || got.SnapshotID != 3 {
 		t.Errorf("lenient read: %+v, %v", got, ok)
 	}
 	for _, bad := range []string{"", "x 0:1", "42", "42 0:-1 t=1/2/3"} {
@@ -171,6 +174,12 @@ func TestIcebergCursorFormat(t *testing.T) {
 			t.Errorf("ReadIcebergCursor(%q) accepted", bad)
 		}
 	}
+}
+
+// withRejected returns c with the rejected table's figures.
+func withRejected(c IcebergCursor, rows, files, bytes int64) IcebergCursor {
+	c.HasRejected, c.RejectedRows, c.RejectedDataFiles, c.RejectedDataBytes = true, rows, files, bytes
+	return c
 }
 
 func sameCursor(a, b IcebergCursor) bool {
@@ -183,7 +192,9 @@ func sameCursor(a, b IcebergCursor) bool {
 		}
 	}
 	return a.TopicID == b.TopicID && a.HasTotals == b.HasTotals && a.Rows == b.Rows && a.DataFiles == b.DataFiles &&
-		a.DataBytes == b.DataBytes && a.Table == b.Table && a.MaintainedMs == b.MaintainedMs && a.SnapshotID == b.SnapshotID && a.SnapshotMs == b.SnapshotMs
+		a.DataBytes == b.DataBytes && a.Table == b.Table && a.MaintainedMs == b.MaintainedMs && a.SnapshotID == b.SnapshotID && a.SnapshotMs == b.SnapshotMs &&
+		a.HasRejected == b.HasRejected && a.RejectedRows == b.RejectedRows && a.RejectedDataFiles == b.RejectedDataFiles &&
+		a.RejectedDataBytes == b.RejectedDataBytes
 }
 
 func TestIcebergLag(t *testing.T) {
@@ -216,7 +227,8 @@ func TestIcebergLag(t *testing.T) {
 func FuzzReadIcebergCursor(f *testing.F) {
 	for _, s := range []string{"", "42 ", "42 0:1200,1:998", "42 0:5 s=7@1700000000000",
 		"42 0:1200,1:998 t=2198/3/81920 m=1700000100000 n=floe.orders s=4242@1700000000123",
-		"42  t=0/0/0", "42 0:1 x=9 t=1/2 m=z s=3@4", "x 0:1", "1 0:3:4", "1 0:1 n= s=", "-1 0:1 t=-1/-2/-3 m=-4"} {
+		"42  t=0/0/0", "42 0:1 x=9 t=1/2 m=z s=3@4", "x 0:1", "1 0:3:4", "1 0:1 n= s=", "-1 0:1 t=-1/-2/-3 m=-4",
+		"42 0:1200,1:998 t=2198/3/81920 m=1700000100000 n=floe.orders r=2/1/1500 s=4242@1700000000123", "42 0:1 r=1/2", "42 0:1 r=x/y/z r=1/1/1"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {

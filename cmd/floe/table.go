@@ -26,7 +26,8 @@ catalog floe compactor writes (the same settings and flags: -postgres-url,
 -s3-*, -iceberg-*), or floe dev's with -data DIR.
 
   describe TOPIC          the table's identifier, location, snapshots, rows,
-                          data files, bytes and watermark per partition
+                          data files, bytes and watermark per partition, and
+                          its rejected table's identifier, rows and files
   scan TOPIC [-limit N]   the table's first rows
 
 Run 'floe table describe -h' for the flags.
@@ -44,7 +45,7 @@ func runTable(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		fmt.Fprint(stdout, tableUsage)
 		return nil
 	case "describe":
-		about = "Print the topic's Iceberg table: identifier, location, snapshots, rows, data files, bytes, watermark per partition."
+		about = "Print the topic's Iceberg table: identifier, location, snapshots, rows, data files, bytes, watermark per partition, and its rejected table's identifier, rows and files."
 	case "scan":
 		about = "Print the first rows of the topic's Iceberg table (key, value and header values quoted when UTF-8, else hex)."
 	default:
@@ -134,6 +135,24 @@ func describeTable(ctx context.Context, w *iceberg.Writer, topic string, out io.
 	fmt.Fprintf(tw, "rows\t%d\n", st.Rows)
 	fmt.Fprintf(tw, "data files\t%d\n", st.DataFiles)
 	fmt.Fprintf(tw, "data bytes\t%d (%s)\n", st.Bytes, humanBytes(st.Bytes))
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	// The rejected table (values the value schema could not convert),
+	// in a block of its own.
+	rj, err := w.DescribeRejected(ctx, topic)
+	if err != nil {
+		return fmt.Errorf("table describe: %w", err)
+	}
+	fmt.Fprintln(out)
+	tw = tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	if rj.Exists {
+		fmt.Fprintf(tw, "rejected table\t%s\n", rj.Name)
+		fmt.Fprintf(tw, "rejected rows\t%d\n", rj.Rows)
+		fmt.Fprintf(tw, "rejected files\t%d, %d bytes (%s)\n", rj.DataFiles, rj.Bytes, humanBytes(rj.Bytes))
+	} else {
+		fmt.Fprintf(tw, "rejected rows\t0 (no rejected table)\n")
+	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}

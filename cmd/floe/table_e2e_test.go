@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	floev1 "github.com/floe-broker/floe/api/floe/v1"
 	"github.com/floe-broker/floe/client"
 	"github.com/floe-broker/floe/internal/testenv"
 )
@@ -89,7 +90,9 @@ func TestTableCommandsPostgresS3(t *testing.T) {
 }
 
 // floe dev writes tables too: `floe table describe|scan -data DIR` reads
-// them.
+// them. A value produced before the topic had a value schema lands in
+// the rejected table: DescribeTopic (rejected_rows), `floe topic
+// describe` and `floe table describe` count it.
 func TestTableCommandsDev(t *testing.T) {
 	data := t.TempDir()
 	dev := startFloe(t, "dev", "-data", data, "-interval", "100ms")
@@ -101,8 +104,23 @@ func TestTableCommandsDev(t *testing.T) {
 	if _, err := c.Produce(ctx, "events", 0, client.Value([]byte("k"), []byte{0xff, 0x00}), client.Value(nil, nil)); err != nil {
 		t.Fatal(err)
 	}
-	out := waitCLI(t, []string{"table          floe.events", "rows           2"}, "table", "describe", "events", "-data", data)
+	if _, err := c.Topics.AlterTopicConfig(ctx, &floev1.AlterTopicConfigRequest{Name: "events",
+		Set: map[string]string{"value.schema": `{"type":"object","properties":{"id":{"type":"integer"}}}`}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Produce(ctx, "events", 0, client.Value(nil, []byte(`{"id":3}`))); err != nil {
+		t.Fatal(err)
+	}
+	// Neither value written before the schema (0xff00, null) is an object.
+	out := waitCLI(t, []string{"table          floe.events", "rows           3", "rejected table  floe.events_rejected",
+		"rejected rows   2", "rejected files  1, "}, "table", "describe", "events", "-data", data)
 	t.Logf("%s", out)
-	scan := waitCLI(t, []string{`"k"`, "0xff00", "null", "(2 rows)"}, "table", "scan", "events", "-data", data)
+	desc := waitCLI(t, []string{"iceberg: 2 rejected rows"}, "topic", "describe", "events", "-addr", dev.addr)
+	t.Logf("%s", desc)
+	d, err := c.Topics.DescribeTopic(ctx, &floev1.DescribeTopicRequest{Name: "events"})
+	if err != nil || d.GetIceberg().GetRejectedRows() != 2 || d.GetIceberg().GetRows() != 3 {
+		t.Errorf("DescribeTopic: %v, iceberg %v; want 2 rejected rows of 3", err, d.GetIceberg())
+	}
+	scan := waitCLI(t, []string{`"k"`, "0xff00", "null", "(3 rows)"}, "table", "scan", "events", "-data", data)
 	t.Logf("%s", scan)
 }

@@ -34,6 +34,9 @@ func printIceberg(w io.Writer, resp *floev1.DescribeTopicResponse) {
 	if name := ic.GetTable(); name != "" {
 		fmt.Fprintf(w, "iceberg: table %s: %d rows in %d data files, %s\n", name, ic.GetRows(), ic.GetDataFiles(), humanBytes(ic.GetDataBytes()))
 	}
+	if n := ic.GetRejectedRows(); n > 0 {
+		fmt.Fprintf(w, "iceberg: %d rejected rows (values the value schema could not convert; see floe table describe)\n", n)
+	}
 	if id := ic.GetSnapshotId(); id != 0 {
 		fmt.Fprintf(w, "iceberg: last snapshot %d at %s\n", id, time.UnixMilli(ic.GetSnapshotTimeMs()).UTC().Format(time.RFC3339))
 	}

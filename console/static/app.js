@@ -177,7 +177,7 @@
     }
     const maintained = t => t.maintainedTime && new Date(t.maintainedTime).getFullYear() > 1 ? new Date(t.maintainedTime).toLocaleString("en-GB") : "never";
     root.replaceChildren(table([{ label: "Topic", text: true }, { label: "Table", text: true }, { label: "Last snapshot", text: true }, { label: "Snapshot time" },
-      { label: "Rows" }, { label: "Data files" }, { label: "Data bytes" }, { label: "Last maintained" },
+      { label: "Rows" }, { label: "Data files" }, { label: "Data bytes" }, { label: "Rejected rows" }, { label: "Last maintained" },
       { label: "Compaction lag (records)" }, { label: "Compaction lag (bytes)" }, { label: "Compaction lag (time)" }],
       data.tables.map(t => el("tr", { "data-table": t.namespace + "." + t.table },
         el("td", { class: "text" }, t.topic),
@@ -187,6 +187,7 @@
         cell(num(t.rows)),
         cell(num(t.dataFiles)),
         cell(bytes(t.dataBytes)),
+        cell(num(t.rejectedRows)),
         cell(maintained(t)),
         cell(num(t.compactionLagRecords)),
         cell(bytes(t.compactionLagBytes)),
