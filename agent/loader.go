@@ -35,6 +35,8 @@ type loader struct {
 	mu    sync.Mutex // protects loads and the waiters of each load
 	loads map[string]*load
 	wg    sync.WaitGroup // load goroutines
+
+	ra *readahead // read-ahead for readers far behind (nil: off)
 }
 
 // load is one whole-file read in progress. data and err are set before
@@ -53,6 +55,7 @@ func newLoader(store ObjectReader, cache *fileCache, cfg Config) *loader {
 		mem: semaphore.NewWeighted(cfg.MaxLoadingBytes), max: cfg.MaxLoadingBytes,
 		wait: cfg.MaxLoadWait, timeout: cfg.LoadTimeout,
 		loads: make(map[string]*load),
+		ra:    newReadahead(store, cfg),
 	}
 }
 
@@ -148,6 +151,11 @@ func (l *loader) rng(ctx context.Context, key string, off, length int64) ([]byte
 	return l.get(ctx, key, off, length, length)
 }
 
-// close waits for the loads in progress (each ends within LoadTimeout, or
-// at once when its readers have left).
-func (l *loader) close() { l.wg.Wait() }
+// close stops the read-ahead and waits for the loads in progress (each
+// ends within LoadTimeout, or at once when its readers have left).
+func (l *loader) close() {
+	if l.ra != nil {
+		l.ra.close()
+	}
+	l.wg.Wait()
+}
