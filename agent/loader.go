@@ -146,8 +146,11 @@ func (l *loader) get(ctx context.Context, key string, off, length, size int64) (
 	return l.store.Get(ctx, key, off, length)
 }
 
-// rng reads a byte range of key within the memory bound, under ctx.
+// rng reads a byte range of key within the memory bound, under ctx and
+// within LoadTimeout (a hung store fails the read instead of holding it).
 func (l *loader) rng(ctx context.Context, key string, off, length int64) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(ctx, l.timeout)
+	defer cancel()
 	return l.get(ctx, key, off, length, length)
 }
 

@@ -35,7 +35,7 @@ func (a *Agent) readRange(ctx context.Context, topicID int64, partition int32, o
 		return nil, nil, st, err
 	}
 	var raw [][]byte
-	if behindBytes(refs, st.HighWatermark) >= readaheadMinLag {
+	if a.loads.ra.behind(refs, st.HighWatermark) {
 		raw, err = a.readBehind(ctx, partKey{topicID, partition}, refs, st.HighWatermark, maxBytes)
 	} else {
 		raw, err = a.readBatches(ctx, refs, false)

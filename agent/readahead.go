@@ -3,7 +3,9 @@ package agent
 import (
 	"context"
 	"fmt"
+	"math"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sync/semaphore"
@@ -65,6 +67,8 @@ type readahead struct {
 	max     int64
 	timeout time.Duration // bound of one lookup and one GET (LoadTimeout)
 	idle    time.Duration // readaheadIdle; tests shorten it
+	minLag  atomic.Int64  // readaheadMinLag; tests lower it
+	served  atomic.Int64  // bytes readers took from segments
 	gets    chan struct{} // GET slots (readaheadGets)
 	ctx     context.Context
 	stop    context.CancelFunc
@@ -111,11 +115,23 @@ func newReadahead(store ObjectReader, cfg Config) *readahead {
 		return nil
 	}
 	ctx, stop := context.WithCancel(context.Background())
-	return &readahead{
+	ra := &readahead{
 		store: store, budget: semaphore.NewWeighted(cfg.ReadaheadBytes), max: cfg.ReadaheadBytes,
 		timeout: cfg.LoadTimeout, idle: readaheadIdle, gets: make(chan struct{}, readaheadGets),
 		ctx: ctx, stop: stop, streams: make(map[partKey]*raStream),
 	}
+	ra.minLag.Store(readaheadMinLag)
+	return ra
+}
+
+// behind reports whether a reader of refs, with the high watermark at hw,
+// is far enough behind for read-ahead (and sparse reads).
+func (ra *readahead) behind(refs []metadata.BatchRef, hw int64) bool {
+	lag := int64(readaheadMinLag)
+	if ra != nil {
+		lag = ra.minLag.Load()
+	}
+	return behindBytes(refs, hw) >= lag
 }
 
 // behindBytes estimates the bytes between the end of refs and the high
@@ -133,7 +149,11 @@ func behindBytes(refs []metadata.BatchRef, hw int64) int64 {
 	for _, r := range refs {
 		b += r.ByteLength
 	}
-	return int64(float64(hw-end) * float64(b) / float64(span))
+	f := float64(hw-end) * float64(b) / float64(span)
+	if f >= math.MaxInt64 {
+		return math.MaxInt64
+	}
+	return int64(f)
 }
 
 // readaheadWindow is how many bytes a stream keeps read ahead of a reader
@@ -227,6 +247,7 @@ func (ra *readahead) serve(ctx context.Context, k partKey, refs []metadata.Batch
 			continue
 		}
 		out[i] = g.data[r.ByteOffset-g.off : r.ByteOffset-g.off+r.ByteLength : r.ByteOffset-g.off+r.ByteLength]
+		ra.served.Add(r.ByteLength)
 	}
 	return miss, nil
 }
