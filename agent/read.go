@@ -123,7 +123,7 @@ func (a *Agent) readFile(ctx context.Context, key string, refs []metadata.BatchR
 	data, ok := a.cache.Get(key)
 	if ok {
 		a.m.cacheHit()
-	} else if wholeFile(refs, idx, a.cfg.CacheFileMaxBytes, a.cfg.CacheBytes > 0, sparse) {
+	} else if wholeFile(refs, idx, a.cfg.CacheFileMaxBytes, a.cfg.CacheBytes > 0, sparse) || sparse && a.loads.loading(key) {
 		a.m.cacheMiss()
 		size := refs[idx[0]].FileSize
 		// The load is shared by every reader of the file and bounded with

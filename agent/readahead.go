@@ -55,6 +55,12 @@ const (
 	// readaheadMaxStreams bounds the streams; past it the least recently
 	// read one is dropped.
 	readaheadMaxStreams = 4096
+	// readaheadLoads bounds the whole-file loads the read-ahead runs at
+	// once (they also count in MaxLoadingBytes).
+	readaheadLoads = 4
+	// readaheadDenseFiles bounds the files a stream loads whole ahead of
+	// its reader (they wait in the read cache).
+	readaheadDenseFiles = 8
 )
 
 // finder looks up batch references (Agent.findBatches).
@@ -62,7 +68,9 @@ type finder func(ctx context.Context, topicID int64, p int32, offset, maxBytes i
 
 // readahead holds the read-ahead streams of an agent.
 type readahead struct {
+	l       *loader // the store, and whole-file loads into the cache
 	store   ObjectReader
+	fileMax int64 // files up to this size may be loaded whole (0: never)
 	budget  *semaphore.Weighted
 	max     int64
 	timeout time.Duration // bound of one lookup and one GET (LoadTimeout)
@@ -101,6 +109,9 @@ type raSeg struct {
 	key         string
 	off, n      int64
 	first, last int64
+	size        int64 // the file's
+	whole       bool  // the file is loaded whole into the cache instead
+	weight      int64 // budget taken (n, or 0 for whole)
 	cancel      context.CancelFunc
 
 	done chan struct{} // closed once data and err are set
@@ -110,15 +121,18 @@ type raSeg struct {
 	finished, released bool // guarded by readahead.mu
 }
 
-func newReadahead(store ObjectReader, cfg Config) *readahead {
+func newReadahead(l *loader, cfg Config) *readahead {
 	if cfg.ReadaheadBytes <= 0 {
 		return nil
 	}
 	ctx, stop := context.WithCancel(context.Background())
 	ra := &readahead{
-		store: store, budget: semaphore.NewWeighted(cfg.ReadaheadBytes), max: cfg.ReadaheadBytes,
+		l: l, store: l.store, budget: semaphore.NewWeighted(cfg.ReadaheadBytes), max: cfg.ReadaheadBytes,
 		timeout: cfg.LoadTimeout, idle: readaheadIdle, gets: make(chan struct{}, readaheadGets),
 		ctx: ctx, stop: stop, streams: make(map[partKey]*raStream),
+	}
+	if cfg.CacheBytes > 0 {
+		ra.fileMax = cfg.CacheFileMaxBytes
 	}
 	ra.minLag.Store(readaheadMinLag)
 	return ra
@@ -175,10 +189,41 @@ func planSegments(refs []metadata.BatchRef, gap, segMax int64) []*raSeg {
 			cur.last = r.LastOffset
 			continue
 		}
-		cur = &raSeg{key: r.FileKey, off: r.ByteOffset, n: r.ByteLength, first: r.BaseOffset, last: r.LastOffset}
+		cur = &raSeg{key: r.FileKey, off: r.ByteOffset, n: r.ByteLength, first: r.BaseOffset, last: r.LastOffset, size: r.FileSize}
 		out = append(out, cur)
 	}
 	return out
+}
+
+// denseFile reports whether a file of size bytes, of which a stream's
+// partition holds n, is loaded whole rather than by ranges, with readers
+// catch-up readers of its topic on this agent: when those readers
+// together likely want half of it (each partition holding about as much)
+// and it fits the cache (fileMax).
+func denseFile(n, size int64, readers int, fileMax int64) bool {
+	return size > 0 && size <= fileMax && 2*n*int64(readers) >= size
+}
+
+// wholeAheadLocked counts the files s loads whole ahead of its reader.
+func wholeAheadLocked(s *raStream) int {
+	n := 0
+	for _, g := range s.segs {
+		if g.whole {
+			n++
+		}
+	}
+	return n
+}
+
+// readersLocked counts the streams of topic read within the idle period.
+func (ra *readahead) readersLocked(topic int64) int {
+	now, n := time.Now(), 0
+	for k, s := range ra.streams {
+		if k.topic == topic && now.Sub(s.used) < ra.idle {
+			n++
+		}
+	}
+	return n
 }
 
 // covers reports whether s holds the bytes of r.
@@ -233,8 +278,8 @@ func (ra *readahead) serve(ctx context.Context, k partKey, refs []metadata.Batch
 	var miss []int
 	for i, r := range refs {
 		g := found[i]
-		if g == nil {
-			miss = append(miss, i)
+		if g == nil || g.whole {
+			miss = append(miss, i) // whole: read from the cache, or joining the load
 			continue
 		}
 		select {
@@ -326,8 +371,8 @@ func (ra *readahead) releaseLocked(g *raSeg) {
 	g.released = true
 	g.cancel()
 	if g.finished {
-		ra.budget.Release(g.n)
-		ra.held -= g.n
+		ra.budget.Release(g.weight)
+		ra.held -= g.weight
 	}
 }
 
@@ -376,17 +421,32 @@ func (ra *readahead) fill(s *raStream) {
 			return
 		}
 		s.hw = max(s.hw, st.HighWatermark)
+		readers := ra.readersLocked(s.key.topic)
 		full := false
 		for _, g := range planSegments(refs, readaheadGap, readaheadSegMax) {
 			if g.last < from {
 				continue
 			}
-			if !ra.budget.TryAcquire(g.n) {
-				full = true
-				break
+			if denseFile(g.n, g.size, readers, ra.fileMax) {
+				// Read by many of this agent's catch-up readers: one load
+				// of the whole file, shared through the cache, at most
+				// readaheadDenseFiles files ahead of the reader.
+				if wholeAheadLocked(s) >= readaheadDenseFiles || !ra.l.prefetch(g.key, g.size) {
+					full = true
+					break
+				}
+				g.whole = true
+				g.cancel, g.done, g.finished = func() {}, make(chan struct{}), true
+				close(g.done)
+			} else {
+				if !ra.budget.TryAcquire(g.n) {
+					full = true
+					break
+				}
+				g.weight = g.n
+				ra.held += g.n
+				ra.startLocked(g)
 			}
-			ra.held += g.n
-			ra.startLocked(g)
 			s.segs = append(s.segs, g)
 			s.next = g.last + 1
 		}
@@ -424,8 +484,8 @@ func (ra *readahead) startLocked(g *raSeg) {
 		g.finished = true
 		if g.released {
 			g.data = nil
-			ra.budget.Release(g.n)
-			ra.held -= g.n
+			ra.budget.Release(g.weight)
+			ra.held -= g.weight
 		}
 		close(g.done)
 		ra.mu.Unlock()

@@ -101,3 +101,27 @@ func TestReadaheadWindow(t *testing.T) {
 		}
 	}
 }
+
+func TestDenseFile(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		n, size int64
+		readers int
+		fileMax int64
+		want    bool
+	}{
+		{"one reader of a sixteenth", 1 << 19, 8 << 20, 1, 16 << 20, false},
+		{"sixteen readers of a sixteenth each", 1 << 19, 8 << 20, 16, 16 << 20, true},
+		{"eight readers of a sixteenth: half", 1 << 19, 8 << 20, 8, 16 << 20, true},
+		{"four readers of a sixteenth", 1 << 19, 8 << 20, 4, 16 << 20, false},
+		{"a file over the cached size", 1 << 19, 32 << 20, 64, 16 << 20, false},
+		{"no cache", 1 << 19, 8 << 20, 16, 0, false},
+		{"unknown size", 1 << 19, 0, 16, 16 << 20, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := denseFile(tc.n, tc.size, tc.readers, tc.fileMax); got != tc.want {
+				t.Errorf("denseFile = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}

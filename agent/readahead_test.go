@@ -16,6 +16,7 @@ import (
 	"github.com/floe-broker/floe/agent"
 	floev1 "github.com/floe-broker/floe/api/floe/v1"
 	"github.com/floe-broker/floe/batcher"
+	"github.com/floe-broker/floe/metadata"
 	"github.com/floe-broker/floe/metadata/sqlite"
 	"github.com/floe-broker/floe/objectstore"
 )
@@ -51,13 +52,14 @@ func raValue(p int32, i int) []byte {
 // catchupPair runs a writer (linger 30 ms, so that concurrent produces to
 // all partitions share files) and a cold reader with read-ahead for any
 // lag, reading through wrap(store).
-func catchupPair(t *testing.T, store objectstore.Store, wrap func(objectstore.Store) objectstore.Store, mutate func(*agent.Config)) (w, r *node) {
+func catchupPair(t *testing.T, store objectstore.Store, wrap func(objectstore.Store) objectstore.Store, mutate func(*agent.Config)) (w, r *node, meta metadata.Store) {
 	t.Helper()
-	meta, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "meta.db"))
+	sm, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "meta.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { meta.Close() })
+	t.Cleanup(func() { sm.Close() })
+	meta = sm
 	bcfg := batcher.DefaultConfig()
 	bcfg.Linger = 30 * time.Millisecond
 	wcfg := agent.DefaultConfig()
@@ -73,7 +75,7 @@ func catchupPair(t *testing.T, store objectstore.Store, wrap func(objectstore.St
 	if rcfg.ReadaheadBytes > 0 {
 		agent.SetReadahead(r.ag, 1, 200*time.Millisecond)
 	}
-	return w, r
+	return w, r, meta
 }
 
 // produceShared writes rounds × perRound records to each of partitions
@@ -121,10 +123,12 @@ func checkRecords(t *testing.T, p int32, from int64, recs []*floev1.Record) {
 }
 
 // A cold catch-up of partitions sharing files reads, with read-ahead,
-// every record in order with its bytes — by Subscribe (all partitions) and
-// by Fetch — takes most bytes from the read-ahead, and never loads a file
-// whole (each partition holds a small part of each file). Before
-// read-ahead every cache miss loaded its file whole.
+// every record in order with its bytes. One partition's reader (Fetch)
+// takes most bytes from the read-ahead's ranged GETs and never loads a
+// file whole (the partition holds an eighth of each); before read-ahead
+// every cache miss loaded its file whole. A subscription to all the
+// partitions (on another cold reader) loads the shared files whole, once
+// each, ahead of its readers.
 func TestReadaheadCatchupSameRecords(t *testing.T) {
 	const (
 		parts    = 8
@@ -132,16 +136,48 @@ func TestReadaheadCatchupSameRecords(t *testing.T) {
 		perRound = 64
 		total    = rounds * perRound
 	)
+	store := objectstore.NewMemory()
 	cs := &countingStore{}
-	w, r := catchupPair(t, objectstore.NewMemory(), func(s objectstore.Store) objectstore.Store { cs.Store = s; return cs }, nil)
+	w, r, meta := catchupPair(t, store, func(s objectstore.Store) objectstore.Store { cs.Store = s; return cs }, nil)
 	produceShared(t, w, "shared", parts, rounds, perRound)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 
+	// Fetch, from an offset inside a batch, with small budgets.
+	var fetched []*floev1.Record
+	for off := int64(5); off < total; {
+		f, err := r.c.Fetch(ctx, "shared", 3, off, 20<<10, 0)
+		if err != nil {
+			t.Fatalf("fetch at %d: %v", off, err)
+		}
+		fetched = append(fetched, f.GetRecords()...)
+		off = f.GetNextOffset()
+	}
+	checkRecords(t, 3, 5, fetched)
+	if len(fetched) != total-5 {
+		t.Fatalf("fetched %d records, want %d", len(fetched), total-5)
+	}
+	_, served, _ := agent.ReadaheadStats(r.ag)
+	if served < total<<10/2 {
+		t.Errorf("read-ahead served %d bytes of %d", served, total<<10)
+	}
+	// Only the last read, at the head (where tailing readers share files),
+	// may load a file whole.
+	if cs.whole.Load() > 1 {
+		t.Errorf("%d files loaded whole by a sparse catch-up (%d GETs)", cs.whole.Load(), cs.gets.Load())
+	}
+
+	cs2 := &countingStore{Store: store}
+	r2 := startNode(t, meta, cs2, func() agent.Config {
+		c := agent.DefaultConfig()
+		c.ReadaheadBytes = 2 << 20
+		return c
+	}(), batcher.DefaultConfig())
+	agent.SetReadahead(r2.ag, 1, 200*time.Millisecond)
 	got := make(map[int32][]*floev1.Record)
 	n := 0
 	sctx, stop := context.WithCancel(ctx)
-	err := r.c.Subscribe(sctx, &floev1.SubscribeRequest{Topic: "shared", MaxBytes: 48 << 10,
+	err := r2.c.Subscribe(sctx, &floev1.SubscribeRequest{Topic: "shared", MaxBytes: 48 << 10,
 		Start: &floev1.StartPosition{Position: &floev1.StartPosition_Earliest{Earliest: true}}},
 		func(resp *floev1.SubscribeResponse) error {
 			got[resp.GetPartition()] = append(got[resp.GetPartition()], resp.GetRecords()...)
@@ -160,37 +196,17 @@ func TestReadaheadCatchupSameRecords(t *testing.T) {
 		}
 		checkRecords(t, p, 0, got[p])
 	}
-	_, served, _ := agent.ReadaheadStats(r.ag)
-	if served < parts*total<<10/2 {
-		t.Errorf("read-ahead served %d bytes of %d", served, parts*total<<10)
+	if cs2.whole.Load() == 0 {
+		t.Errorf("a catch-up of all partitions loaded no file whole (%d GETs)", cs2.gets.Load())
 	}
-	// Only reads at the head (the last of each partition, where the
-	// files are shared by tailing readers) may load a file whole.
-	if cs.whole.Load() > 2 {
-		t.Errorf("%d files loaded whole by a sparse catch-up (%d GETs)", cs.whole.Load(), cs.gets.Load())
-	}
-
-	// Fetch, from an offset inside a batch, with small budgets.
-	var fetched []*floev1.Record
-	for off := int64(5); off < total; {
-		f, err := r.c.Fetch(ctx, "shared", 3, off, 20<<10, 0)
-		if err != nil {
-			t.Fatalf("fetch at %d: %v", off, err)
-		}
-		fetched = append(fetched, f.GetRecords()...)
-		off = f.GetNextOffset()
-	}
-	checkRecords(t, 3, 5, fetched)
-	if len(fetched) != total-5 {
-		t.Fatalf("fetched %d records, want %d", len(fetched), total-5)
-	}
+	t.Logf("one partition: %d GETs, %d whole; all partitions: %d GETs, %d whole", cs.gets.Load(), cs.whole.Load(), cs2.gets.Load(), cs2.whole.Load())
 }
 
 // Retention moving the log start past a reader whose next batches were
 // read ahead: the reader hears OutOfRange, as without read-ahead, not the
 // deleted records; from the new log start it reads the records there.
 func TestReadaheadLogStartMovesUnderReader(t *testing.T) {
-	w, r := catchupPair(t, objectstore.NewMemory(), func(s objectstore.Store) objectstore.Store { return s }, nil)
+	w, r, _ := catchupPair(t, objectstore.NewMemory(), func(s objectstore.Store) objectstore.Store { return s }, nil)
 	produceShared(t, w, "ret", 2, 10, 50)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
@@ -230,7 +246,7 @@ func TestReadaheadStoreFailsOrHangs(t *testing.T) {
 	for _, fault := range []objectstore.Fault{objectstore.FaultError, objectstore.FaultHang} {
 		t.Run(fmt.Sprint(fault), func(t *testing.T) {
 			var faulty *objectstore.Faulty
-			w, r := catchupPair(t, objectstore.NewMemory(), func(s objectstore.Store) objectstore.Store {
+			w, r, _ := catchupPair(t, objectstore.NewMemory(), func(s objectstore.Store) objectstore.Store {
 				faulty = objectstore.WithFaults(s, objectstore.FaultConfig{})
 				return faulty
 			}, func(c *agent.Config) { c.LoadTimeout = 300 * time.Millisecond })
@@ -268,13 +284,13 @@ func TestReadaheadStoreFailsOrHangs(t *testing.T) {
 func TestReadaheadCancelledReaderFreesBudget(t *testing.T) {
 	before := goleak.IgnoreCurrent()
 	t.Cleanup(func() { goleak.VerifyNone(t, before) }) // runs after the nodes stop
-	w, r := catchupPair(t, objectstore.NewMemory(), func(s objectstore.Store) objectstore.Store { return s }, nil)
+	w, r, _ := catchupPair(t, objectstore.NewMemory(), func(s objectstore.Store) objectstore.Store { return s }, nil)
 	produceShared(t, w, "gone", 4, 10, 64)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	sctx, stop := context.WithCancel(ctx)
 	n := 0
-	_ = r.c.Subscribe(sctx, &floev1.SubscribeRequest{Topic: "gone", MaxBytes: 32 << 10,
+	_ = r.c.Subscribe(sctx, &floev1.SubscribeRequest{Topic: "gone", MaxBytes: 32 << 10, Partitions: []int32{2}, // sparse: ranged GETs
 		Start: &floev1.StartPosition{Position: &floev1.StartPosition_Earliest{Earliest: true}}},
 		func(resp *floev1.SubscribeResponse) error {
 			if n += len(resp.GetRecords()); n >= 200 {
@@ -307,7 +323,7 @@ func TestReadaheadManyColdReadersBounded(t *testing.T) {
 		loading = 2 << 20
 	)
 	cs := &countingStore{}
-	w, r := catchupPair(t, objectstore.NewMemory(), func(s objectstore.Store) objectstore.Store { cs.Store = s; return cs }, func(c *agent.Config) {
+	w, r, _ := catchupPair(t, objectstore.NewMemory(), func(s objectstore.Store) objectstore.Store { cs.Store = s; return cs }, func(c *agent.Config) {
 		c.ReadaheadBytes, c.MaxLoadingBytes, c.MaxLoadWait = budget, loading, 20*time.Second
 	})
 	produceShared(t, w, "many", parts, 4, 32)
