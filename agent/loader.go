@@ -164,6 +164,9 @@ func (l *loader) run(ctx context.Context, key string, size int64, ld *load) {
 	ld.data, ld.err = data, err
 	close(ld.done)
 	l.mu.Unlock()
+	if ld.prefetch && l.ra != nil {
+		l.ra.kick() // a prefetch slot is free
+	}
 }
 
 // get reads [off, off+length) of key (length < 0: to the end; size is then

@@ -57,7 +57,7 @@ const (
 	readaheadMaxStreams = 4096
 	// readaheadLoads bounds the whole-file loads the read-ahead runs at
 	// once (they also count in MaxLoadingBytes).
-	readaheadLoads = 4
+	readaheadLoads = 8
 	// readaheadDenseFiles bounds the files a stream loads whole ahead of
 	// its reader (they wait in the read cache).
 	readaheadDenseFiles = 8
@@ -490,6 +490,15 @@ func (ra *readahead) startLocked(g *raSeg) {
 		close(g.done)
 		ra.mu.Unlock()
 	}()
+}
+
+// kick restarts the fills of the streams that stopped for want of room.
+func (ra *readahead) kick() {
+	ra.mu.Lock()
+	defer ra.mu.Unlock()
+	for _, s := range ra.streams {
+		ra.fillLocked(s)
+	}
 }
 
 // heldBytes returns the budget taken.
