@@ -313,8 +313,8 @@ func TestReadaheadCancelledReaderFreesBudget(t *testing.T) {
 	}
 }
 
-// Many cold readers far behind at once: the read-ahead never takes more
-// than its budget, and the bytes being read at once stay within the
+// Many cold readers far behind at once (without a read cache, so that
+// the read-ahead reads by ranges): it never takes more than its budget, and the bytes being read at once stay within the
 // loading bound plus the read-ahead budget.
 func TestReadaheadManyColdReadersBounded(t *testing.T) {
 	const (
@@ -325,6 +325,7 @@ func TestReadaheadManyColdReadersBounded(t *testing.T) {
 	cs := &countingStore{}
 	w, r, _ := catchupPair(t, objectstore.NewMemory(), func(s objectstore.Store) objectstore.Store { cs.Store = s; return cs }, func(c *agent.Config) {
 		c.ReadaheadBytes, c.MaxLoadingBytes, c.MaxLoadWait = budget, loading, 20*time.Second
+		c.CacheBytes = 0 // no whole-file loads: every read-ahead is a ranged GET within the budget
 	})
 	produceShared(t, w, "many", parts, 4, 32)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
