@@ -38,7 +38,7 @@ func (a *Agent) readRange(ctx context.Context, topicID int64, partition int32, o
 	if a.loads.ra.behind(refs, st.HighWatermark) {
 		raw, err = a.readBehind(ctx, partKey{topicID, partition}, refs, st.HighWatermark, maxBytes)
 	} else {
-		raw, err = a.readBatches(ctx, refs, false)
+		raw, err = a.readBatches(ctx, refs, 0)
 	}
 	if err != nil {
 		return nil, nil, st, err
@@ -53,7 +53,7 @@ func (a *Agent) readRange(ctx context.Context, topicID int64, partition int32, o
 func (a *Agent) readBehind(ctx context.Context, k partKey, refs []metadata.BatchRef, hw int64, maxBytes int) ([][]byte, error) {
 	ra := a.loads.ra
 	if ra == nil {
-		return a.readBatches(ctx, refs, true)
+		return a.readBatches(ctx, refs, 1)
 	}
 	out := make([][]byte, len(refs))
 	miss, err := ra.serve(ctx, k, refs, out, hw, maxBytes, a.findBatches)
@@ -64,7 +64,7 @@ func (a *Agent) readBehind(ctx context.Context, k partKey, refs []metadata.Batch
 	for j, i := range miss {
 		rest[j] = refs[i]
 	}
-	raw, err := a.readBatches(ctx, rest, true)
+	raw, err := a.readBatches(ctx, rest, ra.readers(k.topic))
 	if err != nil {
 		return nil, err
 	}
@@ -76,9 +76,10 @@ func (a *Agent) readBehind(ctx context.Context, k partKey, refs []metadata.Batch
 
 // readBatches returns the bytes of each ref, in order: from the cache, by
 // loading small files whole (and caching them), or by coalesced range GETs.
-// sparse (a reader far behind the head) loads a file whole only when refs
-// hold at least half of it.
-func (a *Agent) readBatches(ctx context.Context, refs []metadata.BatchRef, sparse bool) ([][]byte, error) {
+// A reader far behind the head, one of readers (> 0) catch-up readers of
+// its topic, loads a file whole only when they likely want half of it
+// (wholeFile).
+func (a *Agent) readBatches(ctx context.Context, refs []metadata.BatchRef, readers int) ([][]byte, error) {
 	out := make([][]byte, len(refs))
 	byFile := make(map[string][]int)
 	var files []string
@@ -92,7 +93,7 @@ func (a *Agent) readBatches(ctx context.Context, refs []metadata.BatchRef, spars
 	g.SetLimit(4)
 	for _, key := range files {
 		idx := byFile[key]
-		g.Go(func() error { return a.readFile(gctx, key, refs, idx, out, sparse) })
+		g.Go(func() error { return a.readFile(gctx, key, refs, idx, out, readers) })
 	}
 	if err := g.Wait(); err != nil {
 		return nil, err
@@ -102,28 +103,29 @@ func (a *Agent) readBatches(ctx context.Context, refs []metadata.BatchRef, spars
 
 // wholeFile reports whether a read of the batches idx of refs, all in one
 // file, loads the file whole: a file up to CacheFileMaxBytes when the
-// cache is on, and for a sparse read only when the batches are at least
-// half of it.
-func wholeFile(refs []metadata.BatchRef, idx []int, cacheFileMax int64, cacheOn, sparse bool) bool {
+// cache is on; for a reader far behind the head, one of readers (> 0)
+// catch-up readers of its topic, only when together they likely want half
+// of it (each partition holding about as much as this one: denseFile).
+func wholeFile(refs []metadata.BatchRef, idx []int, cacheFileMax int64, cacheOn bool, readers int) bool {
 	size := refs[idx[0]].FileSize
 	if size <= 0 || size > cacheFileMax || !cacheOn {
 		return false
 	}
-	if !sparse {
+	if readers <= 0 {
 		return true
 	}
 	var n int64
 	for _, i := range idx {
 		n += refs[i].ByteLength
 	}
-	return 2*n >= size
+	return denseFile(n, size, readers, cacheFileMax)
 }
 
-func (a *Agent) readFile(ctx context.Context, key string, refs []metadata.BatchRef, idx []int, out [][]byte, sparse bool) error {
+func (a *Agent) readFile(ctx context.Context, key string, refs []metadata.BatchRef, idx []int, out [][]byte, readers int) error {
 	data, ok := a.cache.Get(key)
 	if ok {
 		a.m.cacheHit()
-	} else if wholeFile(refs, idx, a.cfg.CacheFileMaxBytes, a.cfg.CacheBytes > 0, sparse) || sparse && a.loads.loading(key) {
+	} else if wholeFile(refs, idx, a.cfg.CacheFileMaxBytes, a.cfg.CacheBytes > 0, readers) || readers > 0 && a.loads.loading(key) {
 		a.m.cacheMiss()
 		size := refs[idx[0]].FileSize
 		// The load is shared by every reader of the file and bounded with

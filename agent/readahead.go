@@ -204,6 +204,13 @@ func denseFile(n, size int64, readers int, fileMax int64) bool {
 	return size > 0 && size <= fileMax && 2*n*int64(readers) >= size
 }
 
+// readers counts the catch-up readers of topic (at least 1: the caller).
+func (ra *readahead) readers(topic int64) int {
+	ra.mu.Lock()
+	defer ra.mu.Unlock()
+	return max(ra.readersLocked(topic), 1)
+}
+
 // wholeAheadLocked counts the files s loads whole ahead of its reader.
 func wholeAheadLocked(s *raStream) int {
 	n := 0
