@@ -280,7 +280,7 @@ func TestReadaheadStoreFailsOrHangs(t *testing.T) {
 
 // A reader that leaves (its subscription cancelled mid catch-up) frees the
 // read-ahead budget once its stream is idle, and the agent's read-ahead
-// goroutines are gone once it stops.
+// goroutines and loads are gone once it stops.
 func TestReadaheadCancelledReaderFreesBudget(t *testing.T) {
 	before := goleak.IgnoreCurrent()
 	t.Cleanup(func() { goleak.VerifyNone(t, before) }) // runs after the nodes stop
@@ -290,9 +290,12 @@ func TestReadaheadCancelledReaderFreesBudget(t *testing.T) {
 	defer cancel()
 	sctx, stop := context.WithCancel(ctx)
 	n := 0
+	var maxHeld int64
 	_ = r.c.Subscribe(sctx, &floev1.SubscribeRequest{Topic: "gone", MaxBytes: 32 << 10, Partitions: []int32{2}, // sparse: ranged GETs
 		Start: &floev1.StartPosition{Position: &floev1.StartPosition_Earliest{Earliest: true}}},
 		func(resp *floev1.SubscribeResponse) error {
+			held, _, _ := agent.ReadaheadStats(r.ag)
+			maxHeld = max(maxHeld, held)
 			if n += len(resp.GetRecords()); n >= 200 {
 				stop()
 			}
@@ -300,8 +303,8 @@ func TestReadaheadCancelledReaderFreesBudget(t *testing.T) {
 		})
 	stop()
 	held, _, streams := agent.ReadaheadStats(r.ag)
-	if held == 0 || streams == 0 {
-		t.Fatalf("no read-ahead while reading (%d bytes held, %d streams)", held, streams)
+	if maxHeld == 0 || streams == 0 {
+		t.Fatalf("no read-ahead while reading (at most %d bytes held, %d streams)", maxHeld, streams)
 	}
 	deadline := time.Now().Add(5 * time.Second)
 	for held != 0 || streams != 0 {
@@ -311,6 +314,19 @@ func TestReadaheadCancelledReaderFreesBudget(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 		held, _, streams = agent.ReadaheadStats(r.ag)
 	}
+	// All the partitions at once (whole files loaded ahead into the
+	// cache), left midway: the loads end with the agent (goleak above).
+	sctx, stop = context.WithCancel(ctx)
+	n = 0
+	_ = r.c.Subscribe(sctx, &floev1.SubscribeRequest{Topic: "gone", MaxBytes: 32 << 10,
+		Start: &floev1.StartPosition{Position: &floev1.StartPosition_Earliest{Earliest: true}}},
+		func(resp *floev1.SubscribeResponse) error {
+			if n += len(resp.GetRecords()); n >= 400 {
+				stop()
+			}
+			return nil
+		})
+	stop()
 }
 
 // Many cold readers far behind at once (without a read cache, so that
