@@ -3,7 +3,6 @@ package agent
 import (
 	"context"
 	"fmt"
-	"math"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -18,24 +17,34 @@ import (
 // A reader whose request leaves more than readaheadMinLag bytes between
 // its last batch and the high watermark gets a stream for its partition:
 // while it decodes and sends what it read, the stream looks up the
-// partition's next batches (findBatches) and reads their byte ranges with
-// ranged GETs, one segment per run of adjacent batches in a file, many
-// GETs at once across partitions and files. The reader's next request
-// still takes its batch references from findBatches, as every read does,
-// and only takes the bytes of a reference from a segment that covers the
-// same range of the same file (files are immutable: those are the bytes a
-// GET would return); whatever no segment covers, or whose segment failed,
-// it reads itself by ranges (readBatchesSparse). So read-ahead changes
-// where bytes come from, never which batches a reader gets; the batches'
-// CRCs are checked by whoever decodes them, as on every read path.
+// partition's next batches (findBatches) and reads them ahead, many reads
+// at once across partitions and files, in one of two ways per file:
+//
+//   - dense: when this agent's catch-up readers of the topic together
+//     likely want half of the file (denseFile: the partition's share times
+//     the readers), the file is loaded whole into the read cache through
+//     the loader (loader.prefetch), once for all of them, at most
+//     readaheadDenseFiles files ahead and readaheadLoads loads at once;
+//   - sparse: otherwise the stream reads its partition's byte ranges, one
+//     segment (ranged GET) per run of adjacent batches in a file.
+//
+// The reader's next request still takes its batch references from
+// findBatches, as every read does, and only takes the bytes of a
+// reference from a segment that covers the same range of the same file
+// (files are immutable: those are the bytes a GET would return), or from
+// the cache; whatever else it reads itself (readBehind). So read-ahead
+// changes where bytes come from, never which batches a reader gets; the
+// batches' CRCs are checked by whoever decodes them, as on every read
+// path (whole files also by logfile.ReadIndex when loaded).
 //
 // Memory: the bytes of all segments, read or in flight, are taken from one
 // agent-wide budget (Config.ReadaheadBytes) with TryAcquire, so read-ahead
 // never makes a reader wait for room: without room it reads less ahead. A
 // segment gives its bytes back once its reader has moved past it, when its
-// stream is idle for readaheadIdle (the reader left), or at close.
-// Read-ahead bytes are not cached: a catch-up does not evict the tail's
-// files from the read cache.
+// stream is idle for readaheadIdle (the reader left), or at close. Dense
+// files are held by the read cache (CacheBytes) and, while loading, by
+// MaxLoadingBytes. Segments are not cached: a sparse catch-up does not
+// evict the tail's files from the read cache.
 
 // Read-ahead tuning.
 const (
@@ -146,62 +155,6 @@ func (ra *readahead) behind(refs []metadata.BatchRef, hw int64) bool {
 		lag = ra.minLag.Load()
 	}
 	return behindBytes(refs, hw) >= lag
-}
-
-// behindBytes estimates the bytes between the end of refs and the high
-// watermark hw, from the bytes per offset of refs.
-func behindBytes(refs []metadata.BatchRef, hw int64) int64 {
-	if len(refs) == 0 {
-		return 0
-	}
-	end := refs[len(refs)-1].LastOffset + 1
-	span := end - refs[0].BaseOffset
-	if span <= 0 || hw <= end {
-		return 0
-	}
-	var b int64
-	for _, r := range refs {
-		b += r.ByteLength
-	}
-	f := float64(hw-end) * float64(b) / float64(span)
-	if f >= math.MaxInt64 {
-		return math.MaxInt64
-	}
-	return int64(f)
-}
-
-// readaheadWindow is how many bytes a stream keeps read ahead of a reader
-// asking for maxBytes at a time, within a budget.
-func readaheadWindow(maxBytes int, budget int64) int64 {
-	return min(budget/4, max(3*int64(maxBytes), 4<<20))
-}
-
-// planSegments cuts refs (one partition, offset order) into ranged GETs:
-// adjacent batches of one file (gap at most gap) go in one segment of at
-// most segMax bytes (a batch larger than segMax gets its own).
-func planSegments(refs []metadata.BatchRef, gap, segMax int64) []*raSeg {
-	var out []*raSeg
-	var cur *raSeg
-	for _, r := range refs {
-		if cur != nil && r.FileKey == cur.key && r.ByteOffset >= cur.off+cur.n && r.ByteOffset-(cur.off+cur.n) <= gap &&
-			r.ByteOffset+r.ByteLength-cur.off <= segMax {
-			cur.n = r.ByteOffset + r.ByteLength - cur.off
-			cur.last = r.LastOffset
-			continue
-		}
-		cur = &raSeg{key: r.FileKey, off: r.ByteOffset, n: r.ByteLength, first: r.BaseOffset, last: r.LastOffset, size: r.FileSize}
-		out = append(out, cur)
-	}
-	return out
-}
-
-// denseFile reports whether a file of size bytes, of which a stream's
-// partition holds n, is loaded whole rather than by ranges, with readers
-// catch-up readers of its topic on this agent: when those readers
-// together likely want half of it (each partition holding about as much)
-// and it fits the cache (fileMax).
-func denseFile(n, size int64, readers int, fileMax int64) bool {
-	return size > 0 && size <= fileMax && 2*n*int64(readers) >= size
 }
 
 // readers counts the catch-up readers of topic (at least 1: the caller).
@@ -506,13 +459,6 @@ func (ra *readahead) kick() {
 	for _, s := range ra.streams {
 		ra.fillLocked(s)
 	}
-}
-
-// heldBytes returns the budget taken.
-func (ra *readahead) heldBytes() int64 {
-	ra.mu.Lock()
-	defer ra.mu.Unlock()
-	return ra.held
 }
 
 // close drops every stream, stops the GETs and waits for the goroutines.
