@@ -218,9 +218,11 @@ func (ra *readahead) serve(ctx context.Context, k partKey, refs []metadata.Batch
 	}
 	clear(s.segs[len(keep):])
 	s.segs = keep
-	if len(s.segs) == 0 {
+	if len(s.segs) == 0 && !s.filling {
 		s.next = end // plan from the reader's end
 	} else {
+		// A fill in flight goes on from where it started: resetting it at
+		// every request would starve it behind a fast reader.
 		s.next = max(s.next, end)
 	}
 	found := make([]*raSeg, len(refs))
@@ -373,7 +375,7 @@ func (ra *readahead) fill(s *raStream) {
 		refs, st, err := s.find(ctx, s.key.topic, s.key.part, from, want)
 		cancel()
 		ra.mu.Lock()
-		if err != nil || len(refs) == 0 || s.dropped || ra.closed || s.next != from {
+		if err != nil || len(refs) == 0 || s.dropped || ra.closed {
 			// On failure the reader reads by itself; its next request
 			// plans again.
 			s.filling = false
@@ -384,8 +386,8 @@ func (ra *readahead) fill(s *raStream) {
 		readers := ra.readersLocked(s.key.topic)
 		full := false
 		for _, g := range planSegments(refs, readaheadGap, readaheadSegMax) {
-			if g.last < from {
-				continue
+			if g.last < s.next {
+				continue // the reader passed it meanwhile
 			}
 			if denseFile(g.n, g.size, readers, ra.fileMax) {
 				// Read by many of this agent's catch-up readers: one load
