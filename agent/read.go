@@ -77,7 +77,7 @@ func (a *Agent) readBehind(ctx context.Context, k partKey, refs []metadata.Batch
 // readBatches returns the bytes of each ref, in order: from the cache, by
 // loading small files whole (and caching them), or by coalesced range GETs.
 // A reader far behind the head, one of readers (> 0) catch-up readers of
-// its topic, loads a file whole only when they likely want half of it
+// its topic, loads a file whole only when they likely want a quarter of it
 // (wholeFile).
 func (a *Agent) readBatches(ctx context.Context, refs []metadata.BatchRef, readers int) ([][]byte, error) {
 	out := make([][]byte, len(refs))
@@ -104,7 +104,7 @@ func (a *Agent) readBatches(ctx context.Context, refs []metadata.BatchRef, reade
 // wholeFile reports whether a read of the batches idx of refs, all in one
 // file, loads the file whole: a file up to CacheFileMaxBytes when the
 // cache is on; for a reader far behind the head, one of readers (> 0)
-// catch-up readers of its topic, only when together they likely want half
+// catch-up readers of its topic, only when together they likely want a quarter
 // of it (each partition holding about as much as this one: denseFile).
 func wholeFile(refs []metadata.BatchRef, idx []int, cacheFileMax int64, cacheOn bool, readers int) bool {
 	size := refs[idx[0]].FileSize

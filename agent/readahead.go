@@ -21,7 +21,7 @@ import (
 // at once across partitions and files, in one of two ways per file:
 //
 //   - dense: when this agent's catch-up readers of the topic together
-//     likely want half of the file (denseFile: the partition's share times
+//     likely want a quarter of the file (denseFile: the partition's share times
 //     the readers), the file is loaded whole into the read cache through
 //     the loader (loader.prefetch), once for all of them, at most
 //     readaheadDenseFiles files ahead and readaheadLoads loads at once;

@@ -78,8 +78,9 @@ func TestWholeFile(t *testing.T) {
 		{"file over the cached size", []int{2}, 2000, true, 0, false},
 		{"one catch-up reader of a tenth", []int{1}, 2000, true, 1, false},
 		{"one catch-up reader of half", []int{0, 1}, 2000, true, 1, true},
-		{"five catch-up readers of a tenth each", []int{1}, 2000, true, 5, true},
-		{"four catch-up readers of a tenth each", []int{1}, 2000, true, 4, false},
+		{"one catch-up reader of 40%", []int{0}, 2000, true, 1, true},
+		{"three catch-up readers of a tenth each", []int{1}, 2000, true, 3, true},
+		{"two catch-up readers of a tenth each", []int{1}, 2000, true, 2, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := wholeFile(refs, tc.idx, tc.cacheMax, tc.cacheOn, tc.readers); got != tc.want {
@@ -116,8 +117,8 @@ func TestDenseFile(t *testing.T) {
 	}{
 		{"one reader of a sixteenth", 1 << 19, 8 << 20, 1, 16 << 20, false},
 		{"sixteen readers of a sixteenth each", 1 << 19, 8 << 20, 16, 16 << 20, true},
-		{"eight readers of a sixteenth: half", 1 << 19, 8 << 20, 8, 16 << 20, true},
-		{"four readers of a sixteenth", 1 << 19, 8 << 20, 4, 16 << 20, false},
+		{"four readers of a sixteenth: a quarter", 1 << 19, 8 << 20, 4, 16 << 20, true},
+		{"three readers of a sixteenth", 1 << 19, 8 << 20, 3, 16 << 20, false},
 		{"a file over the cached size", 1 << 19, 32 << 20, 64, 16 << 20, false},
 		{"no cache", 1 << 19, 8 << 20, 16, 0, false},
 		{"unknown size", 1 << 19, 0, 16, 16 << 20, false},
