@@ -24,7 +24,7 @@ import (
 func serverConfigOf(c Config, stderr io.Writer) serverConfig {
 	sc := serverConfig{
 		GRPCAddr: c.Server.Listen, MetricsAddr: c.Server.MetricsListen,
-		FailFast: c.Server.FailFast, ReadyInterval: c.Server.ReadyInterval, DrainTimeout: c.Server.DrainTimeout, Pprof: c.Server.Pprof,
+		FailFast: c.Server.FailFast, ReadyInterval: c.Server.ReadyInterval, DrainTimeout: c.Server.DrainTimeout,
 		Batcher: batcher.DefaultConfig(), Agent: agent.DefaultConfig(),
 		Logger: c.logger(stderr),
 	}

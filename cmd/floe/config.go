@@ -43,7 +43,6 @@ type ServerSettings struct {
 	FailFast      bool          `yaml:"fail_fast" flag:"fail-fast" cmds:"agent" help:"exit if a store does not answer at start (default: wait for it, retrying with backoff)"`
 	ReadyInterval time.Duration `yaml:"ready_interval" flag:"ready-interval" check:"positive" help:"period of the readiness checks of the stores (/readyz, gRPC health)"`
 	DrainTimeout  time.Duration `yaml:"drain_timeout" flag:"drain-timeout" check:"positive" help:"on SIGTERM, bound of flushing and committing what producers handed in"`
-	Pprof         bool          `yaml:"pprof" flag:"pprof" help:"serve Go's profiles under /debug/pprof/ on the metrics address (off: they cost CPU and expose internals)"`
 }
 
 // LogSettings are the logs of every server command.

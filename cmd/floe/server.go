@@ -43,8 +43,6 @@ type serverConfig struct {
 	// DrainTimeout bounds the flush and commit of what producers handed
 	// in, once serving stops (0: 15 s).
 	DrainTimeout time.Duration
-	// Pprof serves /debug/pprof/ on the metrics address (pprof.go).
-	Pprof bool
 	// Ready, optional, is called with the bound addresses once serving.
 	Ready func(grpcAddr, metricsAddr string)
 	// Background, optional, starts work beside the agent on the same
@@ -85,9 +83,6 @@ func serve(ctx context.Context, sc serverConfig, open openFunc, reg *prometheus.
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
 	mux.Handle("/readyz", ready)
-	if sc.Pprof {
-		registerPprof(mux)
-	}
 	hsrv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	httpDone := make(chan error, 1)
 	go func() {
