@@ -71,6 +71,9 @@ type Config struct {
 	IndexMaxPartitions int
 	// IndexMaxBatches bounds the batch references the index holds.
 	IndexMaxBatches int
+	// ReadaheadBytes bounds the bytes read ahead, across all partitions,
+	// for readers far behind the head (readahead.go); 0 disables it.
+	ReadaheadBytes int64
 
 	// Consumer groups and replay (validated by validateGroups in
 	// groups_replay.go).
@@ -115,6 +118,7 @@ func DefaultConfig() Config {
 		IndexPollInterval:  30 * time.Second,
 		IndexMaxPartitions: 1 << 16,
 		IndexMaxBatches:    1 << 16,
+		ReadaheadBytes:     64 << 20,
 
 		ReplayMinLagRecords:  100000,
 		ReplayBytesPerSecond: 32 << 20,

@@ -17,6 +17,8 @@ func (c Config) validateReads() error {
 		return fmt.Errorf("agent: config IndexMaxPartitions %d must be positive", c.IndexMaxPartitions)
 	case c.IndexMaxBatches < 0:
 		return fmt.Errorf("agent: config IndexMaxBatches %d must not be negative", c.IndexMaxBatches)
+	case c.ReadaheadBytes < 0:
+		return fmt.Errorf("agent: config ReadaheadBytes %d must not be negative", c.ReadaheadBytes)
 	}
 	return nil
 }

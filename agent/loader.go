@@ -32,28 +32,34 @@ type loader struct {
 	wait    time.Duration // MaxLoadWait
 	timeout time.Duration // LoadTimeout
 
-	mu    sync.Mutex // protects loads and the waiters of each load
-	loads map[string]*load
-	wg    sync.WaitGroup // load goroutines
+	mu         sync.Mutex // protects loads and the waiters of each load
+	loads      map[string]*load
+	prefetches int            // loads started by prefetch and running
+	wg         sync.WaitGroup // load goroutines
+
+	ra *readahead // read-ahead for readers far behind (nil: off)
 }
 
 // load is one whole-file read in progress. data and err are set before
 // done is closed.
 type load struct {
-	done    chan struct{}
-	data    []byte
-	err     error
-	waiters int // readers waiting; guarded by loader.mu
-	cancel  context.CancelFunc
+	done     chan struct{}
+	data     []byte
+	err      error
+	waiters  int // readers waiting; guarded by loader.mu
+	cancel   context.CancelFunc
+	prefetch bool // started by the read-ahead (counted in loader.prefetches)
 }
 
 func newLoader(store ObjectReader, cache *fileCache, cfg Config) *loader {
-	return &loader{
+	l := &loader{
 		store: store, cache: cache,
 		mem: semaphore.NewWeighted(cfg.MaxLoadingBytes), max: cfg.MaxLoadingBytes,
 		wait: cfg.MaxLoadWait, timeout: cfg.LoadTimeout,
 		loads: make(map[string]*load),
 	}
+	l.ra = newReadahead(l, cfg)
+	return l
 }
 
 // file returns the whole file, from the cache or by joining (or starting)
@@ -84,6 +90,38 @@ func (l *loader) file(ctx context.Context, key string, size int64) ([]byte, erro
 		l.leave(key, ld)
 		return nil, ctx.Err()
 	}
+}
+
+// prefetch starts a whole-file load of key into the cache, shared with the
+// readers that come for it, unless the file is cached or loading (true) or
+// readaheadLoads prefetches already run (false).
+func (l *loader) prefetch(key string, size int64) bool {
+	if _, ok := l.cache.Get(key); ok {
+		return true
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if _, ok := l.loads[key]; ok {
+		return true
+	}
+	if l.prefetches >= readaheadLoads {
+		return false
+	}
+	l.prefetches++
+	lctx, cancel := context.WithTimeout(context.Background(), l.timeout)
+	ld := &load{done: make(chan struct{}), cancel: cancel, prefetch: true}
+	l.loads[key] = ld
+	l.wg.Add(1)
+	go l.run(lctx, key, size, ld)
+	return true
+}
+
+// loading reports whether a whole-file load of key runs.
+func (l *loader) loading(key string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	_, ok := l.loads[key]
+	return ok
 }
 
 // leave drops a reader of ld; the last one to leave an unfinished load
@@ -120,9 +158,15 @@ func (l *loader) run(ctx context.Context, key string, size int64, ld *load) {
 	if l.loads[key] == ld {
 		delete(l.loads, key)
 	}
+	if ld.prefetch {
+		l.prefetches--
+	}
 	ld.data, ld.err = data, err
 	close(ld.done)
 	l.mu.Unlock()
+	if ld.prefetch && l.ra != nil {
+		l.ra.kick() // a prefetch slot is free
+	}
 }
 
 // get reads [off, off+length) of key (length < 0: to the end; size is then
@@ -143,11 +187,26 @@ func (l *loader) get(ctx context.Context, key string, off, length, size int64) (
 	return l.store.Get(ctx, key, off, length)
 }
 
-// rng reads a byte range of key within the memory bound, under ctx.
+// rng reads a byte range of key within the memory bound, under ctx and
+// within LoadTimeout (a hung store fails the read instead of holding it).
 func (l *loader) rng(ctx context.Context, key string, off, length int64) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(ctx, l.timeout)
+	defer cancel()
 	return l.get(ctx, key, off, length, length)
 }
 
-// close waits for the loads in progress (each ends within LoadTimeout, or
-// at once when its readers have left).
-func (l *loader) close() { l.wg.Wait() }
+// close stops the read-ahead and waits for the loads in progress (each
+// ends within LoadTimeout, or at once when its readers have left).
+func (l *loader) close() {
+	if l.ra != nil {
+		l.ra.close()
+	}
+	l.mu.Lock()
+	for _, ld := range l.loads {
+		if ld.prefetch && ld.waiters == 0 {
+			ld.cancel() // nobody waits for it
+		}
+	}
+	l.mu.Unlock()
+	l.wg.Wait()
+}

@@ -34,16 +34,52 @@ func (a *Agent) readRange(ctx context.Context, topicID int64, partition int32, o
 	if err != nil || len(refs) == 0 {
 		return nil, nil, st, err
 	}
-	raw, err := a.readBatches(ctx, refs)
+	var raw [][]byte
+	if a.loads.ra.behind(refs, st.HighWatermark) {
+		raw, err = a.readBehind(ctx, partKey{topicID, partition}, refs, st.HighWatermark, maxBytes)
+	} else {
+		raw, err = a.readBatches(ctx, refs, 0)
+	}
 	if err != nil {
 		return nil, nil, st, err
 	}
 	return refs, raw, st, nil
 }
 
+// readBehind reads refs for a reader far behind the head: from its
+// partition's read-ahead (readahead.go), which it extends, and by ranges
+// for the rest — a file is loaded whole (and cached) only when the
+// reader's batches are most of it.
+func (a *Agent) readBehind(ctx context.Context, k partKey, refs []metadata.BatchRef, hw int64, maxBytes int) ([][]byte, error) {
+	ra := a.loads.ra
+	if ra == nil {
+		return a.readBatches(ctx, refs, 1)
+	}
+	out := make([][]byte, len(refs))
+	miss, err := ra.serve(ctx, k, refs, out, hw, maxBytes, a.findBatches)
+	if err != nil || len(miss) == 0 {
+		return out, err
+	}
+	rest := make([]metadata.BatchRef, len(miss))
+	for j, i := range miss {
+		rest[j] = refs[i]
+	}
+	raw, err := a.readBatches(ctx, rest, ra.readers(k.topic))
+	if err != nil {
+		return nil, err
+	}
+	for j, i := range miss {
+		out[i] = raw[j]
+	}
+	return out, nil
+}
+
 // readBatches returns the bytes of each ref, in order: from the cache, by
 // loading small files whole (and caching them), or by coalesced range GETs.
-func (a *Agent) readBatches(ctx context.Context, refs []metadata.BatchRef) ([][]byte, error) {
+// A reader far behind the head, one of readers (> 0) catch-up readers of
+// its topic, loads a file whole only when they likely want a quarter of it
+// (wholeFile).
+func (a *Agent) readBatches(ctx context.Context, refs []metadata.BatchRef, readers int) ([][]byte, error) {
 	out := make([][]byte, len(refs))
 	byFile := make(map[string][]int)
 	var files []string
@@ -57,7 +93,7 @@ func (a *Agent) readBatches(ctx context.Context, refs []metadata.BatchRef) ([][]
 	g.SetLimit(4)
 	for _, key := range files {
 		idx := byFile[key]
-		g.Go(func() error { return a.readFile(gctx, key, refs, idx, out) })
+		g.Go(func() error { return a.readFile(gctx, key, refs, idx, out, readers) })
 	}
 	if err := g.Wait(); err != nil {
 		return nil, err
@@ -65,12 +101,33 @@ func (a *Agent) readBatches(ctx context.Context, refs []metadata.BatchRef) ([][]
 	return out, nil
 }
 
-func (a *Agent) readFile(ctx context.Context, key string, refs []metadata.BatchRef, idx []int, out [][]byte) error {
+// wholeFile reports whether a read of the batches idx of refs, all in one
+// file, loads the file whole: a file up to CacheFileMaxBytes when the
+// cache is on; for a reader far behind the head, one of readers (> 0)
+// catch-up readers of its topic, only when together they likely want a quarter
+// of it (each partition holding about as much as this one: denseFile).
+func wholeFile(refs []metadata.BatchRef, idx []int, cacheFileMax int64, cacheOn bool, readers int) bool {
+	size := refs[idx[0]].FileSize
+	if size <= 0 || size > cacheFileMax || !cacheOn {
+		return false
+	}
+	if readers <= 0 {
+		return true
+	}
+	var n int64
+	for _, i := range idx {
+		n += refs[i].ByteLength
+	}
+	return denseFile(n, size, readers, cacheFileMax)
+}
+
+func (a *Agent) readFile(ctx context.Context, key string, refs []metadata.BatchRef, idx []int, out [][]byte, readers int) error {
 	data, ok := a.cache.Get(key)
 	if ok {
 		a.m.cacheHit()
-	} else if size := refs[idx[0]].FileSize; size > 0 && size <= a.cfg.CacheFileMaxBytes && a.cfg.CacheBytes > 0 {
+	} else if wholeFile(refs, idx, a.cfg.CacheFileMaxBytes, a.cfg.CacheBytes > 0, readers) || readers > 0 && a.loads.loading(key) {
 		a.m.cacheMiss()
+		size := refs[idx[0]].FileSize
 		// The load is shared by every reader of the file and bounded with
 		// all other reads (loader).
 		d, err := a.loads.file(ctx, key, size)

@@ -195,6 +195,8 @@ func EvaluateGoals(r *Report) []Goal {
 	}
 	goals = append(goals, g)
 
+	goals = append(goals, catchupGoal(r))
+
 	// CPU per MiB, at the highest load measured.
 	g = Goal{ID: "cpu-per-mib", Title: "agent CPU ≤ 20 ms per MiB ingested", Target: "≤ 20 ms/MiB"}
 	cpuRun := r.Floe
@@ -240,4 +242,37 @@ func EvaluateGoals(r *Report) []Goal {
 	}
 	goals = append(goals, g)
 	return goals
+}
+
+// catchupReadGoal is the share of the raw GET throughput a cold catch-up
+// must read at.
+const catchupReadGoal = 0.70
+
+// catchupGoal checks the catch-up read against the raw GET throughput of
+// the same store, measured in the same run; it notes a backlog that fits
+// the agents' read cache (which then measures the cache, not the reads).
+func catchupGoal(r *Report) Goal {
+	g := Goal{ID: "catchup-read", Title: "cold catch-up read ≥ 70% of the raw GET throughput of the same store", Target: "≥ 70% of raw GET"}
+	c := r.Floe.Catchup
+	switch {
+	case c == nil:
+		g.Status, g.Measured, g.Note = GoalNotMeasured, "no catch-up run", "run -workload catchup"
+		return g
+	case r.Limits.StoreMax == nil || r.Limits.StoreMax.Get.MBPerSec <= 0:
+		g.Status, g.Measured, g.Target = GoalNotMeasured, fmt.Sprintf("%.1f MB/s", c.ReadMBPerSec), "limits not measured"
+		return g
+	}
+	raw := r.Limits.StoreMax.Get.MBPerSec
+	g.Target = fmt.Sprintf("≥ %.1f MB/s (%.0f%% of %.1f MB/s)", catchupReadGoal*raw, 100*catchupReadGoal, raw)
+	g.Measured = fmt.Sprintf("%.1f MB/s (%.0f%% of raw GET) over a %s backlog", c.ReadMBPerSec, 100*c.ReadMBPerSec/raw, byteSize(float64(c.BacklogBytes)))
+	g.Status = GoalFail
+	if c.ReadRecords >= c.BacklogRecords && c.ReadMBPerSec >= catchupReadGoal*raw {
+		g.Status = GoalPass
+	}
+	if c.ReadRecords < c.BacklogRecords {
+		g.Note = fmt.Sprintf("read %d of %d records", c.ReadRecords, c.BacklogRecords)
+	} else if r.Settings.CacheBytes > 0 && c.BacklogBytes <= r.Settings.CacheBytes {
+		g.Note = fmt.Sprintf("the backlog fits the read cache (%s): use a larger -backlog-mb", byteSize(float64(r.Settings.CacheBytes)))
+	}
+	return g
 }

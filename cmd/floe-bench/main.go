@@ -108,7 +108,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) (err
 	tick := fs.Duration("tick", 0, "producer-side batching: least time between two requests of a producer (0: linger/25, within [1ms, 10ms])")
 	maxInFlight := fs.Int("max-inflight", 48, "unanswered produce requests per producer (JetStream: this × -max-batch messages, at most 4096)")
 	floeRecords := fs.Bool("floe-records", false, "floe: produce and consume through the per-record API instead of the batch data plane (for comparison)")
-	backlogMB := fs.Int64("backlog-mb", 64, "catchup: backlog to write then read, MB")
+	backlogMB := fs.Int64("backlog-mb", rc.BacklogBytes/1e6, "catchup: backlog to write then read, MB (more than the agents' read cache, to measure the reads)")
 	fs.DurationVar(&dc.Linger, "linger", dc.Linger, "agents' linger (passed to agents it starts; tell it the deployment's for -addr)")
 	fs.IntVar(&dc.MaxFileBytes, "max-file-bytes", dc.MaxFileBytes, "agents' max file size (as -linger)")
 	fs.Int64Var(&dc.MaxBufferedBytes, "max-buffered-bytes", dc.MaxBufferedBytes, "agents' buffered-bytes bound (as -linger)")

@@ -37,6 +37,7 @@ func serverConfigOf(c Config, stderr io.Writer) serverConfig {
 	sc.Batcher.UploadTimeout = b.UploadTimeout
 	sc.Agent.MaxFetchRecords = a.MaxFetchRecords
 	sc.Agent.MaxLoadingBytes = a.MaxLoadingBytes
+	sc.Agent.ReadaheadBytes = a.ReadaheadBytes
 	sc.Agent.ReplayBytesPerSecond = a.ReplayBytesPerSecond
 	sc.Agent.ReplayMinLagRecords = a.ReplayMinLagRecords
 	sc.Agent.CacheBytes = a.CacheBytes

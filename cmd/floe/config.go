@@ -69,6 +69,7 @@ type AgentSettings struct {
 	MaxFetchBytes        int   `yaml:"max_fetch_bytes" flag:"max-fetch-bytes" check:"positive" help:"largest fetch or subscribe answer"`
 	MaxFetchRecords      int   `yaml:"max_fetch_records" flag:"max-fetch-records" check:"positive" help:"most records in one fetch or subscribe answer"`
 	MaxLoadingBytes      int64 `yaml:"max_loading_bytes" flag:"max-loading-bytes" check:"positive" help:"bytes read from the object store at once across all readers; past it readers wait, then get ResourceExhausted"`
+	ReadaheadBytes       int64 `yaml:"readahead_bytes" flag:"readahead-bytes" check:"nonneg" help:"bytes read ahead, across all partitions, for readers far behind the head (ranged GETs in parallel; 0: no read-ahead)"`
 	ReplayBytesPerSecond int64 `yaml:"replay_bytes_per_second" flag:"replay-bytes-per-second" check:"nonneg" help:"read budget of one consumer group replaying far behind the head, per agent (0: unlimited)"`
 	ReplayMinLagRecords  int64 `yaml:"replay_min_lag_records" flag:"replay-min-lag-records" check:"positive" help:"a group reader at least this many records behind the head reads through the replay budget"`
 }
@@ -128,7 +129,7 @@ func DefaultServerConfig(command string) Config {
 		Batcher: BatcherSettings{Linger: bd.Linger, MaxFileBytes: bd.MaxFileBytes, MaxBufferedBytes: bd.MaxBufferedBytes,
 			CommitTimeout: bd.CommitTimeout, UploadTimeout: bd.UploadTimeout},
 		Agent: AgentSettings{CacheBytes: ad.CacheBytes, MaxRecordBytes: ad.MaxRecordBytes, MaxFetchBytes: ad.MaxFetchBytes,
-			MaxFetchRecords: ad.MaxFetchRecords, MaxLoadingBytes: ad.MaxLoadingBytes,
+			MaxFetchRecords: ad.MaxFetchRecords, MaxLoadingBytes: ad.MaxLoadingBytes, ReadaheadBytes: ad.ReadaheadBytes,
 			ReplayBytesPerSecond: ad.ReplayBytesPerSecond, ReplayMinLagRecords: ad.ReplayMinLagRecords},
 		S3:  S3Settings{Region: sd.Region},
 		Dev: DevSettings{Data: "./data"},

@@ -192,7 +192,7 @@ func runServing(ctx context.Context, sc serverConfig, meta metadata.Store, store
 	// configuration (unacknowledged bytes, read cache, reads in progress) plus room for
 	// requests in flight and the runtime. GOMEMLIMIT overrides it.
 	if os.Getenv("GOMEMLIMIT") == "" {
-		limit := sc.Batcher.MaxBufferedBytes + sc.Agent.CacheBytes + sc.Agent.MaxLoadingBytes + 192<<20
+		limit := sc.Batcher.MaxBufferedBytes + sc.Agent.CacheBytes + sc.Agent.MaxLoadingBytes + sc.Agent.ReadaheadBytes + 192<<20
 		debug.SetMemoryLimit(limit)
 		log.Debug("memory limit set", "bytes", limit)
 	}
