@@ -241,6 +241,35 @@ func killColumns(t *testing.T, tbl *table.Table, cols ...string) []map[string]st
 	return out
 }
 
+// maintainStats counts what compactors logged.
+type maintainStats struct {
+	Appends, Maintained, Rewritten, ExpiredSnapshots, Orphans int
+}
+
+// add counts the log lines of one compactor.
+func (s *maintainStats) add(logs string) {
+	field := func(line, name string) int {
+		_, rest, ok := strings.Cut(line, " "+name+"=")
+		if !ok {
+			return 0
+		}
+		v, _, _ := strings.Cut(rest, " ")
+		n, _ := strconv.Atoi(v)
+		return n
+	}
+	for _, line := range strings.Split(logs, "\n") {
+		switch {
+		case strings.Contains(line, `msg="table appended"`):
+			s.Appends++
+		case strings.Contains(line, `msg="table maintained"`):
+			s.Maintained++
+			s.Rewritten += field(line, "rewritten_files")
+			s.ExpiredSnapshots += field(line, "expired_snapshots")
+			s.Orphans += field(line, "orphan_files")
+		}
+	}
+}
+
 // The checker finds what the kill test looks for: a duplicate, a missing
 // offset, a changed column, an offset never produced.
 func TestIcebergKillCheckerDetects(t *testing.T) {
@@ -366,6 +395,7 @@ func TestIcebergCompactorKilled(t *testing.T) {
 	const rounds = 16
 	nextID := int64(1000)
 	var killed, afterAppend, crashed int
+	var all []*killedCompactor
 	for round := range rounds {
 		n := 1 + rng.IntN(2)
 		comps := make([]*killedCompactor, n)
@@ -400,6 +430,7 @@ func TestIcebergCompactorKilled(t *testing.T) {
 			}
 			killProduce(t, c, "typed", p, recs, typed, meta)
 		}
+		all = append(all, comps...)
 		order := []int{0, 1}[:n]
 		slices.SortFunc(order, func(x, y int) int { return int(delays[x] - delays[y]) })
 		for _, i := range order {
@@ -418,6 +449,12 @@ func TestIcebergCompactorKilled(t *testing.T) {
 		t.Logf("round %d: %d compactor(s) killed after %v", round, n, delays[:n])
 	}
 	t.Logf("%d compactors killed, %d of them after at least one append", killed, afterAppend)
+	// After the last kill, more records: the last compactor must append
+	// them, through the leases the killed ones may still hold.
+	for p := range int32(plainParts) {
+		recs := killRecords(rng, rounds, 5)
+		killProduce(t, c, "plain", p, recs, plain, make([]killRecord, len(recs)))
+	}
 
 	// The last compactor catches up within a bound: a dead owner's lease
 	// (2 s) blocks nothing for long.
@@ -477,8 +514,19 @@ func TestIcebergCompactorKilled(t *testing.T) {
 	case <-time.After(15 * time.Second):
 		t.Fatalf("the last compactor did not stop on SIGTERM:\n%s", final.text())
 	}
-	if logs := final.text(); strings.Contains(logs, "panic") {
-		t.Errorf("the last compactor panicked:\n%s", logs)
+	// What the compactors did, from their logs: no panic; appends,
+	// rewrites, snapshot expiry and orphan deletion ran.
+	var st maintainStats
+	for _, k := range append(all, final) {
+		logs := k.text()
+		if strings.Contains(logs, "panic") {
+			t.Errorf("a compactor panicked:\n%s", logs)
+		}
+		st.add(logs)
+	}
+	t.Logf("compactor logs: %+v", st)
+	if st.Appends == 0 || st.Maintained == 0 || st.Rewritten == 0 || st.ExpiredSnapshots == 0 {
+		t.Errorf("the rounds did not exercise appends, rewrites and snapshot expiry: %+v", st)
 	}
 
 	// Every offset exactly once, every column as produced.
