@@ -506,6 +506,27 @@ func TestIcebergCompactorKilled(t *testing.T) {
 		}
 	}
 	t.Logf("the last compactor caught up in %v", time.Since(caughtUp).Round(time.Millisecond))
+	// The lease cursors, which DescribeTopic reads, follow the tables.
+	for topic, want := range map[string]map[int32]map[int64]killRecord{"plain": plain, "typed": typed} {
+		hw := high(want)
+		for deadline := time.Now().Add(10 * time.Second); ; {
+			d, err := c.Topics.DescribeTopic(ctx, &floev1.DescribeTopicRequest{Name: topic})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ok := d.GetIceberg().GetKnown()
+			for _, p := range d.GetPartitions() {
+				ok = ok && p.GetIcebergWatermark() == hw[p.GetPartition()]
+			}
+			if ok {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("DescribeTopic %s: iceberg %v, partitions %v; want the table's watermark %v", topic, d.GetIceberg(), d.GetPartitions(), hw)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
 	if err := final.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
