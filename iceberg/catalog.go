@@ -159,7 +159,7 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*Writer, error) {
 		db.Close()
 		return nil, fmt.Errorf("iceberg: reach %s catalog: %w", cfg.Backend, err)
 	}
-	cat, err := sqlcat.NewCatalog(cfg.CatalogName, db, dialect, cfg.catalogProps())
+	cat, err := newCatalog(ctx, cfg, db, dialect)
 	if err != nil {
 		db.Close()
 		return nil, fmt.Errorf("iceberg: open %s catalog: %w", cfg.Backend, err)
@@ -178,6 +178,33 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*Writer, error) {
 		return cerr
 	}
 	return w, nil
+}
+
+// catalogLockKey is the pg_advisory_xact_lock key serialising the
+// creation of the catalog's tables (metadata/postgres uses another key
+// for its migrations).
+const catalogLockKey int64 = 0x666c6f6549636562 // "floeIceb"
+
+// newCatalog is sqlcat.NewCatalog, which creates the catalog's tables
+// when missing. On PostgreSQL it runs under an advisory lock: two
+// processes' CREATE TABLE IF NOT EXISTS at once is not atomic there (the
+// loser fails on pg_type's unique index, `type "iceberg_tables" already
+// exists`), which made one of two compactor replicas starting together
+// on a fresh database exit. The lock is a transaction's, on a connection
+// of its own, so that nothing can leave it held.
+func newCatalog(ctx context.Context, cfg Config, db *sql.DB, dialect sqlcat.SupportedDialect) (*sqlcat.Catalog, error) {
+	if cfg.Backend != BackendPostgres {
+		return sqlcat.NewCatalog(cfg.CatalogName, db, dialect, cfg.catalogProps())
+	}
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, fmt.Errorf("lock: %w", err)
+	}
+	defer func() { _ = tx.Rollback() }()
+	if _, err := tx.ExecContext(ctx, "SELECT pg_advisory_xact_lock($1)", catalogLockKey); err != nil {
+		return nil, fmt.Errorf("lock: %w", err)
+	}
+	return sqlcat.NewCatalog(cfg.CatalogName, db, dialect, cfg.catalogProps())
 }
 
 // sqliteDSN adds a busy timeout and WAL to a SQLite file path.
