@@ -15,7 +15,8 @@ import (
 // The batch data plane's read side: FetchRequest.batches and
 // SubscribeRequest.batches answer with the stored Kafka v2 record batches
 // themselves, back to back in one buffer, instead of records. Each batch is
-// checked as stored data (kbatch.ParseStored: framing, CRC, header) but its
+// checked as stored data (kbatch.ParseStored: framing, CRC, header; the CRC
+// only once: not again for a whole file verified when read) but its
 // records are not decoded; its base offset, stored as 0, is set to the
 // log's offset in the answer's copy (the read cache's bytes are never
 // written). Batches wholly below the requested offset are left out; the
@@ -47,7 +48,7 @@ func (a *Agent) readStoredBatches(ctx context.Context, topicID int64, partition 
 // readStoredOnce is one read of readStoredBatches.
 func (a *Agent) readStoredOnce(ctx context.Context, topicID int64, partition int32, offset int64, maxBytes int) (storedRead, metadata.PartitionState, error) {
 	out := storedRead{next: offset}
-	refs, raw, st, err := a.readRange(ctx, topicID, partition, offset, maxBytes)
+	refs, raw, verified, st, err := a.readRange(ctx, topicID, partition, offset, maxBytes)
 	if err != nil || len(refs) == 0 {
 		return out, st, err
 	}
@@ -67,9 +68,15 @@ func (a *Agent) readStoredOnce(ctx context.Context, topicID int64, partition int
 		// end can be checked against the metadata.
 		base := r.BaseOffset
 		var count int64
-		// One check per batch (ParseStored: bounds, CRC, header).
+		// One check per batch (ParseStored: bounds, CRC, header); the CRC
+		// is left out for bytes of a whole file whose body CRC-32C held
+		// when it was read (verified), never for a ranged read's.
+		parse := kbatch.ParseStored
+		if verified[i] {
+			parse = kbatch.ParseStoredVerified
+		}
 		for at := 0; at < len(raw[i]); {
-			info, err := kbatch.ParseStored(raw[i][at:])
+			info, err := parse(raw[i][at:])
 			if err != nil {
 				return storedRead{next: offset}, st, &dataLossError{fmt.Errorf("agent: read batch %d of %s at byte %d: %w", r.BaseOffset, r.FileKey, at, err)}
 			}

@@ -64,12 +64,14 @@ func newLoader(store ObjectReader, cache *fileCache, cfg Config) *loader {
 
 // file returns the whole file, from the cache or by joining (or starting)
 // its load, and caches it. size is the file's size from the metadata.
-func (l *loader) file(ctx context.Context, key string, size int64) ([]byte, error) {
-	if d, ok := l.cache.Get(key); ok {
-		return d, nil
+// verified reports that the file's checksums held when it was read (a load
+// checks them; a cached file tells, see fileCache.AddVerified).
+func (l *loader) file(ctx context.Context, key string, size int64) (data []byte, verified bool, err error) {
+	if d, v, ok := l.cache.GetVerified(key); ok {
+		return d, v, nil
 	}
 	if err := ctx.Err(); err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	l.mu.Lock()
 	ld, ok := l.loads[key]
@@ -85,10 +87,10 @@ func (l *loader) file(ctx context.Context, key string, size int64) ([]byte, erro
 	select {
 	case <-ld.done:
 		l.leave(key, ld)
-		return ld.data, ld.err
+		return ld.data, ld.err == nil, ld.err
 	case <-ctx.Done():
 		l.leave(key, ld)
-		return nil, ctx.Err()
+		return nil, false, ctx.Err()
 	}
 }
 
@@ -152,7 +154,7 @@ func (l *loader) run(ctx context.Context, key string, size int64, ld *load) {
 		}
 	}
 	if err == nil {
-		l.cache.Add(key, data)
+		l.cache.AddVerified(key, data)
 	}
 	l.mu.Lock()
 	if l.loads[key] == ld {

@@ -77,3 +77,27 @@ func TestWalkStoredStops(t *testing.T) {
 		t.Fatalf("damaged batch: err %v after %d records, want ErrCorrupt before any", err, n)
 	}
 }
+
+// TestParseStoredVerified: the header ParseStored returns, without the
+// CRC check (a damaged record passes), and the other checks still made.
+func TestParseStoredVerified(t *testing.T) {
+	b, err := Encode(manyRecords(5, 10, 1), DefaultEncodeOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := ParseStored(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad := bytes.Clone(b)
+	bad[len(bad)-1] ^= 1
+	if _, err := ParseStored(bad); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("ParseStored of a damaged batch: %v", err)
+	}
+	if got, err := ParseStoredVerified(bad); err != nil || got != want {
+		t.Fatalf("ParseStoredVerified: %+v, %v; want %+v", got, err, want)
+	}
+	if _, err := ParseStoredVerified(b[:len(b)-1]); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("ParseStoredVerified of a truncated batch: %v, want ErrCorrupt", err)
+	}
+}

@@ -1,0 +1,78 @@
+package agent_test
+
+import (
+	"context"
+	"testing"
+
+	"google.golang.org/grpc/codes"
+
+	"github.com/floe-broker/floe/agent"
+	floev1 "github.com/floe-broker/floe/api/floe/v1"
+	"github.com/floe-broker/floe/kbatch"
+	"github.com/floe-broker/floe/logfile"
+	"github.com/floe-broker/floe/objectstore"
+)
+
+// Bytes count as verified (their batches' CRCs are not checked again in
+// batches mode) only when they come from a whole file whose checksums held
+// when it was loaded: a reader with a cache loads the small file whole
+// (verified, and again from the cache), one without a cache reads it by
+// ranges (not verified).
+func TestReadRangeVerifiedOnlyForCheckedWholeFiles(t *testing.T) {
+	ctx := context.Background()
+	for _, c := range []struct {
+		name  string
+		cache int64
+		want  bool
+	}{{"whole file loaded and checked", 64 << 20, true}, {"ranged reads", 0, false}} {
+		t.Run(c.name, func(t *testing.T) {
+			w, r, _ := writerAndReader(t, objectstore.NewMemory(), func(s objectstore.Store) objectstore.Store { return s },
+				func(cfg *agent.Config) { cfg.CacheBytes = c.cache })
+			produceFiles(t, w, "t", 1, 8<<10)
+			for i := range 2 { // the load, then the cache
+				v, err := agent.ReadRangeVerified(ctx, r.ag, "t", 0, 0, 1<<20)
+				if err != nil || len(v) == 0 {
+					t.Fatalf("read %d: %v, %v", i, v, err)
+				}
+				for j, got := range v {
+					if got != c.want {
+						t.Fatalf("read %d run %d: verified %v, want %v", i, j, got, c.want)
+					}
+				}
+			}
+		})
+	}
+}
+
+// In batches mode a batch damaged where only its own CRC covers it, read
+// by ranges (no whole-file check), is DataLoss: the per-batch CRC is kept
+// for every byte not verified with its file.
+func TestBatchesRangedCorruptBatchIsDataLoss(t *testing.T) {
+	mem := objectstore.NewMemory()
+	w, r, _ := writerAndReader(t, mem, func(s objectstore.Store) objectstore.Store { return s },
+		func(cfg *agent.Config) { cfg.CacheBytes = 0 })
+	produceFiles(t, w, "t", 1, 4<<10)
+	ctx := context.Background()
+	var key string
+	if err := mem.List(ctx, "", func(o objectstore.ObjectInfo) error { key = o.Key; return nil }); err != nil || key == "" {
+		t.Fatalf("find the stored file: %q, %v", key, err)
+	}
+	good, err := mem.Get(ctx, key, 0, -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad := append([]byte(nil), good...)
+	bad[logfile.HeaderSize+kbatch.HeaderSize+20] ^= 0x01 // inside the first batch's records
+	if err := mem.Put(ctx, key, bad, objectstore.PutOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.c.Log.Fetch(ctx, &floev1.FetchRequest{Topic: "t", Batches: true}); code(err) != codes.DataLoss {
+		t.Fatalf("batches fetch of a damaged batch read by range: %v, want DataLoss", err)
+	}
+	if err := mem.Put(ctx, key, good, objectstore.PutOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if resp, err := r.c.Log.Fetch(ctx, &floev1.FetchRequest{Topic: "t", Batches: true}); err != nil || len(resp.GetBatches()) == 0 {
+		t.Fatalf("batches fetch of the repaired file: %d bytes, %v", len(resp.GetBatches()), err)
+	}
+}
