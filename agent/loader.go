@@ -38,6 +38,44 @@ type loader struct {
 	wg         sync.WaitGroup // load goroutines
 
 	ra *readahead // read-ahead for readers far behind (nil: off)
+
+	// bufs holds *[]byte answer buffers of batches-mode subscriptions
+	// (respBuf), given back once sent: reused, not cleared and faulted in
+	// again for each message. The GC empties it when idle.
+	bufs sync.Pool
+}
+
+// Answer buffers: capacities are powers of two from respBufMin; larger
+// than respBufMax they are not kept.
+const (
+	respBufMin = 64 << 10
+	respBufMax = 16 << 20
+)
+
+// respBuf returns an empty buffer of capacity at least n, reused when one
+// was given back (putRespBuf).
+func (l *loader) respBuf(n int) *[]byte {
+	if p, ok := l.bufs.Get().(*[]byte); ok {
+		if cap(*p) >= n {
+			*p = (*p)[:0]
+			return p
+		}
+		l.bufs.Put(p) // too small for this one: keep it for another
+	}
+	c := respBufMin
+	for c < n {
+		c <<= 1
+	}
+	b := make([]byte, 0, c)
+	return &b
+}
+
+// putRespBuf gives back a buffer of respBuf whose bytes nothing uses any
+// more.
+func (l *loader) putRespBuf(p *[]byte) {
+	if cap(*p) <= respBufMax {
+		l.bufs.Put(p)
+	}
 }
 
 // load is one whole-file read in progress. data and err are set before
