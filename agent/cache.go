@@ -17,8 +17,9 @@ type fileCache struct {
 }
 
 type cacheItem struct {
-	key  string
-	data []byte
+	key      string
+	data     []byte
+	verified bool // the whole file's checksums held when it was read (AddVerified)
 }
 
 func newFileCache(maxBytes int64) *fileCache {
@@ -27,18 +28,33 @@ func newFileCache(maxBytes int64) *fileCache {
 
 // Get returns the cached file; callers must not modify it.
 func (c *fileCache) Get(key string) ([]byte, bool) {
+	data, _, ok := c.GetVerified(key)
+	return data, ok
+}
+
+// GetVerified is Get, also reporting whether the file was added with
+// AddVerified.
+func (c *fileCache) GetVerified(key string) ([]byte, bool, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	el, ok := c.items[key]
 	if !ok {
-		return nil, false
+		return nil, false, false
 	}
 	c.order.MoveToFront(el)
-	return el.Value.(*cacheItem).data, true
+	it := el.Value.(*cacheItem)
+	return it.data, it.verified, true
 }
 
 // Add caches data under key (data must not be modified afterwards).
-func (c *fileCache) Add(key string, data []byte) {
+func (c *fileCache) Add(key string, data []byte) { c.add(key, data, false) }
+
+// AddVerified is Add for a whole file whose checksums (logfile.ReadIndex:
+// the body CRC-32C covers every batch) held when it was read: readers of
+// its batches may skip their per-batch CRCs.
+func (c *fileCache) AddVerified(key string, data []byte) { c.add(key, data, true) }
+
+func (c *fileCache) add(key string, data []byte, verified bool) {
 	if int64(len(data)) > c.max {
 		return
 	}
@@ -47,7 +63,7 @@ func (c *fileCache) Add(key string, data []byte) {
 	if _, ok := c.items[key]; ok {
 		return
 	}
-	c.items[key] = c.order.PushFront(&cacheItem{key: key, data: data})
+	c.items[key] = c.order.PushFront(&cacheItem{key: key, data: data, verified: verified})
 	c.size += int64(len(data))
 	for c.size > c.max {
 		el := c.order.Back()

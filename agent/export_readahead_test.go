@@ -33,7 +33,7 @@ func ReadRangeBytes(ctx context.Context, a *Agent, topic string, p int32, offset
 	if err != nil {
 		return 0, offset, 0, err
 	}
-	refs, raw, st, err := a.readRange(ctx, t.ID, p, offset, maxBytes)
+	refs, raw, _, st, err := a.readRange(ctx, t.ID, p, offset, maxBytes)
 	if err != nil || len(refs) == 0 {
 		return 0, offset, st.HighWatermark, err
 	}

@@ -193,6 +193,9 @@ func (a *Agent) Subscribe(req *floev1.SubscribeRequest, stream floev1.LogService
 				stop() // unblock the readers; keep draining until they stop
 			}
 		}
+		if m.release != nil {
+			m.release()
+		}
 		mem.Release(m.weight)
 	}
 	if sendErr != nil {
@@ -222,8 +225,9 @@ func (a *Agent) resolveStart(ctx context.Context, topicID int64, p int32, sp *fl
 
 // outMsg is a message for the subscriber and the buffer bytes it holds.
 type outMsg struct {
-	resp   *floev1.SubscribeResponse
-	weight int64
+	resp    *floev1.SubscribeResponse
+	weight  int64
+	release func() // called by the sender once resp is sent (nil: none)
 }
 
 // follow reads one partition from offset for ever, sending what it finds.

@@ -15,7 +15,8 @@ import (
 // The batch data plane's read side: FetchRequest.batches and
 // SubscribeRequest.batches answer with the stored Kafka v2 record batches
 // themselves, back to back in one buffer, instead of records. Each batch is
-// checked as stored data (kbatch.ParseStored: framing, CRC, header) but its
+// checked as stored data (kbatch.ParseStored: framing, CRC, header; the CRC
+// only once: not again for a whole file verified when read) but its
 // records are not decoded; its base offset, stored as 0, is set to the
 // log's offset in the answer's copy (the read cache's bytes are never
 // written). Batches wholly below the requested offset are left out; the
@@ -23,7 +24,8 @@ import (
 
 // storedRead is one read of stored batches.
 type storedRead struct {
-	buf     []byte // the batches, base offsets set
+	buf     []byte  // the batches, base offsets set
+	pooled  *[]byte // buf's pooled buffer (pool set): give it back once buf is sent
 	batches int
 	records int // records of the batches sent (some may be below the offset)
 	next    int64
@@ -34,9 +36,11 @@ type storedRead struct {
 // one batch when any exists. A read that finds only batches below offset
 // (a compacted gap) reads again from past them, at most maxEmptyReads
 // times, so that a reader never waits at a gap.
-func (a *Agent) readStoredBatches(ctx context.Context, topicID int64, partition int32, offset int64, maxBytes int) (storedRead, metadata.PartitionState, error) {
+// With pool, the answer is built in a pooled buffer (storedRead.release
+// gives it back).
+func (a *Agent) readStoredBatches(ctx context.Context, topicID int64, partition int32, offset int64, maxBytes int, pool bool) (storedRead, metadata.PartitionState, error) {
 	for i := 0; ; i++ {
-		r, st, err := a.readStoredOnce(ctx, topicID, partition, offset, maxBytes)
+		r, st, err := a.readStoredOnce(ctx, topicID, partition, offset, maxBytes, pool)
 		if err != nil || r.batches > 0 || r.next <= offset || r.next >= st.HighWatermark || i+1 >= maxEmptyReads {
 			return r, st, err
 		}
@@ -45,9 +49,9 @@ func (a *Agent) readStoredBatches(ctx context.Context, topicID int64, partition 
 }
 
 // readStoredOnce is one read of readStoredBatches.
-func (a *Agent) readStoredOnce(ctx context.Context, topicID int64, partition int32, offset int64, maxBytes int) (storedRead, metadata.PartitionState, error) {
+func (a *Agent) readStoredOnce(ctx context.Context, topicID int64, partition int32, offset int64, maxBytes int, pool bool) (storedRead, metadata.PartitionState, error) {
 	out := storedRead{next: offset}
-	refs, raw, st, err := a.readRange(ctx, topicID, partition, offset, maxBytes)
+	refs, raw, verified, st, err := a.readRange(ctx, topicID, partition, offset, maxBytes)
 	if err != nil || len(refs) == 0 {
 		return out, st, err
 	}
@@ -67,9 +71,15 @@ func (a *Agent) readStoredOnce(ctx context.Context, topicID int64, partition int
 		// end can be checked against the metadata.
 		base := r.BaseOffset
 		var count int64
-		// One check per batch (ParseStored: bounds, CRC, header).
+		// One check per batch (ParseStored: bounds, CRC, header); the CRC
+		// is left out for bytes of a whole file whose body CRC-32C held
+		// when it was read (verified), never for a ranged read's.
+		parse := kbatch.ParseStored
+		if verified[i] {
+			parse = kbatch.ParseStoredVerified
+		}
 		for at := 0; at < len(raw[i]); {
-			info, err := kbatch.ParseStored(raw[i][at:])
+			info, err := parse(raw[i][at:])
 			if err != nil {
 				return storedRead{next: offset}, st, &dataLossError{fmt.Errorf("agent: read batch %d of %s at byte %d: %w", r.BaseOffset, r.FileKey, at, err)}
 			}
@@ -104,8 +114,15 @@ func (a *Agent) readStoredOnce(ctx context.Context, topicID int64, partition int
 		// A compacted run may end with offsets whose records are gone.
 		out.next = max(out.next, base)
 	}
-	// One copy into the answer, where the base offsets are written.
-	out.buf = make([]byte, 0, size)
+	// One copy into the answer, where the base offsets are written: a
+	// pooled buffer for a subscription (given back once sent), else a new
+	// one (a Fetch answer is marshalled after the handler returns).
+	if pool && len(picks) > 0 {
+		out.pooled = a.loads.respBuf(size)
+		out.buf = *out.pooled
+	} else {
+		out.buf = make([]byte, 0, size)
+	}
 	for _, p := range picks {
 		at := len(out.buf)
 		out.buf = append(out.buf, p.b...)
@@ -114,14 +131,29 @@ func (a *Agent) readStoredOnce(ctx context.Context, topicID int64, partition int
 		}
 	}
 	out.batches = len(picks)
+	if out.pooled != nil {
+		*out.pooled = out.buf
+	}
 	return out, st, nil
+}
+
+// release gives r's pooled buffer back once msg, which carries it, is
+// sent; nil when r has none.
+func (a *Agent) release(r storedRead, msg *floev1.SubscribeResponse) func() {
+	if r.pooled == nil {
+		return nil
+	}
+	return func() {
+		msg.Batches = nil
+		a.loads.putRespBuf(r.pooled)
+	}
 }
 
 // fetchBatches is Fetch with FetchRequest.batches set.
 func (a *Agent) fetchBatches(ctx context.Context, topicID int64, req *floev1.FetchRequest, deadline time.Time, budget int) (*floev1.FetchResponse, error) {
 	for {
 		woken := a.hub.wait(topicID, req.GetPartition())
-		r, st, err := a.readStoredBatches(ctx, topicID, req.GetPartition(), req.GetOffset(), budget)
+		r, st, err := a.readStoredBatches(ctx, topicID, req.GetPartition(), req.GetOffset(), budget, false)
 		if err != nil {
 			a.topics.forgetIfGone(req.GetTopic(), err)
 			return nil, toStatus(err)
@@ -146,7 +178,7 @@ func (a *Agent) followBatches(ctx context.Context, topicID int64, p int32, offse
 		if err := mem.Acquire(ctx, w); err != nil {
 			return err
 		}
-		r, st, err := a.readStoredBatches(ctx, topicID, p, offset, budget)
+		r, st, err := a.readStoredBatches(ctx, topicID, p, offset, budget, true)
 		if err != nil || r.batches == 0 {
 			mem.Release(w)
 		}
@@ -156,7 +188,7 @@ func (a *Agent) followBatches(ctx context.Context, topicID int64, p int32, offse
 		if r.batches > 0 {
 			msg := &floev1.SubscribeResponse{Partition: p, Batches: r.buf, HighWatermark: st.HighWatermark, NextOffset: r.next}
 			select {
-			case out <- outMsg{resp: msg, weight: w}:
+			case out <- outMsg{resp: msg, weight: w, release: a.release(r, msg)}:
 			case <-ctx.Done():
 				mem.Release(w)
 				return ctx.Err()

@@ -23,7 +23,7 @@ func (s *groupSession) readBatches(ctx context.Context, p int32, r *groupReader)
 		if err := s.mem.Acquire(ctx, w); err != nil {
 			return err
 		}
-		rd, st, err := a.readStoredBatches(ctx, s.topic.ID, p, offset, s.budget)
+		rd, st, err := a.readStoredBatches(ctx, s.topic.ID, p, offset, s.budget, true)
 		if err != nil || rd.batches == 0 {
 			s.mem.Release(w)
 		}
@@ -40,7 +40,7 @@ func (s *groupSession) readBatches(ctx context.Context, p int32, r *groupReader)
 		if rd.batches > 0 {
 			msg := &floev1.SubscribeResponse{Partition: p, Batches: rd.buf, HighWatermark: st.HighWatermark, NextOffset: rd.next}
 			select {
-			case s.out <- outMsg{resp: msg, weight: w}:
+			case s.out <- outMsg{resp: msg, weight: w, release: a.release(rd, msg)}:
 			case <-ctx.Done():
 				s.mem.Release(w)
 				return ctx.Err()

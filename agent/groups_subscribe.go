@@ -528,6 +528,9 @@ func (s *groupSession) send(ctx context.Context) error {
 			if err == nil {
 				err = s.stream.Send(m.resp)
 			}
+			if m.release != nil {
+				m.release()
+			}
 			s.mem.Release(m.weight)
 			if err != nil {
 				return err

@@ -38,6 +38,44 @@ type loader struct {
 	wg         sync.WaitGroup // load goroutines
 
 	ra *readahead // read-ahead for readers far behind (nil: off)
+
+	// bufs holds *[]byte answer buffers of batches-mode subscriptions
+	// (respBuf), given back once sent: reused, not cleared and faulted in
+	// again for each message. The GC empties it when idle.
+	bufs sync.Pool
+}
+
+// Answer buffers: capacities are powers of two from respBufMin; larger
+// than respBufMax they are not kept.
+const (
+	respBufMin = 64 << 10
+	respBufMax = 16 << 20
+)
+
+// respBuf returns an empty buffer of capacity at least n, reused when one
+// was given back (putRespBuf).
+func (l *loader) respBuf(n int) *[]byte {
+	if p, ok := l.bufs.Get().(*[]byte); ok {
+		if cap(*p) >= n {
+			*p = (*p)[:0]
+			return p
+		}
+		l.bufs.Put(p) // too small for this one: keep it for another
+	}
+	c := respBufMin
+	for c < n {
+		c <<= 1
+	}
+	b := make([]byte, 0, c)
+	return &b
+}
+
+// putRespBuf gives back a buffer of respBuf whose bytes nothing uses any
+// more.
+func (l *loader) putRespBuf(p *[]byte) {
+	if cap(*p) <= respBufMax {
+		l.bufs.Put(p)
+	}
 }
 
 // load is one whole-file read in progress. data and err are set before
@@ -64,12 +102,14 @@ func newLoader(store ObjectReader, cache *fileCache, cfg Config) *loader {
 
 // file returns the whole file, from the cache or by joining (or starting)
 // its load, and caches it. size is the file's size from the metadata.
-func (l *loader) file(ctx context.Context, key string, size int64) ([]byte, error) {
-	if d, ok := l.cache.Get(key); ok {
-		return d, nil
+// verified reports that the file's checksums held when it was read (a load
+// checks them; a cached file tells, see fileCache.AddVerified).
+func (l *loader) file(ctx context.Context, key string, size int64) (data []byte, verified bool, err error) {
+	if d, v, ok := l.cache.GetVerified(key); ok {
+		return d, v, nil
 	}
 	if err := ctx.Err(); err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	l.mu.Lock()
 	ld, ok := l.loads[key]
@@ -85,10 +125,10 @@ func (l *loader) file(ctx context.Context, key string, size int64) ([]byte, erro
 	select {
 	case <-ld.done:
 		l.leave(key, ld)
-		return ld.data, ld.err
+		return ld.data, ld.err == nil, ld.err
 	case <-ctx.Done():
 		l.leave(key, ld)
-		return nil, ctx.Err()
+		return nil, false, ctx.Err()
 	}
 }
 
@@ -152,7 +192,7 @@ func (l *loader) run(ctx context.Context, key string, size int64, ld *load) {
 		}
 	}
 	if err == nil {
-		l.cache.Add(key, data)
+		l.cache.AddVerified(key, data)
 	}
 	l.mu.Lock()
 	if l.loads[key] == ld {

@@ -27,51 +27,54 @@ const maxCoalesceGap = 1 << 20
 // readRange finds the committed runs of a partition from offset, about
 // maxBytes of them (at least one when any exists), and returns them with
 // their bytes (raw[i] holds refs[i]'s Kafka batches back to back, as
-// stored) and the partition's state. It is the one way fetch, subscribe
-// and the batch data plane read the log.
-func (a *Agent) readRange(ctx context.Context, topicID int64, partition int32, offset int64, maxBytes int) ([]metadata.BatchRef, [][]byte, metadata.PartitionState, error) {
-	refs, st, err := a.findBatches(ctx, topicID, partition, offset, int64(maxBytes))
+// stored) and the partition's state. verified[i] reports that raw[i] comes
+// from a whole file whose checksums held when it was read (its body CRC-32C
+// covers the batches: their own CRCs need no second check); bytes of a
+// ranged read, or of a file cached unchecked, are not. It is the one way
+// fetch, subscribe and the batch data plane read the log.
+func (a *Agent) readRange(ctx context.Context, topicID int64, partition int32, offset int64, maxBytes int) (refs []metadata.BatchRef, raw [][]byte, verified []bool, st metadata.PartitionState, err error) {
+	refs, st, err = a.findBatches(ctx, topicID, partition, offset, int64(maxBytes))
 	if err != nil || len(refs) == 0 {
-		return nil, nil, st, err
+		return nil, nil, nil, st, err
 	}
-	var raw [][]byte
 	if a.loads.ra.behind(refs, st.HighWatermark) {
-		raw, err = a.readBehind(ctx, partKey{topicID, partition}, refs, st.HighWatermark, maxBytes)
+		raw, verified, err = a.readBehind(ctx, partKey{topicID, partition}, refs, st.HighWatermark, maxBytes)
 	} else {
-		raw, err = a.readBatches(ctx, refs, 0)
+		raw, verified, err = a.readBatches(ctx, refs, 0)
 	}
 	if err != nil {
-		return nil, nil, st, err
+		return nil, nil, nil, st, err
 	}
-	return refs, raw, st, nil
+	return refs, raw, verified, st, nil
 }
 
 // readBehind reads refs for a reader far behind the head: from its
 // partition's read-ahead (readahead.go), which it extends, and by ranges
 // for the rest — a file is loaded whole (and cached) only when the
 // reader's batches are most of it.
-func (a *Agent) readBehind(ctx context.Context, k partKey, refs []metadata.BatchRef, hw int64, maxBytes int) ([][]byte, error) {
+func (a *Agent) readBehind(ctx context.Context, k partKey, refs []metadata.BatchRef, hw int64, maxBytes int) ([][]byte, []bool, error) {
 	ra := a.loads.ra
 	if ra == nil {
 		return a.readBatches(ctx, refs, 1)
 	}
 	out := make([][]byte, len(refs))
+	ver := make([]bool, len(refs)) // segments are ranged reads: unverified
 	miss, err := ra.serve(ctx, k, refs, out, hw, maxBytes, a.findBatches)
 	if err != nil || len(miss) == 0 {
-		return out, err
+		return out, ver, err
 	}
 	rest := make([]metadata.BatchRef, len(miss))
 	for j, i := range miss {
 		rest[j] = refs[i]
 	}
-	raw, err := a.readBatches(ctx, rest, ra.readers(k.topic))
+	raw, rver, err := a.readBatches(ctx, rest, ra.readers(k.topic))
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	for j, i := range miss {
-		out[i] = raw[j]
+		out[i], ver[i] = raw[j], rver[j]
 	}
-	return out, nil
+	return out, ver, nil
 }
 
 // readBatches returns the bytes of each ref, in order: from the cache, by
@@ -79,8 +82,9 @@ func (a *Agent) readBehind(ctx context.Context, k partKey, refs []metadata.Batch
 // A reader far behind the head, one of readers (> 0) catch-up readers of
 // its topic, loads a file whole only when they likely want a quarter of it
 // (wholeFile).
-func (a *Agent) readBatches(ctx context.Context, refs []metadata.BatchRef, readers int) ([][]byte, error) {
+func (a *Agent) readBatches(ctx context.Context, refs []metadata.BatchRef, readers int) ([][]byte, []bool, error) {
 	out := make([][]byte, len(refs))
+	ver := make([]bool, len(refs))
 	byFile := make(map[string][]int)
 	var files []string
 	for i, r := range refs {
@@ -93,12 +97,12 @@ func (a *Agent) readBatches(ctx context.Context, refs []metadata.BatchRef, reade
 	g.SetLimit(4)
 	for _, key := range files {
 		idx := byFile[key]
-		g.Go(func() error { return a.readFile(gctx, key, refs, idx, out, readers) })
+		g.Go(func() error { return a.readFile(gctx, key, refs, idx, out, ver, readers) })
 	}
 	if err := g.Wait(); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return out, nil
+	return out, ver, nil
 }
 
 // wholeFile reports whether a read of the batches idx of refs, all in one
@@ -121,8 +125,10 @@ func wholeFile(refs []metadata.BatchRef, idx []int, cacheFileMax int64, cacheOn 
 	return denseFile(n, size, readers, cacheFileMax)
 }
 
-func (a *Agent) readFile(ctx context.Context, key string, refs []metadata.BatchRef, idx []int, out [][]byte, readers int) error {
-	data, ok := a.cache.Get(key)
+// readFile reads the batches idx of refs, all in file key, into out; ver
+// gets whether each came from a whole file verified when read.
+func (a *Agent) readFile(ctx context.Context, key string, refs []metadata.BatchRef, idx []int, out [][]byte, ver []bool, readers int) error {
+	data, verified, ok := a.cache.GetVerified(key)
 	if ok {
 		a.m.cacheHit()
 	} else if wholeFile(refs, idx, a.cfg.CacheFileMaxBytes, a.cfg.CacheBytes > 0, readers) || readers > 0 && a.loads.loading(key) {
@@ -130,11 +136,11 @@ func (a *Agent) readFile(ctx context.Context, key string, refs []metadata.BatchR
 		size := refs[idx[0]].FileSize
 		// The load is shared by every reader of the file and bounded with
 		// all other reads (loader).
-		d, err := a.loads.file(ctx, key, size)
+		d, v, err := a.loads.file(ctx, key, size)
 		if err != nil {
 			return fmt.Errorf("agent: read file %s: %w", key, err)
 		}
-		data, ok = d, true
+		data, verified, ok = d, v, true
 	}
 	if ok {
 		for _, i := range idx {
@@ -143,6 +149,7 @@ func (a *Agent) readFile(ctx context.Context, key string, refs []metadata.BatchR
 				return fmt.Errorf("agent: batch at %d+%d lies outside file %s of %d bytes", r.ByteOffset, r.ByteLength, key, len(data))
 			}
 			out[i] = data[r.ByteOffset : r.ByteOffset+r.ByteLength]
+			ver[i] = verified
 		}
 		return nil
 	}
@@ -211,7 +218,7 @@ const maxEmptyReads = 8
 // readRecordsOnce is one read of readRecords.
 func (a *Agent) readRecordsOnce(ctx context.Context, topicID int64, partition int32, offset int64, maxBytes int) ([]*floev1.Record, metadata.PartitionState, int64, error) {
 	maxRecords := a.cfg.MaxFetchRecords
-	refs, raw, st, err := a.readRange(ctx, topicID, partition, offset, maxBytes)
+	refs, raw, _, st, err := a.readRange(ctx, topicID, partition, offset, maxBytes)
 	if err != nil || len(refs) == 0 {
 		return nil, st, offset, err
 	}

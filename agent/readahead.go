@@ -35,7 +35,9 @@ import (
 // the cache; whatever else it reads itself (readBehind). So read-ahead
 // changes where bytes come from, never which batches a reader gets; the
 // batches' CRCs are checked by whoever decodes them, as on every read
-// path (whole files also by logfile.ReadIndex when loaded).
+// path (whole files by logfile.ReadIndex when loaded, after which the
+// batch data plane does not check their batches' CRCs again; a segment's
+// bytes are never counted as verified).
 //
 // Memory: the bytes of all segments, read or in flight, are taken from one
 // agent-wide budget (Config.ReadaheadBytes) with TryAcquire, so read-ahead

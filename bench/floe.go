@@ -15,6 +15,7 @@ import (
 	floev1 "github.com/floe-broker/floe/api/floe/v1"
 	"github.com/floe-broker/floe/client"
 	"github.com/floe-broker/floe/internal/kpartition"
+	"github.com/floe-broker/floe/kbatch"
 )
 
 // MaxSubscribePartitions is the partitions one floe subscription covers;
@@ -145,20 +146,34 @@ func (s *FloeSystem) Consume(ctx context.Context, i, n int, earliest bool, fn fu
 			defer wg.Done()
 			req := &floev1.SubscribeRequest{Topic: s.topic, Partitions: parts, Start: start, MaxBytes: 4 << 20, Batches: !s.cfg.Records}
 			next := map[int32]int64{} // batches: partition -> offset due
+			seen := map[int32]bool{}  // batches: next holds an offset delivered
 			err := c.Subscribe(ctx, req, func(r *floev1.SubscribeResponse) error {
-				recs := r.GetRecords()
-				if len(r.GetBatches()) > 0 {
-					var err error
-					if recs, err = client.DecodeBatches(r.GetBatches(), r.GetPartition(), next[r.GetPartition()], 0); err != nil {
-						return err
+				if len(r.GetBatches()) == 0 {
+					mu.Lock()
+					defer mu.Unlock()
+					for _, rec := range r.GetRecords() {
+						fn(rec.GetValue())
 					}
-					next[r.GetPartition()] = r.GetNextOffset()
+					return nil
 				}
+				// Batches: every record checked (CRC, fields) and handed
+				// over without building records; offsets must follow on
+				// from the last one handed over, one by one.
+				p := r.GetPartition()
 				mu.Lock()
 				defer mu.Unlock()
-				for _, rec := range recs {
-					fn(rec.GetValue())
+				_, err := client.WalkBatches(r.GetBatches(), next[p], 0, func(kr *kbatch.Record) error {
+					if seen[p] && kr.Offset != next[p] {
+						return fmt.Errorf("bench: partition %d: record at offset %d, expected %d", p, kr.Offset, next[p])
+					}
+					seen[p], next[p] = true, kr.Offset+1
+					fn(kr.Value)
+					return nil
+				})
+				if err != nil {
+					return err
 				}
+				next[p] = max(next[p], r.GetNextOffset())
 				return nil
 			})
 			if err != nil && ctx.Err() == nil {

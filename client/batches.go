@@ -107,6 +107,36 @@ func DecodeBatches(b []byte, partition int32, from int64, maxDecompressed int) (
 	return out, nil
 }
 
+// WalkBatches walks the stored batches of a FetchResponse or
+// SubscribeResponse (base offsets set by the agent) as DecodeBatches
+// checks them, calling fn with each record from offset from on, without
+// building records: for a reader that only looks at offsets, timestamps
+// and values. The record fn sees aliases b (or a compressed batch's
+// decompressed records) and is reused: copy what is kept. maxDecompressed
+// is as for DecodeBatches. It returns the records passed to fn; fn's error
+// stops the walk and is returned as is.
+func WalkBatches(b []byte, from int64, maxDecompressed int, fn func(r *kbatch.Record) error) (int, error) {
+	n := 0
+	each := func(r *kbatch.Record) error {
+		if r.Offset < from {
+			return nil
+		}
+		n++
+		return fn(r)
+	}
+	for at := 0; at < len(b); {
+		info, err := kbatch.WalkStored(b[at:], maxDecompressed, each)
+		if err != nil {
+			if errors.Is(err, kbatch.ErrCorrupt) || errors.Is(err, kbatch.ErrTooLarge) {
+				return n, fmt.Errorf("client: decode batches: batch at byte %d: %w", at, err)
+			}
+			return n, err
+		}
+		at += info.BatchLength
+	}
+	return n, nil
+}
+
 // ResponseRecords returns a SubscribeResponse's records: its records, or
 // in batches mode its decoded batches from from on.
 func ResponseRecords(resp *floev1.SubscribeResponse, from int64) ([]*floev1.Record, error) {

@@ -208,7 +208,10 @@ func ParseInfo(b []byte) (Info, error) { return parseInfo(b, false) }
 
 // parseInfo is ParseInfo; lenient accepts a compacted batch (see
 // ParseStored).
-func parseInfo(b []byte, lenient bool) (Info, error) {
+func parseInfo(b []byte, lenient bool) (Info, error) { return parseHeader(b, lenient, true) }
+
+// parseHeader is parseInfo; crc false skips the CRC (ParseStoredVerified).
+func parseHeader(b []byte, lenient, crc bool) (Info, error) {
 	if len(b) < HeaderSize {
 		return Info{}, fmt.Errorf("%w: %d bytes, shorter than the %d-byte header", ErrCorrupt, len(b), HeaderSize)
 	}
@@ -224,8 +227,10 @@ func parseInfo(b []byte, lenient bool) (Info, error) {
 		return Info{}, fmt.Errorf("%w: magic %d, want 2", ErrCorrupt, m)
 	}
 	total := lengthPrefix + int(length)
-	if want, got := be.Uint32(b[offCRC:]), crc32.Checksum(b[offAttributes:total], castagnoli); want != got {
-		return Info{}, fmt.Errorf("%w: CRC %08x, computed %08x", ErrCorrupt, want, got)
+	if crc {
+		if want, got := be.Uint32(b[offCRC:]), crc32.Checksum(b[offAttributes:total], castagnoli); want != got {
+			return Info{}, fmt.Errorf("%w: CRC %08x, computed %08x", ErrCorrupt, want, got)
+		}
 	}
 	info := Info{
 		BaseOffset:           int64(be.Uint64(b[offBaseOffset:])),

@@ -20,6 +20,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"syscall"
@@ -131,6 +132,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) (err
 	out := fs.String("out", "", "write report.json, report.md and latency.svg into this folder")
 	topic := fs.String("topic", "bench", "prefix of the topics the runs create")
 	quiet := fs.Bool("quiet", false, "no progress line")
+	cpuprofile := fs.String("cpuprofile", "", "write the harness's CPU profile (floe-bench itself: producers, consumers) to this file")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil
@@ -139,6 +141,22 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) (err
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("flag: unexpected argument %q", fs.Arg(0))
+	}
+	if *cpuprofile != "" {
+		f, err := os.Create(*cpuprofile)
+		if err != nil {
+			return fmt.Errorf("cpu profile: %w", err)
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			f.Close()
+			return fmt.Errorf("cpu profile: %w", err)
+		}
+		defer func() {
+			pprof.StopCPUProfile()
+			if cerr := f.Close(); cerr != nil && err == nil {
+				err = fmt.Errorf("cpu profile: %w", cerr)
+			}
+		}()
 	}
 	rc.Workload = bench.Workload(*workload)
 	rc.Tick = *tick
