@@ -3,11 +3,9 @@ package agent
 import (
 	"context"
 	"errors"
-	"io"
 	"math"
 	"math/rand/v2"
 	"strconv"
-	"sync"
 	"time"
 
 	"google.golang.org/grpc/codes"
@@ -258,77 +256,18 @@ func (a *Agent) Produce(ctx context.Context, req *floev1.ProduceRequest) (*floev
 // in arrival order (so one partition's records keep the stream's order) and
 // answered as their files commit, with at most MaxStreamInFlight unanswered.
 func (a *Agent) ProduceStream(stream floev1.LogService_ProduceStreamServer) error {
-	ctx := stream.Context()
-	var (
-		sendMu  sync.Mutex // serialises stream.Send
-		wg      sync.WaitGroup
-		slots   = make(chan struct{}, a.cfg.MaxStreamInFlight)
-		sendErr error
-	)
-	send := func(r *floev1.ProduceStreamResponse) {
-		sendMu.Lock()
-		defer sendMu.Unlock()
-		if sendErr == nil {
-			sendErr = stream.Send(r)
-		}
-	}
-	fail := func(id uint64, err error) {
-		// Each request of the stream has its own request id for the log.
-		rid := RequestID(ctx)
-		if rid == "" {
-			rid = RequestID(withRequestID(ctx))
-		}
-		err = publicError(ctx, a.log, floev1.LogService_ProduceStream_FullMethodName, rid+"-"+strconv.FormatUint(id, 10), err)
-		st := status.Convert(err)
-		send(&floev1.ProduceStreamResponse{RequestId: id, ErrorCode: int32(st.Code()), ErrorMessage: st.Message()})
-	}
-	defer wg.Wait()
-	for {
-		msg, err := stream.Recv()
-		if err == io.EOF {
-			return nil
-		}
-		var refused *refusedError
-		if errors.As(err, &refused) {
-			// Only this request was refused (too large, does not decode).
-			a.m.produced(0, 0, 0, refused)
-			fail(refused.requestID, refused.err)
-			continue
-		}
-		if err != nil {
-			return err
-		}
-		select {
-		case slots <- struct{}{}:
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-		start := time.Now()
-		id := msg.GetRequestId()
-		plan, err := a.planProduce(ctx, msg.GetRequest())
-		var pend []*batcher.Pending
-		if err == nil {
-			pend, err = a.appendPlan(ctx, plan)
-		}
-		if err != nil {
-			<-slots
-			a.m.produced(0, 0, time.Since(start), err)
-			fail(id, err)
-			continue
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			defer func() { <-slots }()
-			resp, err := a.awaitPlan(ctx, plan, pend)
-			a.m.produced(plan.n, plan.bytes, time.Since(start), err)
-			if err != nil {
-				fail(id, err)
-				return
-			}
-			send(&floev1.ProduceStreamResponse{RequestId: id, Response: resp})
-		}()
-	}
+	return serveProduceStream(stream.Context(), a, produceStream[*floev1.ProduceRequest, *floev1.ProduceResponse]{
+		method: floev1.LogService_ProduceStream_FullMethodName,
+		recv: func() (uint64, *floev1.ProduceRequest, error) {
+			m, err := stream.Recv()
+			return m.GetRequestId(), m.GetRequest(), err
+		},
+		plan:  a.planProduce,
+		await: a.awaitPlan,
+		send: func(id uint64, resp *floev1.ProduceResponse, code int32, msg string) error {
+			return stream.Send(&floev1.ProduceStreamResponse{RequestId: id, Response: resp, ErrorCode: code, ErrorMessage: msg})
+		},
+	})
 }
 
 // InitProducer implements floev1.LogServiceServer.

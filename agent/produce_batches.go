@@ -3,9 +3,7 @@ package agent
 import (
 	"context"
 	"errors"
-	"io"
 	"strconv"
-	"sync"
 	"time"
 
 	"google.golang.org/grpc/codes"
@@ -141,73 +139,16 @@ func (a *Agent) ProduceBatches(ctx context.Context, req *floev1.ProduceBatchesRe
 // does: requests appended in arrival order, answered as their files
 // commit, at most MaxStreamInFlight unanswered.
 func (a *Agent) ProduceBatchesStream(stream floev1.LogService_ProduceBatchesStreamServer) error {
-	ctx := stream.Context()
-	var (
-		sendMu  sync.Mutex // serialises stream.Send, protects sendErr
-		wg      sync.WaitGroup
-		slots   = make(chan struct{}, a.cfg.MaxStreamInFlight)
-		sendErr error
-	)
-	send := func(r *floev1.ProduceBatchesStreamResponse) {
-		sendMu.Lock()
-		defer sendMu.Unlock()
-		if sendErr == nil {
-			sendErr = stream.Send(r)
-		}
-	}
-	fail := func(id uint64, err error) {
-		rid := RequestID(ctx)
-		if rid == "" {
-			rid = RequestID(withRequestID(ctx))
-		}
-		err = publicError(ctx, a.log, floev1.LogService_ProduceBatchesStream_FullMethodName, rid+"-"+strconv.FormatUint(id, 10), err)
-		st := status.Convert(err)
-		send(&floev1.ProduceBatchesStreamResponse{RequestId: id, ErrorCode: int32(st.Code()), ErrorMessage: st.Message()})
-	}
-	defer wg.Wait()
-	for {
-		msg, err := stream.Recv()
-		if err == io.EOF {
-			return nil
-		}
-		var refused *refusedError
-		if errors.As(err, &refused) {
-			a.m.produced(0, 0, 0, refused)
-			fail(refused.requestID, refused.err)
-			continue
-		}
-		if err != nil {
-			return err
-		}
-		select {
-		case slots <- struct{}{}:
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-		start := time.Now()
-		id := msg.GetRequestId()
-		plan, err := a.planBatches(ctx, msg.GetRequest())
-		var pend []*batcher.Pending
-		if err == nil {
-			pend, err = a.appendPlan(ctx, plan)
-		}
-		if err != nil {
-			<-slots
-			a.m.produced(0, 0, time.Since(start), err)
-			fail(id, err)
-			continue
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			defer func() { <-slots }()
-			resp, err := a.awaitBatches(ctx, plan, pend)
-			a.m.produced(plan.n, plan.bytes, time.Since(start), err)
-			if err != nil {
-				fail(id, err)
-				return
-			}
-			send(&floev1.ProduceBatchesStreamResponse{RequestId: id, Response: resp})
-		}()
-	}
+	return serveProduceStream(stream.Context(), a, produceStream[*floev1.ProduceBatchesRequest, *floev1.ProduceBatchesResponse]{
+		method: floev1.LogService_ProduceBatchesStream_FullMethodName,
+		recv: func() (uint64, *floev1.ProduceBatchesRequest, error) {
+			m, err := stream.Recv()
+			return m.GetRequestId(), m.GetRequest(), err
+		},
+		plan:  a.planBatches,
+		await: a.awaitBatches,
+		send: func(id uint64, resp *floev1.ProduceBatchesResponse, code int32, msg string) error {
+			return stream.Send(&floev1.ProduceBatchesStreamResponse{RequestId: id, Response: resp, ErrorCode: code, ErrorMessage: msg})
+		},
+	})
 }
