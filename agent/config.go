@@ -3,6 +3,8 @@ package agent
 import (
 	"fmt"
 	"time"
+
+	"github.com/floe-broker/floe/kbatch"
 )
 
 // Config holds an agent's limits.
@@ -91,9 +93,13 @@ type Config struct {
 	LagSampleWindow time.Duration
 }
 
-// maxRequestLimit bounds MaxRequestBytes, so that gRPC's receive limit
-// (MaxRecvMsgBytes, a few times it) stays within a message's 32-bit length.
-const maxRequestLimit = 256 << 20
+// maxRequestLimit bounds MaxRequestBytes: gRPC's receive limit
+// (MaxRecvMsgBytes, a few times it) stays within a message's 32-bit
+// length, and a request's batch (produce batches may decompress to
+// MaxRequestBytes + 64 KiB) stays within what readers and the compactor
+// decompress (kbatch.DefaultMaxDecompressed): a batch accepted is a batch
+// they can read.
+const maxRequestLimit = kbatch.DefaultMaxDecompressed - 64<<10
 
 // DefaultConfig returns production defaults.
 func DefaultConfig() Config {

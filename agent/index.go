@@ -132,10 +132,24 @@ func (x *index) notice(n metadata.Notice) {
 			j++
 		}
 		if el, ok := x.parts[partKey{n.Batches[i].TopicID, n.Batches[i].Partition}]; ok {
-			x.addRefs(el.Value.(*indexEntry), n.Batches[i:j])
+			x.addRefs(el.Value.(*indexEntry), contiguous(n.Batches[i:j]))
 		}
 		i = j
 	}
+}
+
+// contiguous returns the leading refs of one partition that follow each
+// other without a gap. A notice's batches for a partition are one agent's
+// commits; another agent's commits of the same partition may lie between
+// them, and held as one run they would let a reader skip those offsets
+// (the reader's checks look at each run on its own).
+func contiguous(refs []metadata.BatchRef) []metadata.BatchRef {
+	for k := 1; k < len(refs); k++ {
+		if refs[k].BaseOffset != refs[k-1].LastOffset+1 {
+			return refs[:k]
+		}
+	}
+	return refs
 }
 
 // committed applies this agent's own committed batches (refs of one

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"unicode/utf8"
 )
 
 // Validation of client batches. A producer that sends encoded batches (the
@@ -264,6 +265,11 @@ func walkRecord(rd *reader, index int, info *Info) (ts int64, val []byte, size i
 		v := rd.bytes("header value", true)
 		if rd.err != nil {
 			return 0, nil, 0, fmt.Errorf("header %d: %w", j, rd.err)
+		}
+		// floe's API carries header keys as strings: a key that is not
+		// UTF-8 could be stored but never fetched as a record.
+		if !utf8.Valid(k) {
+			return 0, nil, 0, fmt.Errorf("%w: header %d: key is not valid UTF-8", ErrRefused, j)
 		}
 		size += len(k) + len(v)
 	}
