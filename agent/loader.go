@@ -125,6 +125,11 @@ func (l *loader) file(ctx context.Context, key string, size int64) (data []byte,
 	select {
 	case <-ld.done:
 		l.leave(key, ld)
+		if errors.Is(ld.err, errPrefetchSkipped) {
+			// The read-ahead gave way to other reads: load it for this
+			// reader (its own load waits for room like any other).
+			return l.file(ctx, key, size)
+		}
 		return ld.data, ld.err == nil, ld.err
 	case <-ctx.Done():
 		l.leave(key, ld)
@@ -185,7 +190,15 @@ func (l *loader) leave(key string, ld *load) {
 func (l *loader) run(ctx context.Context, key string, size int64, ld *load) {
 	defer l.wg.Done()
 	defer ld.cancel()
-	data, err := l.get(ctx, key, 0, -1, size)
+	var (
+		data []byte
+		err  error
+	)
+	if ld.prefetch {
+		data, err = l.tryGet(ctx, key, size)
+	} else {
+		data, err = l.get(ctx, key, 0, -1, size)
+	}
 	if err == nil {
 		if _, cerr := logfile.ReadIndex(data); cerr != nil {
 			data, err = nil, &dataLossError{fmt.Errorf("agent: file %s fails its checks: %w", key, cerr)}
@@ -225,6 +238,23 @@ func (l *loader) get(ctx context.Context, key string, off, length, size int64) (
 	}
 	defer l.mem.Release(w)
 	return l.store.Get(ctx, key, off, length)
+}
+
+// errPrefetchSkipped ends a read-ahead load that found no room in the
+// loading bound: speculation never queues ahead of a reader's load.
+var errPrefetchSkipped = errors.New("agent: read-ahead load skipped: the loading bound is in use")
+
+// tryGet is get for a read-ahead load: it takes room in the bound only if
+// there is some now and nobody waits for it (the semaphore is FIFO, so a
+// prefetch waiting for 16 MiB would hold up every smaller read behind it,
+// and readers would get ResourceExhausted after MaxLoadWait).
+func (l *loader) tryGet(ctx context.Context, key string, size int64) ([]byte, error) {
+	w := min(max(size, 1), l.max)
+	if !l.mem.TryAcquire(w) {
+		return nil, errPrefetchSkipped
+	}
+	defer l.mem.Release(w)
+	return l.store.Get(ctx, key, 0, -1)
 }
 
 // rng reads a byte range of key within the memory bound, under ctx and
