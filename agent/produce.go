@@ -199,6 +199,9 @@ func (a *Agent) appendPlan(ctx context.Context, plan *producePlan) ([]*batcher.P
 			p, err = a.producer.Append(actx, plan.topic.ID, g.partition, g.batch)
 		}
 		if err != nil {
+			if werr := withdraw(pend[:i]); werr != nil {
+				return nil, werr
+			}
 			if errors.Is(err, batcher.ErrBackpressure) && ctx.Err() == nil {
 				return nil, status.Errorf(codes.ResourceExhausted, "produce: agent buffer full for %v, retry later", a.cfg.MaxBackpressureWait)
 			}
@@ -208,6 +211,28 @@ func (a *Agent) appendPlan(ctx context.Context, plan *producePlan) ([]*batcher.P
 		pend[i] = p
 	}
 	return pend, nil
+}
+
+// withdraw takes back the batches of a request that failed part-way, so
+// that a client told the request failed does not find part of it
+// committed when it retries. A batch whose file has begun its commit
+// cannot be taken back: then the request's outcome is unknown.
+func withdraw(pend []*batcher.Pending) error {
+	gone, cancel := context.WithCancel(context.Background())
+	cancel()
+	var unknown bool
+	for _, p := range pend {
+		_, err := p.Wait(gone)
+		var fe *batcher.FlushError
+		if err == nil || (errors.As(err, &fe) && fe.Ambiguous) {
+			unknown = true
+		}
+	}
+	if unknown {
+		return toStatus(&batcher.FlushError{Stage: batcher.StageCommit, Ambiguous: true,
+			Err: errors.New("agent: produce failed part-way after some of its partitions began committing")})
+	}
+	return nil
 }
 
 // awaitPlan waits for every group's commit and builds the answer.

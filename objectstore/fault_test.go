@@ -138,9 +138,11 @@ func TestFaultyLatency(t *testing.T) {
 func TestFaultyHang(t *testing.T) {
 	inner := objectstore.NewMemory()
 	f := objectstore.WithFaults(inner, objectstore.FaultConfig{HangRate: 1, Operations: []string{objectstore.OpPut}})
+	// start before the deadline is set, so that the deadline lies at least
+	// 50 ms after it (taken after, a loaded machine saw 47.9 ms).
+	start := time.Now()
 	ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
 	defer cancel()
-	start := time.Now()
 	err := f.Put(ctx, "k", []byte("x"), objectstore.PutOptions{})
 	if !errors.Is(err, context.DeadlineExceeded) || !errors.Is(err, objectstore.ErrInjected) {
 		t.Fatalf("hung Put = %v, want ErrInjected and DeadlineExceeded", err)
