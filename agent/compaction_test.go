@@ -3,16 +3,9 @@ package agent_test
 import (
 	"context"
 	"fmt"
-	"net"
-	"sync"
 	"testing"
 	"time"
 
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
-	"google.golang.org/grpc/test/bufconn"
-
-	"github.com/floe-broker/floe/agent"
 	floev1 "github.com/floe-broker/floe/api/floe/v1"
 	"github.com/floe-broker/floe/batcher"
 	"github.com/floe-broker/floe/client"
@@ -27,39 +20,7 @@ import (
 // startOn runs an agent on meta and store and returns a client of it.
 func startOn(t *testing.T, meta metadata.Store, store objectstore.Store) *client.Client {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	acfg, bcfg := agent.DefaultConfig(), batcher.DefaultConfig()
-	bcfg.Linger = 5 * time.Millisecond
-	acfg.PollInterval = 200 * time.Millisecond
-	var ag *agent.Agent
-	b, err := batcher.New(bcfg, store, meta, batcher.Options{OnCommit: func(f batcher.CommittedFile) { ag.OnCommit(f) }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if ag, err = agent.New(acfg, meta, store, b, agent.Options{}); err != nil {
-		t.Fatal(err)
-	}
-	lis := bufconn.Listen(1 << 20)
-	gs := grpc.NewServer()
-	ag.Register(gs)
-	var wg sync.WaitGroup
-	wg.Add(2)
-	go func() { defer wg.Done(); _ = gs.Serve(lis) }()
-	go func() { defer wg.Done(); _ = ag.Run(ctx) }()
-	c, err := client.Dial("passthrough:///bufnet",
-		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return lis.DialContext(ctx) }),
-		grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		c.Close()
-		gs.Stop()
-		_ = b.Close(context.Background())
-		cancel()
-		wg.Wait()
-	})
-	return c
+	return startOnWith(t, meta, store, func(batcher.CommittedFile) {})
 }
 
 // keyedBackends runs fn on PostgreSQL with the S3 server and on SQLite
@@ -145,22 +106,7 @@ func TestReadCompactedTopic(t *testing.T) {
 		}
 		check := func(how string, recs []*floev1.Record) {
 			t.Helper()
-			got := map[string]string{}
-			last := int64(-1)
-			for _, rec := range recs {
-				kv := fmt.Sprintf("%s=%s", rec.GetKey(), rec.GetValue())
-				if rec.GetOffset() <= last || original[rec.GetOffset()] != kv {
-					t.Fatalf("%s: record %s at offset %d (after %d), originally %q", how, kv, rec.GetOffset(), last, original[rec.GetOffset()])
-				}
-				last = rec.GetOffset()
-				got[string(rec.GetKey())] = string(rec.GetValue())
-			}
-			if fmt.Sprint(got) != fmt.Sprint(want) {
-				t.Errorf("%s: latest values %v, want %v", how, got, want)
-			}
-			if len(recs) >= rounds*keys {
-				t.Errorf("%s: %d records, nothing was compacted", how, len(recs))
-			}
+			checkCompacted(t, how, recs, original, want, rounds*keys)
 		}
 		var fetched []*floev1.Record
 		for off := int64(0); off < rounds*keys; {
@@ -201,4 +147,28 @@ func splitKV(s string) (string, string) {
 		}
 	}
 	return s, ""
+}
+
+// checkCompacted checks records read from a compacted partition: in offset
+// order, each as it was produced at its offset (original: offset to
+// "key=value"), the latest value of every key (want) and fewer than total
+// records (something was compacted).
+func checkCompacted(t *testing.T, how string, recs []*floev1.Record, original map[int64]string, want map[string]string, total int) {
+	t.Helper()
+	got := map[string]string{}
+	last := int64(-1)
+	for _, rec := range recs {
+		kv := fmt.Sprintf("%s=%s", rec.GetKey(), rec.GetValue())
+		if rec.GetOffset() <= last || original[rec.GetOffset()] != kv {
+			t.Fatalf("%s: record %s at offset %d (after %d), originally %q", how, kv, rec.GetOffset(), last, original[rec.GetOffset()])
+		}
+		last = rec.GetOffset()
+		got[string(rec.GetKey())] = string(rec.GetValue())
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("%s: latest values %v, want %v", how, got, want)
+	}
+	if len(recs) >= total {
+		t.Errorf("%s: %d records, nothing was compacted", how, len(recs))
+	}
 }

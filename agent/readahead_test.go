@@ -449,22 +449,7 @@ func TestReadaheadCompactedTopic(t *testing.T) {
 	}
 	check := func(how string, recs []*floev1.Record) {
 		t.Helper()
-		got := map[string]string{}
-		last := int64(-1)
-		for _, rec := range recs {
-			kv := fmt.Sprintf("%s=%s", rec.GetKey(), rec.GetValue())
-			if rec.GetOffset() <= last || original[rec.GetOffset()] != kv {
-				t.Fatalf("%s: record %s at offset %d (after %d), originally %q", how, kv, rec.GetOffset(), last, original[rec.GetOffset()])
-			}
-			last = rec.GetOffset()
-			got[string(rec.GetKey())] = string(rec.GetValue())
-		}
-		if fmt.Sprint(got) != fmt.Sprint(want) {
-			t.Errorf("%s: latest values %v, want %v", how, got, want)
-		}
-		if len(recs) >= rounds*keys {
-			t.Errorf("%s: %d records, nothing was compacted", how, len(recs))
-		}
+		checkCompacted(t, how, recs, original, want, rounds*keys)
 	}
 	var fetched []*floev1.Record
 	for off := int64(0); off < rounds*keys; {
