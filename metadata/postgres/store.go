@@ -58,6 +58,9 @@ type Options struct {
 	// store's notifier sends them after the commits, merged (see notifier):
 	// measured faster with concurrent committers (BenchmarkConcurrentCommits).
 	NotifyInCommit bool
+	// Tracer, when set, traces the pool's queries (tests count the
+	// statements a compactor pass issues with it).
+	Tracer pgx.QueryTracer
 }
 
 // DefaultOptions returns the options Open uses when given a zero field.
@@ -130,6 +133,9 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 		return nil, fmt.Errorf("metadata: postgres dsn: %w", err)
 	}
 	cfg.MaxConns = opts.MaxConns
+	if opts.Tracer != nil {
+		cfg.ConnConfig.Tracer = opts.Tracer
+	}
 	if cfg.ConnConfig.ConnectTimeout == 0 || cfg.ConnConfig.ConnectTimeout > opts.ConnectTimeout {
 		cfg.ConnConfig.ConnectTimeout = opts.ConnectTimeout
 	}

@@ -1,0 +1,95 @@
+package compactor_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"sync/atomic"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/floe-broker/floe/compactor"
+	"github.com/floe-broker/floe/internal/testenv"
+	"github.com/floe-broker/floe/metadata"
+	"github.com/floe-broker/floe/metadata/postgres"
+	"github.com/floe-broker/floe/objectstore/s3store"
+)
+
+// statementCounter counts the statements a pgx pool sends.
+type statementCounter struct{ n atomic.Int64 }
+
+func (c *statementCounter) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryStartData) context.Context {
+	c.n.Add(1)
+	return ctx
+}
+
+func (c *statementCounter) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
+
+// passStatements builds 10 topics of partitions/10 partitions each, with
+// two batches in every partition (delete, bytes-limited, compacted and
+// compact,delete topics, none with anything to trim or compact), makes a
+// first pass, and returns the statements of the second: every partition
+// is idle.
+func passStatements(t *testing.T, partitions int) int64 {
+	ctx := context.Background()
+	counter := &statementCounter{}
+	opts := postgres.DefaultOptions()
+	opts.Tracer = counter
+	meta, err := postgres.Open(ctx, testenv.Postgres(t), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { meta.Close() })
+	sc := testenv.S3(t)
+	c := s3store.DefaultConfig()
+	c.Bucket, c.Endpoint, c.Region, c.AccessKey, c.SecretKey, c.PathStyle = sc.Bucket, sc.Endpoint, sc.Region, sc.AccessKey, sc.SecretKey, true
+	s3, err := s3store.New(ctx, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s3.Close() })
+	e := env{meta: meta, store: s3}
+	configs := []map[string]string{
+		nil, nil, nil, nil,
+		{"retention.bytes": strconv.Itoa(1 << 30)}, {"retention.bytes": strconv.Itoa(1 << 30)},
+		{"cleanup.policy": "compact"}, {"cleanup.policy": "compact"},
+		{"cleanup.policy": "compact,delete", "retention.bytes": strconv.Itoa(1 << 30)},
+		{"cleanup.policy": "compact,delete", "retention.bytes": strconv.Itoa(1 << 30)},
+	}
+	per := int32(partitions / len(configs))
+	for i, cfg := range configs {
+		tp, err := meta.CreateTopic(ctx, metadata.TopicSpec{Name: fmt.Sprintf("cost%d", i), Partitions: per, Config: cfg})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for range 2 {
+			var bs []metadata.BatchCommit
+			for p := range per {
+				bs = append(bs, batch(tp.ID, p, 1))
+			}
+			write(t, e, bs...)
+		}
+	}
+	cp := newCompactor(t, e, "cost", func(c *compactor.Config) { c.TopicMetrics = false })
+	runOnce(t, cp)
+	before := counter.n.Load()
+	runOnce(t, cp)
+	return counter.n.Load() - before
+}
+
+// TestPassStatementsIdlePartitions: a compactor pass over idle partitions
+// (nothing to trim, compact or merge) issues as many statements at 10,000
+// partitions as at 1,000: its cost does not grow with idle partitions.
+// FLOE_PASS_COST_LOG=1 logs the figures.
+func TestPassStatementsIdlePartitions(t *testing.T) {
+	small := passStatements(t, 1000)
+	large := passStatements(t, 10000)
+	if os.Getenv("FLOE_PASS_COST_LOG") != "" || small != large {
+		t.Logf("statements per idle compactor pass (10 topics): %d at 1,000 partitions, %d at 10,000", small, large)
+	}
+	if small != large {
+		t.Errorf("a pass over 10,000 idle partitions issued %d statements, over 1,000 %d: want the same", large, small)
+	}
+}
