@@ -53,11 +53,7 @@ func (c *Compactor) icebergPass(ctx context.Context, r *Report) error {
 			// (maintain.go).
 			err = c.recordIceberg(ctx, t, ic, lease, wm, snap)
 		}
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		if rerr := c.meta.ReleaseLease(rctx, lease, c.cfg.Owner); rerr != nil {
-			c.log.Debug("release lease", "job", lease, "err", rerr)
-		}
-		cancel()
+		c.releaseLease(ctx, lease)
 		if errors.Is(err, metadata.ErrTopicNotFound) {
 			continue
 		}

@@ -379,10 +379,13 @@ func (c *Compactor) maintainOne(ctx context.Context, t metadata.Topic, ic metada
 }
 
 // dropDeletedTables drops the tables of deleted topics, under the lease
-// JobIcebergDrop, at most every maintenance interval. topics is the
-// topic list of this pass; the tables are listed after it (see
-// tablesToDrop: listed first they would be, so the topics are listed
-// again here).
+// JobIcebergDrop, at most every maintenance interval. A table is dropped
+// by identity (dropTable): the tables are listed, and for each topic
+// named by a candidate's floe.topic the decision is made again under
+// the lease of that topic's table (the one its appends and renames hold,
+// metadata.IcebergLease), from the topics and the lease's cursor read
+// while it is held, so that a topic re-created meanwhile, whose new table
+// another compactor created at the same name, keeps it.
 func (c *Compactor) dropDeletedTables(ctx context.Context) error {
 	mc := c.cfg.IcebergMaintain
 	if !mc.DropDeletedTopics || mc.Interval <= 0 {
@@ -392,13 +395,7 @@ func (c *Compactor) dropDeletedTables(ctx context.Context) error {
 	if err != nil || !held {
 		return err
 	}
-	defer func() {
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		defer cancel()
-		if err := c.meta.ReleaseLease(rctx, JobIcebergDrop, c.cfg.Owner); err != nil {
-			c.log.Debug("release lease", "job", JobIcebergDrop, "err", err)
-		}
-	}()
+	defer c.releaseLease(ctx, JobIcebergDrop)
 	cur, err := c.meta.JobCursor(ctx, JobIcebergDrop)
 	if err != nil {
 		return err
@@ -420,21 +417,37 @@ func (c *Compactor) dropDeletedTables(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	live := make(map[string]bool, len(topics))
-	for _, t := range topics {
-		live[t.Name] = true
+	// Candidates by the state listed now, by topic; decided again under
+	// each topic's table lease.
+	live := newLiveTopics(topics)
+	byTopic := map[string][]iceberg.TableRef{}
+	var order []string
+	for _, tr := range tables {
+		if tr.Topic == "" {
+			continue
+		}
+		cursorID, err := c.tableCursorID(ctx, tr.Topic)
+		if err != nil {
+			return err
+		}
+		if dropTable(tr, cursorID, live) {
+			if byTopic[tr.Topic] == nil {
+				order = append(order, tr.Topic)
+			}
+			byTopic[tr.Topic] = append(byTopic[tr.Topic], tr)
+		}
 	}
 	var errs []error
-	for _, tr := range tablesToDrop(tables, live) {
+	for _, topic := range order {
 		if err := c.renew(ctx, JobIcebergDrop); err != nil {
 			return err
 		}
-		if err := c.cfg.Iceberg.DropTable(ctx, tr.Identifier); err != nil {
+		if err := c.dropTopicTables(ctx, topic, byTopic[topic]); err != nil {
+			if errors.Is(err, errLeaseLost) {
+				return err
+			}
 			errs = append(errs, err)
-			continue
 		}
-		c.im.dropped.Inc()
-		c.log.Warn("table of a deleted topic dropped", "table", tr.Identifier, "topic", tr.Topic)
 	}
 	if len(errs) == 0 {
 		if _, err := c.meta.SetJobCursor(ctx, JobIcebergDrop, c.cfg.Owner, fmt.Sprint(now.UnixMilli())); err != nil {
@@ -442,4 +455,61 @@ func (c *Compactor) dropDeletedTables(ctx context.Context) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// dropTopicTables drops, of the candidate tables whose floe.topic is
+// topic, those dropTable still picks under the lease of topic's table;
+// a lease another compactor holds leaves them to a later pass.
+func (c *Compactor) dropTopicTables(ctx context.Context, topic string, cands []iceberg.TableRef) error {
+	lease := metadata.IcebergLease(topic)
+	held, err := c.hold(ctx, lease)
+	if err != nil || !held {
+		return err
+	}
+	defer c.releaseLease(ctx, lease)
+	topics, err := c.meta.ListTopics(ctx)
+	if err != nil {
+		return err
+	}
+	cursorID, err := c.tableCursorID(ctx, topic)
+	if err != nil {
+		return err
+	}
+	live := newLiveTopics(topics)
+	var errs []error
+	for _, tr := range cands {
+		if !dropTable(tr, cursorID, live) {
+			continue
+		}
+		if err := c.renew(ctx, lease); err != nil {
+			return err
+		}
+		if err := c.cfg.Iceberg.DropTable(ctx, tr.Identifier); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		c.im.dropped.Inc()
+		c.log.Warn("table of a deleted topic dropped", "table", tr.Identifier, "topic", tr.Topic, "topic_id", cursorID)
+	}
+	return errors.Join(errs...)
+}
+
+// tableCursorID is the topic id the lease cursor of topic's table names
+// (0: none).
+func (c *Compactor) tableCursorID(ctx context.Context, topic string) (int64, error) {
+	cur, err := c.meta.JobCursor(ctx, metadata.IcebergLease(topic))
+	if err != nil {
+		return 0, err
+	}
+	id, _ := metadata.IcebergCursorTopic(cur)
+	return id, nil
+}
+
+// releaseLease gives up a lease at the end of a step, even when ctx ended.
+func (c *Compactor) releaseLease(ctx context.Context, lease string) {
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	if err := c.meta.ReleaseLease(rctx, lease, c.cfg.Owner); err != nil {
+		c.log.Debug("release lease", "job", lease, "err", err)
+	}
 }

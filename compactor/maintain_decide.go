@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/floe-broker/floe/iceberg"
+	"github.com/floe-broker/floe/metadata"
 )
 
 // The decisions of table maintenance (maintain.go), free of I/O.
@@ -42,40 +43,67 @@ func expireBefore(retention time.Duration, now time.Time) time.Time {
 	return now.Add(-retention)
 }
 
-// tablesToDrop picks, among the namespace's tables, those of deleted
-// topics: a table whose floe.topic no live topic has, or one renamed out
-// of a re-created topic's way (TABLE_xID or TABLE_rejected_xID,
-// retireStaleTable). A table
-// without floe.topic is not floe's, and any other table of a live topic
-// (a <topic>_rejected table, say) is the topic's: both are kept. The
-// tables must be listed before the topics, so that a table created
-// meanwhile for a new topic is never taken for a deleted topic's.
-func tablesToDrop(tables []iceberg.TableRef, live map[string]bool) []iceberg.TableRef {
-	var out []iceberg.TableRef
-	for _, t := range tables {
-		if t.Topic == "" || len(t.Identifier) == 0 {
-			continue
-		}
-		if !live[t.Topic] || retiredName(t.Identifier[len(t.Identifier)-1], t.Topic) {
-			out = append(out, t)
-		}
-	}
-	return out
+// liveTopics are the live topics by name (to their id) and by id.
+type liveTopics struct {
+	byName map[string]int64
+	byID   map[int64]bool
 }
 
-// retiredName reports whether name is one of topic's tables renamed out
-// of the way of a re-created topic: TABLE_xID, or its rejected table's
-// TABLE_rejected_xID. No topic's table name holds "_x" or "_r".
-func retiredName(name, topic string) bool {
+func newLiveTopics(topics []metadata.Topic) liveTopics {
+	l := liveTopics{byName: make(map[string]int64, len(topics)), byID: make(map[int64]bool, len(topics))}
+	for _, t := range topics {
+		l.byName[t.Name], l.byID[t.ID] = t.ID, true
+	}
+	return l
+}
+
+// dropTable decides whether t, a table of the namespace, is a deleted
+// topic's table to drop, by identity, never by name alone. cursorID is
+// the topic id that the lease cursor of the table of t's floe.topic names
+// (0: none; the id the table at the topic's table name was written for,
+// set before that table is created: retireStaleTable). The answer holds
+// only while that lease is held (dropDeletedTables):
+//
+//   - a table without floe.topic is not floe's: kept;
+//   - a retired table (TABLE_xID or TABLE_rejected_xID, renamed out of a
+//     re-created topic's way) is dropped unless ID is a live topic's;
+//   - a table at the topic's table (or rejected table) name is dropped
+//     when the id the cursor names is no live topic's, or, without a
+//     cursor, when no live topic has its floe.topic;
+//   - any other table (floe.topic set, a name floe does not give it) is
+//     kept.
+func dropTable(t iceberg.TableRef, cursorID int64, live liveTopics) bool {
+	if t.Topic == "" || len(t.Identifier) == 0 {
+		return false
+	}
+	name := t.Identifier[len(t.Identifier)-1]
+	if id, ok := retiredID(name, t.Topic); ok {
+		return !live.byID[id]
+	}
+	if name != iceberg.TableName(t.Topic) && name != iceberg.RejectedTableName(t.Topic) {
+		return false
+	}
+	if cursorID != 0 {
+		return !live.byID[cursorID]
+	}
+	_, ok := live.byName[t.Topic]
+	return !ok
+}
+
+// retiredID returns the topic id of name when it is one of topic's
+// tables renamed out of the way of a re-created topic: TABLE_xID, or its
+// rejected table's TABLE_rejected_xID. No topic's table name holds "_x"
+// or "_r".
+func retiredID(name, topic string) (int64, bool) {
 	rest, ok := strings.CutPrefix(name, iceberg.TableName(topic))
 	if !ok {
-		return false
+		return 0, false
 	}
 	rest = strings.TrimPrefix(rest, "_rejected")
 	id, ok := strings.CutPrefix(rest, "_x")
 	if !ok || id == "" {
-		return false
+		return 0, false
 	}
-	_, err := strconv.ParseUint(id, 10, 63)
-	return err == nil
+	n, err := strconv.ParseUint(id, 10, 63)
+	return int64(n), err == nil
 }

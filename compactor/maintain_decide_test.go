@@ -1,13 +1,13 @@
 package compactor
 
 import (
-	"fmt"
 	"testing"
 	"time"
 
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/floe-broker/floe/iceberg"
+	"github.com/floe-broker/floe/metadata"
 )
 
 func TestMaintainDue(t *testing.T) {
@@ -62,28 +62,38 @@ func TestExpireBefore(t *testing.T) {
 	}
 }
 
-func TestTablesToDrop(t *testing.T) {
+func TestDropTable(t *testing.T) {
 	ref := func(name, topic string) iceberg.TableRef {
 		return iceberg.TableRef{Identifier: table.Identifier{"floe", name}, Topic: topic}
 	}
-	tables := []iceberg.TableRef{
-		ref("orders", "orders"),              // live
-		ref("gone", "gone"),                  // deleted topic
-		ref("orders_x12", "orders"),          // renamed: the old orders
-		ref("foreign", ""),                   // not floe's
-		ref("user_hevents", "user-events"),   // live, mapped name
-		ref("orders_rejected", "orders"),     // another table of a live topic
-		ref("orders_xyz", "orders"),          // not a retired name
-		ref("gone_rejected", "gone"),         // another table of a deleted topic
-		ref("orders_rejected_x12", "orders"), // the old orders' rejected table
-		ref("orders_rejected_x", "orders"),   // not a retired name
-		ref("orders_x-1", "orders"),          // nor this
-	}
-	live := map[string]bool{"orders": true, "user-events": true}
-	got := fmt.Sprint(tablesToDrop(tables, live))
-	want := fmt.Sprint([]iceberg.TableRef{ref("gone", "gone"), ref("orders_x12", "orders"), ref("gone_rejected", "gone"),
-		ref("orders_rejected_x12", "orders")})
-	if got != want {
-		t.Errorf("tablesToDrop = %s, want %s", got, want)
+	// Live: orders (id 20), user-events (21). Deleted: orders (12), gone (13).
+	live := newLiveTopics([]metadata.Topic{{ID: 20, Name: "orders"}, {ID: 21, Name: "user-events"}})
+	for _, tc := range []struct {
+		t      iceberg.TableRef
+		cursor int64
+		want   bool
+	}{
+		{ref("orders", "orders"), 20, false},             // the live topic's
+		{ref("orders", "orders"), 0, false},              // no cursor yet: the live name's
+		{ref("orders", "orders"), 12, true},              // the deleted orders', not renamed yet
+		{ref("gone", "gone"), 13, true},                  // deleted topic
+		{ref("gone", "gone"), 0, true},                   // deleted topic, no cursor
+		{ref("gone_rejected", "gone"), 13, true},         // its rejected table
+		{ref("orders_rejected", "orders"), 20, false},    // the live topic's rejected table
+		{ref("orders_rejected", "orders"), 12, true},     // the deleted orders' rejected table
+		{ref("orders_x12", "orders"), 20, true},          // renamed: the old orders
+		{ref("orders_rejected_x12", "orders"), 20, true}, // the old orders' rejected table
+		{ref("orders_x20", "orders"), 20, false},         // a retired name of a live id
+		{ref("foreign", ""), 0, false},                   // not floe's
+		{ref("user_hevents", "user-events"), 21, false},  // live, mapped name
+		{ref("orders_xyz", "orders"), 12, false},         // not a retired name: not floe's name for it
+		{ref("orders_rejected_x", "orders"), 12, false},  // nor this
+		{ref("orders_x-1", "orders"), 12, false},         // nor this
+		{ref("renamed_by_hand", "gone"), 13, false},      // floe.topic alone never drops
+		{iceberg.TableRef{Topic: "gone"}, 13, false},     // no identifier
+	} {
+		if got := dropTable(tc.t, tc.cursor, live); got != tc.want {
+			t.Errorf("dropTable(%v, cursor %d) = %v, want %v", tc.t, tc.cursor, got, tc.want)
+		}
 	}
 }
