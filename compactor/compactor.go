@@ -115,9 +115,11 @@ type Config struct {
 	// Iceberg writes the topics' Iceberg tables (iceberg.go); nil turns
 	// the job off, and retention then does not wait for the tables.
 	Iceberg *iceberg.Writer
-	// IcebergMaxBytes bounds the log's batch bytes one pass appends to one
-	// table (split evenly between its partitions); the rows built from
-	// them are held in memory until the append.
+	// IcebergMaxBytes bounds the log's batch bytes one pass reads and
+	// appends to one table, whatever its partition count (the partitions
+	// past it wait for the next pass, which starts with them); the rows
+	// built from them are held in memory until the append. A single batch
+	// larger than it is appended alone.
 	IcebergMaxBytes int64
 	// IcebergMaintain configures table maintenance (maintain.go).
 	IcebergMaintain IcebergMaintainConfig
@@ -210,6 +212,10 @@ type Compactor struct {
 	// maintainFailed: topic -> when its table's maintenance last failed
 	// (maintain.go); protected by passMu.
 	maintainFailed map[string]time.Time
+	// icebergNext: topic id -> the index of the partition its table's
+	// next append starts at (where the last one ran out of
+	// IcebergMaxBytes); protected by passMu.
+	icebergNext map[int64]int
 }
 
 // New returns a compactor of meta's files in store (the batcher's store,
@@ -230,7 +236,8 @@ func New(meta metadata.Store, store objectstore.Store, cfg Config) (*Compactor, 
 		return nil, err
 	}
 	return &Compactor{meta: meta, store: store, cfg: cfg, log: cfg.Logger.With("owner", cfg.Owner), m: m, im: im,
-		tablesSeen: map[string]string{}, maintainFailed: map[string]time.Time{}}, nil
+		tablesSeen: map[string]string{}, maintainFailed: map[string]time.Time{},
+		icebergNext: map[int64]int{}}, nil
 }
 
 // Report is what one pass did.

@@ -66,10 +66,24 @@ func (c *Compactor) icebergPass(ctx context.Context, r *Report) error {
 		}
 	}
 	c.forgetTables(enabledTopics(topics))
+	c.forgetIcebergNext(topics)
 	if err := c.dropDeletedTables(ctx); err != nil {
 		errs = append(errs, fmt.Errorf("drop deleted topics' tables: %w", err))
 	}
 	return errors.Join(errs...)
+}
+
+// forgetIcebergNext keeps the partition to start at of live topics only.
+func (c *Compactor) forgetIcebergNext(topics []metadata.Topic) {
+	live := make(map[int64]bool, len(topics))
+	for _, t := range topics {
+		live[t.ID] = true
+	}
+	for id := range c.icebergNext {
+		if !live[id] {
+			delete(c.icebergNext, id)
+		}
+	}
 }
 
 // icebergTable makes one append to t's table: per partition, the batches
@@ -100,16 +114,23 @@ func (c *Compactor) icebergAppend(ctx context.Context, t metadata.Topic, ic meta
 	if err != nil {
 		return nil, 0, err
 	}
-	// A budget per partition, so that a busy partition does not starve
-	// the others.
-	budget := max(c.cfg.IcebergMaxBytes/int64(max(len(states), 1)), 1)
+	// One budget for the whole table, whatever its partition count: the
+	// partitions are visited from where the last pass was cut (so that a
+	// busy partition does not starve the others), and once the budget is
+	// spent the rest wait for the next pass.
+	budget := c.cfg.IcebergMaxBytes
+	from := c.icebergNext[t.ID]
+	c.icebergNext[t.ID] = 0
 	want := iceberg.Watermark{}
 	var (
 		rows    []iceberg.Row
 		batches int
 		bytes   int64
+		full    bool
 	)
-	for _, st := range states {
+	for i := range states {
+		at := (from + i) % len(states)
+		st := states[at]
 		start := icebergStart(have[st.Partition], st.LogStartOffset)
 		if start >= st.HighWatermark {
 			if start > have[st.Partition] {
@@ -117,7 +138,10 @@ func (c *Compactor) icebergAppend(ctx context.Context, t metadata.Topic, ic meta
 			}
 			continue
 		}
-		refs, _, err := c.meta.FindBatches(ctx, t.ID, st.Partition, start, budget)
+		if full {
+			continue // the budget is spent: this partition's batches wait for the next pass
+		}
+		refs, _, err := c.meta.FindBatches(ctx, t.ID, st.Partition, start, budget-bytes)
 		var oor *metadata.OffsetOutOfRangeError
 		if errors.As(err, &oor) {
 			continue // retention moved meanwhile: the next pass starts from the new log start
@@ -125,9 +149,13 @@ func (c *Compactor) icebergAppend(ctx context.Context, t metadata.Topic, ic meta
 		if err != nil {
 			return nil, 0, err
 		}
-		n, next, nb := icebergTake(refs, start, cutoff, budget)
+		n, next, nb, cut := icebergTake(refs, start, cutoff, budget-bytes, batches == 0)
 		if next > have[st.Partition] {
 			want[st.Partition] = next
+		}
+		if cut {
+			full = true
+			c.icebergNext[t.ID] = at // first in line next pass
 		}
 		if n == 0 {
 			continue

@@ -13,21 +13,27 @@ func icebergStart(watermark, logStart int64) int64 { return max(watermark, logSt
 // icebergTake picks, from a partition's batches in offset order (the
 // ones FindBatches returned from start on), those the table appends now:
 // the leading run appended at or before cutoffMs (unix ms, by the
-// metadata store's clock: batches older than iceberg.lag), cut once their
-// bytes reach budget (at least one batch is taken when the first is old
-// enough and budget > 0, so that a batch larger than the budget still
-// moves). It returns how many it takes and the watermark after them
-// (start when it takes none). Batches wholly below start (a FindBatches
-// of an offset inside a batch returns that batch) count as taken.
-func icebergTake(batches []metadata.BatchRef, start, cutoffMs, budget int64) (n int, next int64, bytes int64) {
+// metadata store's clock: batches older than iceberg.lag) whose bytes fit
+// in budget, what is left of the table's iceberg.max_bytes for this pass.
+// first says nothing was taken in this pass yet: then one batch is taken
+// even when it alone exceeds the budget, so that a batch larger than
+// iceberg.max_bytes still moves (alone in its pass). It returns how many
+// it takes, the watermark after them (start when it takes none), their
+// bytes, and cut: the budget stopped it before a batch old enough (the
+// pass is full). Batches wholly below start (a FindBatches of an offset
+// inside a batch returns that batch) count as taken.
+func icebergTake(batches []metadata.BatchRef, start, cutoffMs, budget int64, first bool) (n int, next, bytes int64, cut bool) {
 	next = start
 	for _, b := range batches {
-		if b.LogAppendTime > cutoffMs || budget <= 0 || (n > 0 && bytes+b.ByteLength > budget) {
+		if b.LogAppendTime > cutoffMs {
 			break
+		}
+		if bytes+b.ByteLength > budget && !(first && n == 0) {
+			return n, next, bytes, true
 		}
 		n++
 		bytes += b.ByteLength
 		next = max(next, b.LastOffset+1)
 	}
-	return n, next, bytes
+	return n, next, bytes, false
 }

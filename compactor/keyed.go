@@ -220,41 +220,6 @@ func (c *Compactor) commitCompaction(ctx context.Context, w *logfile.Writer, rew
 	return nil
 }
 
-// readSection returns the bytes of each batch row, one range GET per file
-// (from its first row to its last).
-func (c *Compactor) readSection(ctx context.Context, bs []metadata.CompactBatch) ([][]byte, error) {
-	type span struct{ lo, hi int64 }
-	spans := map[string]*span{}
-	for _, b := range bs {
-		if b.ByteOffset < 0 || b.ByteLength <= 0 || b.ByteOffset+b.ByteLength > b.FileSize {
-			return nil, fmt.Errorf("file %s: batch [%d, +%d) outside its %d bytes", b.FileKey, b.ByteOffset, b.ByteLength, b.FileSize)
-		}
-		s, ok := spans[b.FileKey]
-		if !ok {
-			spans[b.FileKey] = &span{b.ByteOffset, b.ByteOffset + b.ByteLength}
-			continue
-		}
-		s.lo, s.hi = min(s.lo, b.ByteOffset), max(s.hi, b.ByteOffset+b.ByteLength)
-	}
-	data := make(map[string][]byte, len(spans))
-	for key, s := range spans {
-		d, err := c.store.Get(ctx, key, s.lo, s.hi-s.lo)
-		if err != nil {
-			return nil, fmt.Errorf("read %s: %w", key, err)
-		}
-		if int64(len(d)) != s.hi-s.lo {
-			return nil, fmt.Errorf("read %s: %d bytes, want %d", key, len(d), s.hi-s.lo)
-		}
-		data[key] = d
-	}
-	out := make([][]byte, len(bs))
-	for i, b := range bs {
-		lo := b.ByteOffset - spans[b.FileKey].lo
-		out[i] = data[b.FileKey][lo : lo+b.ByteLength]
-	}
-	return out, nil
-}
-
 // eachKafkaBatch walks the Kafka batches of a row's bytes, each with the
 // absolute offset of its first offset (they span consecutive ranges from
 // the row's base offset).
