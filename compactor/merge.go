@@ -15,7 +15,8 @@ import (
 
 // planMerge chooses what one merge writes: the live batches of the
 // candidate files (oldest first, as MergeCandidates returns them) until
-// their bytes reach target, at least two files, ordered by topic,
+// their bytes (live bytes, not the files' sizes: the merge reads and
+// allocates only those) reach target, at least two files, ordered by topic,
 // partition and offset so that a partition's batches are adjacent. It
 // returns nil when fewer than two files are worth merging.
 func planMerge(cands []metadata.MergeBatch, target int64) []metadata.MergeBatch {
@@ -73,33 +74,29 @@ func (c *Compactor) mergePass(ctx context.Context, r *Report) error {
 	if plan == nil {
 		return nil
 	}
-	data := map[int64][]byte{}
-	var size int64
-	for _, b := range plan {
-		if _, ok := data[b.FileID]; ok {
-			continue
-		}
-		d, err := c.store.Get(ctx, b.FileKey, 0, -1)
-		if err != nil {
-			return fmt.Errorf("read %s: %w", b.FileKey, err)
-		}
-		if _, err := logfile.ReadIndex(d); err != nil {
-			return fmt.Errorf("file %s does not check, not merged: %w", b.FileKey, err)
-		}
-		data[b.FileID] = d
-		size += int64(len(d))
+	// Only the live batches' ranges are read (one range GET per run of
+	// adjacent live batches of a file), and the merged file is allocated
+	// for them: a mostly emptied file costs its live bytes, not its size.
+	// Each copied Kafka batch is checked (its CRC) on the way.
+	bs := make([]metadata.CompactBatch, len(plan))
+	files := map[int64]bool{}
+	var live int64
+	for i, b := range plan {
+		bs[i] = metadata.CompactBatch{FileID: b.FileID, FileKey: b.FileKey, FileSize: b.FileSize, ByteOffset: b.ByteOffset, ByteLength: b.ByteLength}
+		files[b.FileID] = true
+		live += b.ByteLength
 	}
-	w := logfile.NewWriter(int(size))
+	raw, err := c.readSection(ctx, bs)
+	if err != nil {
+		return err
+	}
+	w := logfile.NewWriter(int(live))
 	moves := make([]metadata.BatchMove, 0, len(plan))
-	for _, b := range plan {
-		d := data[b.FileID]
-		if b.ByteOffset < 0 || b.ByteLength <= 0 || b.ByteOffset+b.ByteLength > int64(len(d)) {
-			return fmt.Errorf("file %s: batch [%d, +%d) outside its %d bytes", b.FileKey, b.ByteOffset, b.ByteLength, len(d))
-		}
+	for i, b := range plan {
 		first := int64(-1)
 		// Stored batches: those of compacted topics may hold fewer records
 		// than offsets.
-		err := kbatch.SplitStored(d[b.ByteOffset:b.ByteOffset+b.ByteLength], func(kb []byte) error {
+		err := kbatch.SplitStored(raw[i], func(kb []byte) error {
 			e, err := w.AppendStored(b.TopicID, b.Partition, kb)
 			if first < 0 {
 				first = e.ByteOffset
@@ -107,7 +104,7 @@ func (c *Compactor) mergePass(ctx context.Context, r *Report) error {
 			return err
 		})
 		if err != nil {
-			return fmt.Errorf("file %s: batch at %d: %w", b.FileKey, b.ByteOffset, err)
+			return fmt.Errorf("file %s: batch at %d does not check, not merged: %w", b.FileKey, b.ByteOffset, err)
 		}
 		moves = append(moves, metadata.BatchMove{TopicID: b.TopicID, Partition: b.Partition, BaseOffset: b.BaseOffset,
 			FromFileID: b.FileID, FromByteOffset: b.ByteOffset, ByteOffset: first})
@@ -133,11 +130,11 @@ func (c *Compactor) mergePass(ctx context.Context, r *Report) error {
 	if err != nil {
 		return fmt.Errorf("commit merged file %s (an orphan unless committed): %w", key, err)
 	}
-	r.FilesMerged += len(data)
+	r.FilesMerged += len(files)
 	r.BatchesMoved += res.Moved
 	r.FilesMarked += res.FilesMarked
-	c.m.merged.Add(float64(len(data)))
+	c.m.merged.Add(float64(len(files)))
 	c.m.marked.Add(float64(res.FilesMarked))
-	c.log.Info("files merged", "files", len(data), "batches", res.Moved, "key", key, "bytes", len(out))
+	c.log.Info("files merged", "files", len(files), "live_bytes", live, "batches", res.Moved, "key", key, "bytes", len(out))
 	return nil
 }
