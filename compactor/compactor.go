@@ -205,10 +205,11 @@ type Compactor struct {
 	m     *metrics
 	im    *icebergMetrics // per-table figures and maintenance (maintain.go)
 
-	passMu     sync.Mutex             // serialises passes (Run and RunOnce callers) and protects topicsSeen
-	topicsSeen time.Time              // when the per-topic gauges were last refreshed
-	keyed      map[partKey]keyedState // what the last keyed compaction pass saw; protected by passMu
-	tablesSeen map[string]string      // topic -> table of the per-table gauges set; protected by passMu
+	passMu     sync.Mutex               // serialises passes (Run and RunOnce callers) and protects topicsSeen
+	topicsSeen time.Time                // when the per-topic gauges were last refreshed
+	keyed      map[partKey]keyedState   // what the last keyed compaction pass saw; protected by passMu
+	retained   map[int64]topicRetention // topic id -> what the last retention pass learnt; protected by passMu
+	tablesSeen map[string]string        // topic -> table of the per-table gauges set; protected by passMu
 	// maintainFailed: topic -> when its table's maintenance last failed
 	// (maintain.go); protected by passMu.
 	maintainFailed map[string]time.Time

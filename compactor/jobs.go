@@ -24,6 +24,13 @@ func (c *Compactor) retentionPass(ctx context.Context, r *Report) error {
 		names   []string
 		storage []metadata.TopicStorage
 	)
+	now, err := c.meta.Now(ctx)
+	if err != nil {
+		return err
+	}
+	seen := make(map[int64]topicRetention, len(c.retained))
+	defer func() { c.retained = seen }() // forget deleted topics and changed configs
+	renewed := time.Now()
 	for _, t := range topics {
 		ret, err := metadata.ParseRetention(t.Config)
 		if err != nil {
@@ -39,20 +46,24 @@ func (c *Compactor) retentionPass(ctx context.Context, r *Report) error {
 			c.log.Warn("topic retention waits: table watermark unknown", "topic", t.Name, "err", err)
 			continue
 		}
-		moved, err := c.meta.ApplyRetention(ctx, t.ID, ret)
+		moved, tr, err := c.retainTopic(ctx, t, ret, now.UnixMilli())
 		if errors.Is(err, metadata.ErrTopicNotFound) {
 			continue // deleted meanwhile
 		}
 		if err != nil {
 			return fmt.Errorf("topic %s: %w", t.Name, err)
 		}
+		seen[t.ID] = tr
 		for _, st := range moved {
 			c.log.Debug("log start moved", "topic", t.Name, "partition", st.Partition, "log_start", st.LogStartOffset)
 		}
 		r.Advanced += len(moved)
 		c.m.advances.Add(float64(len(moved)))
-		if err := c.renew(ctx, JobRetention); err != nil {
-			return err
+		if renewDue(renewed, time.Now(), c.cfg.LeaseTTL) {
+			if err := c.renew(ctx, JobRetention); err != nil {
+				return err
+			}
+			renewed = time.Now()
 		}
 	}
 	for step := 0; ; step++ {
@@ -89,6 +100,48 @@ func (c *Compactor) retentionPass(ctx context.Context, r *Report) error {
 		c.m.setTopics(names, storage)
 	}
 	return nil
+}
+
+// retainTopic moves t's log starts under ret: it looks only at the
+// partitions retentionDue picks from their states (one statement for the
+// topic) and what the last pass learnt, in one RetentionPass for them.
+// It returns the partitions whose log start moved and what it learnt.
+func (c *Compactor) retainTopic(ctx context.Context, t metadata.Topic, ret metadata.Retention, nowMs int64) ([]metadata.PartitionState, topicRetention, error) {
+	prev, ok := c.retained[t.ID]
+	if !ok || prev.ms != ret.Ms || prev.bytes != ret.Bytes {
+		prev = topicRetention{ms: ret.Ms, bytes: ret.Bytes}
+	}
+	tr := topicRetention{ms: ret.Ms, bytes: ret.Bytes, parts: map[int32]partRetention{}}
+	states, err := c.meta.PartitionStates(ctx, t.ID)
+	if err != nil {
+		return nil, tr, err
+	}
+	var known []metadata.RetentionKnown
+	for _, st := range states {
+		pr, seen := prev.parts[st.Partition]
+		if retentionDue(pr, seen, st, ret, nowMs) {
+			known = append(known, retentionKnown(pr, seen, st.Partition))
+		} else if seen && st.LogStartOffset < st.HighWatermark {
+			tr.parts[st.Partition] = pr
+		}
+	}
+	if len(known) == 0 {
+		return nil, tr, nil
+	}
+	checks, err := c.meta.RetentionPass(ctx, t.ID, ret, known)
+	if err != nil {
+		return nil, tr, err
+	}
+	var moved []metadata.PartitionState
+	for _, ch := range checks {
+		if ch.Moved {
+			moved = append(moved, ch.State)
+		}
+		if ch.State.LogStartOffset < ch.State.HighWatermark {
+			tr.parts[ch.State.Partition] = learnRetention(ch, ret, nowMs)
+		}
+	}
+	return moved, tr, nil
 }
 
 // sweepEmpty marks one page of files that have no batch (every batch of

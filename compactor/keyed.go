@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/oklog/ulid/v2"
 
@@ -30,16 +31,11 @@ import (
 // A section holds at most CompactMaxBytes of batches from the log start;
 // the latest record of a key is taken within it (so at least the latest
 // record of every key is always kept). A partition is read again only
-// when its cleaning point or log start moved, or a tombstone it keeps
-// expired (remembered in memory: a restarted compactor reads each
-// compacted partition once more).
-
-// keyedState is what the last pass saw of a partition.
-type keyedState struct {
-	logStart, cleaningPoint int64
-	due                     int64 // unix ms when a kept tombstone expires; 0 none
-	cut                     bool
-}
+// when compactDue says (keyed_decide.go): its log start or high watermark
+// moved, a batch the lag held back aged past it, a tombstone it keeps
+// expired, or its last pass rewrote or cut its section (remembered in
+// memory: a restarted compactor reads each compacted partition once
+// more).
 
 type partKey struct {
 	topic int64
@@ -47,7 +43,9 @@ type partKey struct {
 }
 
 // compactPass compacts the partitions of the topics whose cleanup.policy
-// includes compact.
+// includes compact: per topic one look at its partitions' states, and a
+// section read only of the partitions compactDue picks, so that idle
+// partitions cost nothing.
 func (c *Compactor) compactPass(ctx context.Context, r *Report) error {
 	if c.cfg.CompactMaxBytes <= 0 {
 		return nil
@@ -56,50 +54,72 @@ func (c *Compactor) compactPass(ctx context.Context, r *Report) error {
 	if err != nil {
 		return err
 	}
+	now, err := c.meta.Now(ctx)
+	if err != nil {
+		return err
+	}
 	seen := make(map[partKey]keyedState, len(c.keyed))
 	defer func() { c.keyed = seen }() // forget partitions of deleted or no longer compacted topics
+	renewed := time.Now()
 	for _, t := range topics {
 		cp, err := metadata.ParseCompaction(t.Config)
 		if err != nil || !cp.Enabled {
 			continue
 		}
-		for p := int32(0); p < t.Partitions; p++ {
-			k := partKey{t.ID, p}
-			st, err := c.compactPartition(ctx, t, p, cp, c.keyed[k], r)
+		states, err := c.meta.PartitionStates(ctx, t.ID)
+		if errors.Is(err, metadata.ErrTopicNotFound) {
+			continue // deleted meanwhile
+		}
+		if err != nil {
+			return fmt.Errorf("topic %s: %w", t.Name, err)
+		}
+		for _, ps := range states {
+			k := partKey{t.ID, ps.Partition}
+			prev, ok := c.keyed[k]
+			if !compactDue(prev, ok, ps, now.UnixMilli()) {
+				if ok {
+					seen[k] = prev
+				}
+				continue
+			}
+			st, err := c.compactPartition(ctx, t, ps.Partition, cp, r)
 			if errors.Is(err, metadata.ErrTopicNotFound) || errors.Is(err, metadata.ErrPartitionNotFound) {
 				break // deleted meanwhile
 			}
 			if err != nil {
-				return fmt.Errorf("topic %s partition %d: %w", t.Name, p, err)
+				return fmt.Errorf("topic %s partition %d: %w", t.Name, ps.Partition, err)
 			}
 			seen[k] = st
-			if err := c.renew(ctx, JobCompact); err != nil {
-				return err
+			if renewDue(renewed, time.Now(), c.cfg.LeaseTTL) {
+				if err := c.renew(ctx, JobCompact); err != nil {
+					return err
+				}
+				renewed = time.Now()
 			}
 		}
 	}
 	return nil
 }
 
-// compactPartition compacts one partition's section, unless nothing
-// changed since prev.
-func (c *Compactor) compactPartition(ctx context.Context, t metadata.Topic, p int32, cp metadata.Compaction, prev keyedState, r *Report) (keyedState, error) {
-	sec, err := c.meta.CompactionSection(ctx, t.ID, p, max(cp.MinLag, c.cfg.CompactMinAge), c.cfg.CompactMaxBytes)
+// compactPartition compacts one partition's section and returns what it
+// saw.
+func (c *Compactor) compactPartition(ctx context.Context, t metadata.Topic, p int32, cp metadata.Compaction, r *Report) (keyedState, error) {
+	minLag := max(cp.MinLag, c.cfg.CompactMinAge)
+	sec, err := c.meta.CompactionSection(ctx, t.ID, p, minLag, c.cfg.CompactMaxBytes)
 	if err != nil {
-		return prev, err
+		return keyedState{}, err
 	}
 	now := sec.Now.UnixMilli()
-	st := keyedState{logStart: sec.State.LogStartOffset, cleaningPoint: sec.CleaningPoint, cut: sec.Cut}
+	st := keyedState{logStart: sec.State.LogStartOffset, hw: sec.State.HighWatermark, cut: sec.Cut}
+	if sec.YoungMs > 0 {
+		st.due = sec.YoungMs + minLag.Milliseconds()
+	}
 	if len(sec.Batches) == 0 {
 		return st, nil
 	}
-	if !prev.cut && prev.logStart == st.logStart && prev.cleaningPoint == st.cleaningPoint && (prev.due == 0 || now < prev.due) {
-		st.due = prev.due
-		return st, nil // nothing new to compact
-	}
 	raw, err := c.readSection(ctx, sec.Batches)
 	if err != nil {
-		return prev, err
+		return keyedState{}, err
 	}
 	var recs []keyedRecord
 	for i, b := range sec.Batches {
@@ -111,11 +131,11 @@ func (c *Compactor) compactPartition(ctx context.Context, t metadata.Topic, p in
 			return err
 		})
 		if err != nil {
-			return prev, fmt.Errorf("batch %d of %s: %w", b.BaseOffset, b.FileKey, err)
+			return keyedState{}, fmt.Errorf("batch %d of %s: %w", b.BaseOffset, b.FileKey, err)
 		}
 	}
 	latest := latestByKey(recs)
-	st.due = tombstoneDue(recs, latest, now, cp.DeleteRetention)
+	st.due = earliestDue(st.due, tombstoneDue(recs, latest, now, cp.DeleteRetention))
 	w := logfile.NewWriter(0)
 	var (
 		rewrites []metadata.BatchRewrite
@@ -160,14 +180,14 @@ func (c *Compactor) compactPartition(ctx context.Context, t metadata.Topic, p in
 			return nil
 		})
 		if err != nil {
-			return prev, fmt.Errorf("batch %d of %s: %w", b.BaseOffset, b.FileKey, err)
+			return keyedState{}, fmt.Errorf("batch %d of %s: %w", b.BaseOffset, b.FileKey, err)
 		}
 		if !changed {
 			continue
 		}
 		for _, fn := range pending {
 			if err := fn(); err != nil {
-				return prev, err
+				return keyedState{}, err
 			}
 		}
 		rewrites = append(rewrites, rw)
@@ -176,14 +196,14 @@ func (c *Compactor) compactPartition(ctx context.Context, t metadata.Topic, p in
 		return st, nil
 	}
 	if err := c.commitCompaction(ctx, w, rewrites, r); err != nil {
-		return prev, err
+		return keyedState{}, err
 	}
 	r.RecordsRemoved += removed
 	c.log.Info("partition compacted", "topic", t.Name, "partition", p, "rows", len(rewrites), "records_removed", removed,
 		"cleaning_point", sec.CleaningPoint)
 	// The section changed: read it again next pass (more may go once
 	// the next rows join it).
-	st.cleaningPoint = -1
+	st.again = true
 	return st, nil
 }
 

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -14,14 +16,25 @@ import (
 	"github.com/floe-broker/floe/internal/testenv"
 	"github.com/floe-broker/floe/metadata"
 	"github.com/floe-broker/floe/metadata/postgres"
+	"github.com/floe-broker/floe/objectstore"
 	"github.com/floe-broker/floe/objectstore/s3store"
 )
 
 // statementCounter counts the statements a pgx pool sends.
-type statementCounter struct{ n atomic.Int64 }
+type statementCounter struct {
+	n   atomic.Int64
+	mu  sync.Mutex // protects sql
+	sql []string   // the statements, when logging
+	log bool
+}
 
-func (c *statementCounter) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryStartData) context.Context {
+func (c *statementCounter) TraceQueryStart(ctx context.Context, _ *pgx.Conn, d pgx.TraceQueryStartData) context.Context {
 	c.n.Add(1)
+	if c.log {
+		c.mu.Lock()
+		c.sql = append(c.sql, strings.Join(strings.Fields(d.SQL), " "))
+		c.mu.Unlock()
+	}
 	return ctx
 }
 
@@ -50,7 +63,6 @@ func passStatements(t *testing.T, partitions int) int64 {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { s3.Close() })
-	e := env{meta: meta, store: s3}
 	configs := []map[string]string{
 		nil, nil, nil, nil,
 		{"retention.bytes": strconv.Itoa(1 << 30)}, {"retention.bytes": strconv.Itoa(1 << 30)},
@@ -69,13 +81,32 @@ func passStatements(t *testing.T, partitions int) int64 {
 			for p := range per {
 				bs = append(bs, batch(tp.ID, p, 1))
 			}
-			write(t, e, bs...)
+			// In key shard 00, so that the orphan job's listings (shards
+			// 00 to 0f on the first pass, 10 to 1f on the second) find the
+			// same objects at every size.
+			f := metadata.FileCommit{Key: "v1/files/00/" + newKey()[len("v1/files/00/"):]}
+			for _, b := range bs {
+				b.ByteOffset = f.Size
+				f.Size += b.ByteLength
+				f.Batches = append(f.Batches, b)
+			}
+			if err := s3.Put(ctx, f.Key, make([]byte, f.Size), objectstore.PutOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := meta.CommitFile(ctx, f); err != nil {
+				t.Fatal(err)
+			}
 		}
 	}
-	cp := newCompactor(t, e, "cost", func(c *compactor.Config) { c.TopicMetrics = false })
+	cp := newCompactor(t, env{meta: meta, store: s3}, "cost", func(c *compactor.Config) { c.TopicMetrics = false })
 	runOnce(t, cp)
 	before := counter.n.Load()
+	counter.log = os.Getenv("FLOE_PASS_COST_LOG") == "sql"
 	runOnce(t, cp)
+	counter.log = false
+	for _, q := range counter.sql {
+		t.Logf("%.100s", q)
+	}
 	return counter.n.Load() - before
 }
 

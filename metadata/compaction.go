@@ -89,6 +89,10 @@ type CompactSection struct {
 	CleaningPoint int64
 	Batches       []CompactBatch
 	Cut           bool // the byte budget stopped the list before the cleaning point
+	// YoungMs is the append time (unix ms) of the batch min.compaction.lag
+	// stopped the section at (0: none did): the section grows by itself
+	// once it is YoungMs + the lag, without a new batch.
+	YoungMs int64
 }
 
 // RewrittenBatch is one batch row a compaction writes into its new file.
@@ -177,7 +181,7 @@ func CutSection(sec *CompactSection, all []CompactBatch, truncated bool, minLag 
 	var bytes int64
 	for i, b := range all {
 		if b.AppendTime > young {
-			sec.CleaningPoint = b.BaseOffset
+			sec.CleaningPoint, sec.YoungMs = b.BaseOffset, b.AppendTime
 			sec.Batches = all[:i]
 			return
 		}

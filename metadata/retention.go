@@ -146,12 +146,18 @@ type RetentionStore interface {
 	// An offset past the high watermark is ErrInvalidDeleteOffset.
 	DeleteRecords(ctx context.Context, topicID int64, partition int32, offset int64) (PartitionState, error)
 
-	// ApplyRetention advances the log start offsets of the topic's
-	// partitions past the batches entirely older than r.Ms (by append
-	// time, the store's clock) or beyond r.Bytes counted from the head,
-	// one short transaction per partition. It returns the partitions whose
-	// log start offset moved, with their new state.
-	ApplyRetention(ctx context.Context, topicID int64, r Retention) ([]PartitionState, error)
+	// RetentionPass advances the log start offsets of the topic's
+	// partitions as RetentionRule says: past the batches entirely older
+	// than r.Ms (by append time, the store's clock; at most RetentionScan
+	// batches a pass) or beyond r.Bytes counted from the head, never past
+	// r.Hold. It looks at the partitions of known (nil: every partition
+	// with records), using what known says of their bytes so that a
+	// partition under r.Bytes is not scanned again (only the batches
+	// since known's high watermark are summed), in a few set-based
+	// statements for the whole topic, whatever its partition count. It
+	// returns a check of each partition it looked at. ApplyRetention is
+	// RetentionPass of every partition.
+	RetentionPass(ctx context.Context, topicID int64, r Retention, known []RetentionKnown) ([]RetentionCheck, error)
 
 	// CollectDeadBatches removes, in one transaction, up to limit batch
 	// rows no reader can reach (below their partition's log start offset,
@@ -253,6 +259,111 @@ func TimeRetentionCursor(first, last *int64, n, limit, hw int64) int64 {
 	default:
 		return hw
 	}
+}
+
+// RetentionScan bounds the batches time retention reads from a
+// partition's log start in one pass: a partition with more expired
+// batches than this advances over several passes.
+const RetentionScan = 10000
+
+// RetentionKnown is what a caller of RetentionPass knows of a partition:
+// its batches from the log start below HighWatermark hold at most Bytes
+// bytes (HighWatermark < 0: nothing known; they are counted).
+type RetentionKnown struct {
+	Partition     int32
+	HighWatermark int64
+	Bytes         int64
+}
+
+// RetentionCheck is what RetentionPass found of a partition.
+type RetentionCheck struct {
+	State PartitionState // after the pass
+	Moved bool           // the log start moved
+	// YoungMs is the append time (unix ms, the store's clock) of the
+	// first batch time retention kept: the partition's log start may move
+	// again by time at YoungMs + retention.ms. 0 when none was kept or
+	// r.Ms < 0.
+	YoungMs int64
+	// Cut: time retention stopped at RetentionScan batches, all expired:
+	// more may go at once.
+	Cut bool
+	// KeptBytes bounds the bytes of the batches from State's log start
+	// below State.HighWatermark (at most; exact after a cut by size);
+	// -1 when r.Bytes < 0 (not counted).
+	KeptBytes int64
+}
+
+// ApplyRetention is s.RetentionPass of every partition of the topic; it
+// returns the partitions whose log start offset moved, with their new
+// state.
+func ApplyRetention(ctx context.Context, s RetentionStore, topicID int64, r Retention) ([]PartitionState, error) {
+	checks, err := s.RetentionPass(ctx, topicID, r, nil)
+	var moved []PartitionState
+	for _, c := range checks {
+		if c.Moved {
+			moved = append(moved, c.State)
+		}
+	}
+	return moved, err
+}
+
+// RetentionBatch is a batch as retention sees it.
+type RetentionBatch struct {
+	BaseOffset, LastOffset, ByteLength int64
+	AppendMs                           int64 // unix ms, the store's clock
+}
+
+// RetentionRule is where one retention pass puts a partition's log
+// start: batches are the partition's live batches (last offset at or
+// after st's log start, base offset below its high watermark) in offset
+// order, cutoffMs is now - r.Ms by the store's clock. The time cursor
+// passes the leading batches appended before cutoffMs among the first
+// RetentionScan (TimeRetentionCursor); the size cut passes the newest
+// batch that makes the bytes from the head exceed r.Bytes; the target is
+// the furthest of them, within the high watermark and r.Hold
+// (RetentionTarget). The backends compute the same in SQL, held to this
+// rule by the conformance suite (metadatatest).
+func RetentionRule(st PartitionState, batches []RetentionBatch, r Retention, cutoffMs int64) int64 {
+	var timeCursor, sizeCut int64
+	if r.Ms >= 0 {
+		window := batches[:min(len(batches), RetentionScan)]
+		var first, last *int64
+		for i := range window {
+			if window[i].AppendMs >= cutoffMs {
+				first = &window[i].BaseOffset
+				break
+			}
+		}
+		if len(window) > 0 {
+			last = &window[len(window)-1].LastOffset
+		}
+		timeCursor = TimeRetentionCursor(first, last, int64(len(window)), RetentionScan, st.HighWatermark)
+	}
+	if r.Bytes >= 0 {
+		var sum int64
+		for i := len(batches) - 1; i >= 0; i-- {
+			if sum += batches[i].ByteLength; sum > r.Bytes {
+				sizeCut = batches[i].LastOffset + 1
+				break
+			}
+		}
+	}
+	return RetentionTarget(st, timeCursor, sizeCut, r.Hold)
+}
+
+// RetentionTarget combines a partition's time cursor and size cut (0:
+// none) into its new log start: the furthest of them and its log start,
+// never past its high watermark nor hold (HoldLogStart).
+func RetentionTarget(st PartitionState, timeCursor, sizeCut int64, hold map[int32]int64) int64 {
+	target := min(max(st.LogStartOffset, timeCursor, sizeCut), st.HighWatermark)
+	return max(HoldLogStart(target, st.Partition, hold), st.LogStartOffset)
+}
+
+// NeedsSizeCut reports whether a partition whose batches from the log
+// start hold at most known bytes, plus added since, must be scanned for
+// its size cut under a limit of bytes (-1: unlimited).
+func NeedsSizeCut(known, added, bytes int64) bool {
+	return bytes >= 0 && known+added > bytes
 }
 
 // MergeBatch is a live batch of a small file, a candidate for merging.

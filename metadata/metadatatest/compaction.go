@@ -93,8 +93,9 @@ func testCompactionSection(t *testing.T, s metadata.Store) {
 	if b.LastOffset != 9 || b.RecordCount != 5 || b.FileKey == "" || b.ByteLength != 500 || b.AppendTime <= 0 {
 		t.Errorf("batch 5 = %+v", b)
 	}
-	if sec, err := s.CompactionSection(c, tp.ID, 0, time.Hour, 1<<30); err != nil || sec.CleaningPoint != 0 || len(sec.Batches) != 0 {
-		t.Errorf("section with a 1h lag = %+v, %v; want empty at 0", sec, err)
+	if sec, err := s.CompactionSection(c, tp.ID, 0, time.Hour, 1<<30); err != nil || sec.CleaningPoint != 0 || len(sec.Batches) != 0 ||
+		sec.YoungMs <= 0 || sec.YoungMs > sec.Now.UnixMilli() {
+		t.Errorf("section with a 1h lag = %+v, %v; want empty at 0, stopped by the first batch's append time", sec, err)
 	}
 	if sec, err := s.CompactionSection(c, tp.ID, 0, 0, 1); err != nil || sec.CleaningPoint != 5 || !sec.Cut || len(sec.Batches) != 1 {
 		t.Errorf("section of 1 byte = %+v, %v; want batch 0 only, cut at 5", sec, err)

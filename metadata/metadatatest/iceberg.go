@@ -27,7 +27,7 @@ func testRetentionHold(t *testing.T, s metadata.Store) {
 	}
 	hold := map[int32]int64{0: 2, 1: 9}
 	for _, r := range []metadata.Retention{{Ms: -1, Bytes: 0, Hold: hold}, {Ms: 0, Bytes: -1, Hold: hold}} {
-		if _, err := s.ApplyRetention(c, tp.ID, r); err != nil {
+		if _, err := metadata.ApplyRetention(c, s, tp.ID, r); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -41,10 +41,10 @@ func testRetentionHold(t *testing.T, s metadata.Store) {
 		}
 	}
 	// An empty hold holds everything; none trims.
-	if moved, err := s.ApplyRetention(c, tp.ID, metadata.Retention{Ms: -1, Bytes: 0, Hold: map[int32]int64{}}); err != nil || len(moved) != 0 {
+	if moved, err := metadata.ApplyRetention(c, s, tp.ID, metadata.Retention{Ms: -1, Bytes: 0, Hold: map[int32]int64{}}); err != nil || len(moved) != 0 {
 		t.Errorf("ApplyRetention with an empty hold = %+v, %v; want nothing moved", moved, err)
 	}
-	if moved, err := s.ApplyRetention(c, tp.ID, metadata.Retention{Ms: -1, Bytes: 0}); err != nil || len(moved) != 2 {
+	if moved, err := metadata.ApplyRetention(c, s, tp.ID, metadata.Retention{Ms: -1, Bytes: 0}); err != nil || len(moved) != 2 {
 		t.Errorf("ApplyRetention without a hold = %+v, %v; want partitions 0 and 2 emptied", moved, err)
 	}
 }

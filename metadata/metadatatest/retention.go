@@ -112,17 +112,17 @@ func testRetentionBytes(t *testing.T, s metadata.Store) {
 		commitOne(t, s, plain(tp.ID, 0, 1)) // 100 bytes each, offsets 0..4
 	}
 	commitOne(t, s, plain(tp.ID, 1, 1))
-	moved, err := s.ApplyRetention(c, tp.ID, metadata.Retention{Ms: -1, Bytes: 250})
+	moved, err := metadata.ApplyRetention(c, s, tp.ID, metadata.Retention{Ms: -1, Bytes: 250})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(moved) != 1 || moved[0].Partition != 0 || moved[0].LogStartOffset != 3 {
 		t.Fatalf("ApplyRetention(250 bytes) moved %+v, want partition 0 to 3 (two batches of 100 kept)", moved)
 	}
-	if moved, err := s.ApplyRetention(c, tp.ID, metadata.Retention{Ms: -1, Bytes: 250}); err != nil || len(moved) != 0 {
+	if moved, err := metadata.ApplyRetention(c, s, tp.ID, metadata.Retention{Ms: -1, Bytes: 250}); err != nil || len(moved) != 0 {
 		t.Errorf("second ApplyRetention = %+v, %v; want nothing moved", moved, err)
 	}
-	if moved, _ := s.ApplyRetention(c, tp.ID, metadata.Retention{Ms: -1, Bytes: 0}); len(moved) != 2 || moved[0].LogStartOffset != 5 || moved[1].LogStartOffset != 1 {
+	if moved, _ := metadata.ApplyRetention(c, s, tp.ID, metadata.Retention{Ms: -1, Bytes: 0}); len(moved) != 2 || moved[0].LogStartOffset != 5 || moved[1].LogStartOffset != 1 {
 		t.Errorf("ApplyRetention(0 bytes) = %+v, want both partitions emptied", moved)
 	}
 }
@@ -134,12 +134,12 @@ func testRetentionTime(t *testing.T, s metadata.Store) {
 	tp := createTopic(t, s, "rt", 1)
 	commitOne(t, s, plain(tp.ID, 0, 2))
 	commitOne(t, s, plain(tp.ID, 0, 2)) // 0..3
-	if moved, err := s.ApplyRetention(c, tp.ID, metadata.Retention{Ms: metadata.DefaultRetentionMs, Bytes: -1}); err != nil || len(moved) != 0 {
+	if moved, err := metadata.ApplyRetention(c, s, tp.ID, metadata.Retention{Ms: metadata.DefaultRetentionMs, Bytes: -1}); err != nil || len(moved) != 0 {
 		t.Fatalf("ApplyRetention(7 days) = %+v, %v; want nothing moved", moved, err)
 	}
 	time.Sleep(600 * time.Millisecond)
 	commitOne(t, s, plain(tp.ID, 0, 2)) // 4..5, young
-	moved, err := s.ApplyRetention(c, tp.ID, metadata.Retention{Ms: 300, Bytes: -1})
+	moved, err := metadata.ApplyRetention(c, s, tp.ID, metadata.Retention{Ms: 300, Bytes: -1})
 	if err != nil || len(moved) != 1 || moved[0].LogStartOffset != 4 || moved[0].HighWatermark != 6 {
 		t.Fatalf("ApplyRetention(300 ms) = %+v, %v; want log start 4", moved, err)
 	}
@@ -150,7 +150,7 @@ func testRetentionTime(t *testing.T, s metadata.Store) {
 	if _, err := s.DeleteRecords(c, tp.ID, 0, 5); err != nil {
 		t.Fatal(err)
 	}
-	if moved, err := s.ApplyRetention(c, tp.ID, metadata.Retention{Ms: 60_000, Bytes: -1}); err != nil || len(moved) != 0 {
+	if moved, err := metadata.ApplyRetention(c, s, tp.ID, metadata.Retention{Ms: 60_000, Bytes: -1}); err != nil || len(moved) != 0 {
 		t.Errorf("ApplyRetention with the log start inside a young batch = %+v, %v; want nothing moved", moved, err)
 	}
 }
@@ -346,6 +346,7 @@ var retentionTests = []struct {
 	{"DeleteRecords", testDeleteRecords},
 	{"RetentionBytes", testRetentionBytes},
 	{"RetentionTime", testRetentionTime},
+	{"RetentionRule", testRetentionRule}, // retention_rule.go
 	{"DeadFiles", testDeadFiles},
 	{"DeletedTopicFiles", testDeletedTopicFiles},
 	{"Leases", testLeases},

@@ -23,9 +23,9 @@ func (s *Store) DeleteRecords(ctx context.Context, topicID int64, partition int3
 	})
 }
 
-// ApplyRetention implements metadata.RetentionStore.
-func (s *Store) ApplyRetention(ctx context.Context, topicID int64, r metadata.Retention) ([]metadata.PartitionState, error) {
-	return call(ctx, s, OpRetention, func() ([]metadata.PartitionState, error) { return s.inner.ApplyRetention(ctx, topicID, r) })
+// RetentionPass implements metadata.RetentionStore.
+func (s *Store) RetentionPass(ctx context.Context, topicID int64, r metadata.Retention, known []metadata.RetentionKnown) ([]metadata.RetentionCheck, error) {
+	return call(ctx, s, OpRetention, func() ([]metadata.RetentionCheck, error) { return s.inner.RetentionPass(ctx, topicID, r, known) })
 }
 
 // CollectDeadBatches implements metadata.RetentionStore.

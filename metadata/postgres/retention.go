@@ -11,11 +11,6 @@ import (
 	"github.com/floe-broker/floe/metadata"
 )
 
-// retentionScan bounds the batches one time-retention query reads from a
-// partition's log start: a partition with more expired batches than this
-// advances over several passes.
-const retentionScan = 10000
-
 // AlterTopicConfig updates the topic's config under its row lock.
 func (s *Store) AlterTopicConfig(ctx context.Context, name string, set map[string]string, remove []string) (metadata.Topic, error) {
 	if err := metadata.ValidateTopicName(name); err != nil {
@@ -75,87 +70,6 @@ func (s *Store) DeleteRecords(ctx context.Context, topicID int64, partition int3
 		return st, s.wrap("delete records", err)
 	}
 	return st, nil
-}
-
-// retentionTimeSQL finds where time retention puts a partition's log start:
-// the first batch from the one holding the log start ($3) on, below the
-// high watermark ($4), appended at or after the cutoff ($5, unix ms); when
-// the scanned batches are all older, past the last of them.
-const retentionTimeSQL = `
-SELECT min(x.base_offset) FILTER (WHERE x.append_time >= $5), max(x.last_offset), count(*)
-  FROM (SELECT b.base_offset, b.last_offset, b.append_time FROM batches b
-         WHERE b.topic_id = $1 AND b.partition = $2 AND b.last_offset >= $3 AND b.base_offset < $4
-           AND b.base_offset >= coalesce((SELECT max(b2.base_offset) FROM batches b2
-                                           WHERE b2.topic_id = $1 AND b2.partition = $2 AND b2.base_offset <= $3), 0)
-         ORDER BY b.base_offset
-         LIMIT $6) x`
-
-// retentionBytesSQL finds where size retention puts a partition's log
-// start: past the newest batch that makes the bytes from the head exceed
-// $5. It reads the batches backwards from the head and stops there.
-const retentionBytesSQL = `
-SELECT x.last_offset + 1
-  FROM (SELECT b.last_offset, sum(b.byte_length) OVER (ORDER BY b.base_offset DESC) AS s
-          FROM batches b
-         WHERE b.topic_id = $1 AND b.partition = $2 AND b.last_offset >= $3 AND b.base_offset < $4
-         ORDER BY b.base_offset DESC) x
- WHERE x.s > $5
- LIMIT 1`
-
-// ApplyRetention advances each partition's log start offset in its own
-// statement.
-func (s *Store) ApplyRetention(ctx context.Context, topicID int64, r metadata.Retention) ([]metadata.PartitionState, error) {
-	states, err := s.PartitionStates(ctx, topicID)
-	if err != nil {
-		return nil, err
-	}
-	var nowMs int64
-	if err := s.pool.QueryRow(ctx, "SELECT floor(extract(epoch FROM now()) * 1000)::bigint").Scan(&nowMs); err != nil {
-		return nil, s.wrap("apply retention", err)
-	}
-	var moved []metadata.PartitionState
-	for _, st := range states {
-		if st.LogStartOffset >= st.HighWatermark {
-			continue
-		}
-		target := st.LogStartOffset
-		if r.Ms >= 0 {
-			var (
-				first, last *int64
-				n           int64
-			)
-			if err := s.pool.QueryRow(ctx, retentionTimeSQL, topicID, st.Partition, st.LogStartOffset, st.HighWatermark,
-				nowMs-r.Ms, retentionScan).Scan(&first, &last, &n); err != nil {
-				return moved, s.wrap("apply retention", err)
-			}
-			target = max(target, metadata.TimeRetentionCursor(first, last, n, retentionScan, st.HighWatermark))
-		}
-		if r.Bytes >= 0 {
-			var cut int64
-			err := s.pool.QueryRow(ctx, retentionBytesSQL, topicID, st.Partition, st.LogStartOffset, st.HighWatermark, r.Bytes).Scan(&cut)
-			if err != nil && !errors.Is(err, pgx.ErrNoRows) {
-				return moved, s.wrap("apply retention", err)
-			}
-			target = max(target, cut)
-		}
-		target = metadata.HoldLogStart(min(target, st.HighWatermark), st.Partition, r.Hold)
-		if target <= st.LogStartOffset {
-			continue
-		}
-		var ns metadata.PartitionState
-		ns.Partition = st.Partition
-		err := s.pool.QueryRow(ctx, `UPDATE partitions SET log_start_offset = greatest(log_start_offset, $3)
-			 WHERE topic_id = $1 AND partition = $2 AND $3 <= high_watermark
-			RETURNING log_start_offset, high_watermark`, topicID, st.Partition, target).Scan(&ns.LogStartOffset, &ns.HighWatermark)
-		if errors.Is(err, pgx.ErrNoRows) {
-			continue // deleted meanwhile
-		}
-		if err != nil {
-			return moved, s.wrap("apply retention", err)
-		}
-		moved = append(moved, ns)
-	}
-	return moved, nil
 }
 
 // Batches no reader can reach: below their partition's log start offset,

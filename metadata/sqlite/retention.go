@@ -12,9 +12,6 @@ import (
 	"github.com/floe-broker/floe/metadata"
 )
 
-// retentionScan bounds the batches one time-retention query reads.
-const retentionScan = 10000
-
 // AlterTopicConfig updates the topic's config.
 func (s *Store) AlterTopicConfig(ctx context.Context, name string, set map[string]string, remove []string) (metadata.Topic, error) {
 	if err := metadata.ValidateTopicName(name); err != nil {
@@ -91,82 +88,6 @@ func (s *Store) DeleteRecords(ctx context.Context, topicID int64, partition int3
 		return st, s.wrap("delete records", err)
 	}
 	return st, nil
-}
-
-const (
-	retentionTimeSQL = `
-SELECT min(x.base_offset) FILTER (WHERE x.append_time >= ?5), max(x.last_offset), count(*)
-  FROM (SELECT b.base_offset, b.last_offset, b.append_time FROM batches b
-         WHERE b.topic_id = ?1 AND b.partition = ?2 AND b.last_offset >= ?3 AND b.base_offset < ?4
-           AND b.base_offset >= coalesce((SELECT max(b2.base_offset) FROM batches b2
-                                           WHERE b2.topic_id = ?1 AND b2.partition = ?2 AND b2.base_offset <= ?3), 0)
-         ORDER BY b.base_offset
-         LIMIT ?6) x`
-	retentionBytesSQL = `
-SELECT x.last_offset + 1
-  FROM (SELECT b.last_offset, sum(b.byte_length) OVER (ORDER BY b.base_offset DESC) AS s
-          FROM batches b
-         WHERE b.topic_id = ?1 AND b.partition = ?2 AND b.last_offset >= ?3 AND b.base_offset < ?4) x
- WHERE x.s > ?5
- LIMIT 1`
-)
-
-// ApplyRetention advances each partition's log start offset in its own
-// transaction.
-func (s *Store) ApplyRetention(ctx context.Context, topicID int64, r metadata.Retention) ([]metadata.PartitionState, error) {
-	states, err := s.PartitionStates(ctx, topicID)
-	if err != nil {
-		return nil, err
-	}
-	var moved []metadata.PartitionState
-	for _, p := range states {
-		var ns metadata.PartitionState
-		advanced := false
-		err := s.write(ctx, func(tx *sql.Tx) error {
-			st, err := partitionState(ctx, tx, topicID, p.Partition)
-			if err != nil || st.LogStartOffset >= st.HighWatermark {
-				return err
-			}
-			target := st.LogStartOffset
-			if r.Ms >= 0 {
-				var (
-					first, last sql.NullInt64
-					n           int64
-				)
-				if err := tx.QueryRowContext(ctx, retentionTimeSQL, topicID, p.Partition, st.LogStartOffset, st.HighWatermark,
-					time.Now().UnixMilli()-r.Ms, retentionScan).Scan(&first, &last, &n); err != nil {
-					return err
-				}
-				target = max(target, metadata.TimeRetentionCursor(nullPtr(first), nullPtr(last), n, retentionScan, st.HighWatermark))
-			}
-			if r.Bytes >= 0 {
-				var cut int64
-				err := tx.QueryRowContext(ctx, retentionBytesSQL, topicID, p.Partition, st.LogStartOffset, st.HighWatermark, r.Bytes).Scan(&cut)
-				if err != nil && !errors.Is(err, sql.ErrNoRows) {
-					return err
-				}
-				target = max(target, cut)
-			}
-			target = metadata.HoldLogStart(min(target, st.HighWatermark), st.Partition, r.Hold)
-			if target <= st.LogStartOffset {
-				return nil
-			}
-			ns, advanced = metadata.PartitionState{Partition: p.Partition, LogStartOffset: target, HighWatermark: st.HighWatermark}, true
-			_, err = tx.ExecContext(ctx, "UPDATE partitions SET log_start_offset = ? WHERE topic_id = ? AND partition = ?",
-				target, topicID, p.Partition)
-			return err
-		})
-		if errors.Is(err, metadata.ErrTopicNotFound) || errors.Is(err, metadata.ErrPartitionNotFound) {
-			return moved, nil // deleted meanwhile
-		}
-		if err != nil {
-			return moved, s.wrap("apply retention", err)
-		}
-		if advanced {
-			moved = append(moved, ns)
-		}
-	}
-	return moved, nil
 }
 
 func nullPtr(n sql.NullInt64) *int64 {
