@@ -44,8 +44,8 @@ func (c *statementCounter) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQu
 // two batches in every partition (delete, bytes-limited, compacted and
 // compact,delete topics, none with anything to trim or compact), makes a
 // first pass, and returns the statements of the second: every partition
-// is idle.
-func passStatements(t *testing.T, partitions int) int64 {
+// is idle, or, with active, partition 0 of each topic got a batch.
+func passStatements(t *testing.T, partitions int, active bool) int64 {
 	ctx := context.Background()
 	counter := &statementCounter{}
 	opts := postgres.DefaultOptions()
@@ -71,11 +71,13 @@ func passStatements(t *testing.T, partitions int) int64 {
 		{"cleanup.policy": "compact,delete", "retention.bytes": strconv.Itoa(1 << 30)},
 	}
 	per := int32(partitions / len(configs))
+	var tps []metadata.Topic
 	for i, cfg := range configs {
 		tp, err := meta.CreateTopic(ctx, metadata.TopicSpec{Name: fmt.Sprintf("cost%d", i), Partitions: per, Config: cfg})
 		if err != nil {
 			t.Fatal(err)
 		}
+		tps = append(tps, tp)
 		for range 2 {
 			var bs []metadata.BatchCommit
 			for p := range per {
@@ -84,12 +86,7 @@ func passStatements(t *testing.T, partitions int) int64 {
 			// In key shard 00, so that the orphan job's listings (shards
 			// 00 to 0f on the first pass, 10 to 1f on the second) find the
 			// same objects at every size.
-			f := metadata.FileCommit{Key: "v1/files/00/" + newKey()[len("v1/files/00/"):]}
-			for _, b := range bs {
-				b.ByteOffset = f.Size
-				f.Size += b.ByteLength
-				f.Batches = append(f.Batches, b)
-			}
+			f := fileIn00(bs...)
 			if err := s3.Put(ctx, f.Key, make([]byte, f.Size), objectstore.PutOptions{}); err != nil {
 				t.Fatal(err)
 			}
@@ -100,6 +97,13 @@ func passStatements(t *testing.T, partitions int) int64 {
 	}
 	cp := newCompactor(t, env{meta: meta, store: s3}, "cost", func(c *compactor.Config) { c.TopicMetrics = false })
 	runOnce(t, cp)
+	if active {
+		for _, tp := range tps {
+			if _, err := meta.CommitFile(ctx, fileIn00(batch(tp.ID, 0, 1))); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
 	before := counter.n.Load()
 	counter.log = os.Getenv("FLOE_PASS_COST_LOG") == "sql"
 	runOnce(t, cp)
@@ -110,17 +114,32 @@ func passStatements(t *testing.T, partitions int) int64 {
 	return counter.n.Load() - before
 }
 
+// fileIn00 is a file of the batches in key shard 00 (not uploaded).
+func fileIn00(bs ...metadata.BatchCommit) metadata.FileCommit {
+	f := metadata.FileCommit{Key: "v1/files/00/" + newKey()[len("v1/files/00/"):]}
+	for _, b := range bs {
+		b.ByteOffset = f.Size
+		f.Size += b.ByteLength
+		f.Batches = append(f.Batches, b)
+	}
+	return f
+}
+
 // TestPassStatementsIdlePartitions: a compactor pass over idle partitions
 // (nothing to trim, compact or merge) issues as many statements at 10,000
-// partitions as at 1,000: its cost does not grow with idle partitions.
-// FLOE_PASS_COST_LOG=1 logs the figures.
+// partitions as at 1,000: its cost does not grow with idle partitions;
+// nor does it when one partition of each topic got a batch.
+// FLOE_PASS_COST_LOG=1 logs the figures (=sql: the statements too).
 func TestPassStatementsIdlePartitions(t *testing.T) {
-	small := passStatements(t, 1000)
-	large := passStatements(t, 10000)
-	if os.Getenv("FLOE_PASS_COST_LOG") != "" || small != large {
-		t.Logf("statements per idle compactor pass (10 topics): %d at 1,000 partitions, %d at 10,000", small, large)
-	}
-	if small != large {
-		t.Errorf("a pass over 10,000 idle partitions issued %d statements, over 1,000 %d: want the same", large, small)
+	for _, active := range []bool{false, true} {
+		small := passStatements(t, 1000, active)
+		large := passStatements(t, 10000, active)
+		if os.Getenv("FLOE_PASS_COST_LOG") != "" || small != large {
+			t.Logf("statements per compactor pass (10 topics, a batch in 10 partitions %v): %d at 1,000 partitions, %d at 10,000",
+				active, small, large)
+		}
+		if small != large {
+			t.Errorf("active %v: a pass over 10,000 partitions issued %d statements, over 1,000 %d: want the same", active, large, small)
+		}
 	}
 }
