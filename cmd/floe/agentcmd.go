@@ -25,7 +25,8 @@ func serverConfigOf(c Config, stderr io.Writer) serverConfig {
 	sc := serverConfig{
 		GRPCAddr: c.Server.Listen, MetricsAddr: c.Server.MetricsListen,
 		FailFast: c.Server.FailFast, ReadyInterval: c.Server.ReadyInterval, DrainTimeout: c.Server.DrainTimeout,
-		Pprof:   c.Server.Pprof,
+		Pprof:            c.Server.Pprof,
+		MaxConnectionAge: c.Server.MaxConnectionAge, MaxConnectionAgeGrace: c.Server.MaxConnectionAgeGrace,
 		Batcher: batcher.DefaultConfig(), Agent: agent.DefaultConfig(),
 		Logger: c.logger(stderr),
 	}

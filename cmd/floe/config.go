@@ -43,7 +43,12 @@ type ServerSettings struct {
 	FailFast      bool          `yaml:"fail_fast" flag:"fail-fast" cmds:"agent" help:"exit if a store does not answer at start (default: wait for it, retrying with backoff)"`
 	ReadyInterval time.Duration `yaml:"ready_interval" flag:"ready-interval" check:"positive" help:"period of the readiness checks of the stores (/readyz, gRPC health)"`
 	DrainTimeout  time.Duration `yaml:"drain_timeout" flag:"drain-timeout" check:"positive" help:"on SIGTERM, bound of flushing and committing what producers handed in"`
-	Pprof         bool          `yaml:"pprof" flag:"pprof" help:"serve Go's profiles (CPU, heap, goroutines) at /debug/pprof/ on the metrics listener; keep it off where that listener is reachable by others"`
+	// gRPC connection ageing (keepalive.ServerParameters): a client is
+	// sent GOAWAY after the age and reconnects, so that agents added later
+	// get a share of long-lived clients.
+	MaxConnectionAge      time.Duration `yaml:"grpc_max_connection_age" flag:"grpc-max-connection-age" check:"nonneg" help:"send a gRPC client GOAWAY once its connection is this old, so that it reconnects, possibly to a newer agent (0: never)"`
+	MaxConnectionAgeGrace time.Duration `yaml:"grpc_max_connection_age_grace" flag:"grpc-max-connection-age-grace" check:"nonneg" help:"after that GOAWAY, how long calls still running on the old connection may go on before it closes (0: no bound)"`
+	Pprof                 bool          `yaml:"pprof" flag:"pprof" help:"serve Go's profiles (CPU, heap, goroutines) at /debug/pprof/ on the metrics listener; keep it off where that listener is reachable by others"`
 }
 
 // LogSettings are the logs of every server command.
