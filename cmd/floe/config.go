@@ -104,7 +104,7 @@ type DevSettings struct {
 // CompactorSettings are the background jobs' (package compactor), run by
 // floe compactor and inside floe dev.
 type CompactorSettings struct {
-	MetricsListen    string        `yaml:"metrics_listen" flag:"metrics-listen" cmds:"compactor" help:"HTTP address of floe compactor's /metrics and /healthz"`
+	MetricsListen    string        `yaml:"metrics_listen" flag:"metrics-listen" cmds:"compactor" help:"HTTP address of floe compactor's /metrics, /healthz (liveness) and /readyz (readiness)"`
 	Owner            string        `yaml:"owner" flag:"owner" cmds:"compactor" help:"this replica's name in the job leases (empty: host name and process id)"`
 	Interval         time.Duration `yaml:"interval" flag:"interval" check:"positive" help:"time between passes"`
 	LeaseTTL         time.Duration `yaml:"lease_ttl" flag:"lease-ttl" check:"positive" help:"how long a job's lease lasts without renewal"`
