@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -123,6 +124,14 @@ func checkDocumented(t *testing.T, r rendered) {
 // hand, which would make Helm refuse the install.
 func TestHelmChartDocumentedInstall(t *testing.T) {
 	doc := readDeployDoc(t)
+	m := regexp.MustCompile("(?s)The install above renders.*?```text\n(.*?)```").FindStringSubmatch(doc)
+	if m == nil {
+		t.Fatal("docs/deploy.md lists no manifests of the install")
+	}
+	listed := strings.Fields(m[1])
+	if got := renderAs(t, "floe", installArgs(t, doc)...).names; !slices.Equal(listed, got) {
+		t.Errorf("docs/deploy.md lists the install's manifests as %v, the chart renders %v", listed, got)
+	}
 	for name, args := range documentedRenders(t) {
 		t.Run(name, func(t *testing.T) { checkDocumented(t, renderAs(t, "floe", args...)) })
 	}
