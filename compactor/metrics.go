@@ -11,7 +11,7 @@ import (
 
 // metrics are the compactor's Prometheus collectors:
 //
-//	floe_compactor_passes_total{job,result}       result: ok, error, not_held
+//	floe_compactor_passes_total{task,result}      task: the job; result: ok, error, not_held
 //	floe_compactor_log_start_advances_total       partitions whose log start moved
 //	floe_compactor_batches_collected_total        batch rows removed
 //	floe_compactor_files_marked_total             files marked 'deleting'
@@ -49,7 +49,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	}
 	m := &metrics{
 		passes: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "floe_compactor_passes_total",
-			Help: "Job passes, by job and result (ok, error, not_held)."}, []string{"job", "result"}),
+			Help: "Job passes, by task (the job) and result (ok, error, not_held)."}, []string{"task", "result"}),
 		advances:        counter("log_start_advances_total", "Partitions whose log start offset retention moved."),
 		collected:       counter("batches_collected_total", "Unreachable batch rows removed."),
 		marked:          counter("files_marked_total", "Files marked for deletion."),

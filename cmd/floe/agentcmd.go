@@ -25,7 +25,8 @@ func serverConfigOf(c Config, stderr io.Writer) serverConfig {
 	sc := serverConfig{
 		GRPCAddr: c.Server.Listen, MetricsAddr: c.Server.MetricsListen,
 		FailFast: c.Server.FailFast, ReadyInterval: c.Server.ReadyInterval, DrainTimeout: c.Server.DrainTimeout,
-		Pprof:   c.Server.Pprof,
+		Pprof:            c.Server.Pprof,
+		MaxConnectionAge: c.Server.MaxConnectionAge, MaxConnectionAgeGrace: c.Server.MaxConnectionAgeGrace,
 		Batcher: batcher.DefaultConfig(), Agent: agent.DefaultConfig(),
 		Logger: c.logger(stderr),
 	}
@@ -70,35 +71,46 @@ with backoff, one WARN line per attempt) unless -fail-fast is given.
 	opts := postgres.DefaultOptions()
 	opts.Logger = sc.Logger
 	open := func(ctx context.Context, st *starter) (metadata.Store, objectstore.Store, error) {
-		var meta *postgres.Store
-		err := st.retry(ctx, "metadata store", func(ctx context.Context) error {
-			var err error
-			if meta, err = postgres.Open(ctx, pgURL, opts); err != nil {
-				err = fmt.Errorf("metadata store unavailable: %w", err)
-				if !pgTransient(err) {
-					return &permanentError{err}
-				}
-			}
-			return err
-		})
+		meta, s3, err := openStores(ctx, st, pgURL, opts, s3c, prefix)
 		if err != nil {
-			return nil, nil, err
-		}
-		var s3 *s3store.Store
-		err = st.retry(ctx, "object store", func(ctx context.Context) error {
-			var err error
-			if s3, err = s3store.New(ctx, s3c); err != nil {
-				return &permanentError{fmt.Errorf("object store: %w", err)}
-			}
-			return probeBucket(ctx, s3, prefix)
-		})
-		if err != nil {
-			meta.Close()
 			return nil, nil, err
 		}
 		return meta, withPrefix(s3, prefix), nil
 	}
 	return serve(ctx, sc, open, prometheus.NewRegistry())
+}
+
+// openStores opens PostgreSQL and the S3 bucket (checked to accept writes
+// under prefix), each step retried through st: the start of agent and
+// compactor.
+func openStores(ctx context.Context, st *starter, pgURL string, opts postgres.Options, s3c s3store.Config, prefix string) (*postgres.Store, *s3store.Store, error) {
+	var meta *postgres.Store
+	err := st.retry(ctx, "metadata store", func(ctx context.Context) error {
+		var err error
+		if meta, err = postgres.Open(ctx, pgURL, opts); err != nil {
+			err = fmt.Errorf("metadata store unavailable: %w", err)
+			if !pgTransient(err) {
+				return &permanentError{err}
+			}
+		}
+		return err
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	var s3 *s3store.Store
+	err = st.retry(ctx, "object store", func(ctx context.Context) error {
+		var err error
+		if s3, err = s3store.New(ctx, s3c); err != nil {
+			return &permanentError{fmt.Errorf("object store: %w", err)}
+		}
+		return probeBucket(ctx, s3, prefix)
+	})
+	if err != nil {
+		meta.Close()
+		return nil, nil, err
+	}
+	return meta, s3, nil
 }
 
 // pgTransient reports whether a failure to open PostgreSQL may pass by

@@ -20,7 +20,6 @@ import (
 	"github.com/floe-broker/floe/metadata"
 	"github.com/floe-broker/floe/metadata/postgres"
 	"github.com/floe-broker/floe/objectstore"
-	"github.com/floe-broker/floe/objectstore/s3store"
 )
 
 // runCompactor is `floe compactor`: the retention, deletion and orphan jobs
@@ -30,7 +29,10 @@ func runCompactor(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	cmd := newCommand("floe compactor", "", `Run the background jobs against PostgreSQL and an S3 bucket, until SIGINT
 or SIGTERM: retention (log start offsets), deletion of dead files after a
 grace period, collection of orphan objects, merging of small files. Several
-replicas may run: each job is held by one at a time through a lease.`, 0, 0)
+replicas may run: each job is held by one at a time through a lease.
+/healthz (liveness) answers at once; /readyz (readiness) once PostgreSQL,
+the bucket and the Iceberg catalog answer: the start waits for them,
+retrying with backoff, one WARN line per attempt.`, 0, 0)
 	cf := registerConfig(cmd.fs, "compactor")
 	if _, err := cmd.parse(args, stdout); err != nil {
 		return err
@@ -41,45 +43,23 @@ replicas may run: each job is held by one at a time through a lease.`, 0, 0)
 	}
 	log := conf.logger(stderr)
 	d := compactorConfig(conf.Compactor)
-	s3c := conf.s3Config()
 	d.Logger = log
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	d.Registerer = reg
 
-	startCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	opts := postgres.DefaultOptions()
-	opts.Logger, opts.MaxConns = log, 4
-	meta, err := postgres.Open(startCtx, conf.Postgres.URL, opts)
-	if err != nil {
-		return fmt.Errorf("metadata store unavailable: %w", err)
-	}
-	defer meta.Close()
-	s3, err := s3store.New(startCtx, s3c)
-	if err != nil {
-		return fmt.Errorf("object store: %w", err)
-	}
-	if err := probeBucket(startCtx, s3, conf.S3.Prefix); err != nil {
-		return err
-	}
-	store := objectstore.WithMetrics(withPrefix(s3, conf.S3.Prefix), reg)
-	closeIce, err := conf.Iceberg.setup(startCtx, &d, conf.Iceberg.postgresConfig(conf.Postgres.URL, s3c, conf.S3.Prefix), log)
-	if err != nil {
-		return err
-	}
-	defer closeIce()
-	c, err := compactor.New(meta, store, d)
-	if err != nil {
-		return err
-	}
+	// Listen at once: /healthz (liveness) answers from the start and
+	// /readyz says what the start waits for, so that slow stores leave
+	// the compactor alive and not ready rather than crash-looping.
 	mlis, err := net.Listen("tcp", conf.Compactor.MetricsListen)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", conf.Compactor.MetricsListen, err)
 	}
+	ready := newReadiness(log, "starting")
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
+	mux.Handle("/readyz", ready)
 	hsrv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	var wg sync.WaitGroup
 	var serr error
@@ -90,14 +70,72 @@ replicas may run: each job is held by one at a time through a lease.`, 0, 0)
 			serr = fmt.Errorf("metrics server: %w", err)
 		}
 	}()
-	log.Info("floe compactor running", "owner", d.Owner, "metrics", mlis.Addr().String(), "interval", d.Interval, "grace", d.Grace)
-	err = c.Run(ctx)
-	closeCtx, cancelClose := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancelClose()
-	_ = hsrv.Shutdown(closeCtx)
-	wg.Wait()
-	log.Info("floe compactor stopped")
+	defer func() {
+		closeCtx, cancelClose := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancelClose()
+		_ = hsrv.Shutdown(closeCtx)
+		wg.Wait()
+	}()
+	log.Info("floe compactor listening", "metrics", mlis.Addr().String())
+
+	err = runCompactorOn(ctx, conf, d, ready, reg)
+	if errors.Is(err, errStartCanceled) {
+		log.Info("floe compactor stopped while waiting for its stores")
+		err = nil
+	}
 	return errors.Join(err, serr)
+}
+
+// compactorReadyInterval is the period of the compactor's readiness
+// checks of its stores once it runs.
+const compactorReadyInterval = 5 * time.Second
+
+// runCompactorOn opens the compactor's stores and catalog, retrying each
+// with backoff (not ready meanwhile, one WARN line per attempt), then runs
+// the jobs until ctx ends. What waiting cannot fix (refused credentials, a
+// missing bucket) ends the start at once.
+func runCompactorOn(ctx context.Context, conf Config, d compactor.Config, ready *readiness, reg *prometheus.Registry) error {
+	log := d.Logger
+	st := &starter{log: log, ready: ready, attempt: startAttempt, backoff: startBackoff, maxBackof: startMaxBackoff}
+	opts := postgres.DefaultOptions()
+	opts.Logger, opts.MaxConns = log, 4
+	s3c := conf.s3Config()
+	meta, s3, err := openStores(ctx, st, conf.Postgres.URL, opts, s3c, conf.S3.Prefix)
+	if err != nil {
+		return err
+	}
+	defer meta.Close()
+	probe := withPrefix(s3, conf.S3.Prefix) // readiness probes stay out of the request metrics
+	store := objectstore.WithMetrics(probe, reg)
+	closeIce := func() {}
+	err = st.retry(ctx, "iceberg catalog", func(ctx context.Context) error {
+		var err error
+		closeIce, err = conf.Iceberg.setup(ctx, &d, conf.Iceberg.postgresConfig(conf.Postgres.URL, s3c, conf.S3.Prefix), log)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	defer closeIce()
+	c, err := compactor.New(meta, store, d)
+	if err != nil {
+		return err
+	}
+	ready.set(nil)
+	runCtx, cancelRun := context.WithCancel(ctx)
+	defer cancelRun()
+	watched := make(chan struct{})
+	go func() {
+		defer close(watched)
+		watchReadiness(runCtx, ready, meta, probe, compactorReadyInterval)
+	}()
+	log.Info("floe compactor running", "owner", d.Owner, "interval", d.Interval, "grace", d.Grace)
+	err = c.Run(ctx)
+	ready.stop()
+	cancelRun()
+	<-watched
+	log.Info("floe compactor stopped")
+	return err
 }
 
 // compactorConfig is the compactor's configuration of the settings.

@@ -43,7 +43,12 @@ type ServerSettings struct {
 	FailFast      bool          `yaml:"fail_fast" flag:"fail-fast" cmds:"agent" help:"exit if a store does not answer at start (default: wait for it, retrying with backoff)"`
 	ReadyInterval time.Duration `yaml:"ready_interval" flag:"ready-interval" check:"positive" help:"period of the readiness checks of the stores (/readyz, gRPC health)"`
 	DrainTimeout  time.Duration `yaml:"drain_timeout" flag:"drain-timeout" check:"positive" help:"on SIGTERM, bound of flushing and committing what producers handed in"`
-	Pprof         bool          `yaml:"pprof" flag:"pprof" help:"serve Go's profiles (CPU, heap, goroutines) at /debug/pprof/ on the metrics listener; keep it off where that listener is reachable by others"`
+	// gRPC connection ageing (keepalive.ServerParameters): a client is
+	// sent GOAWAY after the age and reconnects, so that agents added later
+	// get a share of long-lived clients.
+	MaxConnectionAge      time.Duration `yaml:"grpc_max_connection_age" flag:"grpc-max-connection-age" check:"nonneg" help:"send a gRPC client GOAWAY once its connection is this old, so that it reconnects, possibly to a newer agent (0: never)"`
+	MaxConnectionAgeGrace time.Duration `yaml:"grpc_max_connection_age_grace" flag:"grpc-max-connection-age-grace" check:"nonneg" help:"after that GOAWAY, how long calls still running on the old connection may go on before it closes (0: no bound)"`
+	Pprof                 bool          `yaml:"pprof" flag:"pprof" help:"serve Go's profiles (CPU, heap, goroutines) at /debug/pprof/ on the metrics listener; keep it off where that listener is reachable by others"`
 }
 
 // LogSettings are the logs of every server command.
@@ -99,7 +104,7 @@ type DevSettings struct {
 // CompactorSettings are the background jobs' (package compactor), run by
 // floe compactor and inside floe dev.
 type CompactorSettings struct {
-	MetricsListen    string        `yaml:"metrics_listen" flag:"metrics-listen" cmds:"compactor" help:"HTTP address of floe compactor's /metrics and /healthz"`
+	MetricsListen    string        `yaml:"metrics_listen" flag:"metrics-listen" cmds:"compactor" help:"HTTP address of floe compactor's /metrics, /healthz (liveness) and /readyz (readiness)"`
 	Owner            string        `yaml:"owner" flag:"owner" cmds:"compactor" help:"this replica's name in the job leases (empty: host name and process id)"`
 	Interval         time.Duration `yaml:"interval" flag:"interval" check:"positive" help:"time between passes"`
 	LeaseTTL         time.Duration `yaml:"lease_ttl" flag:"lease-ttl" check:"positive" help:"how long a job's lease lasts without renewal"`

@@ -93,7 +93,7 @@ func (s IcebergSettings) setup(ctx context.Context, d *compactor.Config, cfg ice
 		return func() {}, nil
 	}
 	if s.MaxBytes < 1 {
-		return nil, fmt.Errorf("flag -iceberg-max-bytes: %d must be >= 1", s.MaxBytes)
+		return nil, &permanentError{fmt.Errorf("flag -iceberg-max-bytes: %d must be >= 1", s.MaxBytes)}
 	}
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()

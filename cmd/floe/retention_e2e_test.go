@@ -124,8 +124,8 @@ func TestCompactorPostgresS3(t *testing.T) {
 	}
 	// Each job ran in one replica only while both were up.
 	for _, job := range []string{"retention", "deletion", "orphans"} {
-		n1 := metricValue(t, m1, fmt.Sprintf(`floe_compactor_passes_total{job=%q,result="ok"}`, job))
-		n2 := metricValue(t, m2, fmt.Sprintf(`floe_compactor_passes_total{job=%q,result="ok"}`, job))
+		n1 := metricValue(t, m1, fmt.Sprintf(`floe_compactor_passes_total{task=%q,result="ok"}`, job))
+		n2 := metricValue(t, m2, fmt.Sprintf(`floe_compactor_passes_total{task=%q,result="ok"}`, job))
 		if n1 > 0 && n2 > 0 {
 			t.Errorf("job %s ran in both replicas (%v and %v passes)", job, n1, n2)
 		}

@@ -18,6 +18,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/keepalive"
 	"google.golang.org/grpc/reflection"
 
 	"github.com/floe-broker/floe/agent"
@@ -45,6 +46,9 @@ type serverConfig struct {
 	DrainTimeout time.Duration
 	// Pprof serves /debug/pprof/ on the metrics listener (pprof.go).
 	Pprof bool
+	// MaxConnectionAge and MaxConnectionAgeGrace age gRPC connections
+	// out (keepalive.ServerParameters; 0: never, no bound).
+	MaxConnectionAge, MaxConnectionAgeGrace time.Duration
 	// Ready, optional, is called with the bound addresses once serving.
 	Ready func(grpcAddr, metricsAddr string)
 	// Background, optional, starts work beside the agent on the same
@@ -111,6 +115,10 @@ func serve(ctx context.Context, sc serverConfig, open openFunc, reg *prometheus.
 	gate := newDrainGate() // drain.go
 	opts := append(newRPCMetrics(reg).options(), gate.options()...)
 	opts = append(opts, agent.GRPCServerOptions(sc.Agent, log)...)
+	if sc.MaxConnectionAge > 0 || sc.MaxConnectionAgeGrace > 0 {
+		opts = append(opts, grpc.KeepaliveParams(keepalive.ServerParameters{
+			MaxConnectionAge: sc.MaxConnectionAge, MaxConnectionAgeGrace: sc.MaxConnectionAgeGrace}))
+	}
 	gs := grpc.NewServer(append(opts, grpc.MaxConcurrentStreams(1024))...)
 	late := &lateAgent{}
 	source := func() console.Source {

@@ -99,10 +99,15 @@ func TestComposeFile(t *testing.T) {
 
 	hostPorts := map[string]string{}
 	for name, s := range f.Services {
-		if s.Image == "" {
+		switch {
+		case s.Image == "":
 			t.Errorf("service %s names no image", name)
-		} else if err := pinned(s.Image); err != nil {
-			t.Errorf("service %s image %s: %v", name, s.Image, err)
+		case s.Build != nil:
+			// floe's own, built here from the checkout.
+		default:
+			if err := pinnedRelease(s.Image); err != nil {
+				t.Errorf("service %s image %s: %v", name, s.Image, err)
+			}
 		}
 		if s.Build != nil {
 			if _, err := os.Stat(filepath.Join(dir, s.Build.Context, s.Build.Dockerfile)); err != nil {
@@ -167,7 +172,8 @@ func TestComposeFile(t *testing.T) {
 		case "compactor":
 			compactors++
 			env, flags = compEnv, compFlags
-			checkHealth(t, name, s, "7072", "/healthz")
+			// Ready means its stores and the Iceberg catalog's tables.
+			checkHealth(t, name, s, "7072", "/readyz")
 		default:
 			continue
 		}
@@ -319,5 +325,72 @@ func checkStores(t *testing.T, name string, s, pg composeService, s3Name, s3Port
 	}
 	if d := s.DependsOn["createbucket"]; d.Condition != "service_completed_successfully" {
 		t.Errorf("service %s does not wait for the bucket", name)
+	}
+}
+
+// singleNumberReleases are images whose releases are numbered by one
+// integer (Trino 479): for them a bare number is a release, not a line.
+var singleNumberReleases = map[string]bool{"trinodb/trino": true}
+
+var bareMajor = regexp.MustCompile(`^v?[0-9]+$`)
+
+// pinnedRelease: pinned (a tag, not latest; or a digest) and the tag names
+// a release, not a moving line such as postgres:15 (every 15.x in turn).
+func pinnedRelease(image string) error {
+	if err := pinned(image); err != nil {
+		return err
+	}
+	if strings.Contains(image, "@sha256:") {
+		return nil
+	}
+	i := strings.LastIndex(image, ":")
+	repo, tag := image[:i], image[i+1:]
+	if bareMajor.MatchString(tag) && !singleNumberReleases[repo] {
+		return fmt.Errorf("tag %s is a release line that moves, not a release: name one (%s:%s.N)", tag, repo, tag)
+	}
+	return nil
+}
+
+// TestComposePinnedReleaseRefusesLines: postgres:15 (the earlier compose
+// file's) and latest are refused; a release, a RELEASE stamp, Trino's
+// numbers and digests pass.
+func TestComposePinnedReleaseRefusesLines(t *testing.T) {
+	for _, bad := range []string{"postgres:15", "postgres", "postgres:latest", "redis:v7"} {
+		if pinnedRelease(bad) == nil {
+			t.Errorf("%s passed as pinned", bad)
+		}
+	}
+	for _, good := range []string{"postgres:15.14", "quay.io/minio/mc:RELEASE.2025-04-16T18-13-26Z", "trinodb/trino:479",
+		"postgres@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"} {
+		if err := pinnedRelease(good); err != nil {
+			t.Errorf("%s refused: %v", good, err)
+		}
+	}
+}
+
+// TestComposeTrinoWaitsForCompactor: Trino's Iceberg JDBC catalog needs
+// its tables at start, which the compactor creates before it is ready: the
+// trino service waits for the compactor to be healthy, whose health check
+// asks /readyz (ready only once the catalog answers).
+func TestComposeTrinoWaitsForCompactor(t *testing.T) {
+	f, _ := loadCompose(t)
+	tr, ok := f.Services["trino"]
+	if !ok {
+		t.Fatal("no trino service")
+	}
+	var compactor string
+	for name, s := range f.Services {
+		if len(s.Command) > 0 && s.Command[0] == "compactor" {
+			compactor = name
+		}
+	}
+	if compactor == "" {
+		t.Fatal("no compactor service")
+	}
+	if d := tr.DependsOn[compactor]; d.Condition != "service_healthy" {
+		t.Errorf("trino depends on %s with %+v: want service_healthy (the catalog's tables exist once it is ready)", compactor, d)
+	}
+	if h := f.Services[compactor].Healthcheck; h == nil || !slices.ContainsFunc(h.Test, func(w string) bool { return strings.HasSuffix(w, "/readyz") }) {
+		t.Errorf("compactor healthcheck %+v does not ask /readyz", h)
 	}
 }

@@ -1,8 +1,12 @@
 // Command floe-probe is the health check of floe's containers, whose image
 // has no shell, curl or wget: it GETs one URL and exits 0 if the answer is
-// 2xx within the timeout, 1 otherwise (with one line on stderr).
+// 2xx within the timeout, 1 otherwise (with one line on stderr). With
+// -sleep it only waits that long and exits 0: the Helm chart's preStop hook
+// (an exec hook, which any Kubernetes version runs, unlike the sleep
+// action of 1.30).
 //
 //	floe-probe [-timeout 2s] http://127.0.0.1:7071/readyz
+//	floe-probe -sleep 10s
 package main
 
 import (
@@ -16,20 +20,30 @@ import (
 )
 
 func main() {
-	if err := run(os.Args[1:]); err != nil {
+	if err := run(os.Args[1:], time.Sleep); err != nil {
 		fmt.Fprintln(os.Stderr, "floe-probe:", err)
 		os.Exit(1)
 	}
 }
 
-func run(args []string) error {
+const usage = "usage: floe-probe [-timeout D] URL | floe-probe -sleep D"
+
+// run is the command on args; sleep waits (time.Sleep but in tests).
+func run(args []string, sleep func(time.Duration)) error {
 	fs := flag.NewFlagSet("floe-probe", flag.ContinueOnError)
 	timeout := fs.Duration("timeout", 2*time.Second, "bound of the request")
+	wait := fs.Duration("sleep", 0, "wait this long and exit 0, asking nothing (a preStop hook)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if fs.NArg() != 1 {
-		return fmt.Errorf("usage: floe-probe [-timeout D] URL")
+	switch {
+	case *wait < 0:
+		return fmt.Errorf("-sleep %v: must not be negative", *wait)
+	case *wait > 0 && fs.NArg() == 0:
+		sleep(*wait)
+		return nil
+	case *wait > 0 || fs.NArg() != 1:
+		return fmt.Errorf("%s", usage)
 	}
 	return probe(fs.Arg(0), *timeout)
 }

@@ -22,8 +22,14 @@ app.kubernetes.io/instance: {{ $root.Release.Name }}
 app.kubernetes.io/component: {{ index . 1 }}
 {{- end -}}
 
+{{/* The image: by digest when one is given, else by tag (the appVersion by default). */}}
 {{- define "floe.image" -}}
-{{ .Values.image.repository }}:{{ .Values.image.tag | default .Chart.AppVersion }}
+{{- $repo := required "set image.repository: the registry and repository you pushed floe's image to (docs/deploy.md)" .Values.image.repository -}}
+{{- if .Values.image.digest -}}
+{{ $repo }}@{{ .Values.image.digest }}
+{{- else -}}
+{{ $repo }}:{{ .Values.image.tag | default .Chart.AppVersion }}
+{{- end -}}
 {{- end -}}
 
 {{- define "floe.serviceAccountName" -}}
@@ -39,7 +45,7 @@ app.kubernetes.io/component: {{ index . 1 }}
 {{- if .Values.postgres.url -}}
 {{ printf "%s-postgres" (include "floe.fullname" .) }}
 {{- else -}}
-{{ required "set postgres.url or postgres.existingSecret (a Secret with the PostgreSQL URL)" .Values.postgres.existingSecret }}
+{{ required "set postgres.url (the chart makes a Secret of it) or postgres.existingSecret (a Secret you made, holding the PostgreSQL URL)" .Values.postgres.existingSecret }}
 {{- end -}}
 {{- end -}}
 
@@ -99,5 +105,81 @@ app.kubernetes.io/component: {{ index . 1 }}
 {{- define "floe.commonArgs" -}}
 {{- if .Values.s3.pathStyle -}}
 - -s3-path-style
+{{- end }}
+{{- end -}}
+
+
+{{/* A Kubernetes quantity ("1Gi", "768Mi", "1G", 1073741824) in bytes. */}}
+{{- define "floe.bytes" -}}
+{{- if or (kindIs "float64" .) (kindIs "int64" .) (kindIs "int" .) -}}
+{{- int64 . -}}
+{{- else -}}
+{{- $q := toString . -}}
+{{- $n := regexFind "^[0-9]+(\\.[0-9]+)?" $q -}}
+{{- $units := dict "" 1 "k" 1000 "M" 1000000 "G" 1000000000 "T" 1000000000000 "Ki" 1024 "Mi" 1048576 "Gi" 1073741824 "Ti" 1099511627776 -}}
+{{- $unit := trimPrefix $n $q -}}
+{{- if or (not $n) (not (hasKey $units $unit)) -}}
+{{- fail (printf "memory quantity %q: want a number with an optional k, M, G, T, Ki, Mi, Gi or Ti" $q) -}}
+{{- end -}}
+{{- mulf (float64 $n) (get $units $unit) | floor | int64 -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
+The Go runtime's settings of a container: GOMEMLIMIT at 90% of its memory
+limit (required), GOMAXPROCS from its CPU request (the downward API rounds
+it up to whole CPUs). Pass (list . "agent" $values).
+*/}}
+{{- define "floe.goRuntimeEnv" -}}
+{{- $name := index . 1 -}}
+{{- $v := index . 2 -}}
+{{- $limit := dig "limits" "memory" "" $v.resources -}}
+{{- if not $limit -}}
+{{- fail (printf "set %s.resources.limits.memory: GOMEMLIMIT is 90%% of it" $name) -}}
+{{- end -}}
+- name: GOMEMLIMIT
+  value: "{{ include "floe.softLimit" $limit }}B"
+{{- if dig "requests" "cpu" "" $v.resources }}
+- name: GOMAXPROCS
+  valueFrom:
+    resourceFieldRef:
+      containerName: {{ $name }}
+      resource: requests.cpu
+      divisor: "1"
+{{- end }}
+{{- end -}}
+
+{{/* 90% of a memory limit, in bytes. */}}
+{{- define "floe.softLimit" -}}
+{{- div (mul (include "floe.bytes" . | int64) 9) 10 -}}
+{{- end -}}
+
+{{/* Pod spread across zones and hosts: pass (list . "agent" $values). */}}
+{{- define "floe.topologySpread" -}}
+{{- $root := index . 0 -}}
+{{- $v := index . 2 -}}
+{{- if $v.topologySpreadConstraints -}}
+{{ toYaml $v.topologySpreadConstraints }}
+{{- else if $v.topologySpread.enabled -}}
+{{- range list "topology.kubernetes.io/zone" "kubernetes.io/hostname" }}
+- maxSkew: {{ $v.topologySpread.maxSkew }}
+  topologyKey: {{ . }}
+  whenUnsatisfiable: ScheduleAnyway
+  labelSelector:
+    matchLabels:
+      {{- include "floe.selector" (list $root (index $ 1)) | nindent 6 }}
+{{- end }}
+{{- end -}}
+{{- end -}}
+
+{{/* Pod annotations: a restart when a Secret's content changes. */}}
+{{- define "floe.podAnnotations" -}}
+{{- $root := index . 0 -}}
+checksum/secret: {{ include (print $root.Template.BasePath "/secret.yaml") $root | sha256sum }}
+{{- with $root.Values.existingSecretsVersion }}
+checksum/existing-secrets-version: {{ . | quote }}
+{{- end }}
+{{- with (index . 1).podAnnotations }}
+{{ toYaml . }}
 {{- end }}
 {{- end -}}

@@ -1,0 +1,97 @@
+package main_test
+
+import (
+	"net/http"
+	"os/exec"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/floe-broker/floe/internal/testenv"
+)
+
+// startCompactorProc starts `floe compactor` with args and a free HTTP
+// address, and waits until its /healthz answers 200 (not /readyz).
+func startCompactorProc(t *testing.T, args ...string) *proc {
+	t.Helper()
+	p := &proc{metrics: freeAddr(t), logs: &strings.Builder{}, done: make(chan struct{})}
+	p.cmd = exec.Command(floeBin, append(append([]string{"compactor"}, args...), "-metrics-listen", p.metrics)...)
+	var mu sync.Mutex
+	p.mu = &mu
+	p.cmd.Stdout = lockedWriter{&mu, p.logs}
+	p.cmd.Stderr = lockedWriter{&mu, p.logs}
+	p.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = p.cmd.Wait(); close(p.done) }()
+	t.Cleanup(func() {
+		_ = p.cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-p.done:
+		case <-time.After(20 * time.Second):
+			_ = p.cmd.Process.Kill()
+			<-p.done
+		}
+		if t.Failed() {
+			t.Logf("logs of floe compactor:\n%s", p.logText())
+		}
+	})
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if resp, err := http.Get("http://" + p.metrics + "/healthz"); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				return p
+			}
+		}
+		select {
+		case <-p.done:
+			t.Fatalf("floe compactor exited before /healthz answered:\n%s", p.logText())
+		case <-time.After(100 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("floe compactor: /healthz did not answer 200:\n%s", p.logText())
+		}
+	}
+}
+
+// TestCompactorListensBeforeItsStores: floe compactor started while
+// PostgreSQL is down listens at once — /healthz 200 (liveness), /readyz 503
+// naming what the start waits for — instead of exiting or staying silent
+// until its stores answer; SIGTERM while it waits is a clean stop (exit
+// 0); once PostgreSQL is back it becomes ready and runs its passes.
+func TestCompactorListensBeforeItsStores(t *testing.T) {
+	dsn := testenv.Postgres(t)
+	s3 := testenv.S3(t)
+	args := []string{"-postgres-url", dsn, "-s3-bucket", s3.Bucket, "-s3-endpoint", s3.Endpoint, "-s3-region", s3.Region,
+		"-s3-access-key", s3.AccessKey, "-s3-secret-key", s3.SecretKey, "-s3-path-style", "-interval", "100ms"}
+	restart := testenv.StopPostgres(t)
+
+	early := startCompactorProc(t, args...)
+	if body := waitReady(t, early, 503, false); !strings.Contains(body, "waiting for the metadata store") {
+		t.Fatalf("readyz while PostgreSQL is down: %q", body)
+	}
+	if code := stopGracefully(t, early); code != 0 {
+		t.Fatalf("compactor stopped while waiting for its stores: exit %d:\n%s", code, early.logText())
+	}
+
+	p := startCompactorProc(t, args...)
+	if body := waitReady(t, p, 503, false); !strings.Contains(body, "not ready: starting") {
+		t.Fatalf("readyz while PostgreSQL is down: %q", body)
+	}
+	restart()
+	waitReady(t, p, 200, false)
+	deadline := time.Now().Add(20 * time.Second)
+	for metricValue0(p.metrics, "floe_compactor_passes_total") == 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("no compactor pass once PostgreSQL is back:\n%s", p.logText())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if code := stopGracefully(t, p); code != 0 {
+		t.Fatalf("compactor exit %d:\n%s", code, p.logText())
+	}
+}
