@@ -123,10 +123,16 @@ func TestAPIErrorsCarryNoCause(t *testing.T) {
 	for _, err := range []error{leakyErr{}, fmt.Errorf("list: %w", leakyErr{}), errors.New(leakyErr{}.Error())} {
 		var logs syncBuffer
 		src := failingSource{err: err}
-		f := newFixture(t, console.Options{Source: func() console.Source { return src }, Logger: slog.New(slog.NewTextHandler(&logs, nil)),
-			IdleAfter: -1, SampleInterval: time.Hour})
+		get := func() console.Source { return src }
+		f := newFixture(t, console.Options{Source: get, Logger: slog.New(slog.NewTextHandler(&logs, nil)),
+			Iceberg: func() console.IcebergSource { return console.TopicTables(get, "floe", func(s string) string { return s }, 10) },
+			IdleAfter: -1, SampleInterval: 10 * time.Millisecond})
 		for _, p := range []string{"topics", "groups", "topic?name=orders", "group?name=g", "summary", "iceberg"} {
 			code, body := f.getBody(t, "/console/api/"+p)
+			for deadline := time.Now().Add(10 * time.Second); p == "summary" && code == 200 && time.Now().Before(deadline); {
+				time.Sleep(10 * time.Millisecond) // until a background pass failed
+				code, body = f.getBody(t, "/console/api/"+p)
+			}
 			if code < 500 {
 				t.Errorf("%s with a failing store: %d %s", p, code, body)
 			}
@@ -147,5 +153,131 @@ func TestAPIErrorsCarryNoCause(t *testing.T) {
 				t.Errorf("%s: the log does not carry the cause with request id %s:\n%s", p, e.RequestID, logs.String())
 			}
 		}
+	}
+}
+// blockingSource holds every ListTopics of an HTTP request until release
+// is closed (the background passes' get an empty list).
+func (b *blockingSource) ListGroups(context.Context, *floev1.ListGroupsRequest) (*floev1.ListGroupsResponse, error) {
+	return &floev1.ListGroupsResponse{}, nil
+}
+
+type blockingSource struct {
+	console.Source
+	entered chan struct{}
+	release chan struct{}
+}
+
+func (b *blockingSource) ListTopics(ctx context.Context, _ *floev1.ListTopicsRequest) (*floev1.ListTopicsResponse, error) {
+	if ctx.Value(http.ServerContextKey) == nil {
+		return &floev1.ListTopicsResponse{}, nil
+	}
+	b.entered <- struct{}{}
+	select {
+	case <-b.release:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	return &floev1.ListTopicsResponse{}, nil
+}
+
+// MaxInFlight bounds the API requests served at once: the next one is
+// refused at once with 429 naming the limit, not queued.
+func TestAPIInFlightBound(t *testing.T) {
+	src := &blockingSource{entered: make(chan struct{}, 4), release: make(chan struct{})}
+	f := newFixture(t, console.Options{Source: func() console.Source { return src }, MaxInFlight: 2, IdleAfter: -1, SampleInterval: time.Hour})
+	var wg sync.WaitGroup
+	for range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if code, body := f.getBody(t, "/console/api/topics"); code != 200 {
+				t.Errorf("held request: %d %s", code, body)
+			}
+		}()
+	}
+	<-src.entered
+	<-src.entered
+	done := make(chan struct{})
+	var code int
+	var body string
+	go func() { defer close(done); code, body = f.getBody(t, "/console/api/topics") }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		close(src.release)
+		t.Fatal("a third request waited behind the two in flight instead of being refused")
+	}
+	close(src.release)
+	wg.Wait()
+	if code != http.StatusTooManyRequests || !strings.Contains(body, "max_in_flight") {
+		t.Errorf("third request: %d %s, want 429 naming the limit", code, body)
+	}
+}
+
+
+// countingSource counts the DescribeGroup calls of HTTP requests.
+type countingSource struct {
+	console.Source
+	mu        sync.Mutex // protects describes
+	describes int
+}
+
+func (c *countingSource) DescribeGroup(ctx context.Context, r *floev1.DescribeGroupRequest) (*floev1.DescribeGroupResponse, error) {
+	if ctx.Value(http.ServerContextKey) != nil {
+		c.mu.Lock()
+		c.describes++
+		c.mu.Unlock()
+	}
+	return c.Source.DescribeGroup(ctx, r)
+}
+
+// 1,000 member-less groups: a page of the groups list describes only the
+// groups it shows; a background pass at most PassGroups, and the summary
+// counts them all after enough passes, with the worst lag.
+func TestGroupsWithThousandIdleGroups(t *testing.T) {
+	var src *countingSource
+	f := newFixture(t, console.Options{Source: func() console.Source { return src }, IdleAfter: -1, SampleInterval: 10 * time.Millisecond, PassGroups: 100})
+	src = &countingSource{Source: f.ag}
+	ctx := context.Background()
+	orders, err := f.meta.CreateTopic(ctx, metadata.TopicSpec{Name: "orders", Partitions: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.commit(t, "f1", orders.ID, map[int32]int32{0: 10}, 100)
+	for i := range 1000 {
+		if err := f.meta.CommitOffsets(ctx, metadata.CommitOffsetsRequest{Group: fmt.Sprintf("g%04d", i),
+			Offsets: []metadata.OffsetCommit{{TopicID: orders.ID, Offset: int64(min(i, 10))}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var got groupsJSON
+	if code := f.get(t, "/console/api/groups", &got); code != 200 || got.Total != 1000 || len(got.Groups) != 50 {
+		t.Fatalf("groups: %d, total %d, %d shown", code, got.Total, len(got.Groups))
+	}
+	src.mu.Lock()
+	n := src.describes
+	src.mu.Unlock()
+	if n != 50 {
+		t.Errorf("one page of 50 groups described %d groups", n)
+	}
+	var s struct {
+		Groups        int `json:"groups"`
+		GroupsCounted int `json:"groupsCounted"`
+		WorstLag      struct {
+			Group   string `json:"group"`
+			Records int64  `json:"records"`
+		} `json:"worstLag"`
+		Records int64 `json:"records"`
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for s.GroupsCounted < 1000 {
+		if time.Now().After(deadline) {
+			t.Fatalf("summary never counted every group: %+v", s)
+		}
+		time.Sleep(20 * time.Millisecond)
+		f.get(t, "/console/api/summary", &s)
+	}
+	if s.Groups != 1000 || s.WorstLag.Group != "g0000" || s.WorstLag.Records != 10 || s.Records != 10 {
+		t.Errorf("summary %+v, want worst lag g0000 at 10 records", s)
 	}
 }

@@ -25,7 +25,7 @@ func serverConfigOf(c Config, stderr io.Writer) serverConfig {
 	sc := serverConfig{
 		GRPCAddr: c.Server.Listen, MetricsAddr: c.Server.MetricsListen,
 		FailFast: c.Server.FailFast, ReadyInterval: c.Server.ReadyInterval, DrainTimeout: c.Server.DrainTimeout,
-		Pprof:   c.Server.Pprof,
+		Pprof: c.Server.Pprof,
 		HTTP: httpLimits{ReadHeaderTimeout: c.Server.HTTPReadHeaderTimeout, WriteTimeout: c.Server.HTTPWriteTimeout,
 			IdleTimeout: c.Server.HTTPIdleTimeout, MaxInFlight: c.Server.HTTPMaxInFlight},
 		Batcher: batcher.DefaultConfig(), Agent: agent.DefaultConfig(),

@@ -132,7 +132,7 @@ func DefaultServerConfig(command string) Config {
 		Server: ServerSettings{Listen: ":7070", MetricsListen: ":7071", ReadyInterval: 2 * time.Second, DrainTimeout: 15 * time.Second,
 			HTTPReadHeaderTimeout: defaultHTTPLimits.ReadHeaderTimeout, HTTPWriteTimeout: defaultHTTPLimits.WriteTimeout,
 			HTTPIdleTimeout: defaultHTTPLimits.IdleTimeout, HTTPMaxInFlight: defaultHTTPLimits.MaxInFlight},
-		Log:    LogSettings{Level: "info", Format: "text"},
+		Log: LogSettings{Level: "info", Format: "text"},
 		Batcher: BatcherSettings{Linger: bd.Linger, MaxFileBytes: bd.MaxFileBytes, MaxBufferedBytes: bd.MaxBufferedBytes,
 			CommitTimeout: bd.CommitTimeout, UploadTimeout: bd.UploadTimeout},
 		Agent: AgentSettings{CacheBytes: ad.CacheBytes, MaxRecordBytes: ad.MaxRecordBytes, MaxFetchBytes: ad.MaxFetchBytes,

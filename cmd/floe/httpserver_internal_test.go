@@ -108,4 +108,3 @@ func TestConsoleURL(t *testing.T) {
 		t.Errorf("printed %q", out.String())
 	}
 }
-
