@@ -120,6 +120,11 @@ type icebergResponse struct {
 	Available bool           `json:"available"`
 	Message   string         `json:"message,omitempty"`
 	Tables    []IcebergTable `json:"tables"`
+	// Total, Offset, Limit: the page (of topics, with an
+	// IcebergTopicsSource; of tables otherwise).
+	Total  int `json:"total"`
+	Offset int `json:"offset"`
+	Limit  int `json:"limit"`
 }
 
 // errStarting answers while the agent waits for its stores.
@@ -360,6 +365,9 @@ func (c *Console) apiSummary(w http.ResponseWriter, _ *http.Request) {
 	c.reply(w, s)
 }
 
+// apiIceberg lists the tables of a page of topics (q, offset, limit as
+// /console/api/topics): total counts the topics matched, tables those of
+// the page with Iceberg output.
 func (c *Console) apiIceberg(w http.ResponseWriter, r *http.Request) {
 	var src IcebergSource
 	if c.opts.Iceberg != nil {
@@ -369,17 +377,52 @@ func (c *Console) apiIceberg(w http.ResponseWriter, r *http.Request) {
 		c.reply(w, icebergResponse{Message: "Iceberg tables will appear here once the compactor writes them.", Tables: []IcebergTable{}})
 		return
 	}
+	pg, err := pageOf(r, defaultListLimit, maxListLimit)
+	if err != nil {
+		c.replyError(w, http.StatusBadRequest, err.Error(), nil)
+		return
+	}
 	ctx, cancel := context.WithTimeout(r.Context(), c.opts.RequestTimeout)
 	defer cancel()
+	resp := icebergResponse{Available: true, Tables: []IcebergTable{}, Offset: pg.offset, Limit: pg.limit}
+	if ts, ok := src.(IcebergTopicsSource); ok && c.source() != nil {
+		list, err := c.source().ListTopics(ctx, &floev1.ListTopicsRequest{})
+		if err != nil {
+			c.fail(w, err)
+			return
+		}
+		var names []string
+		for _, t := range list.GetTopics() {
+			if pg.matches(t.GetName()) {
+				names = append(names, t.GetName())
+			}
+		}
+		from, to := pg.window(len(names))
+		tables, err := ts.IcebergTablesOf(ctx, names[from:to])
+		if err != nil {
+			c.fail(w, err)
+			return
+		}
+		resp.Total = len(names)
+		resp.Tables = append(resp.Tables, tables...)
+		c.reply(w, resp)
+		return
+	}
 	tables, err := src.IcebergTables(ctx)
 	if err != nil {
 		c.fail(w, err)
 		return
 	}
-	if tables == nil {
-		tables = []IcebergTable{}
+	var matched []IcebergTable
+	for _, t := range tables {
+		if pg.matches(t.Topic) {
+			matched = append(matched, t)
+		}
 	}
-	c.reply(w, icebergResponse{Available: true, Tables: tables})
+	from, to := pg.window(len(matched))
+	resp.Total = len(matched)
+	resp.Tables = append(resp.Tables, matched[from:to]...)
+	c.reply(w, resp)
 }
 
 // stream writes {"total":…,"offset":…,"limit":…,"<field>":[…]} with

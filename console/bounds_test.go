@@ -125,7 +125,9 @@ func TestAPIErrorsCarryNoCause(t *testing.T) {
 		src := failingSource{err: err}
 		get := func() console.Source { return src }
 		f := newFixture(t, console.Options{Source: get, Logger: slog.New(slog.NewTextHandler(&logs, nil)),
-			Iceberg: func() console.IcebergSource { return console.TopicTables(get, "floe", func(s string) string { return s }, 10) },
+			Iceberg: func() console.IcebergSource {
+				return console.TopicTables(get, "floe", func(s string) string { return s }, 10)
+			},
 			IdleAfter: -1, SampleInterval: 10 * time.Millisecond})
 		for _, p := range []string{"topics", "groups", "topic?name=orders", "group?name=g", "summary", "iceberg"} {
 			code, body := f.getBody(t, "/console/api/"+p)
@@ -155,6 +157,7 @@ func TestAPIErrorsCarryNoCause(t *testing.T) {
 		}
 	}
 }
+
 // blockingSource holds every ListTopics of an HTTP request until release
 // is closed (the background passes' get an empty list).
 func (b *blockingSource) ListGroups(context.Context, *floev1.ListGroupsRequest) (*floev1.ListGroupsResponse, error) {
@@ -213,7 +216,6 @@ func TestAPIInFlightBound(t *testing.T) {
 		t.Errorf("third request: %d %s, want 429 naming the limit", code, body)
 	}
 }
-
 
 // countingSource counts the DescribeGroup calls of HTTP requests.
 type countingSource struct {

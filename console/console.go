@@ -74,6 +74,14 @@ type IcebergSource interface {
 	IcebergTables(ctx context.Context) ([]IcebergTable, error)
 }
 
+// IcebergTopicsSource is an IcebergSource that can describe the tables of
+// some topics only: the console then describes only the topics of the
+// page asked for (TopicTables is one).
+type IcebergTopicsSource interface {
+	IcebergSource
+	IcebergTablesOf(ctx context.Context, topics []string) ([]IcebergTable, error)
+}
+
 // Options configure a Console.
 type Options struct {
 	// Source returns the agent to read from, or nil while it is starting

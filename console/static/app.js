@@ -283,10 +283,10 @@
       return;
     }
     if (data.tables.length === 0) {
-      root.replaceChildren(el("p", { class: "empty" }, "No Iceberg tables yet."));
+      root.replaceChildren(el("p", { class: "empty" }, "No Iceberg tables among the topics shown above."));
       return;
     }
-    root.replaceChildren(table([{ label: "Topic", text: true }, { label: "Table", text: true }, { label: "Last snapshot", text: true }, { label: "Snapshot time" },
+    root.replaceChildren(el("p", { class: "note" }, "The tables of the topics shown above."), table([{ label: "Topic", text: true }, { label: "Table", text: true }, { label: "Last snapshot", text: true }, { label: "Snapshot time" },
       { label: "Rows" }, { label: "Data files" }, { label: "Data bytes" }, { label: "Rejected rows" }, { label: "Last maintained" },
       { label: "Lag (records)" }, { label: "Lag (bytes)" }, { label: "Lag (time)" }],
       data.tables.map(t => el("tr", { "data-table": t.namespace + "." + t.table },
@@ -322,8 +322,9 @@
     if (r.kind === "topic") parts.push(["topic?name=" + encodeURIComponent(r.name) + "&limit=" + PARTITIONS, renderTopicPage]);
     else if (r.kind === "group") parts.push(["group?name=" + encodeURIComponent(r.name) + "&limit=" + PARTITIONS, renderGroupPage]);
     else {
-      parts.push([listQuery("topics", PAGE), renderTopics], [listQuery("groups", PAGE), renderGroups], ["lag", renderLag]);
-      if (rounds % 5 === 0) parts.push(["iceberg", renderIceberg]); // every 15 s: it describes every topic
+      // The Iceberg section follows the topics' search and page.
+      parts.push([listQuery("topics", PAGE), renderTopics], [listQuery("groups", PAGE), renderGroups], ["lag", renderLag],
+        [listQuery("topics", PAGE).replace(/^topics/, "iceberg"), renderIceberg]);
     }
     const results = await Promise.allSettled(parts.map(([p]) => get(p)));
     const errors = [];
@@ -338,7 +339,7 @@
     const target = r.kind === "overview" ? r.anchor : r.kind + "-title";
     if (!errors.length && target && scrolledTo !== location.hash) {
       const e = document.getElementById(target);
-      if (e) { e.scrollIntoView(); scrolledTo = location.hash; }
+      if (e) { e.scrollIntoView(); scrolledTo = location.hash; document.body.setAttribute("data-scrolled", target); }
     }
     document.body.setAttribute("data-rounds", rounds);
     document.body.setAttribute("data-route", r.kind);
