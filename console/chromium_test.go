@@ -142,7 +142,7 @@ func getJSON(t *testing.T, url string, v any) {
 // their other data- attributes (in document order), as "attr=value ..."
 // keys, from a DOM dump.
 func checked(dom, kind string) map[string]string {
-	re := regexp.MustCompile(`<(?:td|span|b)((?:\s+[a-z-]+="[^"]*")*)\s*>([^<]*)<`)
+	re := regexp.MustCompile(`<(?:td|span|b)((?:\s+[a-z-]+="[^"]*")*)\s*>([^<]*)`)
 	attr := regexp.MustCompile(`\s+([a-z-]+)="([^"]*)"`)
 	out := make(map[string]string)
 	for _, m := range re.FindAllStringSubmatch(dom, -1) {
@@ -179,10 +179,10 @@ func firstNumber(t *testing.T, s string) int64 {
 
 // shoot saves a screenshot of url as name in the test's folder, and a copy
 // under FLOE_CONSOLE_SCREENSHOT (a folder) to look at after the test.
-func shoot(t *testing.T, browser, dir, url, name string) {
+func shoot(t *testing.T, browser, dir, url, name string, height int) {
 	t.Helper()
 	shot := filepath.Join(dir, name)
-	browse(t, browser, url, "--screenshot="+shot, "--window-size=1400,1500", "--hide-scrollbars")
+	browse(t, browser, url, "--screenshot="+shot, fmt.Sprintf("--window-size=1400,%d", height), "--hide-scrollbars")
 	png, err := os.ReadFile(shot)
 	if err != nil || !bytes.HasPrefix(png, []byte("\x89PNG")) {
 		t.Fatalf("screenshot %s: %v", shot, err)
@@ -323,7 +323,7 @@ func TestConsoleInChromium(t *testing.T) {
 		getJSON(t, base+"/console/api/lag", &lag)
 		getJSON(t, base+"/console/api/summary", &sum)
 		if mg.LagRecords == 18 && len(lg.Members) == 1 && len(lg.Partitions) == 1 &&
-			sum.TopicsCounted == 1000 && sum.GroupsCounted == 100 && len(lag.Groups) == 100 {
+			sum.TopicsCounted == 1000 && sum.GroupsCounted == 100 && len(lag.Groups) == 100 && sum.Records == 30+audit {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -355,14 +355,19 @@ func TestConsoleInChromium(t *testing.T) {
 	if !strings.Contains(dom, `data-scrolled="groups-section"`) {
 		t.Errorf("the #groups-section anchor was not followed once the content loaded")
 	}
-	if got := checked(dom, "topics-shown")[""]; got != "1–50 of 1,000" {
+	if got := checked(dom, "topics-shown")[""]; got != "1–25 of 1,000" {
 		t.Errorf("topics pager shows %q", got)
 	}
-	if got := checked(dom, "groups-shown")[""]; got != "1–50 of 100" {
+	if got := checked(dom, "groups-shown")[""]; got != "1–25 of 100" {
 		t.Errorf("groups pager shows %q", got)
 	}
-	if n := len(checked(dom, "topic-records")); n != 50 {
-		t.Errorf("overview lists %d topics, want a page of 50", n)
+	if n := len(checked(dom, "topic-records")); n != 25 {
+		t.Errorf("overview lists %d topics, want a page of 25", n)
+	}
+	// The second page, as its link opens it.
+	dom2 := dump(t, browser, base+"/console/?topics-offset=25")
+	if got := checked(dom2, "topics-shown")[""]; got != "26–50 of 1,000" || !strings.Contains(dom2, `data-topic="bulk.0024"`) || strings.Contains(dom2, `data-topic="bulk.0023"`) {
+		t.Errorf("second topics page shows %q", got)
 	}
 	// The chart: the 10 groups furthest behind, each line its own style
 	// (eight of them coincide at lag 10).
@@ -405,7 +410,7 @@ func TestConsoleInChromium(t *testing.T) {
 	if !strings.Contains(dom, `href="#topic/orders"`) || !strings.Contains(dom, `href="#group/live"`) {
 		t.Errorf("no links to the topic's and the group's pages")
 	}
-	shoot(t, browser, dir, base+"/console/", "console.png")
+	shoot(t, browser, dir, base+"/console/", "console.png", 2600)
 
 	// Topic pages, by their links: settings, every partition.
 	for _, name := range []string{"orders", "audit.log"} {
@@ -437,7 +442,7 @@ func TestConsoleInChromium(t *testing.T) {
 			if tp.Config["retention.ms"] != "3600000" {
 				t.Errorf("orders config %v", tp.Config)
 			}
-			shoot(t, browser, dir, base+"/console/#topic/orders", "topic.png")
+			shoot(t, browser, dir, base+"/console/#topic/orders", "topic.png", 700)
 		}
 	}
 
@@ -481,7 +486,7 @@ func TestConsoleInChromium(t *testing.T) {
 			if len(regexp.MustCompile(`data-check="heartbeat">`).FindAllString(dom, -1)) != 1 {
 				t.Errorf("live group page shows no heartbeat")
 			}
-			shoot(t, browser, dir, base+"/console/#group/live", "group.png")
+			shoot(t, browser, dir, base+"/console/#group/live", "group.png", 700)
 		}
 	}
 

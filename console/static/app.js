@@ -9,7 +9,7 @@
 
 (function () {
   const REFRESH_MS = 3000;
-  const PAGE = 50;           // topics or groups per page
+  const PAGE = 25;           // topics or groups per page
   const PARTITIONS = 1000;   // partitions per page of a topic or group
   const CHART_GROUPS = 10;   // the groups furthest behind get a line
   const SVG = "http://www.w3.org/2000/svg";
@@ -32,6 +32,7 @@
   }
 
   function num(n) { return Number(n).toLocaleString("en-US"); }
+  function count(n, one, many) { return num(n) + " " + (Number(n) === 1 ? one : many); }
 
   function bytes(n) {
     const units = ["B", "KiB", "MiB", "GiB", "TiB", "PiB"];
@@ -92,14 +93,15 @@
   function pager(name, data, count) {
     const root = document.getElementById(name + "-pager");
     const s = lists[name];
-    const from = data.total === 0 ? 0 : data.offset + 1, to = data.offset + count;
+    const from = data.offset + 1, to = data.offset + count;
     const prev = el("button", { type: "button", "aria-label": "previous page" }, "‹ prev");
     const next = el("button", { type: "button", "aria-label": "next page" }, "next ›");
     if (data.offset === 0) prev.setAttribute("disabled", "");
     if (data.offset + data.limit >= data.total) next.setAttribute("disabled", "");
     prev.addEventListener("click", () => { s.offset = Math.max(0, s.offset - data.limit); schedule(); });
     next.addEventListener("click", () => { s.offset += data.limit; schedule(); });
-    root.replaceChildren(prev, el("span", { "data-check": name + "-shown" }, num(from) + "–" + num(to) + " of " + num(data.total) + (s.q ? " matching" : "")), next);
+    const shown = data.total === 0 ? "none" + (s.q ? " matching" : "") : num(from) + "–" + num(to) + " of " + num(data.total) + (s.q ? " matching" : "");
+    root.replaceChildren(prev, el("span", { "data-check": name + "-shown" }, shown), next);
   }
 
   function settingsText(config) {
@@ -112,7 +114,7 @@
     const part = (label, value, check) => el("span", {}, label + " ", el("b", { "data-check": check }, value));
     const counted = s.topicsCounted < s.topics ? " (" + num(s.topicsCounted) + " of " + num(s.topics) + " topics counted so far)" : "";
     const worst = s.worstLag.records > 0
-      ? el("span", {}, "worst lag ", el("b", { "data-check": "summary-worst-lag" }, num(s.worstLag.records) + " records"), " (", groupLink(s.worstLag.group), s.worstLag.ms ? ", " + duration(s.worstLag.ms) : "", ")")
+      ? el("span", {}, "worst lag ", el("b", { "data-check": "summary-worst-lag" }, count(s.worstLag.records, "record", "records")), " (", groupLink(s.worstLag.group), s.worstLag.ms ? ", " + duration(s.worstLag.ms) : "", ")")
       : part("worst lag", "none", "summary-worst-lag");
     root.replaceChildren(
       part("topics", num(s.topics), "summary-topics"),
@@ -168,8 +170,8 @@
     const out = [
       el("h2", { id: "topic-title" }, "Topic ", el("span", { "data-check": "page-topic" }, t.name)),
       el("p", {},
-        el("span", { class: "badge" }, num(t.partitionCount) + " partitions"),
-        el("span", { class: "badge" }, num(t.records) + " records"),
+        el("span", { class: "badge" }, count(t.partitionCount, "partition", "partitions")),
+        el("span", { class: "badge" }, count(t.records, "record", "records")),
         el("span", { class: "badge" }, t.storage ? bytes(t.storage.liveBytes) : "bytes n/a"),
         el("span", { class: "badge" }, "created " + iso(t.createdAtMs)),
         el("span", { class: "badge" }, t.iceberg.enabled ? "Iceberg: " + num(t.iceberg.trailingRecords) + " records trailing" : "Iceberg off")),
@@ -194,8 +196,8 @@
       el("h2", { id: "group-title" }, "Consumer group ", el("span", { "data-check": "page-group" }, g.name)),
       el("p", {},
         el("span", { class: "badge" }, g.state),
-        el("span", { class: "badge", "data-check": "page-group-members" }, num(g.memberCount) + " members"),
-        el("span", { class: "badge" + (g.lagRecords > 0 ? " lagging" : ""), "data-check": "page-group-lag" }, num(g.lagRecords) + " records behind")),
+        el("span", { class: "badge", "data-check": "page-group-members" }, count(g.memberCount, "member", "members")),
+        el("span", { class: "badge" + (g.lagRecords > 0 ? " lagging" : ""), "data-check": "page-group-lag" }, count(g.lagRecords, "record", "records") + " behind")),
       el("h3", {}, "Members"),
     ];
     out.push(g.members.length === 0 ? el("p", { class: "empty" }, "No members.") :
@@ -236,7 +238,7 @@
     const y = v => T + (H - T - B) * (1 - v / maxLag);
     chart.append(svg("line", { class: "axis", x1: L, y1: H - B, x2: W - R, y2: H - B }));
     chart.append(svg("line", { class: "axis", x1: L, y1: T, x2: L, y2: H - B }));
-    for (const f of [0, 0.5, 1]) {
+    for (const f of maxLag >= 2 ? [0, 0.5, 1] : [0, 1]) {
       const label = svg("text", { x: L - 6, y: y(maxLag * f) + 4, "text-anchor": "end" });
       label.textContent = num(Math.round(maxLag * f));
       chart.append(label);
