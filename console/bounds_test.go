@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -67,6 +68,64 @@ func TestAPITopicsHugeTopicIsPaged(t *testing.T) {
 	}
 	if code, _ := f.getBody(t, "/console/api/topic?name=huge&limit=100000"); code != http.StatusBadRequest {
 		t.Errorf("a page over the limit: status %d, want 400", code)
+	}
+}
+
+// countingTopics counts the DescribeTopic calls of HTTP requests.
+type countingTopics struct {
+	console.Source
+	mu        sync.Mutex // protects describes
+	describes []string
+}
+
+func (c *countingTopics) DescribeTopic(ctx context.Context, r *floev1.DescribeTopicRequest) (*floev1.DescribeTopicResponse, error) {
+	if ctx.Value(http.ServerContextKey) != nil {
+		c.mu.Lock()
+		c.describes = append(c.describes, r.GetName())
+		c.mu.Unlock()
+	}
+	return c.Source.DescribeTopic(ctx, r)
+}
+
+// A page of huge topics describes at most PassPartitions partitions (at
+// least one topic); the others show the background passes' figures, or
+// none yet.
+func TestAPITopicsPageDescribesBoundedPartitions(t *testing.T) {
+	var srcp atomic.Pointer[countingTopics]
+	f := newFixture(t, console.Options{Source: func() console.Source {
+		if s := srcp.Load(); s != nil {
+			return s
+		}
+		return nil
+	}, PassPartitions: 25000, SampleInterval: time.Hour})
+	src := &countingTopics{Source: f.ag}
+	srcp.Store(src)
+	for _, name := range []string{"a", "b", "c"} {
+		if _, err := f.meta.CreateTopic(context.Background(), metadata.TopicSpec{Name: name, Partitions: 20000}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var got struct {
+		Total  int `json:"total"`
+		Topics []struct {
+			Name           string `json:"name"`
+			PartitionCount int    `json:"partitionCount"`
+			Pending        bool   `json:"pending"`
+		} `json:"topics"`
+	}
+	if code := f.get(t, "/console/api/topics", &got); code != 200 || got.Total != 3 || len(got.Topics) != 3 {
+		t.Fatalf("topics: %d %+v", code, got)
+	}
+	src.mu.Lock()
+	described := append([]string(nil), src.describes...)
+	src.mu.Unlock()
+	if len(described) != 1 || described[0] != "a" {
+		t.Errorf("a page of three topics of 20,000 partitions described %v, want only a (25,000 partitions a page)", described)
+	}
+	for _, tp := range got.Topics {
+		if tp.PartitionCount != 20000 || tp.Pending != (tp.Name != "a") {
+			t.Errorf("topic %+v", tp)
+		}
 	}
 }
 
@@ -237,9 +296,15 @@ func (c *countingSource) DescribeGroup(ctx context.Context, r *floev1.DescribeGr
 // groups it shows; a background pass at most PassGroups, and the summary
 // counts them all after enough passes, with the worst lag.
 func TestGroupsWithThousandIdleGroups(t *testing.T) {
-	var src *countingSource
-	f := newFixture(t, console.Options{Source: func() console.Source { return src }, IdleAfter: -1, SampleInterval: 10 * time.Millisecond, PassGroups: 100})
-	src = &countingSource{Source: f.ag}
+	var srcp atomic.Pointer[countingSource]
+	f := newFixture(t, console.Options{Source: func() console.Source {
+		if s := srcp.Load(); s != nil {
+			return s
+		}
+		return nil
+	}, IdleAfter: -1, SampleInterval: 10 * time.Millisecond, PassGroups: 100})
+	src := &countingSource{Source: f.ag}
+	srcp.Store(src)
 	ctx := context.Background()
 	orders, err := f.meta.CreateTopic(ctx, metadata.TopicSpec{Name: "orders", Partitions: 1})
 	if err != nil {

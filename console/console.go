@@ -103,7 +103,9 @@ type Options struct {
 	// PassPartitions partitions together (at least one topic), and
 	// PassGroups groups, taking up where the last pass stopped, so that a
 	// pass's work does not grow with the number of topics, partitions or
-	// groups (defaults 200, 200,000 and 200).
+	// groups (defaults 200, 200,000 and 200). A page of the topics list
+	// describes at most PassPartitions partitions too; the topics past
+	// that show the last pass's figures.
 	PassTopics, PassPartitions, PassGroups int
 	// MaxInFlight bounds the API requests served at once; the next is
 	// refused with 429 (default 16).

@@ -42,10 +42,12 @@ type worstLag struct {
 	Ms      int64  `json:"ms"`
 }
 
+// topicFigures are a topic's figures as a pass described them.
 type topicFigures struct {
-	records, bytes int64
-	iceberg        bool
-	trailing       int64
+	records int64
+	storage *storageView // nil when the agent could not read it
+	iceberg icebergView
+	at      time.Time
 }
 
 type groupFigures struct{ records, ms int64 }
@@ -94,6 +96,14 @@ func nextBatch(names []string, weights []int64, after string, maxItems int, maxW
 	return out
 }
 
+// topic returns the figures the passes last saw of a topic.
+func (f *figures) topic(name string) (topicFigures, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	tf, ok := f.topics[name]
+	return tf, ok
+}
+
 // summary sums the figures kept; the last pass's error if it failed.
 func (f *figures) summary() (summaryView, error) {
 	f.mu.Lock()
@@ -107,10 +117,12 @@ func (f *figures) summary() (summaryView, error) {
 	}
 	for _, t := range f.topics {
 		s.Records += t.records
-		s.Bytes += t.bytes
-		if t.iceberg {
+		if t.storage != nil {
+			s.Bytes += t.storage.LiveBytes
+		}
+		if t.iceberg.Enabled {
 			s.Tables++
-			if t.trailing > 0 {
+			if t.iceberg.TrailingRecords > 0 {
 				s.TablesTrailing++
 			}
 		}
@@ -157,11 +169,7 @@ func (c *Console) passTopics(ctx context.Context, src Source) error {
 			continue // deleted meanwhile, or one topic that fails: the next pass retries
 		}
 		tv := topicOf(d)
-		tf := topicFigures{records: tv.Records, iceberg: tv.Iceberg.Enabled, trailing: tv.Iceberg.TrailingRecords}
-		if tv.Storage != nil {
-			tf.bytes = tv.Storage.LiveBytes
-		}
-		got[name] = tf
+		got[name] = topicFigures{records: tv.Records, storage: tv.Storage, iceberg: tv.Iceberg, at: time.Now()}
 		after = name
 	}
 	f.mu.Lock()

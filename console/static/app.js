@@ -138,8 +138,11 @@
       data.topics.map(t => el("tr", { "data-topic": t.name },
         el("td", { class: "text name" }, topicLink(t.name)),
         cell(num(t.partitionCount), { "data-check": "topic-partitions", "data-topic": t.name }),
-        cell(num(t.records), { "data-check": "topic-records", "data-topic": t.name }),
-        cell(t.storage ? bytes(t.storage.liveBytes) : "n/a", { "data-check": "topic-bytes", "data-topic": t.name,
+        // Past a page's budget of partitions, figures are the last
+        // background pass's (marked with a tooltip) or not known yet.
+        cell(t.pending ? "…" : num(t.records), { "data-check": "topic-records", "data-topic": t.name,
+          title: t.pending ? "not counted yet: open the topic" : t.sampledAtMs ? "as of " + iso(t.sampledAtMs) : "" }),
+        cell(t.pending ? "…" : t.storage ? bytes(t.storage.liveBytes) : "n/a", { "data-check": "topic-bytes", "data-topic": t.name,
           title: t.storage ? t.storage.liveBytes + " bytes readable, " + t.storage.deadBytes + " bytes awaiting deletion, " + t.storage.files + " files" : "storage figures unavailable" }),
         cell(iso(t.createdAtMs)),
         cell(t.iceberg.enabled ? num(t.iceberg.trailingRecords) : "off"),
