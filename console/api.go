@@ -475,7 +475,9 @@ func (c *Console) stream(w http.ResponseWriter, pg page, total int, field string
 				c.fail(w, err)
 				return
 			}
-			c.log.Warn("console answer cut short", "field", field, "err", err)
+			if !canceled(err) { // not the client leaving
+				c.log.Warn("console answer cut short", "field", field, "err", err)
+			}
 			panic(http.ErrAbortHandler)
 		}
 		if !started {

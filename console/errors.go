@@ -47,6 +47,12 @@ func failure(err error) (int, string) {
 	return http.StatusBadGateway, "the agent failed to answer"
 }
 
+// canceled reports whether err is the request's context ending (the
+// client left), not a failure worth a warning.
+func canceled(err error) bool {
+	return errors.Is(err, context.Canceled) || status.Code(err) == codes.Canceled
+}
+
 // fail answers err (failure) and logs its cause with the request id.
 func (c *Console) fail(w http.ResponseWriter, err error) {
 	code, msg := failure(err)
@@ -59,7 +65,7 @@ func (c *Console) replyError(w http.ResponseWriter, code int, msg string, cause 
 	id := NewRequestID()
 	if cause != nil {
 		lvl := c.log.Warn
-		if code < 500 {
+		if code < 500 || canceled(cause) {
 			lvl = c.log.Debug
 		}
 		lvl("console request failed", "request_id", id, "status", code, "err", cause)
