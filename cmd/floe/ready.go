@@ -130,7 +130,7 @@ func (r *readiness) ServeHTTP(w http.ResponseWriter, _ *http.Request) {
 	if reason != "" {
 		id := console.NewRequestID()
 		if cause != "" {
-			r.log.Info("readyz: not ready", "request_id", id, "reason", reason, "cause", cause)
+			r.log.Info("readyz answered 503", "request_id", id, "cause", cause)
 		}
 		w.Header().Set("X-Request-Id", id)
 		w.WriteHeader(http.StatusServiceUnavailable)
