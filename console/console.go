@@ -15,6 +15,7 @@ package console
 import (
 	"context"
 	"embed"
+	"fmt"
 	"io/fs"
 	"log/slog"
 	"net/http"
@@ -73,6 +74,14 @@ type IcebergSource interface {
 	IcebergTables(ctx context.Context) ([]IcebergTable, error)
 }
 
+// IcebergTopicsSource is an IcebergSource that can describe the tables of
+// some topics only: the console then describes only the topics of the
+// page asked for (TopicTables is one).
+type IcebergTopicsSource interface {
+	IcebergSource
+	IcebergTablesOf(ctx context.Context, topics []string) ([]IcebergTable, error)
+}
+
 // Options configure a Console.
 type Options struct {
 	// Source returns the agent to read from, or nil while it is starting
@@ -81,19 +90,32 @@ type Options struct {
 	// Iceberg, optional, returns the Iceberg tables' source, or nil.
 	Iceberg func() IcebergSource
 	Logger  *slog.Logger
-	// SampleInterval is the period of the lag samples (default 5 s);
-	// History the samples kept per group (default 120: ten minutes).
+	// SampleInterval is the period of the background passes that sample
+	// group lag and the summary's figures (default 5 s); History the lag
+	// samples kept per group (default 120: ten minutes).
 	SampleInterval time.Duration
 	History        int
-	// MaxTopics and MaxGroups bound what one answer describes and how
-	// many groups the lag history follows (default 500 each).
+	// MaxTopics bounds the topics the Iceberg section describes and
+	// MaxGroups the groups whose lag history is kept (default 500 each).
 	MaxTopics, MaxGroups int
+	// PassTopics, PassPartitions and PassGroups bound one background
+	// pass: it describes at most PassTopics topics holding at most
+	// PassPartitions partitions together (at least one topic), and
+	// PassGroups groups, taking up where the last pass stopped, so that a
+	// pass's work does not grow with the number of topics, partitions or
+	// groups (defaults 200, 200,000 and 200). A page of the topics list
+	// describes at most PassPartitions partitions too; the topics past
+	// that show the last pass's figures.
+	PassTopics, PassPartitions, PassGroups int
+	// MaxInFlight bounds the API requests served at once; the next is
+	// refused with 429 (default 16).
+	MaxInFlight int
 	// RequestTimeout bounds the calls of one API request or one sample
 	// (default 10 s).
 	RequestTimeout time.Duration
-	// IdleAfter stops the lag samples this long after the API was last
-	// read, so that agents nobody watches do not describe every group
-	// every few seconds (default 15 min; negative: sample always).
+	// IdleAfter stops the background passes this long after the API was
+	// last read, so that agents nobody watches do not describe every
+	// group every few seconds (default 15 min; negative: sample always).
 	IdleAfter time.Duration
 }
 
@@ -103,50 +125,76 @@ const (
 	DefaultHistory        = 120
 	DefaultMaxTopics      = 500
 	DefaultMaxGroups      = 500
+	DefaultPassTopics     = 200
+	DefaultPassPartitions = 200_000
+	DefaultPassGroups     = 200
+	DefaultMaxInFlight    = 16
 	DefaultRequestTimeout = 10 * time.Second
 	DefaultIdleAfter      = 15 * time.Minute
 )
 
-// Console is an http.Handler for /console/ that samples group lag in the
-// background until Close.
+// Page sizes of the API: lists of topics and groups, and one topic's or
+// group's partitions.
+const (
+	defaultListLimit      = 50
+	maxListLimit          = 500
+	defaultPartitionLimit = 1000
+	maxPartitionLimit     = 10000
+)
+
+// Console is an http.Handler for /console/ that samples group lag and the
+// summary in the background until Close.
 type Console struct {
 	opts    Options
 	log     *slog.Logger
 	mux     *http.ServeMux
 	history *history
+	sums    *figures
+	// inFlight holds a token per API request being served (MaxInFlight).
+	inFlight chan struct{}
 	// lastRead is when the API was last read (unix ns), for IdleAfter.
 	lastRead atomic.Int64
-	cancel   context.CancelFunc
-	wg       sync.WaitGroup // the sampler
+	// wake starts a pass at once when the API is read after an idle time.
+	wake   chan struct{}
+	cancel context.CancelFunc
+	wg     sync.WaitGroup // the sampler
 }
 
-// New starts a console: its lag sampler runs until Close.
+func (o *Options) setDefaults() {
+	if o.Source == nil {
+		o.Source = func() Source { return nil }
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	def := func(v *int, d int) {
+		if *v <= 0 {
+			*v = d
+		}
+	}
+	def(&o.History, DefaultHistory)
+	def(&o.MaxTopics, DefaultMaxTopics)
+	def(&o.MaxGroups, DefaultMaxGroups)
+	def(&o.PassTopics, DefaultPassTopics)
+	def(&o.PassPartitions, DefaultPassPartitions)
+	def(&o.PassGroups, DefaultPassGroups)
+	def(&o.MaxInFlight, DefaultMaxInFlight)
+	if o.SampleInterval <= 0 {
+		o.SampleInterval = DefaultSampleInterval
+	}
+	if o.RequestTimeout <= 0 {
+		o.RequestTimeout = DefaultRequestTimeout
+	}
+	if o.IdleAfter == 0 {
+		o.IdleAfter = DefaultIdleAfter
+	}
+}
+
+// New starts a console: its sampler runs until Close.
 func New(opts Options) *Console {
-	if opts.Source == nil {
-		opts.Source = func() Source { return nil }
-	}
-	if opts.Logger == nil {
-		opts.Logger = slog.New(slog.DiscardHandler)
-	}
-	if opts.SampleInterval <= 0 {
-		opts.SampleInterval = DefaultSampleInterval
-	}
-	if opts.History <= 0 {
-		opts.History = DefaultHistory
-	}
-	if opts.MaxTopics <= 0 {
-		opts.MaxTopics = DefaultMaxTopics
-	}
-	if opts.MaxGroups <= 0 {
-		opts.MaxGroups = DefaultMaxGroups
-	}
-	if opts.RequestTimeout <= 0 {
-		opts.RequestTimeout = DefaultRequestTimeout
-	}
-	if opts.IdleAfter == 0 {
-		opts.IdleAfter = DefaultIdleAfter
-	}
-	c := &Console{opts: opts, log: opts.Logger, history: newHistory(opts.History, opts.MaxGroups)}
+	opts.setDefaults()
+	c := &Console{opts: opts, log: opts.Logger, history: newHistory(opts.History, opts.MaxGroups), sums: newFigures(),
+		inFlight: make(chan struct{}, opts.MaxInFlight), wake: make(chan struct{}, 1)}
 	static, err := fs.Sub(staticFS, "static")
 	if err != nil {
 		panic(err) // a constant, valid path
@@ -163,8 +211,11 @@ func New(opts Options) *Console {
 	c.mux.HandleFunc("/console/{$}", func(w http.ResponseWriter, r *http.Request) {
 		http.ServeFileFS(w, r, static, "index.html")
 	})
+	c.mux.HandleFunc("/console/api/summary", c.apiSummary)
 	c.mux.HandleFunc("/console/api/topics", c.apiTopics)
+	c.mux.HandleFunc("/console/api/topic", c.apiTopic)
 	c.mux.HandleFunc("/console/api/groups", c.apiGroups)
+	c.mux.HandleFunc("/console/api/group", c.apiGroup)
 	c.mux.HandleFunc("/console/api/lag", c.apiLag)
 	c.mux.HandleFunc("/console/api/iceberg", c.apiIceberg)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -183,7 +234,8 @@ func (c *Console) Close() {
 	c.wg.Wait()
 }
 
-// ServeHTTP serves the page, its assets and the API, GET and HEAD only.
+// ServeHTTP serves the page, its assets and the API, GET and HEAD only,
+// at most MaxInFlight API requests at once.
 func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodGet && r.Method != http.MethodHead {
 		w.Header().Set("Allow", "GET, HEAD")
@@ -197,7 +249,21 @@ func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.Set("Referrer-Policy", "no-referrer")
 	if strings.HasPrefix(r.URL.Path, "/console/api/") {
 		h.Set("Cache-Control", "no-store")
-		c.lastRead.Store(time.Now().UnixNano())
+		select {
+		case c.inFlight <- struct{}{}:
+			defer func() { <-c.inFlight }()
+		default:
+			h.Set("Retry-After", "1")
+			c.replyError(w, http.StatusTooManyRequests, fmt.Sprintf("too many console requests in flight (max_in_flight %d): retry", c.opts.MaxInFlight), nil)
+			return
+		}
+		now := time.Now()
+		if last := c.lastRead.Swap(now.UnixNano()); c.opts.IdleAfter > 0 && now.Sub(time.Unix(0, last)) > c.opts.IdleAfter {
+			select { // the passes had stopped: one now, not an interval later
+			case c.wake <- struct{}{}:
+			default:
+			}
+		}
 	}
 	c.mux.ServeHTTP(w, r)
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -98,22 +99,28 @@ func (f *fixture) get(t *testing.T, path string, v any) int {
 	return resp.StatusCode
 }
 
+type topicJSON struct {
+	Name           string            `json:"name"`
+	ID             int64             `json:"id"`
+	Records        int64             `json:"records"`
+	PartitionCount int               `json:"partitionCount"`
+	Config         map[string]string `json:"config"`
+	Partitions     []struct {
+		Partition      int32 `json:"partition"`
+		LogStartOffset int64 `json:"logStartOffset"`
+		HighWatermark  int64 `json:"highWatermark"`
+	} `json:"partitions"`
+	Storage *struct {
+		LiveBytes int64 `json:"liveBytes"`
+		Batches   int64 `json:"batches"`
+	} `json:"storage"`
+}
+
 type topicsJSON struct {
-	Total  int `json:"total"`
-	Topics []struct {
-		Name       string `json:"name"`
-		ID         int64  `json:"id"`
-		Records    int64  `json:"records"`
-		Partitions []struct {
-			Partition      int32 `json:"partition"`
-			LogStartOffset int64 `json:"logStartOffset"`
-			HighWatermark  int64 `json:"highWatermark"`
-		} `json:"partitions"`
-		Storage *struct {
-			LiveBytes int64 `json:"liveBytes"`
-			Batches   int64 `json:"batches"`
-		} `json:"storage"`
-	} `json:"topics"`
+	Total  int         `json:"total"`
+	Offset int         `json:"offset"`
+	Limit  int         `json:"limit"`
+	Topics []topicJSON `json:"topics"`
 }
 
 // The topics endpoint shows every partition's log start and high
@@ -138,10 +145,16 @@ func TestAPITopics(t *testing.T) {
 	if code := f.get(t, "/console/api/topics", &got); code != 200 {
 		t.Fatalf("status %d", code)
 	}
-	if got.Total != 2 || len(got.Topics) != 2 || got.Topics[0].Name != "empty" || got.Topics[1].Name != "orders" {
+	if got.Total != 2 || len(got.Topics) != 2 || got.Topics[0].Name != "empty" || got.Topics[1].Name != "orders" || got.Topics[1].PartitionCount != 3 {
 		t.Fatalf("topics %+v", got)
 	}
-	o := got.Topics[1]
+	if got.Topics[1].Records != 3+7 || got.Topics[1].Storage == nil || got.Topics[1].Storage.LiveBytes != 150 {
+		t.Errorf("orders in the list: %+v", got.Topics[1])
+	}
+	var o topicJSON
+	if code := f.get(t, "/console/api/topic?name=orders", &o); code != 200 {
+		t.Fatalf("topic page: status %d", code)
+	}
 	want := []struct{ start, hw int64 }{{5, 8}, {0, 0}, {0, 7}}
 	if len(o.Partitions) != 3 {
 		t.Fatalf("partitions %+v", o.Partitions)
@@ -160,25 +173,29 @@ func TestAPITopics(t *testing.T) {
 	}
 }
 
-type groupsJSON struct {
-	Total  int `json:"total"`
-	Groups []struct {
-		Name       string `json:"name"`
-		State      string `json:"state"`
+type groupJSON struct {
+	Name           string `json:"name"`
+	State          string `json:"state"`
+	LagRecords     int64  `json:"lagRecords"`
+	MemberCount    int    `json:"memberCount"`
+	PartitionCount int    `json:"partitionCount"`
+	Members        []struct {
+		ID       string   `json:"id"`
+		Assigned []string `json:"assigned"`
+	} `json:"members"`
+	Partitions []struct {
+		Topic      string `json:"topic"`
+		Partition  int32  `json:"partition"`
+		Committed  int64  `json:"committed"`
 		LagRecords int64  `json:"lagRecords"`
-		Members    []struct {
-			ID       string   `json:"id"`
-			Assigned []string `json:"assigned"`
-		} `json:"members"`
-		Partitions []struct {
-			Topic      string `json:"topic"`
-			Partition  int32  `json:"partition"`
-			Committed  int64  `json:"committed"`
-			LagRecords int64  `json:"lagRecords"`
-			LagBytes   int64  `json:"lagBytes"`
-			Owner      string `json:"owner"`
-		} `json:"partitions"`
-	} `json:"groups"`
+		LagBytes   int64  `json:"lagBytes"`
+		Owner      string `json:"owner"`
+	} `json:"partitions"`
+}
+
+type groupsJSON struct {
+	Total  int         `json:"total"`
+	Groups []groupJSON `json:"groups"`
 }
 
 // The groups endpoint shows members with their partitions and each
@@ -213,10 +230,19 @@ func TestAPIGroups(t *testing.T) {
 	if code := f.get(t, "/console/api/groups", &got); code != 200 {
 		t.Fatalf("status %d", code)
 	}
-	if got.Total != 2 || len(got.Groups) != 2 {
+	if got.Total != 2 || len(got.Groups) != 2 || got.Groups[0].MemberCount != 0 || got.Groups[1].MemberCount != 1 ||
+		got.Groups[0].LagRecords != 3 || got.Groups[1].LagRecords != 4 || got.Groups[1].PartitionCount != 2 {
 		t.Fatalf("groups %+v", got)
 	}
-	idle, lg := got.Groups[0], got.Groups[1]
+	var idle, lg groupJSON
+	for _, g := range []struct {
+		name string
+		v    *groupJSON
+	}{{"idle", &idle}, {live, &lg}} {
+		if code := f.get(t, "/console/api/group?name="+url.QueryEscape(g.name), g.v); code != 200 {
+			t.Fatalf("group %q: status %d", g.name, code)
+		}
+	}
 	if idle.Name != "idle" || idle.State != "empty" || len(idle.Members) != 0 || idle.LagRecords != 3 ||
 		len(idle.Partitions) != 1 || idle.Partitions[0].Committed != 1 || idle.Partitions[0].LagRecords != 3 {
 		t.Errorf("idle group %+v", idle)
@@ -377,7 +403,7 @@ func TestServing(t *testing.T) {
 	}
 
 	starting := newFixture(t, console.Options{Source: func() console.Source { return nil }})
-	for _, p := range []string{"topics", "groups"} {
+	for _, p := range []string{"topics", "groups", "summary", "topic?name=x", "group?name=x"} {
 		var e struct{ Error string }
 		if code := starting.get(t, "/console/api/"+p, &e); code != http.StatusServiceUnavailable || !strings.Contains(e.Error, "starting") {
 			t.Errorf("%s while starting: %d %q", p, code, e.Error)
@@ -385,18 +411,41 @@ func TestServing(t *testing.T) {
 	}
 }
 
-// MaxTopics bounds what one answer describes; Total says how many exist.
-func TestAPITopicsBounded(t *testing.T) {
-	f := newFixture(t, console.Options{MaxTopics: 2})
-	for i := range 3 {
-		if _, err := f.meta.CreateTopic(context.Background(), metadata.TopicSpec{Name: fmt.Sprintf("t%d", i), Partitions: 1}); err != nil {
+// The topics list is paged and searchable: total counts the matches,
+// offset and limit pick a page; a bad page is refused naming the field.
+func TestAPITopicsPagedAndSearched(t *testing.T) {
+	f := newFixture(t, console.Options{})
+	for i := range 12 {
+		name := fmt.Sprintf("t%02d", i)
+		if i%3 == 0 {
+			name = fmt.Sprintf("Orders-%02d", i)
+		}
+		if _, err := f.meta.CreateTopic(context.Background(), metadata.TopicSpec{Name: name, Partitions: 1}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	var got topicsJSON
-	f.get(t, "/console/api/topics", &got)
-	if got.Total != 3 || len(got.Topics) != 2 {
-		t.Errorf("total %d, %d described, want 3 and 2", got.Total, len(got.Topics))
+	f.get(t, "/console/api/topics?offset=5&limit=3", &got)
+	if got.Total != 12 || got.Offset != 5 || got.Limit != 3 || len(got.Topics) != 3 {
+		t.Errorf("page 5+3: %+v", got)
+	}
+	f.get(t, "/console/api/topics?q=orders&limit=3", &got)
+	if got.Total != 4 || len(got.Topics) != 3 || got.Topics[0].Name != "Orders-00" {
+		t.Errorf("search orders: %+v", got)
+	}
+	f.get(t, "/console/api/topics?q=orders&offset=3&limit=3", &got)
+	if got.Total != 4 || len(got.Topics) != 1 || got.Topics[0].Name != "Orders-09" {
+		t.Errorf("search orders, second page: %+v", got)
+	}
+	f.get(t, "/console/api/topics?offset=100", &got)
+	if got.Total != 12 || len(got.Topics) != 0 {
+		t.Errorf("past the end: %+v", got)
+	}
+	for _, q := range []string{"limit=501", "limit=-1", "offset=x", "limit=1e3"} {
+		var e struct{ Error string }
+		if code := f.get(t, "/console/api/topics?"+q, &e); code != http.StatusBadRequest || !strings.Contains(e.Error, strings.Split(q, "=")[0]) {
+			t.Errorf("%s: %d %q, want 400 naming the field", q, code, e.Error)
+		}
 	}
 }
 

@@ -42,13 +42,13 @@ func (r *ring) ordered() []lagPoint {
 	return append(out, r.points[:r.start]...)
 }
 
-// record adds one sample per group seen at at and forgets the groups not
-// seen (deleted).
-func (h *history) record(at time.Time, lags map[string]int64) {
+// record adds a sample at at for each group of lags and forgets the
+// groups not present (deleted).
+func (h *history) record(at time.Time, lags map[string]int64, present map[string]bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for g := range h.groups {
-		if _, ok := lags[g]; !ok {
+		if !present[g] {
 			delete(h.groups, g)
 		}
 	}
@@ -77,8 +77,8 @@ func (h *history) snapshot() []lagSeries {
 	return out
 }
 
-// sample records every group's lag each SampleInterval until ctx ends.
-// A failed round is logged and skipped (a gap in the chart).
+// sample runs a pass each SampleInterval (or at once when woken) until
+// ctx ends. A failed pass is logged and leaves a gap in the chart.
 func (c *Console) sample(ctx context.Context) {
 	t := time.NewTicker(c.opts.SampleInterval)
 	defer t.Stop()
@@ -88,12 +88,16 @@ func (c *Console) sample(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
+		case <-c.wake:
 		}
 	}
 }
 
+// sampleOnce runs one bounded pass over the topics and the groups
+// (summary.go), unless nobody read the API for IdleAfter.
 func (c *Console) sampleOnce(ctx context.Context) {
-	if c.source() == nil {
+	src := c.source()
+	if src == nil {
 		return
 	}
 	if c.opts.IdleAfter > 0 && time.Since(time.Unix(0, c.lastRead.Load())) > c.opts.IdleAfter {
@@ -101,16 +105,22 @@ func (c *Console) sampleOnce(ctx context.Context) {
 	}
 	rctx, cancel := context.WithTimeout(ctx, c.opts.RequestTimeout)
 	defer cancel()
-	resp, err := c.groups(rctx)
-	if err != nil {
-		if ctx.Err() == nil {
-			c.log.Warn("console lag sample failed", "err", err)
-		}
+	now := time.Now()
+	err := c.passTopics(rctx, src)
+	if err == nil {
+		err = c.passGroups(rctx, src, now)
+	}
+	if ctx.Err() != nil {
 		return
 	}
-	lags := make(map[string]int64, len(resp.Groups))
-	for _, g := range resp.Groups {
-		lags[g.Name] = g.LagRecords
+	if err != nil {
+		c.log.Warn("console sample failed", "err", err)
 	}
-	c.history.record(time.Now(), lags)
+	f := c.sums
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.lastErr = err
+	if err == nil {
+		f.at, f.everSampled = time.Now(), true
+	}
 }

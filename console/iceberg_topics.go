@@ -37,12 +37,25 @@ func (t *topicTables) IcebergTables(ctx context.Context) ([]IcebergTable, error)
 	if err != nil {
 		return nil, err
 	}
-	var out []IcebergTable
+	var names []string
 	for i, tp := range lt.GetTopics() {
 		if t.max > 0 && i >= t.max {
 			break
 		}
-		d, err := s.DescribeTopic(ctx, &floev1.DescribeTopicRequest{Name: tp.GetName()})
+		names = append(names, tp.GetName())
+	}
+	return t.IcebergTablesOf(ctx, names)
+}
+
+// IcebergTablesOf describes only the topics named (IcebergTopicsSource).
+func (t *topicTables) IcebergTablesOf(ctx context.Context, topics []string) ([]IcebergTable, error) {
+	s := t.src()
+	if s == nil {
+		return nil, nil
+	}
+	var out []IcebergTable
+	for _, name := range topics {
+		d, err := s.DescribeTopic(ctx, &floev1.DescribeTopicRequest{Name: name})
 		if status.Code(err) == codes.NotFound {
 			continue // deleted meanwhile
 		}
@@ -53,14 +66,8 @@ func (t *topicTables) IcebergTables(ctx context.Context) ([]IcebergTable, error)
 		if ice == nil || !ice.GetEnabled() {
 			continue
 		}
-		lag := ice.GetTrailingOffsets()
-		if !ice.GetKnown() { // no table written yet: it trails the whole log
-			for _, p := range d.GetPartitions() {
-				lag += max(0, p.GetHighWatermark()-p.GetLogStartOffset())
-			}
-		}
-		tb := IcebergTable{Topic: tp.GetName(), Namespace: t.namespace, Table: t.tableName(tp.GetName()),
-			CompactionLagRecords: lag, SnapshotID: ice.GetSnapshotId(), CompactionLagMs: ice.GetTrailingMs(),
+		tb := IcebergTable{Topic: name, Namespace: t.namespace, Table: t.tableName(name),
+			CompactionLagRecords: trailing(d), SnapshotID: ice.GetSnapshotId(), CompactionLagMs: ice.GetTrailingMs(),
 			CompactionLagBytes: ice.GetTrailingBytes(), Rows: ice.GetRows(), DataFiles: ice.GetDataFiles(), DataBytes: ice.GetDataBytes(),
 			RejectedRows: ice.GetRejectedRows()}
 		if ns, name, ok := strings.Cut(ice.GetTable(), "."); ok { // the compactor's own record of it

@@ -27,6 +27,8 @@ func serverConfigOf(c Config, stderr io.Writer) serverConfig {
 		FailFast: c.Server.FailFast, ReadyInterval: c.Server.ReadyInterval, DrainTimeout: c.Server.DrainTimeout,
 		Pprof:            c.Server.Pprof,
 		MaxConnectionAge: c.Server.MaxConnectionAge, MaxConnectionAgeGrace: c.Server.MaxConnectionAgeGrace,
+		HTTP: httpLimits{ReadHeaderTimeout: c.Server.HTTPReadHeaderTimeout, WriteTimeout: c.Server.HTTPWriteTimeout,
+			IdleTimeout: c.Server.HTTPIdleTimeout, MaxInFlight: c.Server.HTTPMaxInFlight},
 		Batcher: batcher.DefaultConfig(), Agent: agent.DefaultConfig(),
 		Logger: c.logger(stderr),
 	}

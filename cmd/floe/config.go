@@ -49,6 +49,11 @@ type ServerSettings struct {
 	MaxConnectionAge      time.Duration `yaml:"grpc_max_connection_age" flag:"grpc-max-connection-age" check:"nonneg" help:"send a gRPC client GOAWAY once its connection is this old, so that it reconnects, possibly to a newer agent (0: never)"`
 	MaxConnectionAgeGrace time.Duration `yaml:"grpc_max_connection_age_grace" flag:"grpc-max-connection-age-grace" check:"nonneg" help:"after that GOAWAY, how long calls still running on the old connection may go on before it closes (0: no bound)"`
 	Pprof                 bool          `yaml:"pprof" flag:"pprof" help:"serve Go's profiles (CPU, heap, goroutines) at /debug/pprof/ on the metrics listener; keep it off where that listener is reachable by others"`
+	// The HTTP listener's bounds (/metrics, /readyz, the console).
+	HTTPReadHeaderTimeout time.Duration `yaml:"http_read_header_timeout" flag:"http-read-header-timeout" check:"positive" help:"HTTP listener: time a client has to send a request's headers"`
+	HTTPWriteTimeout      time.Duration `yaml:"http_write_timeout" flag:"http-write-timeout" check:"positive" help:"HTTP listener: time to write one answer; a client that does not read it is disconnected (keep it above pprof's -seconds)"`
+	HTTPIdleTimeout       time.Duration `yaml:"http_idle_timeout" flag:"http-idle-timeout" check:"positive" help:"HTTP listener: how long an idle keep-alive connection stays open"`
+	HTTPMaxInFlight       int           `yaml:"http_max_in_flight" flag:"http-max-in-flight" check:"positive" help:"HTTP listener: console API requests served at once, and /metrics scrapes at once, each; past it the answer is 429 (console) or 503 (/metrics)"`
 }
 
 // LogSettings are the logs of every server command.
@@ -129,8 +134,10 @@ var commandSections = map[string][]string{
 func DefaultServerConfig(command string) Config {
 	bd, ad, cd, sd := batcher.DefaultConfig(), agent.DefaultConfig(), compactor.DefaultConfig(), s3store.DefaultConfig()
 	c := Config{
-		Server: ServerSettings{Listen: ":7070", MetricsListen: ":7071", ReadyInterval: 2 * time.Second, DrainTimeout: 15 * time.Second},
-		Log:    LogSettings{Level: "info", Format: "text"},
+		Server: ServerSettings{Listen: ":7070", MetricsListen: ":7071", ReadyInterval: 2 * time.Second, DrainTimeout: 15 * time.Second,
+			HTTPReadHeaderTimeout: defaultHTTPLimits.ReadHeaderTimeout, HTTPWriteTimeout: defaultHTTPLimits.WriteTimeout,
+			HTTPIdleTimeout: defaultHTTPLimits.IdleTimeout, HTTPMaxInFlight: defaultHTTPLimits.MaxInFlight},
+		Log: LogSettings{Level: "info", Format: "text"},
 		Batcher: BatcherSettings{Linger: bd.Linger, MaxFileBytes: bd.MaxFileBytes, MaxBufferedBytes: bd.MaxBufferedBytes,
 			CommitTimeout: bd.CommitTimeout, UploadTimeout: bd.UploadTimeout},
 		Agent: AgentSettings{CacheBytes: ad.CacheBytes, MaxRecordBytes: ad.MaxRecordBytes, MaxFetchBytes: ad.MaxFetchBytes,

@@ -53,5 +53,6 @@ metadata store), until SIGINT or SIGTERM: for development.`, 0, 0)
 	}
 	// The compactor (retention, deletion, orphans, merging) runs in process.
 	sc.Background = devCompactor(c.Compactor, c.Iceberg, *dataDir)
+	sc.Ready = printConsoleURL(sc.Ready, stdout)
 	return serve(ctx, sc, open, prometheus.NewRegistry())
 }

@@ -13,6 +13,7 @@ import (
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
+	"github.com/floe-broker/floe/console"
 	"github.com/floe-broker/floe/metadata"
 	"github.com/floe-broker/floe/objectstore"
 )
@@ -23,7 +24,8 @@ type readiness struct {
 	log *slog.Logger
 
 	mu       sync.Mutex     // protects the fields below
-	reason   string         // why not ready; "" when ready
+	reason   string         // why not ready, as /readyz says it; "" when ready
+	cause    string         // the error behind reason, for the log only
 	hs       *health.Server // nil until the gRPC server is built
 	stopping bool           // the agent drains: not ready for good
 }
@@ -44,11 +46,34 @@ func (r *readiness) attach(hs *health.Server) {
 	r.applyLocked()
 }
 
+// storeError is a store that did not answer a readiness check: /readyz
+// names the store, the log the cause.
+type storeError struct {
+	store string // "metadata store", "object store"
+	err   error
+}
+
+func (e *storeError) Error() string { return e.store + ": " + e.err.Error() }
+func (e *storeError) Unwrap() error { return e.err }
+
+// publicReason is what /readyz says of err: which store does not answer,
+// never the cause (addresses, user and database names).
+func publicReason(err error) string {
+	var se *storeError
+	if errors.As(err, &se) {
+		return se.store + " unavailable"
+	}
+	return "a store does not answer"
+}
+
+// causeText is err's text on one line, for the log.
+func causeText(err error) string { return strings.Join(strings.Fields(err.Error()), " ") }
+
 // set records the outcome of a check (nil: ready) and logs a change.
 func (r *readiness) set(err error) {
-	reason := ""
+	reason, cause := "", ""
 	if err != nil {
-		reason = strings.Join(strings.Fields(err.Error()), " ")
+		reason, cause = publicReason(err), causeText(err)
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -56,11 +81,11 @@ func (r *readiness) set(err error) {
 		return
 	}
 	was := r.reason
-	r.reason = reason
+	r.reason, r.cause = reason, cause
 	r.applyLocked()
 	switch {
 	case reason != "" && was == "":
-		r.log.Warn("not ready", "cause", reason)
+		r.log.Warn("not ready", "reason", reason, "cause", cause)
 	case reason == "" && was != "":
 		r.log.Info("ready", "was", was)
 	}
@@ -70,16 +95,16 @@ func (r *readiness) set(err error) {
 func (r *readiness) stop() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.stopping, r.reason = true, "stopping"
+	r.stopping, r.reason, r.cause = true, "stopping", ""
 	r.applyLocked()
 }
 
-// setStarting records why the start waits, without logging (the start
-// logs each attempt).
-func (r *readiness) setStarting(reason string) {
+// setStarting records that the start waits for what, and why (err),
+// without logging (the start logs each attempt).
+func (r *readiness) setStarting(what string, err error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.reason = "starting: " + reason
+	r.reason, r.cause = "starting: waiting for the "+what, causeText(err)
 }
 
 func (r *readiness) applyLocked() {
@@ -95,15 +120,21 @@ func (r *readiness) applyLocked() {
 	}
 }
 
-// ServeHTTP is /readyz: 200 "ready" or 503 with the reason.
+// ServeHTTP is /readyz: 200 "ready", or 503 with the reason (which store)
+// and a request id; the cause goes to the log with the same id.
 func (r *readiness) ServeHTTP(w http.ResponseWriter, _ *http.Request) {
 	r.mu.Lock()
-	reason := r.reason
+	reason, cause := r.reason, r.cause
 	r.mu.Unlock()
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	if reason != "" {
+		id := console.NewRequestID()
+		if cause != "" {
+			r.log.Info("readyz answered 503", "request_id", id, "cause", cause)
+		}
+		w.Header().Set("X-Request-Id", id)
 		w.WriteHeader(http.StatusServiceUnavailable)
-		fmt.Fprintln(w, "not ready:", reason)
+		fmt.Fprintf(w, "not ready: %s (request id %s)\n", reason, id)
 		return
 	}
 	fmt.Fprintln(w, "ready")
@@ -119,13 +150,13 @@ func checkStores(ctx context.Context, meta metadata.Store, store objectstore.Sto
 	err := meta.Ping(pctx)
 	cancel()
 	if err != nil {
-		return fmt.Errorf("metadata store: %w", err)
+		return &storeError{store: "metadata store", err: err}
 	}
 	hctx, cancel := context.WithTimeout(ctx, timeout)
 	_, err = store.Head(hctx, readyProbeKey)
 	cancel()
 	if err != nil && !errors.Is(err, objectstore.ErrNotFound) {
-		return fmt.Errorf("object store: %w", err)
+		return &storeError{store: "object store", err: err}
 	}
 	return nil
 }
@@ -194,7 +225,7 @@ func (s *starter) retry(ctx context.Context, what string, step func(ctx context.
 		if s.failFast {
 			return err
 		}
-		s.ready.setStarting(fmt.Sprintf("waiting for the %s: %v", what, err))
+		s.ready.setStarting(what, err)
 		s.log.Warn("waiting for the "+what, "attempt", n, "retry_in", wait, "cause", strings.Join(strings.Fields(err.Error()), " "))
 		select {
 		case <-ctx.Done():

@@ -84,16 +84,73 @@ func TestReadinessFollowsTheStores(t *testing.T) {
 	}
 	expect(200, healthpb.HealthCheckResponse_SERVING, "ready")
 	meta.down.Store(true)
-	expect(503, healthpb.HealthCheckResponse_NOT_SERVING, "metadata store: connection refused")
+	expect(503, healthpb.HealthCheckResponse_NOT_SERVING, "metadata store unavailable")
 	meta.down.Store(false)
 	expect(200, healthpb.HealthCheckResponse_SERVING, "ready")
 	store.hang.Store(true)
-	expect(503, healthpb.HealthCheckResponse_NOT_SERVING, "object store: context deadline exceeded")
+	expect(503, healthpb.HealthCheckResponse_NOT_SERVING, "object store unavailable")
 	store.hang.Store(false)
 	expect(200, healthpb.HealthCheckResponse_SERVING, "ready")
 	r.stop()
 	expect(503, healthpb.HealthCheckResponse_NOT_SERVING, "stopping")
 }
+
+// causeMeta fails Ping with what pgx says of a refused connection.
+type causeMeta struct{ metadata.Store }
+
+const pgCause = "failed to connect to `user=floe_admin database=floe_prod`: 127.0.0.1:5432 (db.internal): dial error: connection refused"
+
+func (causeMeta) Ping(context.Context) error { return errors.New(pgCause) }
+
+// /readyz names the store that does not answer and a request id, never
+// the cause (user, database, address): that goes to the log, with the
+// same request id. So while the start waits for the store, too.
+func TestReadyzCarriesNoCause(t *testing.T) {
+	var logs strings.Builder
+	var mu sync.Mutex
+	log := slog.New(slog.NewTextHandler(writerFunc(func(p []byte) (int, error) { mu.Lock(); defer mu.Unlock(); return logs.Write(p) }), nil))
+	r := newReadiness(log, "starting")
+	st := &starter{log: log, ready: r, attempt: time.Second, backoff: time.Millisecond, maxBackof: time.Millisecond}
+	ctx, cancel := context.WithCancel(context.Background())
+	calls := 0
+	check := func() {
+		t.Helper()
+		w := httptest.NewRecorder()
+		r.ServeHTTP(w, httptest.NewRequest("GET", "/readyz", nil))
+		body := w.Body.String()
+		for _, leak := range []string{"floe_admin", "floe_prod", "127.0.0.1", "5432", "db.internal", "refused"} {
+			if strings.Contains(body, leak) {
+				t.Errorf("/readyz body %q carries %q", body, leak)
+			}
+		}
+		id := w.Header().Get("X-Request-Id")
+		mu.Lock()
+		logged := logs.String()
+		mu.Unlock()
+		if w.Code != 503 || !strings.Contains(body, "metadata store") || len(id) < 8 || !strings.Contains(body, "request id "+id) {
+			t.Errorf("/readyz: %d %q (id %q), want 503 naming the metadata store and a request id", w.Code, body, id)
+		} else if !strings.Contains(logged, id) || !strings.Contains(logged, "floe_admin") {
+			t.Errorf("the log does not carry the cause with request id %s:\n%s", id, logged)
+		}
+	}
+	err := st.retry(ctx, "metadata store", func(context.Context) error {
+		calls++
+		if calls == 2 {
+			check() // while the start waits
+			cancel()
+		}
+		return causeMeta{}.Ping(ctx)
+	})
+	if !errors.Is(err, errStartCanceled) {
+		t.Fatalf("retry: %v", err)
+	}
+	r.set(checkStores(context.Background(), causeMeta{}, objectstore.NewMemory(), time.Second))
+	check() // once serving
+}
+
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
 
 func TestStarterRetries(t *testing.T) {
 	var logs strings.Builder

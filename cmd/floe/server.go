@@ -49,6 +49,8 @@ type serverConfig struct {
 	// MaxConnectionAge and MaxConnectionAgeGrace age gRPC connections
 	// out (keepalive.ServerParameters; 0: never, no bound).
 	MaxConnectionAge, MaxConnectionAgeGrace time.Duration
+	// HTTP bounds the HTTP listener (zero fields: defaultHTTPLimits).
+	HTTP httpLimits
 	// Ready, optional, is called with the bound addresses once serving.
 	Ready func(grpcAddr, metricsAddr string)
 	// Background, optional, starts work beside the agent on the same
@@ -85,14 +87,16 @@ func serve(ctx context.Context, sc serverConfig, open openFunc, reg *prometheus.
 		return fmt.Errorf("listen on %s: %w", sc.MetricsAddr, err)
 	}
 	ready := newReadiness(log, "starting")
+	limits := sc.HTTP.withDefaults()
 	mux := http.NewServeMux()
-	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{MaxRequestsInFlight: limits.MaxInFlight}))
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
 	mux.Handle("/readyz", ready)
+	mux.Handle("/{$}", http.RedirectHandler("/console/", http.StatusFound))
 	if sc.Pprof {
 		mountPprof(mux)
 	}
-	hsrv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	hsrv := newHTTPServer(mux, limits)
 	httpDone := make(chan error, 1)
 	go func() {
 		err := hsrv.Serve(mlis)
@@ -127,7 +131,7 @@ func serve(ctx context.Context, sc serverConfig, open openFunc, reg *prometheus.
 		}
 		return nil // the agent is starting
 	}
-	cons := console.New(console.Options{Logger: log, Source: source, Iceberg: func() console.IcebergSource {
+	cons := console.New(console.Options{Logger: log, Source: source, MaxInFlight: limits.MaxInFlight, Iceberg: func() console.IcebergSource {
 		// The tables' names and lag as the agent knows them (the
 		// compactor records each table's watermark in the metadata).
 		return console.TopicTables(source, iceberg.DefaultNamespace, iceberg.TableName, 500)
