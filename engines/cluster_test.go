@@ -39,6 +39,9 @@ type cluster struct {
 	agent      string // gRPC address
 	client     *client.Client
 	compactor  *services.Process
+	// compactorHTTP is the compactor's HTTP listener (metrics, the
+	// Iceberg REST catalog under /iceberg).
+	compactorHTTP string
 }
 
 func startCluster(t *testing.T, ctx context.Context) *cluster {
@@ -133,7 +136,7 @@ func (c *cluster) startFloe(t *testing.T, ctx context.Context, cmd, path string,
 		t.Fatal(err)
 	}
 	if cmd == "compactor" {
-		c.compactor = p
+		c.compactor, c.compactorHTTP = p, metrics
 	}
 	return listen
 }

@@ -87,6 +87,9 @@ func TestEngines(t *testing.T) {
 	defer cancel()
 	suiteStart := time.Now()
 	c := startCluster(t, ctx)
+	// The compactor starts before any table exists, and before Trino: the
+	// catalog's tables are there for the engines from then on.
+	c.startCompactor(t, ctx)
 	// Trino starts while the data is produced (it takes a minute).
 	var tr *trino
 	var trErr error
@@ -103,9 +106,6 @@ func TestEngines(t *testing.T) {
 	})
 
 	f := &fixture{c: c, ds: newDataset(), m: &matrix{res: map[string]map[string]string{}}}
-	// The compactor starts before any table exists: the catalog's tables
-	// are there for the engines from then on.
-	c.startCompactor(t, ctx)
 	f.produceAll(t, ctx)
 	t.Logf("cluster up and dataset produced in %v", time.Since(suiteStart).Round(time.Millisecond))
 
@@ -268,6 +268,13 @@ func (f *fixture) check(t *testing.T, engine string, a answer, wantTables []stri
 			t.Errorf("%s: tables %v, want %v", engine, a.Tables, wantTables)
 		}
 		m.set(engine, "tables", ok)
+	}
+	if a.RestRows != nil {
+		all := true
+		for _, name := range f.tables {
+			all = compareRows(t, engine+" rest "+name, a.RestRows[name], f.ds.tables[name]) && all
+		}
+		m.set(engine, "rest-rows", all)
 	}
 	if a.Rows != nil {
 		all := true

@@ -31,6 +31,18 @@ func (f *fixture) pyiceberg(t *testing.T, ctx context.Context) {
 		"snapshots_table": f.events,
 	}
 	f.check(t, "pyiceberg", runPy(t, ctx, "pyiceberg_read.py", job), f.allTables)
+
+	// The same through floe's REST catalog: no PostgreSQL credentials.
+	job["catalog"] = map[string]string{
+		"name":                 "floe_rest",
+		"type":                 "rest",
+		"uri":                  "http://" + c.compactorHTTP + "/iceberg",
+		"s3.endpoint":          c.s3.Endpoint,
+		"s3.access-key-id":     s3Access,
+		"s3.secret-access-key": s3Secret,
+		"s3.region":            c.s3.Region,
+	}
+	f.check(t, "pyiceberg-rest", runPy(t, ctx, "pyiceberg_read.py", job), f.allTables)
 }
 
 // duckdb: iceberg_scan of each table's current metadata file on MinIO,
@@ -43,6 +55,7 @@ func (f *fixture) duckdb(t *testing.T, ctx context.Context) {
 		"metadata":        f.metadata(t, ctx),
 		"filter":          f.dayFilter(),
 		"snapshots_table": f.events,
+		"rest":            map[string]any{"uri": "http://" + c.compactorHTTP + "/iceberg", "namespace": namespace, "tables": f.tables},
 	}
 	f.check(t, "duckdb", runPy(t, ctx, "duckdb_read.py", job), f.allTables)
 }

@@ -28,7 +28,8 @@ var sparkJars = []string{
 const java17 = "/usr/lib/jvm/java-17-openjdk-amd64"
 
 // shipped returns a file of deploy/ with the compose hosts and ports
-// replaced by the suite's: nothing else of it changes.
+// (postgres:5432, s3:7000, compactor:7072) replaced by the suite's:
+// nothing else of it changes.
 func (c *cluster) shipped(t *testing.T, rel string) string {
 	t.Helper()
 	s, err := c.shippedText(rel)
@@ -44,11 +45,13 @@ func (c *cluster) shippedText(rel string) (string, error) {
 		return "", err
 	}
 	s := string(b)
-	for _, r := range [][2]string{{"postgres:5432", c.pgHostPort}, {"http://s3:7000", c.s3.Endpoint}} {
-		if !strings.Contains(s, r[0]) {
-			return "", fmt.Errorf("deploy/%s does not name %s", rel, r[0])
-		}
+	n := 0
+	for _, r := range [][2]string{{"postgres:5432", c.pgHostPort}, {"http://s3:7000", c.s3.Endpoint}, {"compactor:7072", c.compactorHTTP}} {
+		n += strings.Count(s, r[0])
 		s = strings.ReplaceAll(s, r[0], r[1])
+	}
+	if n == 0 {
+		return "", fmt.Errorf("deploy/%s names none of the compose hosts", rel)
 	}
 	return s, nil
 }
@@ -71,15 +74,20 @@ func (f *fixture) sparkEnv(t *testing.T) (jars []string, env []string) {
 func (f *fixture) spark(t *testing.T, ctx context.Context) {
 	c := f.c
 	jars, env := f.sparkEnv(t)
-	conf := filepath.Join(t.TempDir(), "spark-defaults.conf")
-	if err := os.WriteFile(conf, []byte(c.shipped(t, "spark/spark-defaults.conf")), 0o644); err != nil {
-		t.Fatal(err)
+	var confs []string
+	for _, name := range []string{"spark-defaults.conf", "spark-rest.conf"} {
+		conf := filepath.Join(t.TempDir(), name)
+		if err := os.WriteFile(conf, []byte(c.shipped(t, "spark/"+name)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		confs = append(confs, conf)
 	}
-	const liveSeconds = 12
+	const liveSeconds = 8
 	job := map[string]any{
-		"conf_file": conf, "jars": jars, "catalog": "floe", "namespace": namespace,
+		"conf_files": confs, "jars": jars, "catalog": "floe", "namespace": namespace,
+		"rest":   map[string]any{"catalog": "floe_rest", "namespace": namespace, "tables": f.tables},
 		"tables": f.tables, "filter": f.dayFilter(), "snapshots_table": f.events,
-		"live": map[string]any{"table": iceberg.TableName(liveTopic), "seconds": liveSeconds},
+		"live": map[string]any{"table": iceberg.TableName(liveTopic), "seconds": liveSeconds, "queries": 4},
 	}
 	// Appends to the live table while Spark queries it: a batch every
 	// 300 ms from when Spark is likely up until the loop's end.

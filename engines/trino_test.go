@@ -52,6 +52,10 @@ func startTrino(ctx context.Context, c *cluster) (*trino, error) {
 	if err != nil {
 		return nil, err
 	}
+	restCatalog, err := c.shippedText("trino/floe_rest.properties")
+	if err != nil {
+		return nil, err
+	}
 	etc := filepath.Join(dir, "etc")
 	files := map[string]string{
 		"node.properties": "node.environment=floe_engines\nnode.id=engines\nnode.data-dir=" + filepath.Join(dir, "data") + "\n",
@@ -59,8 +63,9 @@ func startTrino(ctx context.Context, c *cluster) (*trino, error) {
 			"-XX:TieredStopAtLevel=1\n-Xshare:auto\n",
 		"config.properties": fmt.Sprintf("coordinator=true\nnode-scheduler.include-coordinator=true\n"+
 			"http-server.http.port=%d\ndiscovery.uri=http://127.0.0.1:%d\nquery.max-memory=1GB\nquery.max-memory-per-node=1GB\n", port, port),
-		"log.properties":          "io.trino=WARN\n",
-		"catalog/floe.properties": catalog,
+		"log.properties":               "io.trino=WARN\n",
+		"catalog/floe.properties":      catalog,
+		"catalog/floe_rest.properties": restCatalog,
 	}
 	for name, text := range files {
 		p := filepath.Join(etc, name)
@@ -282,6 +287,11 @@ func (f *fixture) trino(t *testing.T, ctx context.Context, tr *trino) {
 	for _, name := range f.tables {
 		a.Rows[name] = q(fmt.Sprintf(`SELECT * FROM floe.floe."%s"`, name))
 	}
+	// Through floe's REST catalog (deploy/trino/floe_rest.properties).
+	a.RestRows = map[string][]row{}
+	for _, name := range f.tables {
+		a.RestRows[name] = q(fmt.Sprintf(`SELECT * FROM floe_rest.floe."%s"`, name))
+	}
 	ev := fmt.Sprintf(`floe.floe."%s"`, f.events)
 	a.DayCounts = map[string]int{}
 	for _, r := range q(`SELECT format_datetime("timestamp", 'yyyy-MM-dd') AS d, count(*) AS n FROM ` + ev + ` GROUP BY 1`) {
@@ -332,4 +342,3 @@ func scannedRows(plan string) int {
 	}
 	return most
 }
-

@@ -80,6 +80,13 @@ replicas may run: each job is held by one at a time through a lease.`, 0, 0)
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
+	if d.Iceberg != nil { // the read-only Iceberg REST catalog (icebergrest.go)
+		h, err := icebergREST(d.Iceberg, s3TableConfig(s3c.Endpoint, s3c.Region, s3c.PathStyle), log)
+		if err != nil {
+			return err
+		}
+		mux.Handle(icebergRESTPath+"/", h)
+	}
 	hsrv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	var wg sync.WaitGroup
 	var serr error
@@ -115,7 +122,7 @@ func compactorConfig(cs CompactorSettings) compactor.Config {
 
 // devCompactor runs the compactor inside `floe dev` until ctx ends or the
 // returned stop is called (which waits for it).
-func devCompactor(cs CompactorSettings, ice IcebergSettings, dataDir string) func(ctx context.Context, meta metadata.Store, store objectstore.Store, reg prometheus.Registerer, log *slog.Logger) (stop func(), err error) {
+func devCompactor(cs CompactorSettings, ice IcebergSettings, dataDir string, rest *lateHandler) func(ctx context.Context, meta metadata.Store, store objectstore.Store, reg prometheus.Registerer, log *slog.Logger) (stop func(), err error) {
 	return func(ctx context.Context, meta metadata.Store, store objectstore.Store, reg prometheus.Registerer, log *slog.Logger) (stop func(), err error) {
 		cfg := compactorConfig(cs)
 		cfg.Logger, cfg.Registerer = log, reg
@@ -128,11 +135,20 @@ func devCompactor(cs CompactorSettings, ice IcebergSettings, dataDir string) fun
 			closeIce()
 			return nil, err
 		}
+		if cfg.Iceberg != nil { // the read-only Iceberg REST catalog (icebergrest.go)
+			h, err := icebergREST(cfg.Iceberg, nil, log)
+			if err != nil {
+				closeIce()
+				return nil, err
+			}
+			rest.set(h)
+		}
 		ctx, cancel := context.WithCancel(ctx)
 		done := make(chan struct{})
 		go func() {
 			defer close(done)
 			defer closeIce()
+			defer rest.set(nil)
 			_ = c.Run(ctx)
 		}()
 		return func() { cancel(); <-done }, nil

@@ -1,9 +1,9 @@
 """Spark (pyspark, local[2]) with Iceberg's Spark runtime. The catalog is
-configured from a spark-defaults.conf file (the shipped
-deploy/spark/spark-defaults.conf with hosts and ports substituted, or the
-floe dev one of docs/engines.md). Job: {"conf_file", "jars", "conf",
-"catalog", "namespace", "tables", "filter", "snapshots_table", "live":
-{"table", "seconds"}}."""
+configured from spark-defaults.conf files (the shipped
+deploy/spark/*.conf with hosts and ports substituted). Job: {"conf_files",
+"jars", "conf", "catalog", "namespace", "tables", "filter",
+"snapshots_table", "live": {"table", "seconds", "queries"}, "rest":
+{"catalog", "namespace", "tables"}}."""
 import time
 
 from pyspark.sql import SparkSession
@@ -16,13 +16,14 @@ b = (SparkSession.builder.master("local[2]").appName("floe-engines")
      .config("spark.sql.session.timeZone", "UTC")
      .config("spark.ui.enabled", "false")
      .config("spark.sql.shuffle.partitions", "2"))
-with open(job["conf_file"]) as f:
-    for line in f:
-        line = line.strip()
-        if not line or line.startswith("#"):
-            continue
-        k, v = line.split(None, 1)
-        b = b.config(k, v.strip())
+for path in job["conf_files"]:
+    with open(path) as f:
+        for line in f:
+            line = line.strip()
+            if not line or line.startswith("#"):
+                continue
+            k, v = line.split(None, 1)
+            b = b.config(k, v.strip())
 for k, v in job.get("conf", {}).items():
     b = b.config(k, v)
 spark = b.getOrCreate()
@@ -69,12 +70,18 @@ if st:
                       "count": q("SELECT count(*) FROM %s VERSION AS OF %d" % (t, r[0]))[0][0]})
     out["snapshots"] = snaps
     out["history"] = [r[0] for r in q("SELECT snapshot_id FROM %s.history ORDER BY made_current_at" % t)]
+rest = job.get("rest")
+if rest:
+    spark.conf.set("spark.sql.iceberg.vectorization.enabled", "false")
+    out["rest_rows"] = {t: [common.canon(r) for r in q("SELECT * FROM %s.%s.`%s`" % (rest["catalog"], rest["namespace"], t))]
+                        for t in rest["tables"]}
 live = job.get("live")
 if live:
     t = tname(live["table"])
     counts = []
-    end = time.time() + live["seconds"]
-    while time.time() < end:
+    start = time.time()
+    # At least live["seconds"] and live["queries"] queries, at most 90 s.
+    while (time.time() - start < live["seconds"] or len(counts) < live["queries"]) and time.time() - start < 90:
         spark.sql("REFRESH TABLE %s" % t)
         r = q("SELECT count(*), count(DISTINCT `partition`, `offset`) FROM %s" % t)[0]
         counts.append([r[0], r[1]])
