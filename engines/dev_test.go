@@ -81,6 +81,9 @@ func TestDevTables(t *testing.T) {
 			"namespace": namespace, "tables": f.tables,
 		}
 		f.check(t, "dev-pyiceberg", runPy(t, ctx, "pyiceberg_read.py", job), f.allTables)
+		// floe dev's REST catalog, on its HTTP listener.
+		job["catalog"] = map[string]string{"name": "floe", "type": "rest", "uri": "http://" + metrics + "/iceberg"}
+		f.check(t, "dev-pyiceberg-rest", runPy(t, ctx, "pyiceberg_read.py", job), f.allTables)
 	})
 	t.Run("docs", func(t *testing.T) {
 		// The pyiceberg snippet of docs/engines.md, with only the -data
@@ -111,7 +114,7 @@ func TestDevTables(t *testing.T) {
 		}
 		jars, env := f.sparkEnv(t)
 		job := map[string]any{"conf_files": []string{conf}, "jars": jars, "catalog": "floe", "namespace": namespace,
-			"tables": f.tables, "snapshots_table": "orders"}
+			"tables": f.tables}
 		f.check(t, "dev-spark", runPy(t, ctx, "spark_read.py", job, env...), f.allTables)
 	})
 	t.Logf("engine × check:\n%s", f.m)
