@@ -25,7 +25,13 @@ type answer struct {
 	History    []int64           `json:"history"`
 	Live       *liveAnswer       `json:"live"`
 	RestRows   map[string][]row  `json:"rest_rows"`
-	Extra      map[string]string `json:"extra"`
+	Timings    []timing          `json:"timings"`
+}
+
+type timing struct {
+	SQL     string  `json:"sql"`
+	Seconds float64 `json:"seconds"`
+	Result  string  `json:"result"`
 }
 
 type filterAnswer struct {

@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -19,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/floe-broker/floe/iceberg"
 	"github.com/floe-broker/floe/internal/services"
 )
 
@@ -327,6 +329,13 @@ func (f *fixture) trino(t *testing.T, ctx context.Context, tr *trino) {
 		a.History = append(a.History, r["snapshot_id"].(int64))
 	}
 	f.check(t, "trino", a, f.allTables)
+
+	// Produce → Trino SELECT: with iceberg.lag=1s, and (FLOE_ENGINES_LATENCY_DEFAULT=1,
+	// a minute more) with the default iceberg.lag.
+	t.Logf("produce → Trino SELECT with iceberg.lag=1s: %v", f.trinoLatency(t, ctx, tr, "latency1s", map[string]string{"iceberg.lag": "1s"}).Round(time.Millisecond))
+	if os.Getenv("FLOE_ENGINES_LATENCY_DEFAULT") == "1" {
+		t.Logf("produce → Trino SELECT with the default iceberg.lag: %v", f.trinoLatency(t, ctx, tr, "latencydefault", nil).Round(time.Millisecond))
+	}
 }
 
 var inputRows = regexp.MustCompile(`Input: ([0-9]+) rows`)
@@ -341,4 +350,28 @@ func scannedRows(plan string) int {
 		}
 	}
 	return most
+}
+
+// trinoLatency produces one record into a new topic with the topic
+// config cfg and returns how long until a Trino SELECT of its table sees
+// it (the compactor passes every 200 ms here). No assertion on the
+// figure: it is logged for docs/engines.md.
+func (f *fixture) trinoLatency(t *testing.T, ctx context.Context, tr *trino, topic string, cfg map[string]string) time.Duration {
+	t.Helper()
+	if _, err := f.c.client.CreateTopic(ctx, topic, 1, cfg); err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(1, 1))
+	start := time.Now()
+	f.ds.produceQuiet(ctx, f.c, topic, 0, f.ds.rawRecords(rng, 1, 0))
+	sql := fmt.Sprintf(`SELECT count(*) AS n FROM floe.floe."%s"`, iceberg.TableName(topic))
+	deadline := start.Add(3 * time.Minute)
+	for time.Now().Before(deadline) {
+		if rows, err := tr.query(ctx, sql); err == nil && rows[0]["n"].(int64) == 1 {
+			return time.Since(start)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("topic %s: Trino did not see the record within 3 minutes", topic)
+	return 0
 }
