@@ -224,6 +224,11 @@ func (f *fixture) produceAll(t *testing.T, ctx context.Context) {
 		ds.produce(t, ctx, c, typedTopic, typed, p, recs, v2)
 	}
 	c.waitTables(t, ctx, eventsTopic, keyedTopic, mappedTopic, typedTopic)
+	// A deleted topic's table is kept (-iceberg-drop-deleted-topics is
+	// off): the engines read it like the others.
+	if _, err := c.client.Topics.DeleteTopic(ctx, &floev1.DeleteTopicRequest{Name: mappedTopic}); err != nil {
+		t.Fatalf("delete %s: %v", mappedTopic, err)
+	}
 	// The live table (Spark's query during appends) starts with a row.
 	ds.produce(t, ctx, c, liveTopic, "", 0, ds.rawRecords(rng, 1, 0), nil)
 	c.waitTables(t, ctx, liveTopic)

@@ -15,17 +15,17 @@ import (
 
 // answer is what an engine script (engines/py) writes.
 type answer struct {
-	Namespaces []string          `json:"namespaces"`
-	Tables     []string          `json:"tables"`
-	Rows       map[string][]row  `json:"rows"`
-	Vectorized map[string][]row  `json:"vectorized"`
-	DayCounts  map[string]int    `json:"day_counts"`
-	Filter     *filterAnswer     `json:"filter"`
-	Snapshots  []snapshotAnswer  `json:"snapshots"`
-	History    []int64           `json:"history"`
-	Live       *liveAnswer       `json:"live"`
-	RestRows   map[string][]row  `json:"rest_rows"`
-	Timings    []timing          `json:"timings"`
+	Namespaces []string         `json:"namespaces"`
+	Tables     []string         `json:"tables"`
+	Rows       map[string][]row `json:"rows"`
+	Vectorized map[string][]row `json:"vectorized"`
+	DayCounts  map[string]int   `json:"day_counts"`
+	Filter     *filterAnswer    `json:"filter"`
+	Snapshots  []snapshotAnswer `json:"snapshots"`
+	History    []int64          `json:"history"`
+	Live       *liveAnswer      `json:"live"`
+	RestRows   map[string][]row `json:"rest_rows"`
+	Timings    []timing         `json:"timings"`
 }
 
 type timing struct {
