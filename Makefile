@@ -51,13 +51,17 @@ test-deploy: $(TOOLS)/helm
 # agent and compactor as processes; pyiceberg, DuckDB, Spark and Trino read
 # every table and the rows are compared in Go. engines/setup.sh installs the
 # engines into ~/.cache/floe/engines (pinned, checksummed; seconds when
-# cached); MinIO is built into .tools (AGPL: a test server, never linked).
-test-engines: $(TOOLS)/minio
-	bash engines/setup.sh
-	cd engines && CI=$${CI:-} $(GO) test -tags engines -count=1 -timeout 14m -v .
+# cached); MinIO is built into ~/.cache/floe/tools, outside the clone, so
+# that a fresh clone does not build it again (AGPL: a test server, never
+# linked; a pseudo-version pin, as its releases have no semver tags).
+ENGINES_TOOLS := $(HOME)/.cache/floe/tools
 
-$(TOOLS)/minio:
-	GOBIN=$(TOOLS) $(GO) install github.com/minio/minio@v0.0.0-20260212201848-7aac2a2c5b7c
+test-engines: $(ENGINES_TOOLS)/minio
+	bash engines/setup.sh
+	cd engines && PATH=$(ENGINES_TOOLS):$$PATH CI=$${CI:-} $(GO) test -tags engines -count=1 -timeout 14m -v .
+
+$(ENGINES_TOOLS)/minio:
+	GOBIN=$(ENGINES_TOOLS) $(GO) install github.com/minio/minio@v0.0.0-20260212201848-7aac2a2c5b7c
 
 # Go benchmarks of the hot paths (each reports its ratio to the limit it
 # measures in the same run), then a short floe-bench against floe dev.
