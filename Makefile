@@ -2,7 +2,7 @@ GO ?= go
 TOOLS := $(CURDIR)/.tools
 export PATH := $(TOOLS):$(PATH)
 
-.PHONY: all build run test test-deploy bench bench-report proto tools clean
+.PHONY: all build run test test-deploy test-engines bench bench-report proto tools clean
 
 all: build
 
@@ -46,6 +46,22 @@ test: tools
 # (no container engine or cluster needed).
 test-deploy: $(TOOLS)/helm
 	cd deploy/check && CI=$${CI:-} $(GO) test -count=1 -timeout 10m ./...
+
+# The engine suite (engines/, docs/engines.md): PostgreSQL, MinIO, a floe
+# agent and compactor as processes; pyiceberg, DuckDB, Spark and Trino read
+# every table and the rows are compared in Go. engines/setup.sh installs the
+# engines into ~/.cache/floe/engines (pinned, checksummed; seconds when
+# cached); MinIO is built into ~/.cache/floe/tools, outside the clone, so
+# that a fresh clone does not build it again (AGPL: a test server, never
+# linked; a pseudo-version pin, as its releases have no semver tags).
+ENGINES_TOOLS := $(HOME)/.cache/floe/tools
+
+test-engines: $(ENGINES_TOOLS)/minio
+	bash engines/setup.sh
+	cd engines && PATH=$(ENGINES_TOOLS):$$PATH CI=$${CI:-} $(GO) test -tags engines -count=1 -timeout 14m -v -run 'TestEngines|TestDevTables' .
+
+$(ENGINES_TOOLS)/minio:
+	GOBIN=$(ENGINES_TOOLS) $(GO) install github.com/minio/minio@v0.0.0-20260212201848-7aac2a2c5b7c
 
 # Go benchmarks of the hot paths (each reports its ratio to the limit it
 # measures in the same run), then a short floe-bench against floe dev.

@@ -39,7 +39,9 @@ type Config struct {
 	// CatalogName is the catalog_name of the catalog's rows.
 	CatalogName string
 	// Warehouse is where tables live: s3://bucket/prefix for PostgreSQL,
-	// a local folder (absolute path) for SQLite.
+	// a local folder (absolute path) for SQLite, which the catalog is
+	// given as a file:// URI (tables, metadata and data files are named
+	// file:///…).
 	Warehouse string
 	// S3 endpoint, region and keys of an s3:// warehouse. An endpoint
 	// switches to path-style addressing (S3-compatible servers).
@@ -106,7 +108,14 @@ func (c Config) validate() error {
 
 // catalogProps returns the catalog's properties: warehouse and S3 IO.
 func (c Config) catalogProps() icego.Properties {
-	props := icego.Properties{"warehouse": strings.TrimSuffix(c.Warehouse, "/")}
+	warehouse := strings.TrimSuffix(c.Warehouse, "/")
+	if c.Backend == BackendSQLite {
+		// A file:// URI, not a bare path: the catalog places tables and
+		// files under it, and Java's FileIOs (Spark, Trino) resolve a
+		// location by its scheme.
+		warehouse = (&url.URL{Scheme: "file", Path: filepath.ToSlash(warehouse)}).String()
+	}
+	props := icego.Properties{"warehouse": warehouse}
 	if c.Backend == BackendPostgres {
 		for k, v := range map[string]string{
 			icegoio.S3EndpointURL:     c.S3Endpoint,
@@ -194,6 +203,9 @@ const catalogLockKey int64 = 0x666c6f6549636562 // "floeIceb"
 // of its own, so that nothing can leave it held.
 func newCatalog(ctx context.Context, cfg Config, db *sql.DB, dialect sqlcat.SupportedDialect) (*sqlcat.Catalog, error) {
 	if cfg.Backend != BackendPostgres {
+		if err := createJavaCatalogTables(ctx, db); err != nil {
+			return nil, err
+		}
 		return sqlcat.NewCatalog(cfg.CatalogName, db, dialect, cfg.catalogProps())
 	}
 	tx, err := db.BeginTx(ctx, nil)
@@ -204,7 +216,37 @@ func newCatalog(ctx context.Context, cfg Config, db *sql.DB, dialect sqlcat.Supp
 	if _, err := tx.ExecContext(ctx, "SELECT pg_advisory_xact_lock($1)", catalogLockKey); err != nil {
 		return nil, fmt.Errorf("lock: %w", err)
 	}
+	if err := createJavaCatalogTables(ctx, db); err != nil {
+		return nil, err
+	}
 	return sqlcat.NewCatalog(cfg.CatalogName, db, dialect, cfg.catalogProps())
+}
+
+// javaCatalogDDL creates the catalog's tables as Iceberg's Java
+// JdbcCatalog does (JdbcUtil, schema version V1: with iceberg_type), the
+// same columns, order, types and keys, on PostgreSQL and SQLite alike.
+// iceberg-go's own CREATE TABLE IF NOT EXISTS, run after, then finds
+// them; its layout (unbounded varchar, iceberg_type second) reads the
+// same but is not what Java makes. Trino's JDBC catalog never creates
+// the tables and fails every query without them: `floe compactor` (and
+// `floe dev`) create them at start, before any table exists.
+var javaCatalogDDL = []string{
+	`CREATE TABLE IF NOT EXISTS iceberg_tables (catalog_name VARCHAR(255) NOT NULL, ` +
+		`table_namespace VARCHAR(255) NOT NULL, table_name VARCHAR(255) NOT NULL, ` +
+		`metadata_location VARCHAR(1000), previous_metadata_location VARCHAR(1000), ` +
+		`iceberg_type VARCHAR(5), PRIMARY KEY (catalog_name, table_namespace, table_name))`,
+	`CREATE TABLE IF NOT EXISTS iceberg_namespace_properties (catalog_name VARCHAR(255) NOT NULL, ` +
+		`namespace VARCHAR(255) NOT NULL, property_key VARCHAR(255), property_value VARCHAR(1000), ` +
+		`PRIMARY KEY (catalog_name, namespace, property_key))`,
+}
+
+func createJavaCatalogTables(ctx context.Context, db *sql.DB) error {
+	for _, ddl := range javaCatalogDDL {
+		if _, err := db.ExecContext(ctx, ddl); err != nil {
+			return fmt.Errorf("create catalog tables: %w", err)
+		}
+	}
+	return nil
 }
 
 // sqliteDSN adds a busy timeout and WAL to a SQLite file path.

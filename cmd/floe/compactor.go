@@ -60,6 +60,8 @@ retrying with backoff, one WARN line per attempt.`, 0, 0)
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
 	mux.Handle("/readyz", ready)
+	rest := &lateHandler{} // the read-only Iceberg REST catalog (icebergrest.go), once the catalog is open
+	mux.Handle(icebergRESTPath+"/", rest)
 	hsrv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	var wg sync.WaitGroup
 	var serr error
@@ -78,7 +80,7 @@ retrying with backoff, one WARN line per attempt.`, 0, 0)
 	}()
 	log.Info("floe compactor listening", "metrics", mlis.Addr().String())
 
-	err = runCompactorOn(ctx, conf, d, ready, reg)
+	err = runCompactorOn(ctx, conf, d, ready, reg, rest)
 	if errors.Is(err, errStartCanceled) {
 		log.Info("floe compactor stopped while waiting for its stores")
 		err = nil
@@ -94,7 +96,7 @@ const compactorReadyInterval = 5 * time.Second
 // with backoff (not ready meanwhile, one WARN line per attempt), then runs
 // the jobs until ctx ends. What waiting cannot fix (refused credentials, a
 // missing bucket) ends the start at once.
-func runCompactorOn(ctx context.Context, conf Config, d compactor.Config, ready *readiness, reg *prometheus.Registry) error {
+func runCompactorOn(ctx context.Context, conf Config, d compactor.Config, ready *readiness, reg *prometheus.Registry, rest *lateHandler) error {
 	log := d.Logger
 	st := &starter{log: log, ready: ready, attempt: startAttempt, backoff: startBackoff, maxBackof: startMaxBackoff}
 	opts := postgres.DefaultOptions()
@@ -117,6 +119,14 @@ func runCompactorOn(ctx context.Context, conf Config, d compactor.Config, ready 
 		return err
 	}
 	defer closeIce()
+	if d.Iceberg != nil {
+		h, err := icebergREST(d.Iceberg, s3TableConfig(s3c.Endpoint, s3c.Region, s3c.PathStyle), log)
+		if err != nil {
+			return err
+		}
+		rest.set(h)
+		defer rest.set(nil)
+	}
 	c, err := compactor.New(meta, store, d)
 	if err != nil {
 		return err
@@ -153,7 +163,7 @@ func compactorConfig(cs CompactorSettings) compactor.Config {
 
 // devCompactor runs the compactor inside `floe dev` until ctx ends or the
 // returned stop is called (which waits for it).
-func devCompactor(cs CompactorSettings, ice IcebergSettings, dataDir string) func(ctx context.Context, meta metadata.Store, store objectstore.Store, reg prometheus.Registerer, log *slog.Logger) (stop func(), err error) {
+func devCompactor(cs CompactorSettings, ice IcebergSettings, dataDir string, rest *lateHandler) func(ctx context.Context, meta metadata.Store, store objectstore.Store, reg prometheus.Registerer, log *slog.Logger) (stop func(), err error) {
 	return func(ctx context.Context, meta metadata.Store, store objectstore.Store, reg prometheus.Registerer, log *slog.Logger) (stop func(), err error) {
 		cfg := compactorConfig(cs)
 		cfg.Logger, cfg.Registerer = log, reg
@@ -166,11 +176,20 @@ func devCompactor(cs CompactorSettings, ice IcebergSettings, dataDir string) fun
 			closeIce()
 			return nil, err
 		}
+		if cfg.Iceberg != nil { // the read-only Iceberg REST catalog (icebergrest.go)
+			h, err := icebergREST(cfg.Iceberg, nil, log)
+			if err != nil {
+				closeIce()
+				return nil, err
+			}
+			rest.set(h)
+		}
 		ctx, cancel := context.WithCancel(ctx)
 		done := make(chan struct{})
 		go func() {
 			defer close(done)
 			defer closeIce()
+			defer rest.set(nil)
 			_ = c.Run(ctx)
 		}()
 		return func() { cancel(); <-done }, nil

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"time"
@@ -52,7 +53,9 @@ metadata store), until SIGINT or SIGTERM: for development.`, 0, 0)
 		return meta, store, nil
 	}
 	// The compactor (retention, deletion, orphans, merging) runs in process.
-	sc.Background = devCompactor(c.Compactor, c.Iceberg, *dataDir)
+	rest := &lateHandler{} // the Iceberg REST catalog, once the compactor opened it
+	sc.Background = devCompactor(c.Compactor, c.Iceberg, *dataDir, rest)
+	sc.Handlers = map[string]http.Handler{icebergRESTPath + "/": rest}
 	sc.Ready = printConsoleURL(sc.Ready, stdout)
 	return serve(ctx, sc, open, prometheus.NewRegistry())
 }

@@ -57,6 +57,9 @@ type serverConfig struct {
 	// stores once they are open (floe dev's compactor); stop is called
 	// before the stores close.
 	Background func(ctx context.Context, meta metadata.Store, store objectstore.Store, reg prometheus.Registerer, log *slog.Logger) (stop func(), err error)
+	// Handlers, optional, are more handlers of the metrics listener by
+	// pattern (floe dev's Iceberg REST catalog).
+	Handlers map[string]http.Handler
 }
 
 // Start-up retries: the first wait, its cap, and the bound of one attempt.
@@ -138,6 +141,9 @@ func serve(ctx context.Context, sc serverConfig, open openFunc, reg *prometheus.
 	}})
 	defer cons.Close()
 	mux.Handle("/console/", cons) // the read-only web console (package console)
+	for pattern, h := range sc.Handlers {
+		mux.Handle(pattern, h)
+	}
 	late.register(gs)
 	hs := health.NewServer()
 	healthpb.RegisterHealthServer(gs, hs)
