@@ -104,13 +104,15 @@ func (c *conn) read(ctx, srvCtx context.Context, queue chan<- *inflight, budget 
 			return err
 		}
 		r, err := parseRequest(frame)
+		if r.clientID != "" || err == nil {
+			c.mu.Lock()
+			c.clientID = r.clientID // also for a bad body: the log names the client
+			c.mu.Unlock()
+		}
 		if err != nil {
 			budget.Release(int64(n))
 			return err
 		}
-		c.mu.Lock()
-		c.clientID = r.clientID
-		c.mu.Unlock()
 		f := &inflight{correlation: r.correlation, weight: int64(n), done: make(chan struct{})}
 		select {
 		case queue <- f: // a slot of MaxInFlight

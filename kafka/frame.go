@@ -72,16 +72,16 @@ func parseRequest(frame []byte) (request, error) {
 	out.key = int16(binary.BigEndian.Uint16(frame[0:]))
 	out.version = int16(binary.BigEndian.Uint16(frame[2:]))
 	out.correlation = int32(binary.BigEndian.Uint32(frame[4:]))
-	api, ok := apis[out.key]
-	if !ok {
-		return out, fmt.Errorf("%w: api key %d (%s) is not served", ErrMalformed, out.key, kmsg.NameForKey(out.key))
-	}
 	b := kbin.Reader{Src: frame[8:]}
 	if id := b.NullableString(); id != nil {
 		out.clientID = *id
 	}
 	if !b.Ok() {
 		return out, fmt.Errorf("%w: short client id in %s v%d header", ErrMalformed, kmsg.NameForKey(out.key), out.version)
+	}
+	api, ok := apis[out.key]
+	if !ok {
+		return out, fmt.Errorf("%w: api key %d (%s) is not served", ErrMalformed, out.key, kmsg.NameForKey(out.key))
 	}
 	if out.version < api.min || out.version > api.max {
 		if out.key == kmsg.ApiVersions.Int16() {
