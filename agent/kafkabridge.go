@@ -67,8 +67,8 @@ func (a *Agent) KafkaInitProducer(ctx context.Context) (int64, int16, error) {
 
 // KafkaPending is a Kafka batch handed to the batcher, not yet committed.
 type KafkaPending struct {
-	a    *Agent
-	plan *producePlan
+	a     *Agent
+	plan  *producePlan
 	pend  []*batcher.Pending
 	start time.Time
 }

@@ -55,7 +55,6 @@ func describeGroups(ctx context.Context, s *Server, _ *conn, req *kmsg.DescribeG
 	return resp
 }
 
-
 // floeState names a floe group state as Kafka would.
 func floeState(s metadata.GroupState) string {
 	switch s {

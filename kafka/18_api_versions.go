@@ -34,7 +34,6 @@ func unsupportedVersions() kmsg.Response {
 	return resp
 }
 
-
 func servedKeys() []kmsg.ApiVersionsResponseApiKey {
 	out := make([]kmsg.ApiVersionsResponseApiKey, 0, len(apis))
 	for k, a := range apis {

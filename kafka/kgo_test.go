@@ -50,8 +50,8 @@ func sentRecords(topic string, n int) []*kgo.Record {
 			Timestamp: base.Add(time.Duration(i) * time.Millisecond),
 		}
 	}
-	out[3].Key = nil    // a null key
-	out[5].Value = nil  // a null value (tombstone)
+	out[3].Key = nil     // a null key
+	out[5].Value = nil   // a null value (tombstone)
 	out[7].Headers = nil // no headers
 	return out
 }

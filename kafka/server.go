@@ -48,7 +48,7 @@ type Server struct {
 	cfg    Config
 	be     Backend
 	log    *slog.Logger
-	groups *coordinator // classic-protocol groups (groups.go)
+	groups *coordinator  // classic-protocol groups (groups.go)
 	slots  chan struct{} // one per open connection (MaxConnections)
 
 	mu    sync.Mutex // protects conns
