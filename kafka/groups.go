@@ -142,9 +142,10 @@ func (c *coordinator) tick(g *group, now time.Time) {
 	}
 	expired := false
 	for id, m := range g.members {
-		// A member waiting in JoinGroup or SyncGroup is bounded by the
-		// rebalance, not by its session.
-		if m.join == nil && m.sync == nil && now.Sub(m.lastSeen) > m.sessionTimeout {
+		// A member waiting in JoinGroup or SyncGroup, or one that has to
+		// rejoin (it stops heartbeating while it gives its partitions up),
+		// is bounded by the rebalance timeout, not by its session.
+		if g.state != statePreparing && m.join == nil && m.sync == nil && now.Sub(m.lastSeen) > m.sessionTimeout {
 			c.s.log.Info("kafka: group member session expired", "group", g.name, "member", id, "client", m.clientID)
 			delete(g.members, id)
 			expired = true
@@ -153,8 +154,6 @@ func (c *coordinator) tick(g *group, now time.Time) {
 	switch {
 	case g.state == statePreparing && !now.Before(g.deadline):
 		c.completeJoin(g)
-	case g.state == statePreparing && expired:
-		c.maybeComplete(g, false)
 	case expired:
 		c.rebalance(g, now)
 	}
@@ -246,6 +245,7 @@ func (c *coordinator) completeJoin(g *group) {
 	}
 	g.protocol = chooseProtocol(g)
 	g.state = stateCompleting
+	c.s.log.Debug("kafka: group joined", "group", g.name, "generation", g.generation, "members", len(g.members), "leader", g.leader, "protocol", g.protocol)
 	var all []kmsg.JoinGroupResponseMember
 	for _, m := range g.members {
 		jm := kmsg.NewJoinGroupResponseMember()

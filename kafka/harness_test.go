@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/goleak"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/test/bufconn"
@@ -22,7 +23,10 @@ import (
 	"github.com/floe-broker/floe/objectstore"
 )
 
-func TestMain(m *testing.M) { testenv.Main(m, testenv.VerifyNoLeaks()) }
+func TestMain(m *testing.M) {
+	// sarama's metrics registry starts a ticker it never stops.
+	testenv.Main(m, testenv.VerifyNoLeaks(goleak.IgnoreTopFunction("github.com/rcrowley/go-metrics.(*meterArbiter).tick")))
+}
 
 // broker is one agent serving gRPC (c, in process) and Kafka (addr, on a
 // free loopback port).
