@@ -34,6 +34,7 @@ func createTopics(ctx context.Context, s *Server, _ *conn, req *kmsg.CreateTopic
 			}
 		}
 		st.NumPartitions = parts
+		st.Configs = []kmsg.CreateTopicsResponseTopicConfig{} // nullable: the Java client wants a list
 		cfg := map[string]string{}
 		for _, c := range rt.Configs {
 			if c.Value != nil {
