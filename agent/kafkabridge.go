@@ -159,12 +159,26 @@ func (a *Agent) KafkaDeleteTopic(ctx context.Context, name string) error {
 	return err
 }
 
-// KafkaCommitOffsets commits positions for group as a member-less
-// ("simple") commit: the Kafka front end fences classic-protocol members
-// by generation itself. Refused (GROUP_NOT_EMPTY) while the group has live
-// members of floe's own protocol.
-func (a *Agent) KafkaCommitOffsets(ctx context.Context, group string, offsets []metadata.OffsetCommit) error {
-	return toStatus(a.meta.CommitOffsets(ctx, metadata.CommitOffsetsRequest{Group: group, Offsets: offsets}))
+// KafkaCommitOffsets commits positions for group. With memberID "" it is
+// a member-less ("simple") commit: the Kafka front end fences
+// classic-protocol members by generation itself; it is refused
+// (GROUP_NOT_EMPTY) while the group has live members of floe's own
+// protocol. With a member id it is fenced by floe's store as the gRPC
+// CommitOffsets is (KIP-848 members, whose epochs are floe's).
+func (a *Agent) KafkaCommitOffsets(ctx context.Context, group, memberID string, memberEpoch int32, offsets []metadata.OffsetCommit) error {
+	err := a.meta.CommitOffsets(ctx, metadata.CommitOffsetsRequest{Group: group, MemberID: memberID, MemberEpoch: memberEpoch, Offsets: offsets})
+	if err != nil {
+		return toStatus(err)
+	}
+	a.grp.committed(group, memberID, offsets)
+	return nil
+}
+
+// KafkaGroupHeartbeat is a heartbeat of floe's group protocol (the one
+// gRPC consumers use), for Kafka's KIP-848 ConsumerGroupHeartbeat.
+func (a *Agent) KafkaGroupHeartbeat(ctx context.Context, req metadata.HeartbeatRequest) (metadata.HeartbeatResponse, error) {
+	resp, err := a.meta.Heartbeat(ctx, req)
+	return resp, toStatus(err)
 }
 
 // KafkaFetchOffsets returns a group's committed positions (all of them

@@ -9,7 +9,8 @@ import (
 	"github.com/floe-broker/floe/metadata"
 )
 
-// OffsetFetch: v1 to v8 (v8 asks for several groups at once).
+// OffsetFetch: v1 to v9 (v8 asks for several groups at once; v9's member
+// id and epoch are not checked).
 //
 // Positions are floe's group positions, whoever committed them (a Kafka
 // consumer, a gRPC consumer, `floe group reset`). A partition without a
@@ -17,7 +18,7 @@ import (
 // group. Deviations: RequireStable is met at once (no transactions, so no
 // pending offsets); leader epochs are -1.
 
-func init() { register(kmsg.OffsetFetch, 1, 8, async(offsetFetch)) }
+func init() { register(kmsg.OffsetFetch, 1, 9, async(offsetFetch)) }
 
 // wantedTopic is one topic an OffsetFetch asks for.
 type wantedTopic struct {

@@ -49,6 +49,8 @@ func errCode(err error) int16 {
 		return kerr.UnknownMemberID.Code
 	case agent.ReasonStaleMemberEpoch:
 		return kerr.IllegalGeneration.Code
+	case agent.ReasonNotPartitionOwner:
+		return kerr.StaleMemberEpoch.Code // heartbeat to learn the assignment
 	case "OFFSET_OUT_OF_RANGE":
 		return kerr.OffsetOutOfRange.Code
 	}

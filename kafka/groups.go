@@ -548,6 +548,18 @@ func (c *coordinator) commitCheck(groupName, memberID string, generation int32) 
 	return 0
 }
 
+// has reports whether memberID is a member of a classic group held here.
+func (c *coordinator) has(groupName, memberID string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	g, ok := c.groups[groupName]
+	if !ok {
+		return false
+	}
+	_, ok = g.members[memberID]
+	return ok
+}
+
 // groupView is a classic group as DescribeGroups and ListGroups show it.
 type groupView struct {
 	state, protocolType, protocol string

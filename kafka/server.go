@@ -29,7 +29,8 @@ type Backend interface {
 	KafkaWake(tps []metadata.TopicPartition) []<-chan struct{}
 	KafkaCreateTopic(ctx context.Context, name string, partitions int32, config map[string]string) (metadata.Topic, error)
 	KafkaDeleteTopic(ctx context.Context, name string) error
-	KafkaCommitOffsets(ctx context.Context, group string, offsets []metadata.OffsetCommit) error
+	KafkaCommitOffsets(ctx context.Context, group, memberID string, memberEpoch int32, offsets []metadata.OffsetCommit) error
+	KafkaGroupHeartbeat(ctx context.Context, req metadata.HeartbeatRequest) (metadata.HeartbeatResponse, error)
 	KafkaFetchOffsets(ctx context.Context, group string, partitions []metadata.TopicPartition) ([]metadata.CommittedOffset, error)
 	KafkaListGroups(ctx context.Context) ([]metadata.GroupListing, error)
 	KafkaDescribeGroup(ctx context.Context, group string) (metadata.GroupDescription, error)
@@ -49,6 +50,7 @@ type Server struct {
 	be     Backend
 	log    *slog.Logger
 	groups *coordinator  // classic-protocol groups (groups.go)
+	owned  *ownedCache   // KIP-848 members\' owned partitions (68_consumer_group_heartbeat.go)
 	slots  chan struct{} // one per open connection (MaxConnections)
 
 	mu    sync.Mutex // protects conns
@@ -68,6 +70,7 @@ func New(cfg Config, be Backend, opts Options) (*Server, error) {
 	}
 	s := &Server{cfg: cfg, be: be, log: opts.Logger, slots: make(chan struct{}, cfg.MaxConnections), conns: map[*conn]struct{}{}}
 	s.groups = newCoordinator(s)
+	s.owned = &ownedCache{m: map[memberKey][]metadata.TopicPartition{}, max: cfg.MaxGroups * 10}
 	return s, nil
 }
 

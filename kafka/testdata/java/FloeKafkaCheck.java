@@ -1,7 +1,8 @@
 // FloeKafkaCheck drives floe's Kafka listener with Apache Kafka's own Java
 // client (org.apache.kafka:kafka-clients 4.x): the admin client creates a
 // topic, idempotent producers send records with keys, headers and
-// timestamps with every compression codec, a classic consumer group of two
+// timestamps with every compression codec, a consumer group of two (the
+// classic protocol, or KIP-848's with group.protocol=consumer)
 // consumes and commits, a third member joins, more records are produced,
 // and every record must come back exactly as sent; then the group's
 // committed offsets must equal the log end, the admin client moves them
@@ -10,7 +11,7 @@
 //
 // Run by TestJavaClient (make test-kafka), as a single-file program:
 //
-//	java -cp <kafka-clients classpath> FloeKafkaCheck.java <bootstrap>
+//	java -cp <kafka-clients classpath> FloeKafkaCheck.java <bootstrap> [classic|consumer]
 //
 // It prints "OK <records>" and exits 0, or prints FAIL and exits 1.
 
@@ -44,8 +45,9 @@ import org.apache.kafka.common.serialization.StringDeserializer;
 import org.apache.kafka.common.serialization.StringSerializer;
 
 public class FloeKafkaCheck {
-    static final String TOPIC = "java-check";
-    static final String GROUP = "java-group";
+    static String PROTOCOL = "classic"; // group.protocol: classic or consumer (KIP-848)
+    static String TOPIC = "java-check";
+    static String GROUP = "java-group";
     static final int PARTITIONS = 6;
 
     static void check(boolean ok, String msg) {
@@ -73,11 +75,13 @@ public class FloeKafkaCheck {
             Properties cp = new Properties();
             cp.put("bootstrap.servers", bootstrap);
             cp.put("group.id", GROUP);
-            cp.put("group.protocol", "classic");
+            cp.put("group.protocol", PROTOCOL);
             cp.put("auto.offset.reset", "earliest");
             cp.put("enable.auto.commit", "false");
-            cp.put("heartbeat.interval.ms", "300");
-            cp.put("session.timeout.ms", "10000");
+            if (PROTOCOL.equals("classic")) { // the broker sets them for KIP-848 groups
+                cp.put("heartbeat.interval.ms", "300");
+                cp.put("session.timeout.ms", "10000");
+            }
             cp.put("key.deserializer", StringDeserializer.class.getName());
             cp.put("value.deserializer", StringDeserializer.class.getName());
             try (KafkaConsumer<String, String> c = new KafkaConsumer<>(cp)) {
@@ -144,6 +148,11 @@ public class FloeKafkaCheck {
 
     public static void main(String[] args) throws Exception {
         String bootstrap = args[0];
+        if (args.length > 1) {
+            PROTOCOL = args[1];
+            TOPIC = TOPIC + "-" + PROTOCOL;
+            GROUP = GROUP + "-" + PROTOCOL;
+        }
         Properties ap = new Properties();
         ap.put("bootstrap.servers", bootstrap);
         try (Admin admin = Admin.create(ap)) {
