@@ -41,12 +41,19 @@ type broker struct {
 // in-memory object store until the end of t.
 func startBroker(t testing.TB, mutate func(*kafka.Config)) *broker {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	meta, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "meta.db"))
+	meta, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "meta.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	store := objectstore.NewMemory()
+	t.Cleanup(func() { meta.Close() })
+	return startBrokerOn(t, meta, objectstore.NewMemory(), mutate)
+}
+
+// startBrokerOn runs an agent with a Kafka listener on the stores given
+// (the caller's: several brokers may share them) until the end of t.
+func startBrokerOn(t testing.TB, meta metadata.Store, store objectstore.Store, mutate func(*kafka.Config)) *broker {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
 	acfg, bcfg := agent.DefaultConfig(), batcher.DefaultConfig()
 	bcfg.Linger = 5 * time.Millisecond
 	acfg.PollInterval = 200 * time.Millisecond
@@ -97,7 +104,6 @@ func startBroker(t testing.TB, mutate func(*kafka.Config)) *broker {
 		gs.Stop()
 		_ = b.Close(context.Background())
 		wg.Wait()
-		meta.Close()
 	})
 	return &broker{addr: klis.Addr().String(), c: c, meta: meta, srv: srv}
 }
