@@ -2,7 +2,7 @@ GO ?= go
 TOOLS := $(CURDIR)/.tools
 export PATH := $(TOOLS):$(PATH)
 
-.PHONY: all build run test test-deploy test-engines bench bench-report proto tools clean
+.PHONY: all build run test test-deploy test-engines test-kafka bench bench-report proto tools clean
 
 all: build
 
@@ -41,6 +41,15 @@ $(TOOLS)/helm:
 test: tools
 	CI=$${CI:-} $(GO) test -count=1 -timeout 25m ./...
 	$(MAKE) test-deploy
+
+# Kafka clients other than Go's against the Kafka listener: Apache Kafka's
+# Java client (kafka/testdata/java/pom.xml's version, from Maven Central,
+# cached in ~/.cache/floe/m2), run with Java 17. franz-go and sarama run in
+# make test.
+KAFKA_M2 ?= $(HOME)/.cache/floe/m2
+test-kafka:
+	mvn -q -f kafka/testdata/java/pom.xml -Dmaven.repo.local=$(KAFKA_M2) dependency:build-classpath -Dmdep.outputFile=$(KAFKA_M2)/floe-kafka-java.cp
+	FLOE_KAFKA_JAVA_CP=$$(cat $(KAFKA_M2)/floe-kafka-java.cp) CI=$${CI:-} $(GO) test -tags kafkajava -count=1 -timeout 10m -run 'TestJavaClient' ./kafka/
 
 # The Dockerfile, the Helm chart and the compose file, checked statically
 # (no container engine or cluster needed).

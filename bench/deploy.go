@@ -75,7 +75,7 @@ func (d *Deployment) agentArgs(i int) []string {
 }
 
 func (d *Deployment) commonArgs(grpc, metrics string) []string {
-	return []string{"-listen", grpc, "-metrics-listen", metrics,
+	return []string{"-listen", grpc, "-metrics-listen", metrics, "-kafka-listen", "127.0.0.1:0",
 		"-linger", d.cfg.Linger.String(), "-max-file-bytes", strconv.Itoa(d.cfg.MaxFileBytes),
 		"-max-buffered-bytes", strconv.FormatInt(d.cfg.MaxBufferedBytes, 10),
 		"-cache-bytes", strconv.FormatInt(d.cfg.CacheBytes, 10), "-log-level", "warn"}

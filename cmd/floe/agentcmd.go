@@ -13,6 +13,7 @@ import (
 
 	"github.com/floe-broker/floe/agent"
 	"github.com/floe-broker/floe/batcher"
+	"github.com/floe-broker/floe/kafka"
 	"github.com/floe-broker/floe/metadata"
 	"github.com/floe-broker/floe/metadata/postgres"
 	"github.com/floe-broker/floe/objectstore"
@@ -30,8 +31,13 @@ func serverConfigOf(c Config, stderr io.Writer) serverConfig {
 		HTTP: httpLimits{ReadHeaderTimeout: c.Server.HTTPReadHeaderTimeout, WriteTimeout: c.Server.HTTPWriteTimeout,
 			IdleTimeout: c.Server.HTTPIdleTimeout, MaxInFlight: c.Server.HTTPMaxInFlight},
 		Batcher: batcher.DefaultConfig(), Agent: agent.DefaultConfig(),
-		Logger: c.logger(stderr),
+		Logger:    c.logger(stderr),
+		KafkaAddr: c.Kafka.Listen, Kafka: kafka.DefaultConfig(),
 	}
+	k := c.Kafka
+	sc.Kafka.AdvertisedHost, sc.Kafka.AdvertisedPort = k.AdvertisedHost, int32(k.AdvertisedPort)
+	sc.Kafka.MaxFrameBytes, sc.Kafka.MaxConnections, sc.Kafka.MaxInFlight = k.MaxFrameBytes, k.MaxConnections, k.MaxInFlight
+	sc.Kafka.MaxBufferedBytes = k.MaxBufferedBytes
 	b, a := c.Batcher, c.Agent
 	sc.Batcher.Linger = b.Linger
 	sc.Batcher.MaxFileBytes = b.MaxFileBytes

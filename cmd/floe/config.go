@@ -13,6 +13,7 @@ import (
 	"github.com/floe-broker/floe/agent"
 	"github.com/floe-broker/floe/batcher"
 	"github.com/floe-broker/floe/compactor"
+	"github.com/floe-broker/floe/kafka"
 	"github.com/floe-broker/floe/objectstore/s3store"
 )
 
@@ -29,6 +30,7 @@ type Config struct {
 	Log       LogSettings       `yaml:"log"`
 	Batcher   BatcherSettings   `yaml:"batcher"`
 	Agent     AgentSettings     `yaml:"agent"`
+	Kafka     KafkaSettings     `yaml:"kafka"`
 	Postgres  PostgresSettings  `yaml:"postgres"`
 	S3        S3Settings        `yaml:"s3"`
 	Dev       DevSettings       `yaml:"dev"`
@@ -84,6 +86,17 @@ type AgentSettings struct {
 	ReplayMinLagRecords  int64 `yaml:"replay_min_lag_records" flag:"replay-min-lag-records" check:"positive" help:"a group reader at least this many records behind the head reads through the replay budget"`
 }
 
+// KafkaSettings are the Kafka protocol listener's (package kafka).
+type KafkaSettings struct {
+	Listen           string `yaml:"listen" flag:"kafka-listen" help:"Kafka protocol listen address; empty: no Kafka listener (floe dev: 127.0.0.1:9092)"`
+	AdvertisedHost   string `yaml:"advertised_host" flag:"kafka-advertised-host" help:"host Kafka clients are told to connect to (a Service's name for pods behind it; empty: the address the client connected to)"`
+	AdvertisedPort   int    `yaml:"advertised_port" flag:"kafka-advertised-port" check:"nonneg" help:"port Kafka clients are told to connect to (0: the port the client connected to)"`
+	MaxFrameBytes    int    `yaml:"max_frame_bytes" flag:"kafka-max-frame-bytes" check:"positive" help:"largest Kafka request frame; a larger one closes its connection before anything is read into memory (at least 1024)"`
+	MaxConnections   int    `yaml:"max_connections" flag:"kafka-max-connections" check:"positive" help:"open Kafka client connections; past it new ones are closed at once"`
+	MaxInFlight      int    `yaml:"max_in_flight" flag:"kafka-max-in-flight" check:"positive" help:"unanswered requests per Kafka connection; past it the agent stops reading the connection"`
+	MaxBufferedBytes int64  `yaml:"max_buffered_bytes" flag:"kafka-max-buffered-bytes" check:"positive" help:"request bytes one Kafka connection holds unanswered; past it the agent stops reading the connection (at least max_frame_bytes)"`
+}
+
 // PostgresSettings locate the metadata store of agent and compactor.
 type PostgresSettings struct {
 	URL string `yaml:"url" flag:"postgres-url" secret:"url" help:"PostgreSQL URL (required; its password is masked by floe config print)"`
@@ -124,15 +137,15 @@ type CompactorSettings struct {
 
 // Server commands and the sections each reads.
 var commandSections = map[string][]string{
-	"agent":     {"server", "log", "batcher", "agent", "postgres", "s3"},
-	"dev":       {"server", "log", "batcher", "agent", "dev", "compactor", "iceberg"},
+	"agent":     {"server", "log", "batcher", "agent", "kafka", "postgres", "s3"},
+	"dev":       {"server", "log", "batcher", "agent", "kafka", "dev", "compactor", "iceberg"},
 	"compactor": {"log", "postgres", "s3", "compactor", "iceberg"},
 }
 
 // DefaultServerConfig returns the defaults of command (agent, dev or
 // compactor): the packages' own defaults, and local addresses for dev.
 func DefaultServerConfig(command string) Config {
-	bd, ad, cd, sd := batcher.DefaultConfig(), agent.DefaultConfig(), compactor.DefaultConfig(), s3store.DefaultConfig()
+	bd, ad, cd, sd, kd := batcher.DefaultConfig(), agent.DefaultConfig(), compactor.DefaultConfig(), s3store.DefaultConfig(), kafka.DefaultConfig()
 	c := Config{
 		Server: ServerSettings{Listen: ":7070", MetricsListen: ":7071", ReadyInterval: 2 * time.Second, DrainTimeout: 15 * time.Second,
 			HTTPReadHeaderTimeout: defaultHTTPLimits.ReadHeaderTimeout, HTTPWriteTimeout: defaultHTTPLimits.WriteTimeout,
@@ -143,6 +156,8 @@ func DefaultServerConfig(command string) Config {
 		Agent: AgentSettings{CacheBytes: ad.CacheBytes, MaxRecordBytes: ad.MaxRecordBytes, MaxFetchBytes: ad.MaxFetchBytes,
 			MaxFetchRecords: ad.MaxFetchRecords, MaxLoadingBytes: ad.MaxLoadingBytes, ReadaheadBytes: ad.ReadaheadBytes,
 			ReplayBytesPerSecond: ad.ReplayBytesPerSecond, ReplayMinLagRecords: ad.ReplayMinLagRecords},
+		Kafka: KafkaSettings{Listen: ":9092", MaxFrameBytes: kd.MaxFrameBytes, MaxConnections: kd.MaxConnections,
+			MaxInFlight: kd.MaxInFlight, MaxBufferedBytes: kd.MaxBufferedBytes},
 		S3:  S3Settings{Region: sd.Region},
 		Dev: DevSettings{Data: "./data"},
 		Compactor: CompactorSettings{MetricsListen: ":7072", Interval: cd.Interval, LeaseTTL: cd.LeaseTTL, Grace: cd.Grace,
@@ -152,6 +167,7 @@ func DefaultServerConfig(command string) Config {
 	}
 	if command == "dev" {
 		c.Server.Listen, c.Server.MetricsListen = devGRPCAddr, devMetricsAddr
+		c.Kafka.Listen = devKafkaAddr
 	}
 	return c
 }

@@ -20,6 +20,7 @@ import (
 const (
 	devGRPCAddr    = "127.0.0.1:7070"
 	devMetricsAddr = "127.0.0.1:7071"
+	devKafkaAddr   = "127.0.0.1:9092"
 )
 
 func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error {

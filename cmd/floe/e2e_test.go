@@ -42,6 +42,8 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	defer os.RemoveAll(dir)
+	// Every server these tests start takes a free Kafka port, not 9092.
+	os.Setenv("FLOE_KAFKA_LISTEN", "127.0.0.1:0")
 	testenv.Main(m)
 }
 

@@ -25,6 +25,7 @@ import (
 	"github.com/floe-broker/floe/batcher"
 	"github.com/floe-broker/floe/console"
 	"github.com/floe-broker/floe/iceberg"
+	"github.com/floe-broker/floe/kafka"
 	"github.com/floe-broker/floe/metadata"
 	"github.com/floe-broker/floe/objectstore"
 )
@@ -35,7 +36,11 @@ type serverConfig struct {
 	MetricsAddr string
 	Batcher     batcher.Config
 	Agent       agent.Config
-	Logger      *slog.Logger
+	// KafkaAddr is the Kafka listener's address ("": none); Kafka its
+	// settings (kafka.go).
+	KafkaAddr string
+	Kafka     kafka.Config
+	Logger    *slog.Logger
 	// FailFast ends the start at the first store that does not answer,
 	// instead of waiting for it.
 	FailFast bool
@@ -246,8 +251,13 @@ func runServing(ctx context.Context, sc serverConfig, meta metadata.Store, store
 		}
 		defer stopBackground()
 	}
+	stopKafka, err := startKafka(sc, ag, log)
+	if err != nil {
+		_ = b.Close(context.Background())
+		return errors.Join(err, stopGRPC(nil, 5*time.Second))
+	}
 	late.set(ag)
-	log.Info("floe agent serving", "grpc", grpcAddr, "metrics", metricsAddr)
+	log.Info("floe agent serving", "grpc", grpcAddr, "metrics", metricsAddr, "kafka", sc.KafkaAddr)
 
 	runCtx, cancelRun := context.WithCancel(context.Background())
 	defer cancelRun()
@@ -274,9 +284,11 @@ func runServing(ctx context.Context, sc serverConfig, meta metadata.Store, store
 		defer cancel()
 		return b.Close(closeCtx)
 	}
+	kafkaDone := stopKafka() // closes Kafka connections; appended produces commit in the flush
 	serr := stopGRPC(flush, 2*time.Second)
+	kerr := <-kafkaDone
 	cancelRun()
 	gerr := g.Wait()
 	log.Info("floe agent stopped")
-	return errors.Join(serr, gerr)
+	return errors.Join(serr, kerr, gerr)
 }

@@ -1,0 +1,51 @@
+package kafka
+
+import (
+	"context"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// JoinGroup: v0 to v9.
+//
+// Kafka's classic join (groups.go): v4+ members without an id get
+// MEMBER_ID_REQUIRED and a new id to rejoin with; static members
+// (group.instance.id, v5+) take over their previous id. The answer waits
+// until every member has rejoined or the longest rebalance timeout has
+// passed. Deviations: a member's rejoin always starts a rebalance (Kafka
+// answers a follower whose metadata did not change at once); the leader
+// is always given every member (SkipAssignment is never set).
+
+func init() { register(kmsg.JoinGroup, 0, 9, async(joinGroup)) }
+
+func joinGroup(ctx context.Context, s *Server, cc *conn, req *kmsg.JoinGroupRequest) kmsg.Response {
+	resp := req.ResponseKind().(*kmsg.JoinGroupResponse)
+	rebalance := time.Duration(req.RebalanceTimeoutMillis) * time.Millisecond
+	if req.Version == 0 {
+		rebalance = time.Duration(req.SessionTimeoutMillis) * time.Millisecond
+	}
+	ch, now := s.groups.join(joinRequest{
+		group: req.Group, memberID: req.MemberID, protocolType: req.ProtocolType, instanceID: req.InstanceID,
+		clientID: cc.clientIDNow(), host: cc.remoteHost(), protocols: req.Protocols,
+		session: time.Duration(req.SessionTimeoutMillis) * time.Millisecond, rebalance: rebalance,
+		requireKnownID: req.Version >= 4,
+	})
+	r := now
+	if ch != nil {
+		select {
+		case r = <-ch:
+		case <-ctx.Done():
+			r = joinResult{code: kerr.RebalanceInProgress.Code, memberID: req.MemberID}
+		}
+	}
+	resp.ErrorCode, resp.MemberID = r.code, r.memberID
+	resp.Generation = -1
+	if r.code == 0 {
+		pt, p := req.ProtocolType, r.protocol
+		resp.Generation, resp.ProtocolType, resp.Protocol = r.generation, &pt, &p
+		resp.LeaderID, resp.Members = r.leader, r.members
+	}
+	return resp
+}

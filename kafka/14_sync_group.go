@@ -1,0 +1,30 @@
+package kafka
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// SyncGroup: v0 to v5.
+//
+// The leader's SyncGroup carries every member's assignment; the others
+// wait for it. A member of a stable group gets its assignment at once.
+
+func init() { register(kmsg.SyncGroup, 0, 5, async(syncGroup)) }
+
+func syncGroup(ctx context.Context, s *Server, _ *conn, req *kmsg.SyncGroupRequest) kmsg.Response {
+	resp := req.ResponseKind().(*kmsg.SyncGroupResponse)
+	ch, r := s.groups.sync(req.Group, req.MemberID, req.Generation, req.GroupAssignment)
+	if ch != nil {
+		select {
+		case r = <-ch:
+		case <-ctx.Done():
+			r = syncResult{code: kerr.RebalanceInProgress.Code}
+		}
+	}
+	resp.ErrorCode, resp.MemberAssignment = r.code, r.assignment
+	resp.ProtocolType, resp.Protocol = req.ProtocolType, req.Protocol
+	return resp
+}

@@ -1,0 +1,89 @@
+package kafka
+
+import (
+	"fmt"
+	"time"
+)
+
+// Config holds the Kafka listener's settings and limits.
+type Config struct {
+	// AdvertisedHost and AdvertisedPort are the address Metadata gives
+	// clients for this broker (pods behind a Service advertise the
+	// Service's). Empty host / zero port: the address the client connected
+	// to.
+	AdvertisedHost string
+	AdvertisedPort int32
+	// NodeID is the broker id every agent presents (the same on all
+	// agents: each is the leader of every partition).
+	NodeID int32
+	// ClusterID is the cluster id Metadata and DescribeCluster report.
+	ClusterID string
+	// MaxFrameBytes bounds one request frame; a larger size prefix closes
+	// the connection before anything is allocated.
+	MaxFrameBytes int
+	// MaxConnections bounds open client connections; past it new ones
+	// are closed at once.
+	MaxConnections int
+	// MaxInFlight bounds the unanswered requests of one connection.
+	MaxInFlight int
+	// MaxBufferedBytes bounds the request bytes one connection holds read
+	// but not yet answered (at least MaxFrameBytes).
+	MaxBufferedBytes int64
+	// WriteTimeout bounds writing one response; a client that does not
+	// read for that long is disconnected.
+	WriteTimeout time.Duration
+	// MinSessionTimeout and MaxSessionTimeout bound the session timeouts
+	// classic-protocol group members may ask for (Kafka's
+	// group.min/max.session.timeout.ms).
+	MinSessionTimeout, MaxSessionTimeout time.Duration
+	// InitialRebalanceDelay is how long the first join of an empty group
+	// waits for more members (Kafka's group.initial.rebalance.delay.ms).
+	InitialRebalanceDelay time.Duration
+	// MaxGroups bounds the classic-protocol groups held in memory.
+	MaxGroups int
+	// MaxGroupMembers bounds the members of one classic-protocol group.
+	MaxGroupMembers int
+}
+
+// DefaultConfig returns production defaults.
+func DefaultConfig() Config {
+	return Config{
+		ClusterID:             "floe",
+		MaxFrameBytes:         16 << 20,
+		MaxConnections:        4096,
+		MaxInFlight:           16,
+		MaxBufferedBytes:      32 << 20,
+		WriteTimeout:          60 * time.Second,
+		MinSessionTimeout:     6 * time.Second,
+		MaxSessionTimeout:     30 * time.Minute,
+		InitialRebalanceDelay: 0,
+		MaxGroups:             10000,
+		MaxGroupMembers:       1000,
+	}
+}
+
+func (c Config) validate() error {
+	switch {
+	case c.MaxFrameBytes < 1024:
+		return fmt.Errorf("kafka: config MaxFrameBytes %d must be at least 1024", c.MaxFrameBytes)
+	case c.MaxConnections <= 0:
+		return fmt.Errorf("kafka: config MaxConnections %d must be positive", c.MaxConnections)
+	case c.MaxInFlight <= 0:
+		return fmt.Errorf("kafka: config MaxInFlight %d must be positive", c.MaxInFlight)
+	case c.MaxBufferedBytes < int64(c.MaxFrameBytes):
+		return fmt.Errorf("kafka: config MaxBufferedBytes %d must be at least MaxFrameBytes (%d)", c.MaxBufferedBytes, c.MaxFrameBytes)
+	case c.WriteTimeout <= 0:
+		return fmt.Errorf("kafka: config WriteTimeout %v must be positive", c.WriteTimeout)
+	case c.MinSessionTimeout <= 0 || c.MaxSessionTimeout < c.MinSessionTimeout:
+		return fmt.Errorf("kafka: config MinSessionTimeout %v and MaxSessionTimeout %v must be positive and ordered", c.MinSessionTimeout, c.MaxSessionTimeout)
+	case c.InitialRebalanceDelay < 0:
+		return fmt.Errorf("kafka: config InitialRebalanceDelay %v must not be negative", c.InitialRebalanceDelay)
+	case c.MaxGroups <= 0:
+		return fmt.Errorf("kafka: config MaxGroups %d must be positive", c.MaxGroups)
+	case c.MaxGroupMembers <= 0:
+		return fmt.Errorf("kafka: config MaxGroupMembers %d must be positive", c.MaxGroupMembers)
+	case c.AdvertisedPort < 0:
+		return fmt.Errorf("kafka: config AdvertisedPort %d must not be negative", c.AdvertisedPort)
+	}
+	return nil
+}

@@ -1,0 +1,600 @@
+package kafka
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"slices"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// The classic group protocol (JoinGroup, SyncGroup, Heartbeat,
+// LeaveGroup): the coordinator keeps each group's members, generation and
+// the leader's assignment, as Apache Kafka's group coordinator does, and
+// the client-side assignors (range, round-robin, sticky, cooperative
+// sticky) work unchanged. Committed offsets are not kept here: they are
+// floe's group positions in the metadata store (08_offset_commit.go), one
+// state with the gRPC groups.
+//
+// Membership is held in this agent's memory: a group whose members all
+// left is forgotten (its positions stay in the store). Members of one
+// classic group must talk to the same agent (FindCoordinator answers
+// "this agent"); after an agent restart the members rejoin (their next
+// heartbeat gets UNKNOWN_MEMBER_ID) and carry on from the committed
+// positions.
+//
+// States, as Kafka names them: Empty (no member, only pending ids),
+// PreparingRebalance (waiting for every member to rejoin, bounded by the
+// longest rebalance timeout; those that do not are removed),
+// CompletingRebalance (joined: waiting for the leader's SyncGroup), Stable.
+
+// groupState is a classic group's state.
+type groupState int
+
+const (
+	stateEmpty groupState = iota
+	statePreparing
+	stateCompleting
+	stateStable
+)
+
+func (s groupState) String() string {
+	return [...]string{"Empty", "PreparingRebalance", "CompletingRebalance", "Stable"}[s]
+}
+
+// joinResult is what a JoinGroup waiter is answered.
+type joinResult struct {
+	code       int16
+	generation int32
+	protocol   string
+	leader     string
+	memberID   string
+	members    []kmsg.JoinGroupResponseMember // the leader's only
+}
+
+// syncResult is what a SyncGroup waiter is answered.
+type syncResult struct {
+	code       int16
+	assignment []byte
+}
+
+// member is one classic group member.
+type member struct {
+	id               string
+	instanceID       *string
+	clientID, host   string
+	protocols        []kmsg.JoinGroupRequestProtocol
+	sessionTimeout   time.Duration
+	rebalanceTimeout time.Duration
+	lastSeen         time.Time
+	assignment       []byte
+	joined           bool            // rejoined during the current rebalance
+	join             chan joinResult // a JoinGroup waiting, or nil
+	sync             chan syncResult // a SyncGroup waiting, or nil
+}
+
+// group is one classic group.
+type group struct {
+	name         string
+	state        groupState
+	generation   int32
+	protocolType string
+	protocol     string
+	leader       string
+	members      map[string]*member
+	pending      map[string]time.Time // member ids handed out by MEMBER_ID_REQUIRED, until when
+	deadline     time.Time            // end of the current PreparingRebalance
+}
+
+// coordinator holds the classic groups of this agent.
+type coordinator struct {
+	s *Server
+
+	mu     sync.Mutex // protects groups and every group and member in it
+	groups map[string]*group
+}
+
+func newCoordinator(s *Server) *coordinator {
+	return &coordinator{s: s, groups: map[string]*group{}}
+}
+
+// groupTick is how often rebalance deadlines and sessions are checked.
+const groupTick = 100 * time.Millisecond
+
+// run checks deadlines and sessions until ctx ends. Each pass looks at
+// the groups held, which are only those with members or pending ids.
+func (c *coordinator) run(ctx context.Context) {
+	t := time.NewTicker(groupTick)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			c.mu.Lock()
+			for _, g := range c.groups {
+				for _, m := range g.members {
+					c.failWaiters(m, kerr.NotCoordinator.Code)
+				}
+			}
+			c.mu.Unlock()
+			return
+		case now := <-t.C:
+			c.mu.Lock()
+			for _, g := range c.groups {
+				c.tick(g, now)
+			}
+			c.mu.Unlock()
+		}
+	}
+}
+
+// tick expires members and pending ids and ends a rebalance past its
+// deadline. Locked.
+func (c *coordinator) tick(g *group, now time.Time) {
+	for id, until := range g.pending {
+		if now.After(until) {
+			delete(g.pending, id)
+		}
+	}
+	expired := false
+	for id, m := range g.members {
+		// A member waiting in JoinGroup or SyncGroup, or one that has to
+		// rejoin (it stops heartbeating while it gives its partitions up),
+		// is bounded by the rebalance timeout, not by its session.
+		if g.state != statePreparing && m.join == nil && m.sync == nil && now.Sub(m.lastSeen) > m.sessionTimeout {
+			c.s.log.Info("kafka: group member session expired", "group", g.name, "member", id, "client", m.clientID)
+			delete(g.members, id)
+			expired = true
+		}
+	}
+	switch {
+	case g.state == statePreparing && !now.Before(g.deadline):
+		c.completeJoin(g)
+	case expired:
+		c.rebalance(g, now)
+	}
+	c.forgetIfIdle(g)
+}
+
+// forgetIfIdle drops a group with neither members nor pending ids. Locked.
+func (c *coordinator) forgetIfIdle(g *group) {
+	if len(g.members) == 0 && len(g.pending) == 0 {
+		delete(c.groups, g.name)
+	}
+}
+
+// failWaiters answers m's waiting calls with code. Locked.
+func (c *coordinator) failWaiters(m *member, code int16) {
+	if m.join != nil {
+		m.join <- joinResult{code: code, memberID: m.id, generation: -1}
+		m.join = nil
+	}
+	if m.sync != nil {
+		m.sync <- syncResult{code: code}
+		m.sync = nil
+	}
+}
+
+// rebalance starts a PreparingRebalance (or, without members, empties
+// the group). Locked.
+func (c *coordinator) rebalance(g *group, now time.Time) {
+	if len(g.members) == 0 {
+		g.state, g.leader, g.protocol = stateEmpty, "", ""
+		g.generation++
+		return
+	}
+	wasEmpty := g.state == stateEmpty
+	g.state = statePreparing
+	var longest time.Duration
+	for _, m := range g.members {
+		m.joined = m.join != nil
+		if m.sync != nil {
+			m.sync <- syncResult{code: kerr.RebalanceInProgress.Code}
+			m.sync = nil
+		}
+		longest = max(longest, m.rebalanceTimeout)
+	}
+	g.deadline = now.Add(longest)
+	if wasEmpty && c.s.cfg.InitialRebalanceDelay > 0 {
+		g.deadline = now.Add(min(longest, c.s.cfg.InitialRebalanceDelay))
+	}
+}
+
+// maybeComplete completes the join once every member has rejoined (and
+// the initial delay of a new group has passed). Locked.
+func (c *coordinator) maybeComplete(g *group, wasEmpty bool) {
+	if g.state != statePreparing || (wasEmpty && c.s.cfg.InitialRebalanceDelay > 0) {
+		return
+	}
+	for _, m := range g.members {
+		if !m.joined {
+			return
+		}
+	}
+	c.completeJoin(g)
+}
+
+// completeJoin ends a PreparingRebalance: members that did not rejoin are
+// removed, the generation is bumped, a protocol every member supports is
+// chosen and every waiting JoinGroup is answered (the leader with the
+// members). Locked.
+func (c *coordinator) completeJoin(g *group) {
+	for id, m := range g.members {
+		if !m.joined {
+			c.s.log.Info("kafka: group member removed: did not rejoin in time", "group", g.name, "member", id)
+			c.failWaiters(m, kerr.UnknownMemberID.Code)
+			delete(g.members, id)
+		}
+	}
+	g.generation++
+	if len(g.members) == 0 {
+		g.state, g.leader, g.protocol = stateEmpty, "", ""
+		return
+	}
+	if _, ok := g.members[g.leader]; !ok {
+		ids := make([]string, 0, len(g.members))
+		for id := range g.members {
+			ids = append(ids, id)
+		}
+		sort.Strings(ids)
+		g.leader = ids[0]
+	}
+	g.protocol = chooseProtocol(g)
+	g.state = stateCompleting
+	c.s.log.Debug("kafka: group joined", "group", g.name, "generation", g.generation, "members", len(g.members), "leader", g.leader, "protocol", g.protocol)
+	var all []kmsg.JoinGroupResponseMember
+	for _, m := range g.members {
+		jm := kmsg.NewJoinGroupResponseMember()
+		jm.MemberID, jm.InstanceID = m.id, m.instanceID
+		jm.ProtocolMetadata = protocolMetadata(m, g.protocol)
+		all = append(all, jm)
+	}
+	sort.Slice(all, func(i, j int) bool { return all[i].MemberID < all[j].MemberID })
+	for _, m := range g.members {
+		m.assignment = nil
+		m.joined = false
+		if m.join == nil {
+			continue
+		}
+		r := joinResult{generation: g.generation, protocol: g.protocol, leader: g.leader, memberID: m.id}
+		if m.id == g.leader {
+			r.members = all
+		}
+		m.join <- r
+		m.join = nil
+		m.lastSeen = time.Now()
+	}
+}
+
+// chooseProtocol is the leader's first protocol that every member
+// supports (join refuses members that share none with the group).
+func chooseProtocol(g *group) string {
+	for _, p := range g.members[g.leader].protocols {
+		ok := true
+		for _, m := range g.members {
+			if !supports(m, p.Name) {
+				ok = false
+				break
+			}
+		}
+		if ok {
+			return p.Name
+		}
+	}
+	return g.members[g.leader].protocols[0].Name
+}
+
+func supports(m *member, protocol string) bool {
+	return slices.ContainsFunc(m.protocols, func(p kmsg.JoinGroupRequestProtocol) bool { return p.Name == protocol })
+}
+
+func protocolMetadata(m *member, protocol string) []byte {
+	for _, p := range m.protocols {
+		if p.Name == protocol {
+			return p.Metadata
+		}
+	}
+	return nil
+}
+
+// newMemberID is a fresh member id: the client id and a random suffix,
+// as Kafka makes them.
+func newMemberID(clientID string) string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	if len(clientID) > 64 {
+		clientID = clientID[:64]
+	}
+	return clientID + "-" + hex.EncodeToString(b[:])
+}
+
+// joinRequest is a JoinGroup as the coordinator sees it.
+type joinRequest struct {
+	group, memberID, protocolType string
+	instanceID                    *string
+	clientID, host                string
+	protocols                     []kmsg.JoinGroupRequestProtocol
+	session, rebalance            time.Duration
+	requireKnownID                bool // v4+: an empty member id gets MEMBER_ID_REQUIRED
+}
+
+// join adds or refreshes a member and starts (or joins) a rebalance. It
+// returns the channel the answer comes on, or an immediate answer.
+func (c *coordinator) join(r joinRequest) (<-chan joinResult, joinResult) {
+	switch {
+	case r.group == "":
+		return nil, joinResult{code: kerr.InvalidGroupID.Code}
+	case r.session < c.s.cfg.MinSessionTimeout || r.session > c.s.cfg.MaxSessionTimeout:
+		return nil, joinResult{code: kerr.InvalidSessionTimeout.Code, memberID: r.memberID}
+	case r.protocolType == "" || len(r.protocols) == 0:
+		return nil, joinResult{code: kerr.InconsistentGroupProtocol.Code, memberID: r.memberID}
+	}
+	now := time.Now()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	g, ok := c.groups[r.group]
+	if !ok {
+		if len(c.groups) >= c.s.cfg.MaxGroups {
+			return nil, joinResult{code: kerr.CoordinatorNotAvailable.Code, memberID: r.memberID}
+		}
+		g = &group{name: r.group, members: map[string]*member{}, pending: map[string]time.Time{}}
+		c.groups[r.group] = g
+	}
+	if len(g.members) > 0 && g.protocolType != r.protocolType {
+		return nil, joinResult{code: kerr.InconsistentGroupProtocol.Code, memberID: r.memberID}
+	}
+	for _, m := range g.members {
+		if m.id != r.memberID && !slices.ContainsFunc(r.protocols, func(p kmsg.JoinGroupRequestProtocol) bool { return supports(m, p.Name) }) {
+			return nil, joinResult{code: kerr.InconsistentGroupProtocol.Code, memberID: r.memberID}
+		}
+	}
+	// A static member (group.instance.id) takes over its previous id.
+	if r.instanceID != nil {
+		for id, m := range g.members {
+			if m.instanceID != nil && *m.instanceID == *r.instanceID && id != r.memberID {
+				c.failWaiters(m, kerr.FencedInstanceID.Code)
+				delete(g.members, id)
+				if g.leader == id {
+					g.leader = ""
+				}
+			}
+		}
+	}
+	m, known := g.members[r.memberID]
+	switch {
+	case known:
+	case r.memberID == "":
+		id := newMemberID(r.clientID)
+		if r.requireKnownID && r.instanceID == nil {
+			g.pending[id] = now.Add(r.session)
+			return nil, joinResult{code: kerr.MemberIDRequired.Code, memberID: id}
+		}
+		r.memberID = id
+	default:
+		if _, ok := g.pending[r.memberID]; !ok && r.instanceID == nil {
+			c.forgetIfIdle(g)
+			return nil, joinResult{code: kerr.UnknownMemberID.Code, memberID: r.memberID}
+		}
+		delete(g.pending, r.memberID)
+	}
+	if !known {
+		if len(g.members) >= c.s.cfg.MaxGroupMembers {
+			c.forgetIfIdle(g)
+			return nil, joinResult{code: kerr.GroupMaxSizeReached.Code, memberID: r.memberID}
+		}
+		m = &member{id: r.memberID}
+		g.members[m.id] = m
+	}
+	g.protocolType = r.protocolType
+	m.instanceID, m.clientID, m.host = r.instanceID, r.clientID, r.host
+	m.protocols, m.sessionTimeout, m.rebalanceTimeout = r.protocols, r.session, r.rebalance
+	m.lastSeen = now
+	if m.join != nil { // a previous join of this member still waits
+		m.join <- joinResult{code: kerr.RebalanceInProgress.Code, memberID: m.id, generation: -1}
+	}
+	ch := make(chan joinResult, 1)
+	m.join = ch
+	wasEmpty := g.state == stateEmpty
+	if g.state != statePreparing {
+		c.rebalance(g, now)
+	}
+	m.joined = true
+	c.maybeComplete(g, wasEmpty)
+	return ch, joinResult{}
+}
+
+// sync records the leader's assignment or waits for it.
+func (c *coordinator) sync(groupName, memberID string, generation int32, assignments []kmsg.SyncGroupRequestGroupAssignment) (<-chan syncResult, syncResult) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	g, m, code := c.lookup(groupName, memberID, generation)
+	if code != 0 {
+		return nil, syncResult{code: code}
+	}
+	m.lastSeen = time.Now()
+	switch g.state {
+	case statePreparing:
+		return nil, syncResult{code: kerr.RebalanceInProgress.Code}
+	case stateStable:
+		return nil, syncResult{assignment: m.assignment}
+	}
+	if m.sync != nil {
+		m.sync <- syncResult{code: kerr.RebalanceInProgress.Code}
+		m.sync = nil
+	}
+	if memberID != g.leader {
+		ch := make(chan syncResult, 1)
+		m.sync = ch
+		return ch, syncResult{}
+	}
+	for _, a := range assignments {
+		if am, ok := g.members[a.MemberID]; ok {
+			am.assignment = a.MemberAssignment
+		}
+	}
+	g.state = stateStable
+	for _, om := range g.members {
+		if om.sync != nil {
+			om.sync <- syncResult{assignment: om.assignment}
+			om.sync = nil
+		}
+	}
+	return nil, syncResult{assignment: m.assignment}
+}
+
+// lookup finds a member of the current generation. Locked.
+func (c *coordinator) lookup(groupName, memberID string, generation int32) (*group, *member, int16) {
+	g, ok := c.groups[groupName]
+	if !ok {
+		return nil, nil, kerr.UnknownMemberID.Code
+	}
+	m, ok := g.members[memberID]
+	if !ok {
+		return g, nil, kerr.UnknownMemberID.Code
+	}
+	if generation != g.generation {
+		return g, m, kerr.IllegalGeneration.Code
+	}
+	return g, m, 0
+}
+
+// heartbeat keeps a member's session and tells it of a rebalance.
+func (c *coordinator) heartbeat(groupName, memberID string, generation int32) int16 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	g, m, code := c.lookup(groupName, memberID, generation)
+	if m != nil {
+		m.lastSeen = time.Now()
+	}
+	if code != 0 {
+		return code
+	}
+	if g.state == statePreparing {
+		return kerr.RebalanceInProgress.Code
+	}
+	return 0
+}
+
+// leave removes members (by id, or by instance id when id is empty).
+func (c *coordinator) leave(groupName string, ids []string, instances []*string) []int16 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	codes := make([]int16, len(ids))
+	g, ok := c.groups[groupName]
+	if !ok {
+		for i := range codes {
+			codes[i] = kerr.UnknownMemberID.Code
+		}
+		return codes
+	}
+	removed := false
+	for i, id := range ids {
+		if id == "" && instances[i] != nil {
+			for mid, m := range g.members {
+				if m.instanceID != nil && *m.instanceID == *instances[i] {
+					id = mid
+				}
+			}
+		}
+		m, ok := g.members[id]
+		if !ok {
+			codes[i] = kerr.UnknownMemberID.Code
+			continue
+		}
+		c.failWaiters(m, kerr.UnknownMemberID.Code)
+		delete(g.members, id)
+		removed = true
+	}
+	if removed {
+		if g.state == statePreparing {
+			c.maybeComplete(g, false)
+			if len(g.members) == 0 {
+				c.completeJoin(g)
+			}
+		} else {
+			c.rebalance(g, time.Now())
+		}
+	}
+	c.forgetIfIdle(g)
+	return codes
+}
+
+// commitCheck fences an offset commit of a classic group: generation -1
+// with no member id commits as a simple group (only while the group has
+// no members here); otherwise the member must be of the current
+// generation and the group not rebalancing.
+func (c *coordinator) commitCheck(groupName, memberID string, generation int32) int16 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	g, ok := c.groups[groupName]
+	if generation < 0 && memberID == "" {
+		if ok && len(g.members) > 0 {
+			return kerr.IllegalGeneration.Code
+		}
+		return 0
+	}
+	g, m, code := c.lookup(groupName, memberID, generation)
+	if code != 0 {
+		return code
+	}
+	m.lastSeen = time.Now()
+	if g.state == statePreparing {
+		return kerr.RebalanceInProgress.Code
+	}
+	return 0
+}
+
+// has reports whether memberID is a member of a classic group held here.
+func (c *coordinator) has(groupName, memberID string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	g, ok := c.groups[groupName]
+	if !ok {
+		return false
+	}
+	_, ok = g.members[memberID]
+	return ok
+}
+
+// groupView is a classic group as DescribeGroups and ListGroups show it.
+type groupView struct {
+	state, protocolType, protocol string
+	members                       []kmsg.DescribeGroupsResponseGroupMember
+}
+
+// describe returns a classic group held here.
+func (c *coordinator) describe(name string) (groupView, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	g, ok := c.groups[name]
+	if !ok || len(g.members) == 0 {
+		return groupView{}, false
+	}
+	v := groupView{state: g.state.String(), protocolType: g.protocolType, protocol: g.protocol}
+	for _, m := range g.members {
+		dm := kmsg.NewDescribeGroupsResponseGroupMember()
+		dm.MemberID, dm.InstanceID, dm.ClientID, dm.ClientHost = m.id, m.instanceID, m.clientID, m.host
+		dm.ProtocolMetadata = protocolMetadata(m, g.protocol)
+		dm.MemberAssignment = m.assignment
+		v.members = append(v.members, dm)
+	}
+	sort.Slice(v.members, func(i, j int) bool { return v.members[i].MemberID < v.members[j].MemberID })
+	return v, true
+}
+
+// list returns the classic groups with members held here, by name.
+func (c *coordinator) list() map[string]groupView {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := map[string]groupView{}
+	for name, g := range c.groups {
+		if len(g.members) > 0 {
+			out[name] = groupView{state: g.state.String(), protocolType: g.protocolType}
+		}
+	}
+	return out
+}

@@ -1,0 +1,109 @@
+package kafka_test
+
+import (
+	"context"
+	"net"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/test/bufconn"
+
+	"github.com/floe-broker/floe/agent"
+	"github.com/floe-broker/floe/batcher"
+	"github.com/floe-broker/floe/client"
+	"github.com/floe-broker/floe/internal/testenv"
+	"github.com/floe-broker/floe/kafka"
+	"github.com/floe-broker/floe/metadata"
+	"github.com/floe-broker/floe/metadata/sqlite"
+	"github.com/floe-broker/floe/objectstore"
+)
+
+func TestMain(m *testing.M) {
+	// sarama's metrics registry starts a ticker it never stops.
+	testenv.Main(m, testenv.VerifyNoLeaks(goleak.IgnoreTopFunction("github.com/rcrowley/go-metrics.(*meterArbiter).tick")))
+}
+
+// broker is one agent serving gRPC (c, in process) and Kafka (addr, on a
+// free loopback port).
+type broker struct {
+	addr string
+	c    *client.Client
+	meta metadata.Store
+	srv  *kafka.Server
+}
+
+// startBroker runs an agent with a Kafka listener on SQLite and an
+// in-memory object store until the end of t.
+func startBroker(t testing.TB, mutate func(*kafka.Config)) *broker {
+	t.Helper()
+	meta, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "meta.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { meta.Close() })
+	return startBrokerOn(t, meta, objectstore.NewMemory(), mutate)
+}
+
+// startBrokerOn runs an agent with a Kafka listener on the stores given
+// (the caller's: several brokers may share them) until the end of t.
+func startBrokerOn(t testing.TB, meta metadata.Store, store objectstore.Store, mutate func(*kafka.Config)) *broker {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	acfg, bcfg := agent.DefaultConfig(), batcher.DefaultConfig()
+	bcfg.Linger = 5 * time.Millisecond
+	acfg.PollInterval = 200 * time.Millisecond
+	var ag *agent.Agent
+	b, err := batcher.New(bcfg, store, meta, batcher.Options{OnCommit: func(f batcher.CommittedFile) { ag.OnCommit(f) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ag, err = agent.New(acfg, meta, store, b, agent.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	kcfg := kafka.DefaultConfig()
+	kcfg.MinSessionTimeout = time.Second
+	if mutate != nil {
+		mutate(&kcfg)
+	}
+	srv, err := kafka.New(kcfg, ag, kafka.Options{Logger: testLogger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	klis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lis := bufconn.Listen(1 << 20)
+	gs := grpc.NewServer()
+	ag.Register(gs)
+	var wg sync.WaitGroup
+	wg.Add(3)
+	go func() { defer wg.Done(); _ = gs.Serve(lis) }()
+	go func() { defer wg.Done(); _ = ag.Run(ctx) }()
+	go func() {
+		defer wg.Done()
+		if err := srv.Serve(ctx, klis); err != nil {
+			t.Errorf("kafka serve: %v", err)
+		}
+	}()
+	c, err := client.Dial("passthrough:///bufnet",
+		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return lis.DialContext(ctx) }),
+		grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		c.Close()
+		cancel()
+		gs.Stop()
+		_ = b.Close(context.Background())
+		wg.Wait()
+	})
+	return &broker{addr: klis.Addr().String(), c: c, meta: meta, srv: srv}
+}

@@ -1,0 +1,201 @@
+package kafka
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/floe-broker/floe/agent"
+)
+
+func withReason(c codes.Code, reason string) error {
+	st, _ := status.New(c, "x").WithDetails(&errdetails.ErrorInfo{Reason: reason, Domain: "floe"})
+	return st.Err()
+}
+
+// TestErrCode: floe's errors map to the Kafka codes clients act on.
+func TestErrCode(t *testing.T) {
+	for _, c := range []struct {
+		err  error
+		want *kerr.Error
+	}{
+		{status.Error(codes.NotFound, "x"), kerr.UnknownTopicOrPartition},
+		{status.Error(codes.AlreadyExists, "x"), kerr.TopicAlreadyExists},
+		{withReason(codes.InvalidArgument, agent.ReasonRecordTooLarge), kerr.MessageTooLarge},
+		{withReason(codes.InvalidArgument, agent.ReasonRequestTooLarge), kerr.MessageTooLarge},
+		{withReason(codes.InvalidArgument, agent.ReasonInvalidBatch), kerr.CorruptMessage},
+		{withReason(codes.InvalidArgument, agent.ReasonInvalidValue), kerr.InvalidRecord},
+		{withReason(codes.FailedPrecondition, agent.ReasonUnknownProducer), kerr.UnknownProducerID},
+		{withReason(codes.FailedPrecondition, agent.ReasonProducerFenced), kerr.InvalidProducerEpoch},
+		{withReason(codes.FailedPrecondition, agent.ReasonOutOfOrderSequence), kerr.OutOfOrderSequenceNumber},
+		{withReason(codes.Unknown, agent.ReasonOutcomeUnknown), kerr.RequestTimedOut},
+		{withReason(codes.Unavailable, agent.ReasonNotCommitted), kerr.NotEnoughReplicas},
+		{withReason(codes.Unavailable, agent.ReasonShuttingDown), kerr.NotLeaderForPartition},
+		{withReason(codes.FailedPrecondition, agent.ReasonGroupNotEmpty), kerr.NonEmptyGroup},
+		{withReason(codes.FailedPrecondition, agent.ReasonStaleMemberEpoch), kerr.IllegalGeneration},
+		{withReason(codes.FailedPrecondition, agent.ReasonNotPartitionOwner), kerr.StaleMemberEpoch},
+		{withReason(codes.OutOfRange, "OFFSET_OUT_OF_RANGE"), kerr.OffsetOutOfRange},
+		{status.Error(codes.ResourceExhausted, "x"), kerr.RequestTimedOut},
+		{status.Error(codes.Internal, "x"), kerr.UnknownServerError},
+		{errors.New("plain"), kerr.UnknownServerError},
+		{kerr.UnknownTopicID, kerr.UnknownTopicID},
+	} {
+		if got := errCode(c.err); got != c.want.Code {
+			t.Errorf("%v: code %d, want %s (%d)", c.err, got, c.want.Message, c.want.Code)
+		}
+	}
+	if errCode(nil) != 0 {
+		t.Error("nil is not 0")
+	}
+}
+
+// TestConfigValidate names the bad field.
+func TestConfigValidate(t *testing.T) {
+	if err := DefaultConfig().validate(); err != nil {
+		t.Fatal(err)
+	}
+	for field, mutate := range map[string]func(*Config){
+		"MaxFrameBytes":         func(c *Config) { c.MaxFrameBytes = 10 },
+		"MaxConnections":        func(c *Config) { c.MaxConnections = 0 },
+		"MaxInFlight":           func(c *Config) { c.MaxInFlight = 0 },
+		"MaxBufferedBytes":      func(c *Config) { c.MaxBufferedBytes = int64(c.MaxFrameBytes) - 1 },
+		"WriteTimeout":          func(c *Config) { c.WriteTimeout = 0 },
+		"MinSessionTimeout":     func(c *Config) { c.MaxSessionTimeout = c.MinSessionTimeout - 1 },
+		"InitialRebalanceDelay": func(c *Config) { c.InitialRebalanceDelay = -1 },
+		"MaxGroups":             func(c *Config) { c.MaxGroups = 0 },
+		"MaxGroupMembers":       func(c *Config) { c.MaxGroupMembers = 0 },
+		"AdvertisedPort":        func(c *Config) { c.AdvertisedPort = -1 },
+	} {
+		c := DefaultConfig()
+		mutate(&c)
+		if err := c.validate(); err == nil || !strings.Contains(err.Error(), field) {
+			t.Errorf("%s: %v", field, err)
+		}
+	}
+}
+
+func testCoordinator(t *testing.T) *coordinator {
+	cfg := DefaultConfig()
+	cfg.MinSessionTimeout = 10 * time.Millisecond
+	s, err := New(cfg, nopBackend{}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s.groups
+}
+
+// nopBackend satisfies Backend for coordinator tests (never called).
+type nopBackend struct{ Backend }
+
+func joinReq(member string) joinRequest {
+	return joinRequest{group: "g", memberID: member, protocolType: "consumer", clientID: "c",
+		protocols: []kmsg.JoinGroupRequestProtocol{{Name: "range", Metadata: []byte{1}}},
+		session:   time.Second, rebalance: time.Second, requireKnownID: true}
+}
+
+// TestCoordinatorJoin: MEMBER_ID_REQUIRED, unknown ids, a two-member
+// rebalance, SyncGroup, heartbeats, session expiry and leave.
+func TestCoordinatorJoin(t *testing.T) {
+	c := testCoordinator(t)
+	if _, r := c.join(joinReq("made-up")); r.code != kerr.UnknownMemberID.Code {
+		t.Fatalf("an id never handed out: %d", r.code)
+	}
+	_, r := c.join(joinReq(""))
+	if r.code != kerr.MemberIDRequired.Code || r.memberID == "" {
+		t.Fatalf("an empty id: %+v", r)
+	}
+	a := r.memberID
+	ch, _ := c.join(joinReq(a))
+	ja := <-ch
+	if ja.code != 0 || ja.leader != a || ja.generation != 1 || len(ja.members) != 1 {
+		t.Fatalf("first join: %+v", ja)
+	}
+	if _, s := c.sync("g", a, 1, []kmsg.SyncGroupRequestGroupAssignment{{MemberID: a, MemberAssignment: []byte("all")}}); s.code != 0 || string(s.assignment) != "all" {
+		t.Fatalf("leader sync: %+v", s)
+	}
+	// A second member: the first must rejoin.
+	_, r = c.join(joinReq(""))
+	bID := r.memberID
+	chB, _ := c.join(joinReq(bID))
+	if code := c.heartbeat("g", a, 1); code != kerr.RebalanceInProgress.Code {
+		t.Fatalf("heartbeat during the rebalance: %d", code)
+	}
+	if code := c.commitCheck("g", a, 1); code != kerr.RebalanceInProgress.Code {
+		t.Fatalf("commit during the rebalance: %d", code)
+	}
+	chA, _ := c.join(joinReq(a))
+	ja, jb := <-chA, <-chB
+	if ja.generation != 2 || jb.generation != 2 || ja.leader != a || len(ja.members) != 2 || len(jb.members) != 0 {
+		t.Fatalf("second join: %+v / %+v", ja, jb)
+	}
+	if code := c.heartbeat("g", a, 1); code != kerr.IllegalGeneration.Code {
+		t.Fatalf("an old generation: %d", code)
+	}
+	syncB, _ := c.sync("g", bID, 2, nil) // waits for the leader
+	if _, s := c.sync("g", a, 2, []kmsg.SyncGroupRequestGroupAssignment{{MemberID: a, MemberAssignment: []byte("A")}, {MemberID: bID, MemberAssignment: []byte("B")}}); string(s.assignment) != "A" {
+		t.Fatalf("leader's assignment: %+v", s)
+	}
+	if s := <-syncB; s.code != 0 || string(s.assignment) != "B" {
+		t.Fatalf("follower's assignment: %+v", s)
+	}
+	if code := c.commitCheck("g", bID, 2); code != 0 {
+		t.Fatalf("a commit of the current generation: %d", code)
+	}
+	if code := c.commitCheck("g", "", -1); code != kerr.IllegalGeneration.Code {
+		t.Fatalf("a member-less commit of a group with members: %d", code)
+	}
+	// b stops heartbeating: past its session it is removed and a rebalances.
+	c.mu.Lock()
+	c.groups["g"].members[bID].lastSeen = time.Now().Add(-time.Hour)
+	c.tick(c.groups["g"], time.Now())
+	_, still := c.groups["g"].members[bID]
+	c.mu.Unlock()
+	if still {
+		t.Fatal("an expired member is still in the group")
+	}
+	if code := c.heartbeat("g", a, 2); code != kerr.RebalanceInProgress.Code {
+		t.Fatalf("after an expiry: %d", code)
+	}
+	chA, _ = c.join(joinReq(a))
+	if ja := <-chA; ja.generation != 3 || len(ja.members) != 1 {
+		t.Fatalf("rejoin alone: %+v", ja)
+	}
+	if codes := c.leave("g", []string{a}, []*string{nil}); codes[0] != 0 {
+		t.Fatalf("leave: %v", codes)
+	}
+	if _, ok := c.describe("g"); ok {
+		t.Fatal("an empty group is still described as classic")
+	}
+	if code := c.commitCheck("g", "", -1); code != 0 {
+		t.Fatalf("a member-less commit of an empty group: %d", code)
+	}
+}
+
+// TestCoordinatorStaticMember: a static member rejoining with its instance
+// id takes over its previous member id, which is fenced.
+func TestCoordinatorStaticMember(t *testing.T) {
+	c := testCoordinator(t)
+	inst := "instance-1"
+	r1 := joinReq("")
+	r1.instanceID = &inst
+	ch, _ := c.join(r1)
+	first := <-ch
+	if first.code != 0 {
+		t.Fatalf("static join: %+v", first)
+	}
+	ch2, _ := c.join(r1) // restarted: no member id, same instance id
+	second := <-ch2
+	if second.code != 0 || second.memberID == first.memberID {
+		t.Fatalf("static rejoin: %+v (first %s)", second, first.memberID)
+	}
+	if code := c.heartbeat("g", first.memberID, second.generation); code != kerr.UnknownMemberID.Code {
+		t.Fatalf("the replaced id heartbeats: %d", code)
+	}
+}
