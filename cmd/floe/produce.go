@@ -31,9 +31,14 @@ partition per request, in turn. -partition sends everything to one
 partition.
 
 A bad line (over -max-record-bytes, or without the separator) stops the
-command with its line number; the lines before it are produced. At the end
-a summary goes to stderr (and, on a terminal, a progress line meanwhile).
-With -v each record's line, partition and offset go to stdout.`
+command with its line number, once the lines before it are produced. A
+request the agent refuses (a value against the topic's value.schema, say)
+stops it too: nothing more is sent, the requests in flight are waited
+for, and the error says at which line it stopped, which lines were
+produced and which were not (with the default idempotent producer, the
+requests after the refused one to its partition are not stored either).
+At the end a summary goes to stderr (and, on a terminal, a progress line
+meanwhile). With -v each record's line, partition and offset go to stdout.`
 
 // produceFlags are the flags of `floe produce`.
 type produceFlags struct {
@@ -141,26 +146,25 @@ func runProduce(ctx context.Context, args []string, stdin io.Reader, stdout, std
 		err = pr.produceLines(ctx, in)
 	}
 	// After a bad line, the lines before it still go; after a failed
-	// request or an interrupt, nothing more is sent.
+	// request, nothing more is sent, and the requests in flight are
+	// waited for; after an interrupt, nothing more is sent.
 	var be *client.BatchError
 	if !errors.As(err, &be) && ctx.Err() == nil {
-		if ferr := pr.flush(); err == nil {
+		if ferr := pr.flush(); ferr != nil && (err == nil || errors.As(ferr, &be)) {
 			err = ferr
 		}
 	}
 	st.stopProgress()
-	if err != nil {
-		if errors.As(err, &be) {
-			t := be.Tag.(batchTag)
-			if n := len(t.lines); n == 1 {
-				err = fmt.Errorf("line %d: %w", t.lines[0], be.Err)
-			} else {
-				err = fmt.Errorf("a request of the %d records of lines %d to %d: %w", n, t.lines[0], t.lines[n-1], be.Err)
-			}
-		}
-		if st.records > 0 {
-			return fmt.Errorf("produce to %q: %w (%d records before it were produced)", topic, err, st.records)
-		}
+	var le *lineError
+	switch {
+	case err == nil:
+	case errors.As(err, &be):
+		return fmt.Errorf("produce to %q: %s", topic, pr.settle(be))
+	case errors.As(err, &le):
+		return fmt.Errorf("produce to %q: %s", topic, pr.stopped(le))
+	case pr.stats.records > 0:
+		return fmt.Errorf("produce to %q: %w (%d records before it were produced)", topic, err, pr.stats.records)
+	default:
 		return fmt.Errorf("produce to %q: %w", topic, err)
 	}
 	st.summary()
@@ -178,6 +182,8 @@ type lineProducer struct {
 	headerBytes int
 	bufs        map[int32]*pendingBatch // partition (-1: the agent's choice) -> batch being filled
 	sticky      int32                   // partition of the next batch of records without a key
+	lastRead    int                     // the last line read
+	eof         bool                    // the input was read to its end
 }
 
 // pendingBatch is a batch being filled.
@@ -303,9 +309,10 @@ func (lp *lineProducer) produceWhole(in io.Reader) error {
 	if err != nil {
 		return fmt.Errorf("read input: %w", err)
 	}
+	lp.lastRead, lp.eof = 1, true
 	r, err := lp.record(data)
 	if err != nil {
-		return fmt.Errorf("input: %w", err)
+		return &lineError{1, err}
 	}
 	return lp.add(r, 1)
 }
@@ -343,18 +350,24 @@ func (lp *lineProducer) produceLines(ctx context.Context, in io.Reader) error {
 			}
 		}
 		if !ok {
+			lp.eof = true
 			return nil
 		}
 		if l.err != nil {
+			if errors.As(l.err, new(*lineError)) {
+				lp.lastRead = l.n
+			}
 			return l.err
 		}
 		r, err := lp.record(l.data)
 		if err != nil {
-			return fmt.Errorf("line %d: %w", l.n, err)
+			lp.lastRead = l.n
+			return &lineError{l.n, err}
 		}
 		if err := lp.add(r, l.n); err != nil {
-			return err
+			return err // l.n was not batched
 		}
+		lp.lastRead = l.n
 	}
 }
 
@@ -399,7 +412,7 @@ func readLines(ctx context.Context, in io.Reader, limit, recLimit int, out chan<
 			}
 			if err == io.EOF {
 				if over {
-					emit(inputLine{n: n, err: fmt.Errorf("line %d: longer than the record limit of %d bytes (-max-record-bytes)", n, recLimit)})
+					emit(inputLine{n: n, err: &lineError{n, fmt.Errorf("longer than the record limit of %d bytes (-max-record-bytes)", recLimit)}})
 				} else if len(line) > 0 {
 					emit(inputLine{n: n, data: line})
 				}
@@ -412,7 +425,7 @@ func readLines(ctx context.Context, in io.Reader, limit, recLimit int, out chan<
 			break
 		}
 		if over {
-			emit(inputLine{n: n, err: fmt.Errorf("line %d: longer than the record limit of %d bytes (-max-record-bytes)", n, recLimit)})
+			emit(inputLine{n: n, err: &lineError{n, fmt.Errorf("longer than the record limit of %d bytes (-max-record-bytes)", recLimit)}})
 			return
 		}
 		if !emit(inputLine{n: n, data: bytes.TrimSuffix(line, []byte("\n"))}) {

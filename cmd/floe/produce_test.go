@@ -281,3 +281,41 @@ func TestProduceProgressOnTerminal(t *testing.T) {
 		t.Fatalf("not a terminal: exit %d, stderr %q: want the summary line only", code, errs)
 	}
 }
+
+// A request the agent refuses (a value against the topic's schema) with
+// others in flight: the CLI waits for them, then says which lines were
+// produced and where it stopped; every good line before it is stored.
+func TestProduceRefusedSaysWhatWasProduced(t *testing.T) {
+	_, floe := devFloe(t)
+	schemaFile := filepath.Join(t.TempDir(), "s.json")
+	if err := os.WriteFile(schemaFile, []byte(`{"type":"object","required":["n"],"properties":{"n":{"type":"integer"}}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, errs, code := floe("", "topic", "create", "sch", "-partitions", "3", "-schema", schemaFile); code != 0 {
+		t.Fatal(errs)
+	}
+	var in strings.Builder
+	for i := 1; i <= 600; i++ {
+		fmt.Fprintf(&in, "{\"n\":%d}\n", i)
+	}
+	in.WriteString("{\"n\":\"not a number\"}\n")
+	for i := 602; i <= 650; i++ {
+		fmt.Fprintf(&in, "{\"n\":%d}\n", i)
+	}
+	_, errs, code := floe(in.String(), "produce", "sch", "-batch", "100")
+	if code != 1 || strings.Count(strings.TrimSpace(errs), "\n") != 0 {
+		t.Fatalf("exit %d, stderr %q; want one line and exit 1", code, errs)
+	}
+	for _, want := range []string{"stopped at line 601", "produced 600 records: lines 1-600;", "not produced: lines 601-650"} {
+		if !strings.Contains(errs, want) {
+			t.Errorf("stderr %q lacks %q", errs, want)
+		}
+	}
+	out, errs, code := floe("", "consume", "sch")
+	if code != 0 {
+		t.Fatal(errs)
+	}
+	if n := strings.Count(out, "\n"); n != 600 {
+		t.Fatalf("%d records stored, want the 600 lines before the refused one", n)
+	}
+}
