@@ -194,7 +194,7 @@ func TestConsumeFollowSurvivesAgentAndPostgresRestarts(t *testing.T) {
 func TestConsumeFollowNonRetriableExits(t *testing.T) {
 	dev := startFloe(t, "dev", "-data", t.TempDir())
 	out, errs, code := runFloe(t, "", "consume", "missing", "-follow", "-addr", dev.addr)
-	if code != 1 || out != "" || strings.Count(strings.TrimSpace(errs), "\n") != 0 || !strings.Contains(errs, "NotFound") {
+	if code != 1 || out != "" || strings.Count(strings.TrimSpace(errs), "\n") != 0 || !strings.Contains(errs, `topic "missing" not found`) {
 		t.Fatalf("follow of a missing topic: exit %d, stdout %q, stderr %q", code, out, errs)
 	}
 }

@@ -25,9 +25,12 @@ var groupCommands = map[string]struct {
 RFC 3339: the first record at or after it) or an offset, or -shift N (from the
 committed position, negative moves back), for the partitions of -topic (all
 the group's positions when none is given), or only -partitions of one topic.
-Refused while the group has live members unless -force. -dry-run prints the
-plan without changing anything.`, 1},
-	"copy":   {"FROM TO", "Copy every committed position of group FROM into group TO (which must have no live members).", 2},
+An offset outside the log is clamped to its start or end, and the plan says
+so. Like kafka-consumer-groups, it only previews the plan unless -execute
+is given. Refused while the group has live members unless -force; a group
+that does not exist is NotFound (a reset never creates one).`, 1},
+	"copy": {"FROM TO", `Copy every committed position of group FROM into group TO (which must have no
+live members). Refused when TO already has positions, unless -force.`, 2},
 	"delete": {"GROUP", "Delete a group without live members and its committed positions.", 1},
 }
 
@@ -55,9 +58,9 @@ func runGroup(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	addr := addrFlag(fs)
 	var (
 		to, partitions *string
-		topics         addrList // comma-separated or repeated names
+		topics         listFlag // comma-separated or repeated names
 		shift          *int64
-		force, dryRun  *bool
+		force, execute *bool
 	)
 	if sub == "reset" {
 		to = fs.String("to", "", "earliest, latest, @timestamp (unix ms or RFC 3339) or an offset")
@@ -65,7 +68,11 @@ func runGroup(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		fs.Var(&topics, "topic", "topic to reset (comma-separated or repeated; default: every position of the group)")
 		partitions = fs.String("partitions", "", "comma-separated partitions of the one -topic (default: all)")
 		force = fs.Bool("force", false, "reset even while the group has live members (they may overwrite it)")
-		dryRun = fs.Bool("dry-run", false, "print the plan only")
+		execute = fs.Bool("execute", false, "apply the plan (without it, the plan is only printed)")
+		fs.Bool("dry-run", false, "print the plan only (the default; kept for scripts)")
+	}
+	if sub == "copy" {
+		force = fs.Bool("force", false, "overwrite the positions TO already has")
 	}
 	pos, err := cmd.parse(args[1:], stdout)
 	if err != nil {
@@ -98,12 +105,12 @@ func runGroup(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 		return printGroup(stdout, resp)
 	case "reset":
-		req := &floev1.ResetOffsetsRequest{Group: pos[0], Topics: topics.addrs, Force: *force, DryRun: *dryRun}
+		req := &floev1.ResetOffsetsRequest{Group: pos[0], Topics: topics, Force: *force, DryRun: !*execute}
 		if err := resetSpec(req, *to, *shift, fs); err != nil {
 			return err
 		}
 		if *partitions != "" {
-			if len(topics.addrs) != 1 {
+			if len(topics) != 1 {
 				return errors.New("group reset: -partitions needs exactly one -topic")
 			}
 			for _, s := range strings.Split(*partitions, ",") {
@@ -111,7 +118,7 @@ func runGroup(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 				if err != nil || p < 0 {
 					return fmt.Errorf("flag -partitions: %q is not a partition number", s)
 				}
-				req.Partitions = append(req.Partitions, &floev1.TopicPartition{Topic: topics.addrs[0], Partition: int32(p)})
+				req.Partitions = append(req.Partitions, &floev1.TopicPartition{Topic: topics[0], Partition: int32(p)})
 			}
 			req.Topics = nil
 		}
@@ -119,22 +126,17 @@ func runGroup(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		if err != nil {
 			return fmt.Errorf("reset group %q: %w", pos[0], err)
 		}
-		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "TOPIC\tPARTITION\tPREVIOUS\tNEW")
-		for _, r := range resp.GetPlan() {
-			prev := "-"
-			if r.GetPrevious() >= 0 {
-				prev = strconv.FormatInt(r.GetPrevious(), 10)
-			}
-			fmt.Fprintf(tw, "%s\t%d\t%s\t%d\n", r.GetTopic(), r.GetPartition(), prev, r.GetNew())
-		}
-		tw.Flush()
-		if *dryRun {
-			fmt.Fprintf(stdout, "dry run: %d positions would move; nothing changed\n", len(resp.GetPlan()))
-		} else {
-			fmt.Fprintf(stdout, "reset %d positions of group %s\n", len(resp.GetPlan()), pos[0])
-		}
+		return printResetPlan(stdout, pos[0], req, resp.GetPlan(), *execute)
 	case "copy":
+		if !*force {
+			have, err := g.FetchOffsets(ctx, &floev1.FetchOffsetsRequest{Group: pos[1]})
+			if err != nil {
+				return fmt.Errorf("copy group %q to %q: %w", pos[0], pos[1], err)
+			}
+			if n := len(have.GetOffsets()); n > 0 {
+				return fmt.Errorf("group copy: group %q already has %d committed positions; -force overwrites them", pos[1], n)
+			}
+		}
 		resp, err := g.CopyOffsets(ctx, &floev1.CopyOffsetsRequest{From: pos[0], To: pos[1]})
 		if err != nil {
 			return fmt.Errorf("copy group %q to %q: %w", pos[0], pos[1], err)
@@ -147,6 +149,66 @@ func runGroup(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		fmt.Fprintf(stdout, "deleted group %s\n", pos[0])
 	}
 	return nil
+}
+
+// printResetPlan prints a reset's plan: each position, whether it moves,
+// and whether the asked offset was clamped to the log; then what changed.
+func printResetPlan(w io.Writer, group string, req *floev1.ResetOffsetsRequest, plan []*floev1.OffsetResetPlan, executed bool) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "TOPIC\tPARTITION\tPREVIOUS\tNEW\tNOTE")
+	moved := 0
+	for _, r := range plan {
+		prev := "-"
+		if r.GetPrevious() >= 0 {
+			prev = strconv.FormatInt(r.GetPrevious(), 10)
+		}
+		var notes []string
+		if asked, ok := askedOffset(req, r.GetPrevious()); ok && asked != r.GetNew() {
+			end := "end"
+			if asked < r.GetNew() {
+				end = "start"
+			}
+			notes = append(notes, fmt.Sprintf("clamped to the log %s (asked %d)", end, asked))
+		}
+		if r.GetPrevious() == r.GetNew() {
+			notes = append(notes, "unchanged")
+		} else {
+			moved++
+		}
+		note := "-"
+		if len(notes) > 0 {
+			note = strings.Join(notes, "; ")
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%d\t%s\n", r.GetTopic(), r.GetPartition(), prev, r.GetNew(), note)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if !executed {
+		_, err := fmt.Fprintf(w, "preview: %d of %d positions would move; nothing changed (run again with -execute to apply)\n", moved, len(plan))
+		return err
+	}
+	_, err := fmt.Fprintf(w, "moved %d %s of group %s (%d unchanged)\n", moved, plural(moved, "position", "positions"), group, len(plan)-moved)
+	return err
+}
+
+// askedOffset is the offset a reset asked for a partition before clamping
+// (known for -to OFFSET, and for -shift from a committed position).
+func askedOffset(req *floev1.ResetOffsetsRequest, previous int64) (int64, bool) {
+	switch req.GetSpec() {
+	case floev1.ResetSpec_RESET_SPEC_OFFSET:
+		return req.GetOffset(), true
+	case floev1.ResetSpec_RESET_SPEC_SHIFT:
+		return previous + req.GetShift(), previous >= 0
+	}
+	return 0, false
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
 }
 
 // resetSpec fills req's spec from -to or -shift (exactly one).

@@ -229,7 +229,7 @@ func TestServerLimitFlags(t *testing.T) {
 	}
 	// The agent's refusal names the input lines of the request.
 	_, errs, code := runFloe(t, "ok\n"+strings.Repeat("x", 1500)+"\n", "produce", "lim", "-addr", dev.addr)
-	if code != 1 || strings.Count(strings.TrimSpace(errs), "\n") != 0 || !strings.Contains(errs, "lines 1 to 2") || !strings.Contains(errs, "InvalidArgument") {
+	if code != 1 || strings.Count(strings.TrimSpace(errs), "\n") != 0 || !strings.Contains(errs, "not produced: lines 1-2") || !strings.Contains(errs, "InvalidArgument") {
 		t.Fatalf("produce over the agent's record limit: exit %d, stderr %q", code, errs)
 	}
 	_, errs, code = runFloe(t, strings.Repeat("x", 1500)+"\n", "produce", "lim", "-addr", dev.addr)
