@@ -107,7 +107,9 @@ func maskURLForm(p string) (string, bool) {
 	return b.String(), true
 }
 
-func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f' }
+func isSpace(c byte) bool {
+	return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f'
+}
 
 // maskKeywordValue masks a key=value connection string, split as pgx
 // splits it.
