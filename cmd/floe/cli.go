@@ -9,6 +9,9 @@ import (
 	"net"
 	"strconv"
 	"strings"
+
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
 )
 
 // errHelp means a command printed its usage on request: exit 0.
@@ -193,4 +196,28 @@ func addrFlag(fs *flag.FlagSet) *addrList {
 	a.set = false
 	fs.Var(a, "addr", "agent address host:port; several, comma-separated or repeated, for failover (env FLOE_ADDR)")
 	return a
+}
+
+// outputFlag adds -o (text or json) to an admin command.
+func outputFlag(fs *flag.FlagSet) *string {
+	return fs.String("o", "text", "output format: text (tables with headers) or json (the answer as one JSON object)")
+}
+
+// checkOutput checks -o.
+func checkOutput(o string) error {
+	if o != "text" && o != "json" {
+		return fmt.Errorf("flag -o: %q is neither text nor json", o)
+	}
+	return nil
+}
+
+// printProtoJSON writes an answer as one line of JSON (protojson's
+// field names, zero values included).
+func printProtoJSON(w io.Writer, m proto.Message) error {
+	b, err := protojson.MarshalOptions{EmitUnpopulated: true, UseProtoNames: true}.Marshal(m)
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(w, "%s\n", b)
+	return err
 }

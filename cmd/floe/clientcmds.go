@@ -99,6 +99,10 @@ func runTopic(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	var partitions *int
 	var valueSchema *string
 	config := kvFlag{}
+	output := new(string)
+	if sub == "list" || sub == "describe" {
+		output = outputFlag(fs)
+	}
 	if sub == "create" {
 		partitions = fs.Int("partitions", 1, "partition count")
 		fs.Var(config, "config", "topic config key=value, e.g. retention.ms=1h (repeatable; the keys are listed above)")
@@ -107,6 +111,11 @@ func runTopic(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	pos, err := cmd.parse(args[1:], stdout)
 	if err != nil {
 		return err
+	}
+	if *output != "" {
+		if err := checkOutput(*output); err != nil {
+			return err
+		}
 	}
 	name := ""
 	if len(pos) > 0 {
@@ -143,13 +152,22 @@ func runTopic(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		if err != nil {
 			return fmt.Errorf("list topics: %w", err)
 		}
-		for _, t := range resp.GetTopics() {
-			fmt.Fprintf(stdout, "%s\t%d\n", t.GetName(), t.GetPartitions())
+		if *output == "json" {
+			return printProtoJSON(stdout, resp)
 		}
+		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "TOPIC\tPARTITIONS")
+		for _, t := range resp.GetTopics() {
+			fmt.Fprintf(tw, "%s\t%d\n", t.GetName(), t.GetPartitions())
+		}
+		return tw.Flush()
 	case "describe":
 		resp, err := c.Topics.DescribeTopic(ctx, &floev1.DescribeTopicRequest{Name: name})
 		if err != nil {
 			return fmt.Errorf("describe topic %q: %w", name, err)
+		}
+		if *output == "json" {
+			return printProtoJSON(stdout, resp)
 		}
 		t := resp.GetTopic()
 		fmt.Fprintf(stdout, "topic %s (id %d), %d partitions\n", t.GetName(), t.GetId(), t.GetPartitions())

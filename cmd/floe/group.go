@@ -62,6 +62,10 @@ func runGroup(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		shift          *int64
 		force, execute *bool
 	)
+	output := new(string)
+	if sub == "list" || sub == "describe" {
+		output = outputFlag(fs)
+	}
 	if sub == "reset" {
 		to = fs.String("to", "", "earliest, latest, @timestamp (unix ms or RFC 3339) or an offset")
 		shift = fs.Int64("shift", 0, "move each position by N records (instead of -to)")
@@ -78,6 +82,11 @@ func runGroup(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
+	if *output != "" {
+		if err := checkOutput(*output); err != nil {
+			return err
+		}
+	}
 	c, err := dial(addr)
 	if err != nil {
 		return err
@@ -92,6 +101,9 @@ func runGroup(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		if err != nil {
 			return fmt.Errorf("list groups: %w", err)
 		}
+		if *output == "json" {
+			return printProtoJSON(stdout, resp)
+		}
 		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "GROUP\tSTATE\tMEMBERS")
 		for _, l := range resp.GetGroups() {
@@ -102,6 +114,9 @@ func runGroup(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		resp, err := g.DescribeGroup(ctx, &floev1.DescribeGroupRequest{Group: pos[0]})
 		if err != nil {
 			return fmt.Errorf("describe group %q: %w", pos[0], err)
+		}
+		if *output == "json" {
+			return printProtoJSON(stdout, resp)
 		}
 		return printGroup(stdout, resp)
 	case "reset":
@@ -268,18 +283,16 @@ func printGroup(w io.Writer, d *floev1.DescribeGroupResponse) error {
 	return printLag(w, "", d.GetPartitions())
 }
 
-// printLag prints partitions' lag; group, when not empty, is a first column.
+// printLag prints partitions' lag in at most 100 columns (the event
+// timestamp of the oldest unconsumed record and full owner ids are in
+// -o json); group, when not empty, heads the table.
 func printLag(w io.Writer, group string, ps []*floev1.PartitionLag) error {
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	head := "TOPIC\tPARTITION\tCOMMITTED\tHIGH WATERMARK\tLAG\tLAG BYTES\tLAG TIME\tOLDEST EVENT\tCONSUME/S\tRETENTION LEFT\tOWNER"
 	if group != "" {
-		head = "GROUP\t" + head
+		fmt.Fprintf(w, "group %s\n", group)
 	}
-	fmt.Fprintln(tw, head)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "TOPIC\tPART\tCOMMITTED\tEND\tLAG\tLAG BYTES\tLAG AGE\tRATE/S\tRETENTION IN\tOWNER")
 	for _, p := range ps {
-		if group != "" {
-			fmt.Fprintf(tw, "%s\t", group)
-		}
 		left := "never"
 		if t := p.GetTimeToRetentionMs(); t >= 0 {
 			left = (time.Duration(t) * time.Millisecond).Round(time.Second).String()
@@ -287,14 +300,12 @@ func printLag(w io.Writer, group string, ps []*floev1.PartitionLag) error {
 		owner := p.GetOwner()
 		if owner == "" {
 			owner = "-"
+		} else if len(owner) > 14 {
+			owner = owner[:13] + "…"
 		}
-		event := "-"
-		if p.GetFirstUnconsumedTimestampMs() > 0 {
-			event = fmtMs(p.GetFirstUnconsumedTimestampMs())
-		}
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%v\t%s\t%.1f\t%s\t%s\n", p.GetTopic(), p.GetPartition(), p.GetCommitted(),
-			p.GetHighWatermark(), p.GetLagRecords(), p.GetLagBytes(),
-			(time.Duration(p.GetLagMs()) * time.Millisecond).Round(time.Millisecond), event, p.GetConsumeRate(), left, owner)
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%s\t%v\t%.1f\t%s\t%s\n", p.GetTopic(), p.GetPartition(), p.GetCommitted(),
+			p.GetHighWatermark(), p.GetLagRecords(), humanBytes(p.GetLagBytes()),
+			(time.Duration(p.GetLagMs()) * time.Millisecond).Round(time.Second), p.GetConsumeRate(), left, owner)
 	}
 	return tw.Flush()
 }
@@ -316,16 +327,22 @@ func fmtTPs(ps []*floev1.TopicPartition) string {
 func fmtMs(ms int64) string { return time.UnixMilli(ms).UTC().Format("2006-01-02T15:04:05.000Z") }
 
 const lagAbout = `Print the lag of GROUP (or of every group) per partition: committed
-position, high watermark, lag in records and bytes, the age by append time
-of the oldest unconsumed record and its event timestamp, the consume rate
-(measured by the agent between calls: run it twice), and the time left
-until retention reaches the committed position at the current rates.`
+position, end (high watermark), lag in records and bytes, the age by
+append time of the oldest unconsumed record, the consume rate (measured
+by the agent between calls: run it twice), the time left until retention
+reaches the committed position at the current rates, and the owner. With
+-o json, one object per group, which also holds the oldest unconsumed
+record's event timestamp.`
 
 func runLag(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	cmd := newCommand("floe lag", "[GROUP]", lagAbout, 0, 1)
 	addr := addrFlag(cmd.fs)
+	output := outputFlag(cmd.fs)
 	pos, err := cmd.parse(args, stdout)
 	if err != nil {
+		return err
+	}
+	if err := checkOutput(*output); err != nil {
 		return err
 	}
 	c, err := dial(addr)
@@ -349,6 +366,12 @@ func runLag(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		d, err := c.Groups().DescribeGroup(ctx, &floev1.DescribeGroupRequest{Group: g})
 		if err != nil {
 			return fmt.Errorf("lag of group %q: %w", g, err)
+		}
+		if *output == "json" {
+			if err := printProtoJSON(stdout, &floev1.DescribeGroupResponse{Group: g, Partitions: d.GetPartitions()}); err != nil {
+				return err
+			}
+			continue
 		}
 		if i > 0 {
 			fmt.Fprintln(stdout)

@@ -130,7 +130,7 @@ func TestConsumeGroupTwice(t *testing.T) {
 		t.Fatalf("group list: %d %q %s", code, out, errs)
 	}
 	out, errs, code = floe("", "lag", "g")
-	if code != 0 || !strings.Contains(out, "CONSUME/S") {
+	if code != 0 || !strings.Contains(out, "RATE/S") {
 		t.Fatalf("lag: %d %q %s", code, out, errs)
 	}
 	// A preview plans and changes nothing; the reset then replays it all.
