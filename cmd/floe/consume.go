@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"slices"
 	"strconv"
 	"time"
@@ -80,9 +81,12 @@ func runConsume(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	var parts []int32
 	for _, s := range partitions {
-		p, err := strconv.ParseInt(s, 10, 32)
-		if err != nil || p < 0 {
+		p, err := strconv.ParseInt(s, 10, 64)
+		switch {
+		case err != nil:
 			return fmt.Errorf("flag -partition: %q is not a partition number", s)
+		case p < 0 || p > math.MaxInt32:
+			return fmt.Errorf("flag -partition: %d is out of range: 0 to %d", p, math.MaxInt32)
 		}
 		parts = append(parts, int32(p))
 	}
