@@ -99,13 +99,13 @@ func (r stopReport) String() string {
 	produced := complement(append(slices.Clone(not), r.unknown...), r.lastRead)
 	fmt.Fprintf(&b, "; produced %d records", r.produced)
 	if len(produced) > 0 {
-		fmt.Fprintf(&b, ": lines %s", ranges(produced))
+		fmt.Fprintf(&b, ": %s", linesText(produced))
 	}
 	if len(not) > 0 {
-		fmt.Fprintf(&b, "; not produced: lines %s", ranges(not))
+		fmt.Fprintf(&b, "; not produced: %s", linesText(not))
 	}
 	if len(r.unknown) > 0 {
-		fmt.Fprintf(&b, "; outcome unknown (no answer): lines %s", ranges(r.unknown))
+		fmt.Fprintf(&b, "; outcome unknown (no answer): %s", linesText(r.unknown))
 	}
 	if !r.eof {
 		fmt.Fprintf(&b, "; nothing after line %d was sent", r.lastRead)
@@ -126,6 +126,14 @@ func complement(not []int, last int) []int {
 		}
 	}
 	return out
+}
+
+// linesText is "line 3" or "lines 1-600, 701-800".
+func linesText(lines []int) string {
+	if len(slices.Compact(slices.Sorted(slices.Values(lines)))) == 1 {
+		return "line " + ranges(lines)
+	}
+	return "lines " + ranges(lines)
 }
 
 // maxRanges bounds the ranges a report spells out.

@@ -319,3 +319,56 @@ func TestProduceRefusedSaysWhatWasProduced(t *testing.T) {
 		t.Fatalf("%d records stored, want the 600 lines before the refused one", n)
 	}
 }
+
+// produce -f reads a key, headers, a partition and the value per line;
+// produce -json reads what consume -o json prints, so a topic copies
+// through the two.
+func TestProducePerLineFormatAndJSON(t *testing.T) {
+	_, floe := devFloe(t)
+	for _, topic := range []string{"src", "dst"} {
+		if _, errs, code := floe("", "topic", "create", topic, "-partitions", "3"); code != 0 {
+			t.Fatal(errs)
+		}
+	}
+	in := "k1 a=1,b=x\\,y 2 hello\nk2  0 world\n"
+	if _, errs, code := floe(in, "produce", "src", "-f", `%k %h %p %v\n`); code != 0 {
+		t.Fatalf("produce -f: %s", errs)
+	}
+	want := "0 0 k2 [] world\n2 0 k1 [a=1,b=x\\,y] hello\n"
+	if out, errs, _ := floe("", "consume", "src", "-f", `%p %o %k [%h] %s\n`); sortLines(out) != want {
+		t.Fatalf("consumed %q (%s), want %q", out, errs, want)
+	}
+	js, errs, code := floe("", "consume", "src", "-o", "json")
+	if code != 0 {
+		t.Fatal(errs)
+	}
+	js += `{"key":"k3","value":"AAE=","value_encoding":"base64","headers":{"h":"v"},"partition":1}` + "\n"
+	if _, errs, code := floe(js, "produce", "dst", "-json"); code != 0 {
+		t.Fatalf("produce -json: %s", errs)
+	}
+	want = "0 k2 [] world\n1 k3 [h=v] \\x00\\x01\n2 k1 [a=1,b=x\\,y] hello\n"
+	out, errs, _ := floe("", "consume", "dst", "-f", `%p %k [%h] %s\n`)
+	out = strings.Replace(out, "\x00\x01", `\x00\x01`, 1)
+	if sortLines(out) != want {
+		t.Fatalf("copied %q (%s), want %q", out, errs, want)
+	}
+	for _, tc := range []struct{ in, want string }{
+		{"nope\n", "stopped at line 1: not a JSON object"},
+		{`{"value":"x","partition":7}` + "\n", "stopped at line 1: topic has no partition 7 (it has 3)"},
+	} {
+		if _, errs, code := floe(tc.in, "produce", "dst", "-json"); code != 1 || !strings.Contains(errs, tc.want) {
+			t.Errorf("produce -json %q: exit %d, %q, want %q", tc.in, code, errs, tc.want)
+		}
+	}
+	if _, errs, code := floe("k v\n", "produce", "dst", "-f", "%k%v"); code != 1 || !strings.Contains(errs, "need text between them") {
+		t.Errorf("-f %%k%%v: exit %d, %q", code, errs)
+	}
+}
+
+// sortLines sorts the lines of out (partitions come in any order).
+func sortLines(out string) string {
+	if out == "" {
+		return ""
+	}
+	return strings.Join(sorted(strings.Split(strings.TrimSuffix(out, "\n"), "\n")), "\n") + "\n"
+}
