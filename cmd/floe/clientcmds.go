@@ -177,6 +177,7 @@ func runTopic(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 		sort.Strings(keys)
 		printTopicConfig(stdout, t.GetConfig(), keys)
+		printRetentionWait(stdout, t.GetConfig())
 		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "PARTITION\tLOG START\tHIGH WATERMARK")
 		for _, p := range resp.GetPartitions() {

@@ -138,3 +138,21 @@ func checkTopicConfig(set map[string]string, remove []string) error {
 	}
 	return nil
 }
+
+// printRetentionWait says, in topic describe, when time retention takes
+// effect: it never passes what the topic's Iceberg table does not hold,
+// and the table takes batches once they are iceberg.lag old, on the
+// compactor's next pass.
+func printRetentionWait(w io.Writer, cfg map[string]string) {
+	r, err := metadata.ParseRetention(cfg)
+	if err != nil || !r.Delete || r.Ms < 0 {
+		return
+	}
+	ic, err := metadata.ParseIceberg(cfg)
+	if err != nil || !ic.Enabled {
+		return
+	}
+	keep := time.Duration(r.Ms) * time.Millisecond
+	fmt.Fprintf(w, "retention: records older than %v go once the Iceberg table holds them: after about %v "+
+		"(iceberg.lag %v, then the compactor's next pass), not %v\n", keep, keep+ic.Lag, ic.Lag, keep)
+}
