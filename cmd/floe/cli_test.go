@@ -116,7 +116,7 @@ func TestBadArgumentsAreOneLine(t *testing.T) {
 		{[]string{"produce", "a", "-partition", "4294967296"}, "4294967296 is out of range"},
 		{[]string{"produce", "a", "-partition", "x"}, `"x" is not a number`},
 		{[]string{"produce", "a", "-batch-bytes", "0"}, "-batch-bytes: 0 must be positive"},
-		{[]string{"produce", "a", "-whole", "-key-separator", ":"}, "do not go together"},
+		{[]string{"produce", "a", "-whole", "-key-separator", ":"}, "exclude each other"},
 		{[]string{"produce", "a", "-nope"}, "flag provided but not defined: -nope"},
 		{[]string{"consume"}, "missing argument TOPIC"},
 		{[]string{"consume", "a", "b"}, `unexpected argument "b"`},
