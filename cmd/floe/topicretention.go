@@ -144,6 +144,9 @@ func checkTopicConfig(set map[string]string, remove []string) error {
 // and the table takes batches once they are iceberg.lag old, on the
 // compactor's next pass.
 func printRetentionWait(w io.Writer, cfg map[string]string) {
+	if _, set := cfg[metadata.ConfigRetentionMs]; !set {
+		return // the 7-day default: the wait is noise
+	}
 	r, err := metadata.ParseRetention(cfg)
 	if err != nil || !r.Delete || r.Ms < 0 {
 		return
