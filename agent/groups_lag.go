@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"strconv"
 	"sync"
 	"time"
 
@@ -118,12 +117,11 @@ func timeToRetention(retention, appendMs, nowMs int64, consume, produce float64)
 	return int64(t)
 }
 
-// retentionMs is the topic's retention.ms (-1 infinite), default 7 days.
+// retentionMs is the topic's retention.ms (-1 infinite), default 7 days,
+// read as retention reads it (milliseconds or a duration).
 func retentionMs(t metadata.Topic) int64 {
-	if v, ok := t.Config["retention.ms"]; ok {
-		if n, err := strconv.ParseInt(v, 10, 64); err == nil && n >= -1 {
-			return n
-		}
+	if r, err := metadata.ParseRetention(t.Config); err == nil {
+		return r.Ms
 	}
 	return defaultRetention.Milliseconds()
 }

@@ -3,6 +3,7 @@ package agent_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 
 	"google.golang.org/grpc/codes"
@@ -75,11 +76,15 @@ func TestAlterTopicConfigRPC(t *testing.T) {
 	if _, err := h.c.CreateTopic(ctx, "bad", 1, map[string]string{"retention.ms": "a week"}); code(err) != codes.InvalidArgument {
 		t.Errorf("CreateTopic(retention.ms=a week) = %v, want InvalidArgument", err)
 	}
-	if _, err := h.c.CreateTopic(ctx, "alt", 1, map[string]string{"retention.ms": "1000", "x": "1"}); err != nil {
+	if _, err := h.c.CreateTopic(ctx, "typo", 1, map[string]string{"retenton.ms": "1000"}); code(err) != codes.InvalidArgument ||
+		!strings.Contains(err.Error(), "did you mean retention.ms?") {
+		t.Errorf("CreateTopic(retenton.ms) = %v, want InvalidArgument with a did-you-mean", err)
+	}
+	if _, err := h.c.CreateTopic(ctx, "alt", 1, map[string]string{"retention.ms": "1000", "iceberg.lag": "1m"}); err != nil {
 		t.Fatal(err)
 	}
 	resp, err := h.c.Topics.AlterTopicConfig(ctx, &floev1.AlterTopicConfigRequest{Name: "alt",
-		Set: map[string]string{"retention.bytes": "1048576"}, Remove: []string{"x"}})
+		Set: map[string]string{"retention.bytes": "1048576"}, Remove: []string{"iceberg.lag"}})
 	cfg := resp.GetTopic().GetConfig()
 	if err != nil || cfg["retention.bytes"] != "1048576" || cfg["retention.ms"] != "1000" || len(cfg) != 2 {
 		t.Fatalf("AlterTopicConfig = %v, %v", resp, err)
@@ -93,6 +98,7 @@ func TestAlterTopicConfigRPC(t *testing.T) {
 	}{
 		{&floev1.AlterTopicConfigRequest{Name: "alt", Set: map[string]string{"retention.bytes": "-5"}}, codes.InvalidArgument},
 		{&floev1.AlterTopicConfigRequest{Name: "alt"}, codes.InvalidArgument},
+		{&floev1.AlterTopicConfigRequest{Name: "alt", Set: map[string]string{"foo": "bar"}}, codes.InvalidArgument},
 		{&floev1.AlterTopicConfigRequest{Name: "nope", Set: map[string]string{"retention.ms": "1"}}, codes.NotFound},
 		{&floev1.AlterTopicConfigRequest{Name: "", Set: map[string]string{"retention.ms": "1"}}, codes.InvalidArgument},
 	} {

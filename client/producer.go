@@ -108,7 +108,8 @@ type prodReq struct {
 	partition int32 // as given to Send
 	req       *floev1.ProduceRequest
 	resp      *floev1.ProduceResponse
-	retry     bool // failed retriably (or was lost with its stream)
+	retry     bool  // failed retriably (or was lost with its stream)
+	err       error // the last failure (nil: none, or no answer)
 
 	// Batches: the request, and the records (indices into req.Records)
 	// of each of its PartitionBatches.
@@ -201,6 +202,59 @@ func (p *Producer) Flush() error {
 	return nil
 }
 
+// Settle is for after Send or Flush returned an error: it sends nothing
+// more, waits for the answers of the requests still in flight (up to
+// RequestTimeout for each), and hands to OnResult, in send order, every
+// request that was stored. It returns the tags of the others: failed
+// (not stored: refused, or answered that nothing was committed) and
+// unknown (no answer, or an answer that the outcome is unknown). The
+// producer is then empty; Close it.
+func (p *Producer) Settle() (failed, unknown []any) {
+	for len(p.byID) > 0 && p.stream != nil {
+		t := time.NewTimer(p.opts.RequestTimeout)
+		select {
+		case a := <-p.stream.answers:
+			t.Stop()
+			if a.err != nil {
+				p.closeStream() // the rest are lost with it
+				continue
+			}
+			r, ok := p.byID[a.msg.GetRequestId()]
+			if !ok {
+				continue
+			}
+			delete(p.byID, a.msg.GetRequestId())
+			if a.msg.GetErrorCode() != 0 {
+				r.err = status.Error(codes.Code(a.msg.GetErrorCode()), a.msg.GetErrorMessage())
+			} else if p.opts.Batches {
+				r.resp, r.err = r.fromBatches(a.batch)
+			} else {
+				r.resp = a.msg.GetResponse()
+			}
+		case <-t.C:
+			p.closeStream()
+		case <-p.ctx.Done():
+			t.Stop()
+			p.closeStream()
+		}
+	}
+	p.closeStream()
+	for _, r := range p.queue {
+		switch {
+		case r.resp != nil:
+			if p.opts.OnResult != nil {
+				p.opts.OnResult(r.tag, r.resp)
+			}
+		case r.err == nil || status.Code(r.err) == codes.Unknown || status.Code(r.err) == codes.DeadlineExceeded:
+			unknown = append(unknown, r.tag)
+		default:
+			failed = append(failed, r.tag)
+		}
+	}
+	p.queue, p.perPart, p.failed = nil, map[int32]int{}, false
+	return failed, unknown
+}
+
 // Close ends the stream. Unanswered requests are abandoned: Flush first.
 func (p *Producer) Close() {
 	p.closeStream()
@@ -211,7 +265,7 @@ func (p *Producer) Close() {
 func (p *Producer) send(r *prodReq) {
 	if p.stream == nil {
 		if err := p.openStream(); err != nil {
-			r.retry, p.failed = true, true
+			r.retry, p.failed, r.err = true, true, err
 			return
 		}
 	}
@@ -289,7 +343,7 @@ func (p *Producer) closeStream() {
 	}
 	p.stream = nil
 	for id, r := range p.byID { // lost with the stream
-		r.retry, p.failed = true, true
+		r.retry, p.failed, r.err = true, true, nil
 		delete(p.byID, id)
 	}
 }
@@ -342,6 +396,7 @@ func (p *Producer) handle(a prodAnswer) error {
 		if p.opts.Batches {
 			resp, err := r.fromBatches(a.batch)
 			if err != nil {
+				r.err = err
 				return &BatchError{Tag: r.tag, Err: err}
 			}
 			r.resp = resp
@@ -351,6 +406,7 @@ func (p *Producer) handle(a prodAnswer) error {
 		return nil
 	}
 	err := status.Error(codes.Code(a.msg.GetErrorCode()), a.msg.GetErrorMessage())
+	r.err = err
 	// Out of order: an earlier request of its partition failed; the
 	// in-order retry settles it.
 	if p.retriable(err) || (p.opts.Idempotent && status.Code(err) == codes.FailedPrecondition) {
@@ -402,6 +458,7 @@ func (p *Producer) recover() error {
 			return err
 		})
 		if err != nil {
+			r.err = err
 			return &BatchError{Tag: r.tag, Err: err}
 		}
 		r.retry = false

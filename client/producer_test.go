@@ -29,6 +29,7 @@ type fakeSeq struct {
 	drop    map[int]bool
 	refuse  map[int]bool
 	unknown map[int]bool // commit, then answer Unknown (outcome unknown)
+	invalid map[int]bool // refuse with InvalidArgument, nothing committed
 
 	mu          sync.Mutex // protects the fields below
 	n           int
@@ -54,6 +55,9 @@ func (f *fakeSeq) apply(req *floev1.ProduceRequest) (resp *floev1.ProduceRespons
 	f.n++
 	if f.refuse[n] {
 		return nil, status.Error(codes.Unavailable, "refused"), false
+	}
+	if f.invalid[n] {
+		return nil, status.Error(codes.InvalidArgument, "bad record"), false
 	}
 	p := req.GetPartition()
 	seq := req.GetBaseSequence()
@@ -273,5 +277,68 @@ func TestProducerOutcomeUnknown(t *testing.T) {
 		if !idem && (!errors.As(err, &be) || be.Tag != 1 || status.Code(err) != codes.Unknown) {
 			t.Fatalf("plain: err %v, want the Unknown of send 1", err)
 		}
+	}
+}
+
+// After a refused request, Settle waits for the requests in flight and
+// reports exactly those that were stored: the refused one and the later
+// ones of its partition (out of order) are failed, the others stored.
+func TestProducerSettleAfterRefusal(t *testing.T) {
+	f := &fakeSeq{window: 8, invalid: map[int]bool{2: true},
+		log: map[int32][]string{}, next: map[int32]int32{}, recent: map[int32][][2]int64{}}
+	c := startFakeServer(t, f)
+	var reported []int
+	p, err := c.NewProducer(context.Background(), "t", client.ProducerOptions{Idempotent: true, MinBackoff: time.Millisecond,
+		OnResult: func(tag any, _ *floev1.ProduceResponse) { reported = append(reported, tag.(int)) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	sent := 0
+	for i := 0; i < 8 && err == nil; i++ { // requests 0..7 to partitions 0, 1, 2, 0, 1, 2, ...
+		err = p.Send(int32(i%3), []*floev1.Record{{Value: []byte(fmt.Sprint(i))}}, i)
+		sent++
+	}
+	if err == nil {
+		err = p.Flush()
+	}
+	var be *client.BatchError
+	if !errors.As(err, &be) || be.Tag != 2 || status.Code(err) != codes.InvalidArgument {
+		t.Fatalf("err %v, want the InvalidArgument of request 2", err)
+	}
+	failed, unknown := p.Settle()
+	f.mu.Lock()
+	stored := map[int]bool{}
+	for _, vs := range f.log {
+		for _, v := range vs {
+			var n int
+			fmt.Sscan(v, &n)
+			stored[n] = true
+		}
+	}
+	f.mu.Unlock()
+	if len(unknown) != 0 {
+		t.Errorf("unknown %v, want none (every answer came)", unknown)
+	}
+	seen := map[int]bool{}
+	for _, r := range reported {
+		seen[r] = true
+		if !stored[r] {
+			t.Errorf("request %d reported stored, but it is not", r)
+		}
+	}
+	for _, tag := range failed {
+		seen[tag.(int)] = true
+		if stored[tag.(int)] {
+			t.Errorf("request %d reported failed, but it is stored", tag)
+		}
+	}
+	for i := 0; i < sent; i++ {
+		if !seen[i] {
+			t.Errorf("request %d neither reported stored nor failed", i)
+		}
+	}
+	if !slices.Contains(failed, any(2)) || !stored[0] || !stored[1] {
+		t.Errorf("failed %v, stored %v: want 2 failed, 0 and 1 stored", failed, stored)
 	}
 }

@@ -28,7 +28,7 @@ type Compaction struct {
 
 // ParseCompaction reads cleanup.policy, delete.retention.ms and
 // min.compaction.lag.ms from a topic's config, with their defaults for
-// absent keys. The durations are 0..MaxInt64 ms.
+// absent keys. The durations are milliseconds or Go durations, >= 0.
 func ParseCompaction(cfg map[string]string) (Compaction, error) {
 	c := Compaction{DeleteRetention: time.Duration(DefaultDeleteRetentionMs) * time.Millisecond,
 		MinLag: time.Duration(DefaultMinCompactionLagMs) * time.Millisecond}
@@ -44,10 +44,7 @@ func ParseCompaction(cfg map[string]string) (Compaction, error) {
 		if !ok {
 			continue
 		}
-		n, err := parseLimit(k.key, v)
-		if err == nil && n < 0 {
-			err = fmt.Errorf("%w: %s=%q, want an integer number of milliseconds >= 0", ErrInvalidConfig, k.key, v)
-		}
+		n, err := parseConfigMs(k.key, v, false)
 		if err != nil {
 			return c, err
 		}

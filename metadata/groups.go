@@ -292,7 +292,8 @@ type GroupStore interface {
 	// ResetOffsets computes new positions (see ResetSpec) and, unless
 	// DryRun, commits them in one transaction; it returns the plan sorted
 	// by (topic id, partition). ErrGroupNotEmpty while members are live
-	// unless Force; ErrTopicNotFound / ErrPartitionNotFound; ErrInvalidGroup.
+	// unless Force; ErrGroupNotFound when the group does not exist (a reset
+	// never creates one); ErrTopicNotFound / ErrPartitionNotFound; ErrInvalidGroup.
 	ResetOffsets(ctx context.Context, req ResetOffsetsRequest) ([]OffsetReset, error)
 
 	// CopyOffsets copies every committed position of group from into group

@@ -34,17 +34,6 @@ type Iceberg struct {
 	Retention time.Duration
 }
 
-// parseDurationMs reads a Go duration or an integer of milliseconds.
-func parseDurationMs(v string) (time.Duration, error) {
-	d, err := time.ParseDuration(v)
-	if err != nil {
-		var ms int64
-		ms, err = strconv.ParseInt(v, 10, 64)
-		d = durationMs(ms)
-	}
-	return d, err
-}
-
 // ParseIceberg reads iceberg.enabled and iceberg.lag from a topic's
 // config, with their defaults for absent keys.
 func ParseIceberg(cfg map[string]string) (Iceberg, error) {
@@ -59,23 +48,21 @@ func ParseIceberg(cfg map[string]string) (Iceberg, error) {
 		}
 	}
 	if v, ok := cfg[ConfigIcebergLag]; ok {
-		d, err := parseDurationMs(v)
-		if err != nil || d < 0 {
-			return ic, fmt.Errorf("%w: %s=%q, want a duration >= 0 such as 1m, 30s or 500ms (or milliseconds)",
-				ErrInvalidConfig, ConfigIcebergLag, v)
+		ms, err := parseConfigMs(ConfigIcebergLag, v, false)
+		if err != nil {
+			return ic, err
 		}
-		ic.Lag = d
+		ic.Lag = durationMs(ms)
 	}
 	if v, ok := cfg[ConfigIcebergRetentionMs]; ok {
-		d, err := parseDurationMs(v)
-		if v == "-1" {
-			d, err = -1, nil
+		ms, err := parseConfigMs(ConfigIcebergRetentionMs, v, true)
+		if err != nil {
+			return ic, err
 		}
-		if err != nil || d < 0 && v != "-1" {
-			return ic, fmt.Errorf("%w: %s=%q, want -1 (keep for ever) or a duration >= 0 such as 720h (or milliseconds)",
-				ErrInvalidConfig, ConfigIcebergRetentionMs, v)
+		ic.Retention = -1
+		if ms >= 0 {
+			ic.Retention = durationMs(ms)
 		}
-		ic.Retention = d
 	}
 	return ic, nil
 }

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"time"
+	"unicode/utf8"
 )
 
 var (
@@ -59,13 +60,14 @@ const MaxTopicNameLen = 249
 // ValidateTopicName checks a name like Kafka does: 1..249 characters of
 // [a-zA-Z0-9._-], and not "." or "..".
 func ValidateTopicName(name string) error {
-	if name == "" || len(name) > MaxTopicNameLen || name == "." || name == ".." {
+	n := utf8.RuneCountInString(name)
+	if n == 0 || n > MaxTopicNameLen || name == "." || name == ".." {
 		return fmt.Errorf("%w: %q must be 1 to %d characters and not '.' or '..'", ErrInvalidTopicName, name, MaxTopicNameLen)
 	}
-	for i := 0; i < len(name); i++ {
-		c := name[i]
+	for _, c := range name {
 		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-') {
-			return fmt.Errorf("%w: %q has character %q outside [a-zA-Z0-9._-]", ErrInvalidTopicName, name, c)
+			return fmt.Errorf("%w: %q has the character %q; a name takes only letters a-z and A-Z, digits, '.', '_' and '-'",
+				ErrInvalidTopicName, name, c)
 		}
 	}
 	return nil

@@ -48,8 +48,9 @@ type Retention struct {
 	Hold map[int32]int64
 }
 
-// ParseRetention reads retention.ms and retention.bytes from a topic's
-// config, with their defaults for absent keys.
+// ParseRetention reads retention.ms (milliseconds or a duration, -1: for
+// ever) and retention.bytes from a topic's config, with their defaults for
+// absent keys.
 func ParseRetention(cfg map[string]string) (Retention, error) {
 	r := Retention{Ms: DefaultRetentionMs, Bytes: DefaultRetentionBytes, Delete: true}
 	var err error
@@ -64,7 +65,7 @@ func ParseRetention(cfg map[string]string) (Retention, error) {
 		}
 	}
 	if v, ok := cfg[ConfigRetentionMs]; ok {
-		if r.Ms, err = parseLimit(ConfigRetentionMs, v); err != nil {
+		if r.Ms, err = parseConfigMs(ConfigRetentionMs, v, true); err != nil {
 			return r, err
 		}
 	}
@@ -83,22 +84,6 @@ func parseLimit(key, v string) (int64, error) {
 		return 0, fmt.Errorf("%w: %s=%q, want -1 (unlimited) or an integer 0..%d", ErrInvalidConfig, key, v, int64(math.MaxInt64))
 	}
 	return n, nil
-}
-
-// ValidateTopicConfig checks the config keys floe acts on; other keys are
-// stored as given.
-func ValidateTopicConfig(cfg map[string]string) error {
-	if _, err := ParseRetention(cfg); err != nil {
-		return err
-	}
-	if _, err := ParseIceberg(cfg); err != nil {
-		return err
-	}
-	if _, err := ParseValueSchema(cfg); err != nil {
-		return err
-	}
-	_, err := ParseCompaction(cfg)
-	return err
 }
 
 // TopicStorage is what a topic's data costs, as the metadata knows it.

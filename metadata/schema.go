@@ -26,12 +26,13 @@ func ParseValueSchema(cfg map[string]string) (*schema.Schema, error) {
 	return s, nil
 }
 
-// ValidateConfigChange checks a topic's new config (ValidateTopicConfig)
+// ValidateConfigChange checks a topic's new config (ValidateTopicConfig;
+// unknown keys kept unchanged from old pass, an older floe stored any)
 // and that its value schema, if the old config had one, changed
 // compatibly; the stores call it under the topic's row lock, so that two
 // concurrent changes are each checked against the schema they replace.
 func ValidateConfigChange(old, next map[string]string) error {
-	if err := ValidateTopicConfig(next); err != nil {
+	if err := validateTopicConfig(next, old); err != nil {
 		return err
 	}
 	prev, err := ParseValueSchema(old)

@@ -6,8 +6,12 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"net"
 	"strconv"
 	"strings"
+
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
 )
 
 // errHelp means a command printed its usage on request: exit 0.
@@ -112,8 +116,17 @@ func (f *partitionFlag) Set(s string) error {
 
 // addrList is -addr: agent addresses, comma-separated or repeated.
 type addrList struct {
-	addrs []string
-	set   bool // set from the command line: replaces the default
+	addrs  []string
+	set    bool  // set from the command line: replaces the default
+	envErr error // FLOE_ADDR is not an address list (reported unless -addr is set)
+}
+
+// check reports a bad FLOE_ADDR that -addr did not replace.
+func (a *addrList) check() error {
+	if a.envErr != nil && !a.set {
+		return fmt.Errorf("environment FLOE_ADDR: %v", a.envErr)
+	}
+	return nil
 }
 
 func (a *addrList) String() string {
@@ -127,12 +140,50 @@ func (a *addrList) Set(s string) error {
 	if !a.set {
 		a.addrs, a.set = nil, true
 	}
-	for _, p := range strings.Split(s, ",") {
-		p = strings.TrimSpace(p)
-		if p == "" {
+	parts := strings.Split(s, ",")
+	for i, p := range parts {
+		if parts[i] = strings.TrimSpace(p); parts[i] == "" {
 			return fmt.Errorf("%q: empty address", s)
 		}
+	}
+	for _, p := range parts {
+		if err := checkAddr(p); err != nil {
+			return err
+		}
 		a.addrs = append(a.addrs, p)
+	}
+	return nil
+}
+
+// listFlag collects a repeated flag whose values may also be
+// comma-separated (topic names, config keys, partitions).
+type listFlag []string
+
+func (l *listFlag) String() string {
+	if l == nil {
+		return ""
+	}
+	return strings.Join(*l, ",")
+}
+
+func (l *listFlag) Set(s string) error {
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p == "" {
+			return fmt.Errorf("%q: empty value", s)
+		}
+		*l = append(*l, p)
+	}
+	return nil
+}
+
+// checkAddr checks an agent address: host:port, the port a number.
+func checkAddr(a string) error {
+	host, port, err := net.SplitHostPort(a)
+	if err != nil || host == "" {
+		return fmt.Errorf("%q is not host:port (such as %s)", a, devGRPCAddr)
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+		return fmt.Errorf("%q: port %q is not a number from 1 to 65535", a, port)
 	}
 	return nil
 }
@@ -140,9 +191,33 @@ func (a *addrList) Set(s string) error {
 func addrFlag(fs *flag.FlagSet) *addrList {
 	a := &addrList{}
 	if err := a.Set(envOr("FLOE_ADDR", devGRPCAddr)); err != nil {
-		a.addrs = []string{devGRPCAddr}
+		a.addrs, a.envErr = []string{devGRPCAddr}, err
 	}
 	a.set = false
 	fs.Var(a, "addr", "agent address host:port; several, comma-separated or repeated, for failover (env FLOE_ADDR)")
 	return a
+}
+
+// outputFlag adds -o (text or json) to an admin command.
+func outputFlag(fs *flag.FlagSet) *string {
+	return fs.String("o", "text", "output format: text (tables with headers) or json (the answer as one JSON object)")
+}
+
+// checkOutput checks -o.
+func checkOutput(o string) error {
+	if o != "text" && o != "json" {
+		return fmt.Errorf("flag -o: %q is neither text nor json", o)
+	}
+	return nil
+}
+
+// printProtoJSON writes an answer as one line of JSON (protojson's
+// field names, zero values included).
+func printProtoJSON(w io.Writer, m proto.Message) error {
+	b, err := protojson.MarshalOptions{EmitUnpopulated: true, UseProtoNames: true}.Marshal(m)
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(w, "%s\n", b)
+	return err
 }

@@ -44,6 +44,13 @@ func TestHelpOfEveryCommand(t *testing.T) {
 		{[]string{"produce"}, "usage: floe produce TOPIC [flags]"},
 		{[]string{"consume"}, "usage: floe consume TOPIC [flags]"},
 		{[]string{"version"}, "usage: floe version [flags]"},
+		{[]string{"topic", "alter"}, "usage: floe topic alter NAME [flags]"},
+		{[]string{"topic", "delete-records"}, "usage: floe topic delete-records NAME [flags]"},
+		{[]string{"group", "reset"}, "usage: floe group reset GROUP [flags]"},
+		{[]string{"group", "copy"}, "usage: floe group copy FROM TO [flags]"},
+		{[]string{"lag"}, "usage: floe lag [GROUP] [flags]"},
+		{[]string{"table", "describe"}, "usage: floe table describe TOPIC [flags]"},
+		{[]string{"config", "print"}, "usage: floe config print"},
 	}
 	for _, c := range cases {
 		for _, h := range []string{"-h", "-help", "--help"} {
@@ -51,6 +58,10 @@ func TestHelpOfEveryCommand(t *testing.T) {
 			out, errs, code := runFloe(t, "", args...)
 			if code != 0 || !strings.HasPrefix(out, c.want) || errs != "" {
 				t.Errorf("floe %v: exit %d, stdout %.80q, stderr %q; want exit 0 and usage %q", args, code, out, errs, c.want)
+			}
+			// The same shape everywhere: no bare "Usage of", no source file names.
+			if strings.Contains(out, "Usage of") || regexp.MustCompile(`\w\.go\b`).MatchString(out) {
+				t.Errorf("floe %v: usage has \"Usage of\" or a source file name:\n%s", args, out)
 			}
 		}
 	}
@@ -60,6 +71,13 @@ func TestHelpOfEveryCommand(t *testing.T) {
 		if !strings.Contains(out, f) {
 			t.Errorf("consume -h does not mention %s", f)
 		}
+	}
+	// Only the flags that apply: -o json on admin commands, not on create.
+	if out, _, _ := runFloe(t, "", "topic", "create", "-h"); strings.Contains(out, "  -o ") || !strings.Contains(out, "retention.ms") {
+		t.Errorf("topic create -h: want its config keys and no -o:\n%s", out)
+	}
+	if out, _, _ := runFloe(t, "", "group", "copy", "-h"); strings.Contains(out, "-execute") || !strings.Contains(out, "-force") {
+		t.Errorf("group copy -h: want -force and no -execute:\n%s", out)
 	}
 	out, _, _ = runFloe(t, "", "agent", "-h")
 	for _, f := range []string{"-fail-fast", "-max-record-bytes", "-max-request-bytes", "-max-fetch-bytes", "-commit-timeout", "-ready-interval", "-postgres-url"} {
@@ -98,13 +116,13 @@ func TestBadArgumentsAreOneLine(t *testing.T) {
 		{[]string{"produce", "a", "-partition", "4294967296"}, "4294967296 is out of range"},
 		{[]string{"produce", "a", "-partition", "x"}, `"x" is not a number`},
 		{[]string{"produce", "a", "-batch-bytes", "0"}, "-batch-bytes: 0 must be positive"},
-		{[]string{"produce", "a", "-whole", "-key-separator", ":"}, "do not go together"},
+		{[]string{"produce", "a", "-whole", "-key-separator", ":"}, "exclude each other"},
 		{[]string{"produce", "a", "-nope"}, "flag provided but not defined: -nope"},
 		{[]string{"consume"}, "missing argument TOPIC"},
 		{[]string{"consume", "a", "b"}, `unexpected argument "b"`},
 		{[]string{"consume", "a", "-partition", "-3"}, "-3 is out of range"},
 		{[]string{"consume", "a", "-partition", "2147483648"}, "2147483648 is out of range"},
-		{[]string{"consume", "a", "-o", "xml"}, `"xml" is neither text nor json`},
+		{[]string{"consume", "a", "-o", "xml"}, `"xml" is neither an output format`},
 		{[]string{"consume", "a", "-from", "soon"}, `"soon" is not earliest`},
 		{[]string{"consume", "a", "-addr", "x,,y"}, "empty address"},
 		{[]string{"dev", "-ready-interval", "0s"}, "server.ready_interval: 0s must be positive (set by flag -ready-interval)"},

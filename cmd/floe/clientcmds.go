@@ -6,7 +6,6 @@ import (
 
 	"fmt"
 	"io"
-	"math"
 	"sort"
 	"strconv"
 	"strings"
@@ -15,10 +14,14 @@ import (
 
 	floev1 "github.com/floe-broker/floe/api/floe/v1"
 	"github.com/floe-broker/floe/client"
+	"github.com/floe-broker/floe/metadata"
 )
 
 // dial connects to the first address; the connection is lazy.
 func dial(addrs *addrList) (*client.Client, error) {
+	if err := addrs.check(); err != nil {
+		return nil, err
+	}
 	return client.Dial(addrs.addrs[0])
 }
 
@@ -29,6 +32,9 @@ func dialAll(addrs *addrList) ([]*client.Client, func(), error) {
 		for _, c := range cs {
 			c.Close()
 		}
+	}
+	if err := addrs.check(); err != nil {
+		return nil, nil, err
 	}
 	for _, a := range addrs.addrs {
 		c, err := client.Dial(a)
@@ -59,7 +65,7 @@ var topicCommands = map[string]struct {
 	args, about string
 	nargs       int
 }{
-	"create":   {"NAME", "Create a topic.", 1},
+	"create":   {"NAME", "Create a topic: -partitions, its config (-config key=value), its value schema (-schema FILE)." + configKeysHelp, 1},
 	"list":     {"", "List the topics and their partition counts.", 0},
 	"describe": {"NAME", "Show a topic's configuration and each partition's log start offset and high watermark.", 1},
 	"delete":   {"NAME", "Delete a topic; its records become unreadable.", 1},
@@ -93,14 +99,23 @@ func runTopic(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	var partitions *int
 	var valueSchema *string
 	config := kvFlag{}
+	output := new(string)
+	if sub == "list" || sub == "describe" {
+		output = outputFlag(fs)
+	}
 	if sub == "create" {
 		partitions = fs.Int("partitions", 1, "partition count")
-		fs.Var(config, "config", "topic config key=value (repeatable)")
+		fs.Var(config, "config", "topic config key=value, e.g. retention.ms=1h (repeatable; the keys are listed above)")
 		valueSchema = schemaFlag(fs)
 	}
 	pos, err := cmd.parse(args[1:], stdout)
 	if err != nil {
 		return err
+	}
+	if *output != "" {
+		if err := checkOutput(*output); err != nil {
+			return err
+		}
 	}
 	name := ""
 	if len(pos) > 0 {
@@ -115,11 +130,17 @@ func runTopic(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	defer cancel()
 	switch sub {
 	case "create":
-		if *partitions < 1 || *partitions > math.MaxInt32 {
-			return fmt.Errorf("flag -partitions: %d is out of range: 1 to %d", *partitions, math.MaxInt32)
+		if *partitions < 1 || *partitions > metadata.MaxPartitions {
+			return fmt.Errorf("flag -partitions: %d is out of range: 1 to %d", *partitions, metadata.MaxPartitions)
 		}
 		if err := withValueSchema(config, *valueSchema); err != nil {
 			return err
+		}
+		if err := metadata.ValidateTopicName(name); err != nil {
+			return fmt.Errorf("topic create: %s", clean(strings.Replace(err.Error(), metadata.ErrInvalidTopicName.Error()+": ", "topic name ", 1)))
+		}
+		if err := checkTopicConfig(config, nil); err != nil {
+			return fmt.Errorf("topic create: %w", err)
 		}
 		t, err := c.CreateTopic(ctx, name, int32(*partitions), config)
 		if err != nil {
@@ -131,13 +152,22 @@ func runTopic(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		if err != nil {
 			return fmt.Errorf("list topics: %w", err)
 		}
-		for _, t := range resp.GetTopics() {
-			fmt.Fprintf(stdout, "%s\t%d\n", t.GetName(), t.GetPartitions())
+		if *output == "json" {
+			return printProtoJSON(stdout, resp)
 		}
+		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "TOPIC\tPARTITIONS")
+		for _, t := range resp.GetTopics() {
+			fmt.Fprintf(tw, "%s\t%d\n", t.GetName(), t.GetPartitions())
+		}
+		return tw.Flush()
 	case "describe":
 		resp, err := c.Topics.DescribeTopic(ctx, &floev1.DescribeTopicRequest{Name: name})
 		if err != nil {
 			return fmt.Errorf("describe topic %q: %w", name, err)
+		}
+		if *output == "json" {
+			return printProtoJSON(stdout, resp)
 		}
 		t := resp.GetTopic()
 		fmt.Fprintf(stdout, "topic %s (id %d), %d partitions\n", t.GetName(), t.GetId(), t.GetPartitions())
@@ -147,6 +177,7 @@ func runTopic(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 		sort.Strings(keys)
 		printTopicConfig(stdout, t.GetConfig(), keys)
+		printRetentionWait(stdout, t.GetConfig())
 		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "PARTITION\tLOG START\tHIGH WATERMARK")
 		for _, p := range resp.GetPartitions() {

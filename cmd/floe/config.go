@@ -3,9 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
-	"net/url"
 	"reflect"
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -304,26 +302,6 @@ func (s setting) masked(c *Config) string {
 		return maskURL(text)
 	}
 	return text
-}
-
-var dsnPassword = regexp.MustCompile(`(?i)(password\s*=\s*)('[^']*'|\S+)`)
-
-// maskURL hides the password of a URL or of a key=value connection string.
-func maskURL(text string) string {
-	if u, err := url.Parse(text); err == nil && u.User != nil {
-		if _, ok := u.User.Password(); ok {
-			u.User = url.UserPassword(u.User.Username(), "xxxxx")
-			text = strings.Replace(u.String(), "xxxxx", "*****", 1)
-		}
-	}
-	if q := strings.Index(text, "?"); q >= 0 {
-		if vals, err := url.ParseQuery(text[q+1:]); err == nil && vals.Has("password") {
-			vals.Set("password", "xxxxx")
-			text = text[:q+1] + strings.Replace(vals.Encode(), "xxxxx", "*****", 1)
-		}
-		return text
-	}
-	return dsnPassword.ReplaceAllString(text, "${1}*****")
 }
 
 // applyEnv sets from the environment (getenv) the settings of command: the

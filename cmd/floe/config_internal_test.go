@@ -130,7 +130,7 @@ func TestConfigPrecedence(t *testing.T) {
 func TestConfigPrintMasksSecrets(t *testing.T) {
 	for _, tc := range []struct{ url, want string }{
 		{"postgres://floe:hunter2@db:5432/floe?sslmode=disable", "postgres://floe:*****@db:5432/floe?sslmode=disable"},
-		{"postgres://db/floe?user=floe&password=hunter2", "postgres://db/floe?password=*****&user=floe"},
+		{"postgres://db/floe?user=floe&password=hunter2", "postgres://db/floe?user=floe&password=*****"},
 		{"host=db user=floe password=hunter2 dbname=floe", "host=db user=floe password=***** dbname=floe"},
 		{"postgres://floe@db/floe", "postgres://floe@db/floe"},
 	} {

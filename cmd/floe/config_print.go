@@ -30,7 +30,7 @@ func runConfig(_ context.Context, args []string, stdout, _ io.Writer) error {
 	cmd := newCommand("floe config print", "[agent|dev|compactor]", `Print as YAML the effective configuration of floe agent (default), dev or
 compactor: defaults, then the file of -config (or FLOE_CONFIG), then the
 FLOE_<SECTION>_<KEY> variables, then the flags, which are that command's.
-Secrets (the password of postgres.url, s3.secret_key) are masked. Exits
+Secrets (every password pgx reads from postgres.url, s3.secret_key) are masked. Exits
 non-zero, after printing, when a setting is invalid.`, 0, 0)
 	cf := registerConfig(cmd.fs, server)
 	if _, err := cmd.parse(args, stdout); err != nil {

@@ -5,8 +5,12 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"math"
+	"slices"
+	"strconv"
 	"time"
 	"unicode/utf8"
 
@@ -15,15 +19,21 @@ import (
 )
 
 const consumeAbout = `Print the records of TOPIC, from -from to the end of the log (or, with
--follow, for ever, as they commit). A follower survives agent and
+-follow, for ever, as they commit). The start takes kcat's and rpk's forms,
+through -from or -o: earliest, latest, an offset, -N (the last N of each
+partition), +N (after the first N), @TIME. -partition takes several. A follower survives agent and
 PostgreSQL restarts: it resubscribes, through the next -addr if several are
 given, from the offset after the last record printed (no gap, no
-duplicate), retrying with backoff; other errors end it with one line and
-exit status 1.
+duplicate), retrying with backoff, and says on stderr when it lost the
+subscription and when it reconnected; other errors end it with one line
+and exit status 1.
 
 Text output (-o text) is one line per record: the fields asked for
 (partition and offset, timestamp, key, headers as k=v,k=v) then the value,
-separated by -separator. JSON output (-o json) is one object per line:
+separated by -separator; or, with -f, a format with kcat's letters
+('%t %p %o %k %s %h\n'). Headers are escaped (\\, \, and \= inside keys and
+values, \n, \t, \xNN for control bytes and bytes that are not UTF-8).
+JSON output (-o json) is one object per line:
   {"topic":..., "partition":..., "offset":..., "timestamp": unix ms,
    "key": string or null, "value": string or null,
    "headers": [{"key":..., "value":...}]}
@@ -35,19 +45,21 @@ func runConsume(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	cmd := newCommand("floe consume", "TOPIC", consumeAbout, 1, 1)
 	fs := cmd.fs
 	addr := addrFlag(fs)
-	partition := partitionFlag{p: -1, what: "all partitions"}
-	fs.Var(&partition, "partition", "only this partition (-1: all)")
-	from := fs.String("from", "earliest", "earliest, latest, an offset, or @timestamp (unix ms or RFC 3339)")
+	var partitions listFlag
+	fs.Var(&partitions, "partition", "only these partitions (comma-separated or repeated; default all)")
+	from := fs.String("from", "earliest", "where to start: "+startHelp)
 	follow := fs.Bool("follow", false, "keep waiting for new records (otherwise stop at the end of the log)")
-	fs.BoolVar(follow, "f", false, "short for -follow")
+	exitAtEnd := fs.Bool("e", false, "stop at the end of the log (the default without -follow; kcat's -e)")
 	maxRecords := fs.Int64("max", 0, "stop after this many records (0: no limit)")
+	fs.Int64Var(maxRecords, "c", 0, "short for -max (kcat's and rpk's -c)")
 	printKey := fs.Bool("print-key", false, "print the key before the value (text output)")
 	printOffset := fs.Bool("print-offset", false, "print partition and offset before the value (text output)")
 	printTS := fs.Bool("print-timestamp", false, "print the timestamp (RFC 3339, UTC, milliseconds) before the value (text output)")
-	printHeaders := fs.Bool("print-headers", false, "print the headers as k=v,k=v before the value (text output)")
+	printHeaders := fs.Bool("print-headers", false, "print the headers as k=v,k=v (escaped) before the value (text output)")
 	sep := fs.String("separator", "\t", "separator between printed fields (text output)")
-	output := fs.String("o", "text", "output format: text or json (one object per line)")
-	group := fs.String("group", "", "consume as a member of this consumer group (see group_consume.go)")
+	format := fs.String("f", "", formatHelp)
+	output := fs.String("o", "text", "output format, text or json (one object per line); or, as in kcat and rpk, where to start (as -from)")
+	group := fs.String("group", "", "consume as a member of this consumer group, from its committed positions")
 	commitEvery := fs.Duration("commit-interval", 5*time.Second, "with -group: commit printed records this often")
 	session := fs.Duration("session-timeout", 0, "with -group: the member's session timeout (0: the agent's default)")
 	pos, err := cmd.parse(args, stdout)
@@ -56,18 +68,45 @@ func runConsume(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	topic := pos[0]
 	if *output != "text" && *output != "json" {
-		return fmt.Errorf("flag -o: %q is neither text nor json", *output)
+		if !isStart(*output) {
+			return fmt.Errorf("flag -o: %q is neither an output format (text, json) nor a start position (%s)", *output, startHelp)
+		}
+		*from, *output = *output, "text"
+	}
+	if *follow && *exitAtEnd {
+		return errors.New("flags -follow and -e exclude each other")
 	}
 	if *maxRecords < 0 {
 		return fmt.Errorf("flag -max: %d must not be negative", *maxRecords)
 	}
-	if *group != "" && partition.p >= 0 {
+	var parts []int32
+	for _, s := range partitions {
+		p, err := strconv.ParseInt(s, 10, 64)
+		switch {
+		case err != nil:
+			return fmt.Errorf("flag -partition: %q is not a partition number", s)
+		case p < 0 || p > math.MaxInt32:
+			return fmt.Errorf("flag -partition: %d is out of range: 0 to %d", p, math.MaxInt32)
+		}
+		parts = append(parts, int32(p))
+	}
+	if *group != "" && len(parts) > 0 {
 		return fmt.Errorf("flag -partition: not with -group (the group assigns partitions)")
 	}
-	var start *floev1.StartPosition
-	if *group == "" {
-		if start, err = parseFrom(*from); err != nil {
+	pr := &printer{topic: topic, sep: *sep, json: *output == "json",
+		key: *printKey, offset: *printOffset, ts: *printTS, headers: *printHeaders}
+	if *format != "" {
+		if pr.json {
+			return errors.New("flags -f and -o json exclude each other")
+		}
+		if pr.format, err = parseFormat(*format); err != nil {
 			return err
+		}
+	}
+	var start startSpec
+	if *group == "" {
+		if start, err = parseStart(*from); err != nil {
+			return fmt.Errorf("flag -from: %w", err)
 		}
 	}
 	clients, closeAll, err := dialAll(addr)
@@ -75,23 +114,26 @@ func runConsume(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return err
 	}
 	defer closeAll()
+	w := bufio.NewWriter(stdout)
+	pr.w = w
 	if *group != "" {
-		w := bufio.NewWriter(stdout)
 		return (&groupConsume{clients: clients, topic: topic, group: *group, from: *from, follow: *follow, max: *maxRecords,
-			commitInterval: *commitEvery, sessionTimeout: *session, w: w, stderr: stderr,
-			pr: &printer{w: w, topic: topic, sep: *sep, json: *output == "json",
-				key: *printKey, offset: *printOffset, ts: *printTS, headers: *printHeaders}}).run(ctx)
+			commitInterval: *commitEvery, sessionTimeout: *session, w: w, stderr: stderr, pr: pr}).run(ctx)
 	}
-
+	defer w.Flush()
+	offsets, err := resolveStart(ctx, clients[0], topic, parts, start)
+	if err != nil {
+		return fmt.Errorf("consume %q: %w", topic, err)
+	}
 	// Stored batches, decoded here: the agent does not re-encode records.
-	req := &floev1.SubscribeRequest{Topic: topic, Start: start, Batches: true}
-	if partition.p >= 0 {
-		req.Partitions = []int32{partition.p}
+	req := &floev1.SubscribeRequest{Topic: topic, Offsets: offsets, Batches: true}
+	for p := range offsets {
+		req.Partitions = append(req.Partitions, p)
 	}
-	retry := client.ResumeOptions{OnRetry: func(a string, err error, wait time.Duration) {
-		fmt.Fprintf(stderr, "floe: consume: %s from %s; resuming in %v\n", oneLine(err), a, wait.Round(time.Millisecond))
-	}}
-	// Without -follow: resolve the start and end offsets now, stop at the end.
+	slices.Sort(req.Partitions)
+	rc := &reconnects{clients: clients, stderr: stderr}
+	retry := client.ResumeOptions{OnRetry: rc.failed}
+	// Without -follow: stop at the end offsets of now.
 	remaining := map[int32]int64{} // partition -> end offset still to reach
 	if !*follow {
 		if req, err = boundedRequest(ctx, clients[0], req, remaining); err != nil {
@@ -101,12 +143,9 @@ func runConsume(ctx context.Context, args []string, stdout, stderr io.Writer) er
 			return nil
 		}
 	}
-	w := bufio.NewWriter(stdout)
-	defer w.Flush()
-	pr := printer{w: w, topic: topic, sep: *sep, json: *output == "json",
-		key: *printKey, offset: *printOffset, ts: *printTS, headers: *printHeaders}
 	var n int64
 	err = client.SubscribeResume(ctx, clients, req, retry, func(resp *floev1.SubscribeResponse) error {
+		rc.resumed()
 		for _, r := range resp.GetRecords() {
 			p := resp.GetPartition()
 			if !*follow {
@@ -138,6 +177,30 @@ func runConsume(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return fmt.Errorf("consume %q: %w", topic, err)
 	}
 	return nil
+}
+
+// reconnects tells a follower's user when its subscription failed and
+// when records flow again.
+type reconnects struct {
+	clients []*client.Client
+	stderr  io.Writer
+	next    string // the address tried after the last failure; "" when flowing
+}
+
+// failed is ResumeOptions.OnRetry.
+func (r *reconnects) failed(addr string, err error, wait time.Duration) {
+	i := slices.IndexFunc(r.clients, func(c *client.Client) bool { return c.Addr() == addr })
+	r.next = r.clients[(i+1)%len(r.clients)].Addr()
+	fmt.Fprintf(r.stderr, "floe: consume: lost the subscription at %s: %s; resubscribing through %s in %v\n",
+		addr, explain(err, addr), r.next, wait.Round(time.Millisecond))
+}
+
+// resumed is called on each answer: the first after a failure says so.
+func (r *reconnects) resumed() {
+	if r.next != "" {
+		fmt.Fprintf(r.stderr, "floe: consume: reconnected through %s; resuming after the last record printed (no gap, no duplicate)\n", r.next)
+		r.next = ""
+	}
 }
 
 // boundedRequest resolves req's start into offsets and records in
@@ -178,17 +241,21 @@ type printer struct {
 	topic, sep               string
 	json                     bool
 	key, offset, ts, headers bool
+	format                   []formatPiece // -f; nil: the fields above
 }
 
 func (p *printer) print(partition int32, r *floev1.Record) error {
 	if p.json {
 		return p.printJSON(partition, r)
 	}
+	if p.format != nil {
+		return p.formatRecord(partition, r)
+	}
 	if p.offset {
 		fmt.Fprintf(p.w, "%d%s%d%s", partition, p.sep, r.GetOffset(), p.sep)
 	}
 	if p.ts {
-		p.w.WriteString(time.UnixMilli(r.GetTimestampMs()).UTC().Format("2006-01-02T15:04:05.000Z07:00"))
+		p.w.WriteString(timestampText(r.GetTimestampMs()))
 		p.w.WriteString(p.sep)
 	}
 	if p.key {
@@ -196,14 +263,7 @@ func (p *printer) print(partition int32, r *floev1.Record) error {
 		p.w.WriteString(p.sep)
 	}
 	if p.headers {
-		for i, h := range r.GetHeaders() {
-			if i > 0 {
-				p.w.WriteByte(',')
-			}
-			p.w.WriteString(h.GetKey())
-			p.w.WriteByte('=')
-			p.w.Write(h.GetValue())
-		}
+		p.writeHeaders(r)
 		p.w.WriteString(p.sep)
 	}
 	p.w.Write(r.GetValue())

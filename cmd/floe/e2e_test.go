@@ -473,11 +473,11 @@ func TestDevEndToEnd(t *testing.T) {
 
 	// Errors: one line, non-zero exit.
 	_, errs, err = run("", "consume", "nope")
-	if err == nil || strings.Count(strings.TrimSpace(errs), "\n") != 0 || !strings.Contains(errs, "NotFound") {
+	if err == nil || strings.Count(strings.TrimSpace(errs), "\n") != 0 || !strings.Contains(errs, `topic "nope" not found`) {
 		t.Fatalf("consume of an unknown topic: err %v, stderr %q", err, errs)
 	}
 	_, errs, err = run("", "topic", "create", "bad name")
-	if err == nil || strings.Count(strings.TrimSpace(errs), "\n") != 0 || !strings.Contains(errs, "InvalidArgument") {
+	if err == nil || strings.Count(strings.TrimSpace(errs), "\n") != 0 || !strings.Contains(errs, `topic name "bad name" has the character ' '`) {
 		t.Fatalf("bad topic name: err %v, stderr %q", err, errs)
 	}
 

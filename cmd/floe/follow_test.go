@@ -194,7 +194,7 @@ func TestConsumeFollowSurvivesAgentAndPostgresRestarts(t *testing.T) {
 func TestConsumeFollowNonRetriableExits(t *testing.T) {
 	dev := startFloe(t, "dev", "-data", t.TempDir())
 	out, errs, code := runFloe(t, "", "consume", "missing", "-follow", "-addr", dev.addr)
-	if code != 1 || out != "" || strings.Count(strings.TrimSpace(errs), "\n") != 0 || !strings.Contains(errs, "NotFound") {
+	if code != 1 || out != "" || strings.Count(strings.TrimSpace(errs), "\n") != 0 || !strings.Contains(errs, `topic "missing" not found`) {
 		t.Fatalf("follow of a missing topic: exit %d, stdout %q, stderr %q", code, out, errs)
 	}
 }
@@ -208,7 +208,7 @@ func TestConsumeFollowSurvivesRestartOfItsOnlyAgent(t *testing.T) {
 	if _, err := c.CreateTopic(context.Background(), "one", 3, nil); err != nil {
 		t.Fatal(err)
 	}
-	f := startFollower(t, "one", "-f", "-print-offset", "-separator", ",", "-addr", dev.addr)
+	f := startFollower(t, "one", "-follow", "-print-offset", "-separator", ",", "-addr", dev.addr)
 	produceIdem(t, c, "one", 3, "a", 15)
 	f.waitLines(t, 15)
 	dev.kill()
@@ -227,4 +227,8 @@ func TestConsumeFollowSurvivesRestartOfItsOnlyAgent(t *testing.T) {
 		}
 	}
 	checkFollowed(t, lines, want)
+	// It said that it lost the agent, and that it reconnected.
+	if e := f.errText(); !strings.Contains(e, "lost the subscription at "+dev.addr) || !strings.Contains(e, "reconnected through "+dev.addr) {
+		t.Errorf("the follower's stderr does not say it reconnected:\n%s", e)
+	}
 }

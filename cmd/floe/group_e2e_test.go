@@ -130,12 +130,12 @@ func TestConsumeGroupTwice(t *testing.T) {
 		t.Fatalf("group list: %d %q %s", code, out, errs)
 	}
 	out, errs, code = floe("", "lag", "g")
-	if code != 0 || !strings.Contains(out, "CONSUME/S") {
+	if code != 0 || !strings.Contains(out, "RATE/S") {
 		t.Fatalf("lag: %d %q %s", code, out, errs)
 	}
-	// A dry run plans and changes nothing; the reset then replays it all.
-	out, errs, code = floe("", "group", "reset", "g", "-to", "earliest", "-topic", "t", "-dry-run")
-	if code != 0 || !strings.Contains(out, "dry run: 2 positions") {
+	// A preview plans and changes nothing; the reset then replays it all.
+	out, errs, code = floe("", "group", "reset", "g", "-to", "earliest", "-topic", "t")
+	if code != 0 || !strings.Contains(out, "preview: 2 of 2 positions would move") {
 		t.Fatalf("reset dry run: %d %q %s", code, out, errs)
 	}
 	if got := consume(); len(got) != 0 {
@@ -144,7 +144,7 @@ func TestConsumeGroupTwice(t *testing.T) {
 	if _, errs, code := floe("", "group", "copy", "g", "g2"); code != 0 {
 		t.Fatal(errs)
 	}
-	if _, errs, code := floe("", "group", "reset", "g", "-to", "earliest", "-topic", "t"); code != 0 {
+	if _, errs, code := floe("", "group", "reset", "g", "-to", "earliest", "-topic", "t", "-execute"); code != 0 {
 		t.Fatal(errs)
 	}
 	if got := consume(); len(got) != 5 {
@@ -158,7 +158,7 @@ func TestConsumeGroupTwice(t *testing.T) {
 	if _, errs, code := floe("", "group", "delete", "g2"); code != 0 {
 		t.Fatal(errs)
 	}
-	if _, errs, code := floe("", "group", "describe", "g2"); code != 1 || !strings.Contains(errs, "NotFound") {
+	if _, errs, code := floe("", "group", "describe", "g2"); code != 1 || !strings.Contains(errs, `group "g2" not found`) {
 		t.Fatalf("describe a deleted group: %d %s", code, errs)
 	}
 }

@@ -38,7 +38,7 @@ func main() {
 	err := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 	stop()
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "floe: "+oneLine(err))
+		fmt.Fprintln(os.Stderr, "floe: "+explain(err, addrOf(os.Args[1:], os.Getenv)))
 		os.Exit(1)
 	}
 }

@@ -28,12 +28,19 @@ Keys: with -key-separator each line is KEY SEP VALUE, and a keyed record
 goes to the partition Kafka's partitioner picks for its key; a line
 without the separator is an error. Records without a key go to one
 partition per request, in turn. -partition sends everything to one
-partition.
+partition. Per line: -f reads a key, headers, a partition and the value
+through a format ('%k %h %v', rpk's letters); -json reads each line as the
+object floe consume -o json prints, so that its output produces back.
 
 A bad line (over -max-record-bytes, or without the separator) stops the
-command with its line number; the lines before it are produced. At the end
-a summary goes to stderr (and, on a terminal, a progress line meanwhile).
-With -v each record's line, partition and offset go to stdout.`
+command with its line number, once the lines before it are produced. A
+request the agent refuses (a value against the topic's value.schema, say)
+stops it too: nothing more is sent, the requests in flight are waited
+for, and the error says at which line it stopped, which lines were
+produced and which were not (with the default idempotent producer, the
+requests after the refused one to its partition are not stored either).
+At the end a summary goes to stderr (and, on a terminal, a progress line
+meanwhile). With -v each record's line, partition and offset go to stdout.`
 
 // produceFlags are the flags of `floe produce`.
 type produceFlags struct {
@@ -50,6 +57,8 @@ type produceFlags struct {
 	file           string
 	verbose        bool
 	timeout        time.Duration
+	format         []formatPiece // -f
+	json           bool          // -json
 }
 
 func runProduce(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
@@ -71,9 +80,19 @@ func runProduce(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	fs.StringVar(&f.file, "file", "", "read this file instead of stdin")
 	fs.BoolVar(&f.verbose, "v", false, "print line, partition and offset of each record to stdout")
 	fs.DurationVar(&f.timeout, "timeout", 30*time.Second, "bound of one request's answer; failed requests are retried up to 10 times")
+	format := fs.String("f", "", produceFormatHelp)
+	fs.BoolVar(&f.json, "json", false, `read each line as a JSON object, as consume -o json prints it: {"key":..., "value":..., "headers":[{"key":...,"value":...}] or {"k":"v"}, "partition":...} (base64 with "key_encoding"/"value_encoding")`)
 	pos, err := cmd.parse(args, stdout)
 	if err != nil {
 		return err
+	}
+	if *format != "" {
+		if f.format, err = parseProduceFormat(*format); err != nil {
+			return err
+		}
+	}
+	if n := btoi(*format != "") + btoi(f.json) + btoi(f.keySep != "") + btoi(f.whole); n > 1 {
+		return errors.New("flags -f, -json, -key-separator and -whole exclude each other")
 	}
 	topic := pos[0]
 	comp, err := kbatch.ParseCompression(f.compression)
@@ -91,8 +110,6 @@ func runProduce(ctx context.Context, args []string, stdin io.Reader, stdout, std
 		return fmt.Errorf("flag -in-flight: %d must be positive", f.inFlight)
 	case f.timeout <= 0:
 		return fmt.Errorf("flag -timeout: %v must be positive", f.timeout)
-	case f.whole && f.keySep != "":
-		return errors.New("flags -whole and -key-separator do not go together (use -key)")
 	}
 	in := stdin
 	if f.file != "" {
@@ -125,7 +142,6 @@ func runProduce(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	defer pr.stdout.Flush()
 	for _, k := range slices.Sorted(maps.Keys(f.headers)) {
 		pr.headers = append(pr.headers, &floev1.Header{Key: k, Value: []byte(f.headers[k])})
-		pr.headerBytes += len(k) + len(f.headers[k])
 	}
 	pr.p, err = c.NewProducer(ctx, topic, client.ProducerOptions{
 		MaxInFlight: f.inFlight, Idempotent: f.idempotent, Compression: floev1.Compression(comp),
@@ -141,26 +157,25 @@ func runProduce(ctx context.Context, args []string, stdin io.Reader, stdout, std
 		err = pr.produceLines(ctx, in)
 	}
 	// After a bad line, the lines before it still go; after a failed
-	// request or an interrupt, nothing more is sent.
+	// request, nothing more is sent, and the requests in flight are
+	// waited for; after an interrupt, nothing more is sent.
 	var be *client.BatchError
 	if !errors.As(err, &be) && ctx.Err() == nil {
-		if ferr := pr.flush(); err == nil {
+		if ferr := pr.flush(); ferr != nil && (err == nil || errors.As(ferr, &be)) {
 			err = ferr
 		}
 	}
 	st.stopProgress()
-	if err != nil {
-		if errors.As(err, &be) {
-			t := be.Tag.(batchTag)
-			if n := len(t.lines); n == 1 {
-				err = fmt.Errorf("line %d: %w", t.lines[0], be.Err)
-			} else {
-				err = fmt.Errorf("a request of the %d records of lines %d to %d: %w", n, t.lines[0], t.lines[n-1], be.Err)
-			}
-		}
-		if st.records > 0 {
-			return fmt.Errorf("produce to %q: %w (%d records before it were produced)", topic, err, st.records)
-		}
+	var le *lineError
+	switch {
+	case err == nil:
+	case errors.As(err, &be):
+		return fmt.Errorf("produce to %q: %s", topic, pr.settle(be))
+	case errors.As(err, &le):
+		return fmt.Errorf("produce to %q: %s", topic, pr.stopped(le))
+	case pr.stats.records > 0:
+		return fmt.Errorf("produce to %q: %w (%d records before it were produced)", topic, err, pr.stats.records)
+	default:
 		return fmt.Errorf("produce to %q: %w", topic, err)
 	}
 	st.summary()
@@ -169,22 +184,24 @@ func runProduce(ctx context.Context, args []string, stdin io.Reader, stdout, std
 
 // lineProducer turns input into batches, one partition per batch.
 type lineProducer struct {
-	f           *produceFlags
-	partitions  int32
-	p           *client.Producer
-	stats       *produceStats
-	stdout      *bufio.Writer
-	headers     []*floev1.Header
-	headerBytes int
-	bufs        map[int32]*pendingBatch // partition (-1: the agent's choice) -> batch being filled
-	sticky      int32                   // partition of the next batch of records without a key
+	f          *produceFlags
+	partitions int32
+	p          *client.Producer
+	stats      *produceStats
+	stdout     *bufio.Writer
+	headers    []*floev1.Header
+	bufs       map[int32]*pendingBatch // partition (-1: the agent's choice) -> batch being filled
+	sticky     int32                   // partition of the next batch of records without a key
+	lastRead   int                     // the last line read
+	eof        bool                    // the input was read to its end
 }
 
 // pendingBatch is a batch being filled.
 type pendingBatch struct {
 	recs  []*floev1.Record
 	lines []int // line number of each record
-	bytes int
+	bytes int   // as the agent counts them against its request limit
+	data  int   // key, value and header bytes
 }
 
 // What a request's size counts per record and per header beside their
@@ -199,30 +216,65 @@ type batchTag struct {
 	firstLine int
 	lines     []int
 	bytes     int
+	data      int
 }
 
-// record builds the record of one line, or says why the line is bad.
-func (lp *lineProducer) record(line []byte) (*floev1.Record, error) {
-	r := &floev1.Record{Value: line, Headers: lp.headers}
+// record builds the record of one line, and the partition the line names
+// (-1: none), or says why the line is bad.
+func (lp *lineProducer) record(line []byte) (*floev1.Record, int32, error) {
+	in := lineInput{rec: &floev1.Record{Value: line}, partition: -1}
+	var err error
 	switch {
+	case lp.f.json:
+		in, err = fromJSON(line)
+	case lp.f.format != nil:
+		in, err = fromFormat(lp.f.format, line)
 	case lp.f.keySep != "":
 		k, v, ok := bytes.Cut(line, []byte(lp.f.keySep))
 		if !ok {
-			return nil, fmt.Errorf("no key separator %q", lp.f.keySep)
+			return nil, -1, fmt.Errorf("no key separator %q", lp.f.keySep)
 		}
-		r.Key, r.Value = k, v
-	case lp.f.key != "":
+		in.rec.Key, in.rec.Value = k, v
+	}
+	if err != nil {
+		return nil, -1, err
+	}
+	r := in.rec
+	if r.Key == nil && lp.f.key != "" {
 		r.Key = []byte(lp.f.key)
 	}
-	if size := len(r.Key) + len(r.Value) + lp.headerBytes; size > lp.f.maxRecordBytes {
-		return nil, fmt.Errorf("record of %d bytes is over the limit of %d (-max-record-bytes)", size, lp.f.maxRecordBytes)
+	r.Headers = append(slices.Clip(lp.headers), r.Headers...)
+	if in.partition >= lp.partitions {
+		return nil, -1, fmt.Errorf("topic has no partition %d (it has %d)", in.partition, lp.partitions)
 	}
-	return r, nil
+	if size := recordBytes(r); size > lp.f.maxRecordBytes {
+		return nil, -1, fmt.Errorf("record of %d bytes is over the limit of %d (-max-record-bytes)", size, lp.f.maxRecordBytes)
+	}
+	return r, in.partition, nil
 }
 
-// partitionOf is the partition a record's batch goes to.
-func (lp *lineProducer) partitionOf(r *floev1.Record) int32 {
+// recordBytes is a record's key, value and header bytes.
+func recordBytes(r *floev1.Record) int {
+	n := len(r.Key) + len(r.Value)
+	for _, h := range r.Headers {
+		n += len(h.Key) + len(h.Value)
+	}
+	return n
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// partitionOf is the partition a record's batch goes to; named is the one
+// its line names (-1: none).
+func (lp *lineProducer) partitionOf(r *floev1.Record, named int32) int32 {
 	switch {
+	case named >= 0:
+		return named
 	case lp.f.partition.p >= 0:
 		return lp.f.partition.p
 	case r.Key != nil && lp.f.idempotent:
@@ -235,15 +287,16 @@ func (lp *lineProducer) partitionOf(r *floev1.Record) int32 {
 }
 
 // add puts a record in its partition's batch, sending batches that are full.
-func (lp *lineProducer) add(r *floev1.Record, lineNo int) error {
-	p := lp.partitionOf(r)
-	size := len(r.Key) + len(r.Value) + lp.headerBytes + recordOverhead + headerOverhead*len(r.Headers)
+func (lp *lineProducer) add(r *floev1.Record, named int32, lineNo int) error {
+	p := lp.partitionOf(r, named)
+	data := recordBytes(r)
+	size := data + recordOverhead + headerOverhead*len(r.Headers)
 	b := lp.bufs[p]
 	if b != nil && (b.bytes+size > lp.f.batchBytes || len(b.recs) >= lp.f.batchRecords) {
 		if err := lp.sendBatch(p); err != nil {
 			return err
 		}
-		p = lp.partitionOf(r) // the sticky partition may have moved on
+		p = lp.partitionOf(r, named) // the sticky partition may have moved on
 		b = lp.bufs[p]
 	}
 	if b == nil {
@@ -253,6 +306,7 @@ func (lp *lineProducer) add(r *floev1.Record, lineNo int) error {
 	b.recs = append(b.recs, r)
 	b.lines = append(b.lines, lineNo)
 	b.bytes += size
+	b.data += data
 	return nil
 }
 
@@ -266,7 +320,7 @@ func (lp *lineProducer) sendBatch(p int32) error {
 		lp.sticky = (lp.sticky + 1) % lp.partitions
 	}
 	lp.stats.sent(len(b.recs))
-	return lp.p.Send(p, b.recs, batchTag{firstLine: b.lines[0], lines: b.lines, bytes: b.bytes})
+	return lp.p.Send(p, b.recs, batchTag{firstLine: b.lines[0], lines: b.lines, bytes: b.bytes, data: b.data})
 }
 
 // sendAll sends every partial batch.
@@ -289,7 +343,7 @@ func (lp *lineProducer) flush() error {
 
 func (lp *lineProducer) onResult(tag any, resp *floev1.ProduceResponse) {
 	t := tag.(batchTag)
-	lp.stats.acked(len(t.lines), t.bytes-len(t.lines)*(recordOverhead+headerOverhead*len(lp.headers)), resp.GetPartitions())
+	lp.stats.acked(len(t.lines), t.data, resp.GetPartitions())
 	if lp.f.verbose {
 		for i, line := range t.lines {
 			fmt.Fprintf(lp.stdout, "%d\t%d\t%d\n", line, resp.GetPartitions()[i], resp.GetOffsets()[i])
@@ -303,11 +357,12 @@ func (lp *lineProducer) produceWhole(in io.Reader) error {
 	if err != nil {
 		return fmt.Errorf("read input: %w", err)
 	}
-	r, err := lp.record(data)
+	lp.lastRead, lp.eof = 1, true
+	r, p, err := lp.record(data)
 	if err != nil {
-		return fmt.Errorf("input: %w", err)
+		return &lineError{1, err}
 	}
-	return lp.add(r, 1)
+	return lp.add(r, p, 1)
 }
 
 // produceLines sends each line of in as a record. A pause in the input
@@ -318,7 +373,11 @@ func (lp *lineProducer) produceLines(ctx context.Context, in io.Reader) error {
 	defer cancel()
 	// The reader stops at the end of the input or once rctx ends; a read
 	// blocked on stdin ends with the process.
-	go readLines(rctx, in, lp.f.maxRecordBytes+len(lp.f.keySep), lp.f.maxRecordBytes, lines)
+	limit := lp.f.maxRecordBytes + len(lp.f.keySep)
+	if lp.f.json || lp.f.format != nil {
+		limit = 2*lp.f.maxRecordBytes + 64<<10 // quoting, base64 and separators take room
+	}
+	go readLines(rctx, in, limit, lp.f.maxRecordBytes, lines)
 	for {
 		var l inputLine
 		var ok bool
@@ -343,18 +402,24 @@ func (lp *lineProducer) produceLines(ctx context.Context, in io.Reader) error {
 			}
 		}
 		if !ok {
+			lp.eof = true
 			return nil
 		}
 		if l.err != nil {
+			if errors.As(l.err, new(*lineError)) {
+				lp.lastRead = l.n
+			}
 			return l.err
 		}
-		r, err := lp.record(l.data)
+		r, p, err := lp.record(l.data)
 		if err != nil {
-			return fmt.Errorf("line %d: %w", l.n, err)
+			lp.lastRead = l.n
+			return &lineError{l.n, err}
 		}
-		if err := lp.add(r, l.n); err != nil {
-			return err
+		if err := lp.add(r, p, l.n); err != nil {
+			return err // l.n was not batched
 		}
+		lp.lastRead = l.n
 	}
 }
 
@@ -399,7 +464,7 @@ func readLines(ctx context.Context, in io.Reader, limit, recLimit int, out chan<
 			}
 			if err == io.EOF {
 				if over {
-					emit(inputLine{n: n, err: fmt.Errorf("line %d: longer than the record limit of %d bytes (-max-record-bytes)", n, recLimit)})
+					emit(inputLine{n: n, err: &lineError{n, fmt.Errorf("longer than the record limit of %d bytes (-max-record-bytes)", recLimit)}})
 				} else if len(line) > 0 {
 					emit(inputLine{n: n, data: line})
 				}
@@ -412,7 +477,7 @@ func readLines(ctx context.Context, in io.Reader, limit, recLimit int, out chan<
 			break
 		}
 		if over {
-			emit(inputLine{n: n, err: fmt.Errorf("line %d: longer than the record limit of %d bytes (-max-record-bytes)", n, recLimit)})
+			emit(inputLine{n: n, err: &lineError{n, fmt.Errorf("longer than the record limit of %d bytes (-max-record-bytes)", recLimit)}})
 			return
 		}
 		if !emit(inputLine{n: n, data: bytes.TrimSuffix(line, []byte("\n"))}) {

@@ -229,7 +229,7 @@ func TestServerLimitFlags(t *testing.T) {
 	}
 	// The agent's refusal names the input lines of the request.
 	_, errs, code := runFloe(t, "ok\n"+strings.Repeat("x", 1500)+"\n", "produce", "lim", "-addr", dev.addr)
-	if code != 1 || strings.Count(strings.TrimSpace(errs), "\n") != 0 || !strings.Contains(errs, "lines 1 to 2") || !strings.Contains(errs, "InvalidArgument") {
+	if code != 1 || strings.Count(strings.TrimSpace(errs), "\n") != 0 || !strings.Contains(errs, "not produced: lines 1-2") || !strings.Contains(errs, "InvalidArgument") {
 		t.Fatalf("produce over the agent's record limit: exit %d, stderr %q", code, errs)
 	}
 	_, errs, code = runFloe(t, strings.Repeat("x", 1500)+"\n", "produce", "lim", "-addr", dev.addr)
@@ -280,4 +280,95 @@ func TestProduceProgressOnTerminal(t *testing.T) {
 	if code != 0 || strings.Contains(errs, "\r") || strings.Count(errs, "\n") != 1 {
 		t.Fatalf("not a terminal: exit %d, stderr %q: want the summary line only", code, errs)
 	}
+}
+
+// A request the agent refuses (a value against the topic's schema) with
+// others in flight: the CLI waits for them, then says which lines were
+// produced and where it stopped; every good line before it is stored.
+func TestProduceRefusedSaysWhatWasProduced(t *testing.T) {
+	_, floe := devFloe(t)
+	schemaFile := filepath.Join(t.TempDir(), "s.json")
+	if err := os.WriteFile(schemaFile, []byte(`{"type":"object","required":["n"],"properties":{"n":{"type":"integer"}}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, errs, code := floe("", "topic", "create", "sch", "-partitions", "3", "-schema", schemaFile); code != 0 {
+		t.Fatal(errs)
+	}
+	var in strings.Builder
+	for i := 1; i <= 600; i++ {
+		fmt.Fprintf(&in, "{\"n\":%d}\n", i)
+	}
+	in.WriteString("{\"n\":\"not a number\"}\n")
+	for i := 602; i <= 650; i++ {
+		fmt.Fprintf(&in, "{\"n\":%d}\n", i)
+	}
+	_, errs, code := floe(in.String(), "produce", "sch", "-batch", "100")
+	if code != 1 || strings.Count(strings.TrimSpace(errs), "\n") != 0 {
+		t.Fatalf("exit %d, stderr %q; want one line and exit 1", code, errs)
+	}
+	for _, want := range []string{"stopped at line 601", "produced 600 records: lines 1-600;", "not produced: lines 601-650"} {
+		if !strings.Contains(errs, want) {
+			t.Errorf("stderr %q lacks %q", errs, want)
+		}
+	}
+	out, errs, code := floe("", "consume", "sch")
+	if code != 0 {
+		t.Fatal(errs)
+	}
+	if n := strings.Count(out, "\n"); n != 600 {
+		t.Fatalf("%d records stored, want the 600 lines before the refused one", n)
+	}
+}
+
+// produce -f reads a key, headers, a partition and the value per line;
+// produce -json reads what consume -o json prints, so a topic copies
+// through the two.
+func TestProducePerLineFormatAndJSON(t *testing.T) {
+	_, floe := devFloe(t)
+	for _, topic := range []string{"src", "dst"} {
+		if _, errs, code := floe("", "topic", "create", topic, "-partitions", "3"); code != 0 {
+			t.Fatal(errs)
+		}
+	}
+	in := "k1 a=1,b=x\\,y 2 hello\nk2  0 world\n"
+	if _, errs, code := floe(in, "produce", "src", "-f", `%k %h %p %v\n`); code != 0 {
+		t.Fatalf("produce -f: %s", errs)
+	}
+	want := "0 0 k2 [] world\n2 0 k1 [a=1,b=x\\,y] hello\n"
+	if out, errs, _ := floe("", "consume", "src", "-f", `%p %o %k [%h] %s\n`); sortLines(out) != want {
+		t.Fatalf("consumed %q (%s), want %q", out, errs, want)
+	}
+	js, errs, code := floe("", "consume", "src", "-o", "json")
+	if code != 0 {
+		t.Fatal(errs)
+	}
+	js += `{"key":"k3","value":"AAE=","value_encoding":"base64","headers":{"h":"v"},"partition":1}` + "\n"
+	if _, errs, code := floe(js, "produce", "dst", "-json"); code != 0 {
+		t.Fatalf("produce -json: %s", errs)
+	}
+	want = "0 k2 [] world\n1 k3 [h=v] \\x00\\x01\n2 k1 [a=1,b=x\\,y] hello\n"
+	out, errs, _ := floe("", "consume", "dst", "-f", `%p %k [%h] %s\n`)
+	out = strings.Replace(out, "\x00\x01", `\x00\x01`, 1)
+	if sortLines(out) != want {
+		t.Fatalf("copied %q (%s), want %q", out, errs, want)
+	}
+	for _, tc := range []struct{ in, want string }{
+		{"nope\n", "stopped at line 1: not a JSON object"},
+		{`{"value":"x","partition":7}` + "\n", "stopped at line 1: topic has no partition 7 (it has 3)"},
+	} {
+		if _, errs, code := floe(tc.in, "produce", "dst", "-json"); code != 1 || !strings.Contains(errs, tc.want) {
+			t.Errorf("produce -json %q: exit %d, %q, want %q", tc.in, code, errs, tc.want)
+		}
+	}
+	if _, errs, code := floe("k v\n", "produce", "dst", "-f", "%k%v"); code != 1 || !strings.Contains(errs, "need text between them") {
+		t.Errorf("-f %%k%%v: exit %d, %q", code, errs)
+	}
+}
+
+// sortLines sorts the lines of out (partitions come in any order).
+func sortLines(out string) string {
+	if out == "" {
+		return ""
+	}
+	return strings.Join(sorted(strings.Split(strings.TrimSuffix(out, "\n"), "\n")), "\n") + "\n"
 }

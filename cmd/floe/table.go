@@ -3,7 +3,9 @@ package main
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -57,6 +59,10 @@ The catalog is floe compactor's (PostgreSQL and the S3 warehouse, with its
 settings), or floe dev's with -data DIR.`, 1, 1)
 	cf := registerConfig(cmd.fs, "compactor")
 	data := cmd.fs.String("data", "", "read the tables of `floe dev -data DIR` (its SQLite catalog and warehouse folder) instead of PostgreSQL and S3")
+	output := new(string)
+	if sub == "describe" {
+		output = outputFlag(cmd.fs)
+	}
 	var limit *int64
 	if sub == "scan" {
 		limit = cmd.fs.Int64("limit", 20, "rows to print at most")
@@ -64,6 +70,11 @@ settings), or floe dev's with -data DIR.`, 1, 1)
 	pos, err := cmd.parse(args[1:], stdout)
 	if err != nil {
 		return err
+	}
+	if *output != "" {
+		if err := checkOutput(*output); err != nil {
+			return err
+		}
 	}
 	if limit != nil && *limit < 1 {
 		return fmt.Errorf("table scan: -limit %d must be at least 1", *limit)
@@ -74,6 +85,13 @@ settings), or floe dev's with -data DIR.`, 1, 1)
 	}
 	conf, err := load(cmd.fs, os.Getenv)
 	if err != nil {
+		given := os.Getenv("FLOE_POSTGRES_URL") != "" || os.Getenv("FLOE_CONFIG") != ""
+		cmd.fs.Visit(func(f *flag.Flag) { given = given || f.Name == "postgres-url" || f.Name == "config" })
+		if *data == "" && !given {
+			// Most likely floe dev's tables, asked without -data.
+			return fmt.Errorf("table %s: no catalog given: for floe dev's tables pass -data DIR (its data folder, ./data by default); "+
+				"for floe compactor's, -postgres-url and the -s3-* flags (or -config FILE)", sub)
+		}
 		return err
 	}
 	icfg, err := tableCatalog(conf, *data)
@@ -89,6 +107,9 @@ settings), or floe dev's with -data DIR.`, 1, 1)
 	defer w.Close()
 	topic := pos[0]
 	if sub == "describe" {
+		if *output == "json" {
+			return describeTableJSON(ctx, w, topic, stdout)
+		}
 		return describeTable(ctx, w, topic, stdout)
 	}
 	return scanTable(ctx, w, topic, *limit, stdout)
@@ -105,6 +126,56 @@ func tableCatalog(conf Config, data string) (iceberg.Config, error) {
 	}
 	// The configuration's checks made sure of postgres.url and s3.bucket.
 	return conf.Iceberg.postgresConfig(conf.Postgres.URL, conf.s3Config(), conf.S3.Prefix), nil
+}
+
+// tableJSON is `floe table describe -o json`.
+type tableJSON struct {
+	Topic         string          `json:"topic"`
+	Table         string          `json:"table"`
+	Exists        bool            `json:"exists"`
+	Location      string          `json:"location,omitempty"`
+	SnapshotID    int64           `json:"snapshot_id,omitempty"`
+	SnapshotTime  string          `json:"snapshot_time,omitempty"`
+	Rows          int64           `json:"rows"`
+	DataFiles     int64           `json:"data_files"`
+	DataBytes     int64           `json:"data_bytes"`
+	Watermark     map[int32]int64 `json:"watermark"`
+	RejectedTable string          `json:"rejected_table,omitempty"`
+	RejectedRows  int64           `json:"rejected_rows"`
+	RejectedFiles int64           `json:"rejected_files"`
+	RejectedBytes int64           `json:"rejected_bytes"`
+}
+
+// describeTableJSON prints topic's table's state as one JSON object.
+func describeTableJSON(ctx context.Context, w *iceberg.Writer, topic string, out io.Writer) error {
+	st, err := w.Describe(ctx, topic)
+	if err != nil {
+		return fmt.Errorf("table describe: %w", err)
+	}
+	id := w.Identifier(topic)
+	j := tableJSON{Topic: topic, Table: id[0] + "." + id[1], Exists: st.Exists, Location: st.Location, SnapshotID: st.SnapshotID,
+		Rows: st.Rows, DataFiles: int64(st.DataFiles), DataBytes: st.Bytes, Watermark: st.Watermark}
+	if st.SnapshotID != 0 {
+		j.SnapshotTime = st.SnapshotTime.UTC().Format(time.RFC3339)
+	}
+	if j.Watermark == nil {
+		j.Watermark = map[int32]int64{}
+	}
+	if st.Exists {
+		rj, err := w.DescribeRejected(ctx, topic)
+		if err != nil {
+			return fmt.Errorf("table describe: %w", err)
+		}
+		if rj.Exists {
+			j.RejectedTable, j.RejectedRows, j.RejectedFiles, j.RejectedBytes = rj.Name, rj.Rows, int64(rj.DataFiles), rj.Bytes
+		}
+	}
+	b, err := json.Marshal(j)
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(out, "%s\n", b)
+	return err
 }
 
 // describeTable prints topic's table's state.

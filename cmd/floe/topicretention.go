@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"sort"
@@ -11,7 +10,7 @@ import (
 	"time"
 
 	floev1 "github.com/floe-broker/floe/api/floe/v1"
-	"github.com/floe-broker/floe/client"
+	"github.com/floe-broker/floe/metadata"
 )
 
 // topicRetentionCmds are the topic subcommands of retention.
@@ -20,110 +19,32 @@ var topicRetentionCmds = map[string]func(ctx context.Context, args []string, std
 	"delete-records": runTopicDeleteRecords,
 }
 
-// listFlag collects a repeated string flag.
-type listFlag []string
-
-func (l *listFlag) String() string { return strings.Join(*l, ",") }
-func (l *listFlag) Set(s string) error {
-	if s == "" {
-		return errors.New("empty value")
-	}
-	*l = append(*l, s)
-	return nil
-}
-
-// The retention commands parse their own flags with the flag package and
-// dial with the client package, so that they rely on no other helper of
-// this command.
-
-// retentionAddr is the -addr flag of a retention command.
-func retentionAddr(fs *flag.FlagSet) *string {
-	return fs.String("addr", envOr("FLOE_ADDR", devGRPCAddr), "agent address (env FLOE_ADDR)")
-}
-
-// flagsFirst moves the flags (and their values) before the positional
-// arguments, so that flags may follow the topic name.
-func flagsFirst(fs *flag.FlagSet, args []string) []string {
-	var flags, pos []string
-	for i := 0; i < len(args); i++ {
-		a := args[i]
-		if a == "--" {
-			pos = append(pos, args[i+1:]...)
-			break
-		}
-		if len(a) < 2 || a[0] != '-' {
-			pos = append(pos, a)
-			continue
-		}
-		flags = append(flags, a)
-		name := strings.TrimLeft(a, "-")
-		if strings.Contains(name, "=") {
-			continue
-		}
-		if f := fs.Lookup(name); f != nil && i+1 < len(args) {
-			if b, ok := f.Value.(interface{ IsBoolFlag() bool }); ok && b.IsBoolFlag() {
-				continue
-			}
-			flags = append(flags, args[i+1])
-			i++
-		}
-	}
-	return append(append(flags, "--"), pos...)
-}
-
-// parseFlags parses a retention command's flags: -h prints the usage to
-// help and reports done; an error is one line.
-func parseFlags(fs *flag.FlagSet, args []string, help io.Writer) (pos []string, done bool, err error) {
-	var usage strings.Builder
-	fs.SetOutput(&usage)
-	err = fs.Parse(flagsFirst(fs, args))
-	if errors.Is(err, flag.ErrHelp) {
-		fmt.Fprint(help, usage.String())
-		return nil, true, nil
-	}
-	if err != nil {
-		return nil, false, fmt.Errorf("%s: %w (see '%s -h')", strings.TrimPrefix(fs.Name(), "floe "), err, fs.Name())
-	}
-	return fs.Args(), false, nil
-}
-
-// parseTopicFlags parses a retention subcommand's flags and its one topic
-// name. done is true after -h (usage printed, nothing to do).
-func parseTopicFlags(fs *flag.FlagSet, args []string, help io.Writer) (name string, done bool, err error) {
-	pos, done, err := parseFlags(fs, args, help)
-	if done || err != nil {
-		return "", done, err
-	}
-	switch len(pos) {
-	case 0:
-		return "", false, fmt.Errorf("%s: a topic name is required", strings.TrimPrefix(fs.Name(), "floe "))
-	case 1:
-		return pos[0], false, nil
-	default:
-		return "", false, fmt.Errorf("%s: unexpected arguments %q after the topic name", strings.TrimPrefix(fs.Name(), "floe "), pos[1:])
-	}
-}
-
 // runTopicAlter is `floe topic alter NAME -set k=v -remove k`.
 func runTopicAlter(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("floe topic alter", flag.ContinueOnError)
-	addr := retentionAddr(fs)
+	cmd := newCommand("floe topic alter", "NAME", `Change a topic's configuration: -set key=value, -remove key (back to its
+default), -schema FILE (its value schema).`+configKeysHelp, 1, 1)
+	fs := cmd.fs
+	addr := addrFlag(fs)
 	set := kvFlag{}
-	fs.Var(set, "set", "config key=value to set, e.g. retention.ms=86400000 (repeatable)")
+	fs.Var(set, "set", "config key=value to set, e.g. retention.ms=1h (repeatable)")
 	var remove listFlag
 	fs.Var(&remove, "remove", "config key to remove, back to its default (repeatable)")
 	valueSchema := schemaFlag(fs)
-	name, done, err := parseTopicFlags(fs, args, stdout)
-	if done || err != nil {
+	pos, err := cmd.parse(args, stdout)
+	if err != nil {
 		return err
 	}
+	name := pos[0]
 	if err := withValueSchema(set, *valueSchema); err != nil {
 		return err
 	}
 	if len(set) == 0 && len(remove) == 0 {
 		return errors.New("topic alter: nothing to change: give -set key=value, -remove key or -schema FILE")
 	}
-	c, err := client.Dial(*addr)
+	if err := checkTopicConfig(set, remove); err != nil {
+		return fmt.Errorf("topic alter: %w", err)
+	}
+	c, err := dial(addr)
 	if err != nil {
 		return err
 	}
@@ -147,21 +68,24 @@ func runTopicAlter(ctx context.Context, args []string, stdout, stderr io.Writer)
 
 // runTopicDeleteRecords is `floe topic delete-records NAME -partition P -offset O`.
 func runTopicDeleteRecords(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("floe topic delete-records", flag.ContinueOnError)
-	addr := retentionAddr(fs)
+	cmd := newCommand("floe topic delete-records", "NAME", `Move a partition's log start offset forward to -offset: the records below it
+can no longer be read, and their files are deleted once nothing else needs them.`, 1, 1)
+	fs := cmd.fs
+	addr := addrFlag(fs)
 	partition := fs.Int("partition", -1, "partition (required)")
 	offset := fs.Int64("offset", -2, "new log start offset: records below it are deleted; -1 deletes all (required)")
-	name, done, err := parseTopicFlags(fs, args, stdout)
-	if done || err != nil {
+	pos, err := cmd.parse(args, stdout)
+	if err != nil {
 		return err
 	}
-	if *partition < 0 {
-		return errors.New("topic delete-records: flag -partition is required (>= 0)")
+	name := pos[0]
+	if *partition < 0 || *partition >= metadata.MaxPartitions {
+		return fmt.Errorf("topic delete-records: flag -partition is required (0 to %d)", metadata.MaxPartitions-1)
 	}
 	if *offset < -1 {
 		return errors.New("topic delete-records: flag -offset is required (>= 0, or -1 for all)")
 	}
-	c, err := client.Dial(*addr)
+	c, err := dial(addr)
 	if err != nil {
 		return err
 	}
@@ -187,4 +111,51 @@ func printStorage(w io.Writer, resp *floev1.DescribeTopicResponse) {
 		fmt.Fprintf(w, "deletion queue (all topics): %d files, %d bytes, oldest %s\n",
 			q.GetFiles(), q.GetBytes(), time.Duration(q.GetOldestAgeMs())*time.Millisecond)
 	}
+}
+
+// configKeysHelp lists the topic config keys in a command's usage.
+var configKeysHelp = func() string {
+	var b strings.Builder
+	b.WriteString("\n\nConfig keys (durations: milliseconds or a Go duration such as 1h, 90s,\n500ms; sizes: bytes; -1 where it says so):\n")
+	for _, k := range metadata.TopicConfigKeys {
+		fmt.Fprintf(&b, "  %-22s %s\n", k.Name, k.Help)
+	}
+	return strings.TrimSuffix(b.String(), "\n")
+}()
+
+// checkTopicConfig checks the keys and values a command sets before any
+// request (the agent checks them again): unknown keys and values of the
+// wrong form are refused with the known keys.
+func checkTopicConfig(set map[string]string, remove []string) error {
+	var err error
+	if remove == nil {
+		err = metadata.ValidateTopicConfig(set)
+	} else {
+		err = metadata.CheckConfigChange(set, remove)
+	}
+	if err != nil {
+		return errors.New(clean(strings.Replace(err.Error(), metadata.ErrInvalidConfig.Error()+": ", "", 1)))
+	}
+	return nil
+}
+
+// printRetentionWait says, in topic describe, when time retention takes
+// effect: it never passes what the topic's Iceberg table does not hold,
+// and the table takes batches once they are iceberg.lag old, on the
+// compactor's next pass.
+func printRetentionWait(w io.Writer, cfg map[string]string) {
+	if _, set := cfg[metadata.ConfigRetentionMs]; !set {
+		return // the 7-day default: the wait is noise
+	}
+	r, err := metadata.ParseRetention(cfg)
+	if err != nil || !r.Delete || r.Ms < 0 {
+		return
+	}
+	ic, err := metadata.ParseIceberg(cfg)
+	if err != nil || !ic.Enabled {
+		return
+	}
+	keep := time.Duration(r.Ms) * time.Millisecond
+	fmt.Fprintf(w, "retention: records older than %v go once the Iceberg table holds them: after about %v "+
+		"(iceberg.lag %v, then the compactor's next pass), not %v\n", keep, keep+ic.Lag, ic.Lag, keep)
 }

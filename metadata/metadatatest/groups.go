@@ -398,12 +398,26 @@ func testGroupResetAndCopy(t *testing.T, s metadata.Store) {
 		}
 		return m
 	}
+	// A group that does not exist is not created by a reset.
+	for _, dry := range []bool{true, false} {
+		_, err := s.ResetOffsets(ctx(t), metadata.ResetOffsetsRequest{Group: "r", Spec: metadata.ResetLatest, DryRun: dry})
+		if !errors.Is(err, metadata.ErrGroupNotFound) {
+			t.Fatalf("reset of a missing group (dry run %v): %v, want ErrGroupNotFound", dry, err)
+		}
+	}
+	if l, err := s.ListGroups(ctx(t)); err != nil || len(l) != 0 {
+		t.Fatalf("groups after resets of a missing one: %+v, %v", l, err)
+	}
+	if err := s.CommitOffsets(ctx(t), metadata.CommitOffsetsRequest{Group: "r",
+		Offsets: []metadata.OffsetCommit{{TopicID: tpc.ID, Partition: 1, Offset: 0}}}); err != nil {
+		t.Fatal(err)
+	}
 	// Dry run: a plan, nothing written.
 	plan := reset(metadata.ResetOffsetsRequest{Topics: []int64{tpc.ID}, Spec: metadata.ResetLatest, DryRun: true})
 	if len(plan) != 2 || plan[0].New != 30 || plan[1].New != 4 || plan[0].Previous != -1 {
 		t.Fatalf("dry run plan: %+v", plan)
 	}
-	if got := fetch("r"); len(got) != 0 {
+	if got := fetch("r"); len(got) != 1 || got[1] != 0 {
 		t.Fatalf("dry run wrote %v", got)
 	}
 	// To a timestamp: the first offset of the first batch whose max

@@ -11,20 +11,21 @@ import (
 )
 
 // testRetentionConfig: retention keys are validated at creation and by
-// AlterTopicConfig, which sets and removes keys of a live topic.
+// AlterTopicConfig, which sets and removes keys of a live topic; unknown
+// keys are refused by both.
 func testRetentionConfig(t *testing.T, s metadata.Store) {
 	c := ctx(t)
 	for _, bad := range []map[string]string{{"retention.ms": "soon"}, {"retention.bytes": "-2"}, {"retention.ms": "1e3"},
-		{"cleanup.policy": "shred"}} {
+		{"cleanup.policy": "shred"}, {"retenton.ms": "1000"}, {"x": "y"}} {
 		if _, err := s.CreateTopic(c, metadata.TopicSpec{Name: "bad", Partitions: 1, Config: bad}); !errors.Is(err, metadata.ErrInvalidConfig) {
 			t.Errorf("CreateTopic(config %v) = %v, want ErrInvalidConfig", bad, err)
 		}
 	}
-	tp, err := s.CreateTopic(c, metadata.TopicSpec{Name: "cfg", Partitions: 1, Config: map[string]string{"retention.ms": "1000", "x": "y"}})
+	tp, err := s.CreateTopic(c, metadata.TopicSpec{Name: "cfg", Partitions: 1, Config: map[string]string{"retention.ms": "1000", "iceberg.lag": "1m"}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := s.AlterTopicConfig(c, "cfg", map[string]string{"retention.bytes": "4096", "retention.ms": "-1"}, []string{"x"})
+	got, err := s.AlterTopicConfig(c, "cfg", map[string]string{"retention.bytes": "4096", "retention.ms": "-1"}, []string{"iceberg.lag"})
 	if err != nil {
 		t.Fatalf("AlterTopicConfig: %v", err)
 	}
@@ -48,6 +49,7 @@ func testRetentionConfig(t *testing.T, s metadata.Store) {
 		{nil, nil},
 		{map[string]string{"a": "1"}, []string{"a"}},
 		{map[string]string{"": "1"}, nil},
+		{map[string]string{"foo": "bar"}, nil}, // unknown keys are refused by alter too
 	} {
 		if _, err := s.AlterTopicConfig(c, "cfg", tc.set, tc.remove); !errors.Is(err, metadata.ErrInvalidConfig) {
 			t.Errorf("AlterTopicConfig(%v, %v) = %v, want ErrInvalidConfig", tc.set, tc.remove, err)

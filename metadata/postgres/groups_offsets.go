@@ -152,11 +152,13 @@ func (s *Store) ResetOffsets(ctx context.Context, req metadata.ResetOffsetsReque
 	}
 	var plan []metadata.OffsetReset
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		// The group row serialises resets with heartbeats and deletes.
-		if _, err := tx.Exec(ctx, "INSERT INTO consumer_groups (name) VALUES ($1) ON CONFLICT DO NOTHING", req.Group); err != nil {
-			return err
-		}
-		if _, err := tx.Exec(ctx, "SELECT 1 FROM consumer_groups WHERE name = $1 FOR UPDATE", req.Group); err != nil {
+		// The group row serialises resets with heartbeats and deletes; a
+		// reset never creates a group (a typo would make one).
+		var exists bool
+		if err := tx.QueryRow(ctx, "SELECT true FROM consumer_groups WHERE name = $1 FOR UPDATE", req.Group).Scan(&exists); err != nil {
+			if errors.Is(err, pgx.ErrNoRows) {
+				return fmt.Errorf("%w: %q", metadata.ErrGroupNotFound, req.Group)
+			}
 			return err
 		}
 		if !req.Force {
@@ -205,7 +207,7 @@ func (s *Store) ResetOffsets(ctx context.Context, req metadata.ResetOffsetsReque
 				New: group.ResetTo(req, st, old, atTS)})
 		}
 		if req.DryRun {
-			return errDryRun // roll back the group row a dry run may have created
+			return errDryRun
 		}
 		n := len(plan)
 		ts, ps, os := make([]int64, n), make([]int32, n), make([]int64, n)

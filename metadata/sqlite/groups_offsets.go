@@ -145,6 +145,14 @@ func (s *Store) ResetOffsets(ctx context.Context, req metadata.ResetOffsetsReque
 	var plan []metadata.OffsetReset
 	err := s.write(ctx, func(tx *sql.Tx) error {
 		now := time.Now().UnixMilli()
+		// A reset never creates a group (a typo would make one).
+		var exists bool
+		if err := tx.QueryRowContext(ctx, "SELECT EXISTS (SELECT 1 FROM consumer_groups WHERE name = ?)", req.Group).Scan(&exists); err != nil {
+			return err
+		}
+		if !exists {
+			return fmt.Errorf("%w: %q", metadata.ErrGroupNotFound, req.Group)
+		}
 		if !req.Force {
 			n, err := liveMembers(ctx, tx, req.Group, now)
 			if err != nil {
