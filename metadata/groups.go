@@ -96,6 +96,13 @@ type HeartbeatRequest struct {
 	// member is fenced by the next heartbeat of any member of the group.
 	// Zero means DefaultSessionTimeout; taken on join and on every heartbeat.
 	SessionTimeout time.Duration
+	// LeavingEpoch, on a leave, is the member epoch of the session that
+	// leaves (its last heartbeat answer). When > 0 the leave is refused with
+	// ErrStaleMemberEpoch unless the member is still at that epoch: a late
+	// leave from an older session (a stream the client left for another
+	// agent, which rejoined) must not remove the member a newer session
+	// serves. 0 leaves at any epoch.
+	LeavingEpoch int32
 }
 
 // HeartbeatResponse is the member's state after the heartbeat.
@@ -159,7 +166,9 @@ const (
 type GroupListing struct {
 	Group   string
 	State   GroupState
-	Members int
+	Members int // live members
+	// LastRebalanceDuration is as in GroupDescription.
+	LastRebalanceDuration time.Duration
 }
 
 // GroupMember is one member as DescribeGroup shows it.

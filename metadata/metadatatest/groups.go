@@ -26,6 +26,8 @@ var groupTests = []struct {
 	{"GroupDelete", testGroupDelete},
 	{"GroupLagInputs", testGroupLagInputs},
 	{"GroupValidation", testGroupValidation},
+	{"GroupExpiredMember", testGroupExpiredMember},       // groups_liveness.go
+	{"GroupRevocationExpiry", testGroupRevocationExpiry}, // groups_liveness.go
 }
 
 type tp = metadata.TopicPartition

@@ -122,11 +122,7 @@ func (s *Store) Heartbeat(ctx context.Context, req metadata.HeartbeatRequest) (m
 			}
 			g = &group.Group{Name: req.Group}
 		}
-		var names []string
-		for _, m := range g.Members {
-			names = append(names, m.Subscription...)
-		}
-		topics, err := liveTopics(ctx, tx, group.Canonical(append(names, req.Subscription...)))
+		topics, err := liveTopics(ctx, tx, group.Canonical(append(subscribed(g), req.Subscription...)))
 		if err != nil {
 			return err
 		}
@@ -173,12 +169,29 @@ func writeHeartbeat(ctx context.Context, tx *sql.Tx, g *group.Group, out group.O
 	return nil
 }
 
-// liveMembers counts g's members whose session has not expired.
-func liveMembers(ctx context.Context, tx *sql.Tx, name string, now int64) (int, error) {
-	var n int
-	err := tx.QueryRowContext(ctx, `SELECT count(*) FROM group_members WHERE group_name = ?
-		AND last_heartbeat + session_timeout_ms >= ?`, name, now).Scan(&n)
-	return n, err
+// loadFenced loads the group (nil when it does not exist) and fences the
+// members that expired (group.Fence), writing what that changed: every
+// write that decides on liveness starts here, so that a member it treats
+// as gone cannot come back with its old epoch afterwards.
+func loadFenced(ctx context.Context, tx *sql.Tx, name string, now int64) (*group.Group, error) {
+	g, err := loadGroup(ctx, tx, name)
+	if err != nil || !group.AnyExpired(g, now) {
+		return g, err
+	}
+	topics, err := liveTopics(ctx, tx, subscribed(g))
+	if err != nil {
+		return nil, err
+	}
+	return g, writeHeartbeat(ctx, tx, g, group.Fence(g, topics, now), false, now)
+}
+
+// subscribed is the union of g's members' subscriptions.
+func subscribed(g *group.Group) []string {
+	var names []string
+	for _, m := range g.Members {
+		names = append(names, m.Subscription...)
+	}
+	return group.Canonical(names)
 }
 
 // ListGroups implements metadata.Store.
@@ -212,7 +225,8 @@ func (s *Store) ListGroups(ctx context.Context) ([]metadata.GroupListing, error)
 				return err
 			}
 			live := group.LiveOnly(g, now)
-			out = append(out, metadata.GroupListing{Group: n, State: live.State(), Members: len(live.Members)})
+			out = append(out, metadata.GroupListing{Group: n, State: live.State(), Members: len(live.Members),
+				LastRebalanceDuration: g.RebalanceDuration()})
 		}
 		return nil
 	})
@@ -261,19 +275,15 @@ func (s *Store) DeleteGroup(ctx context.Context, name string) error {
 		return err
 	}
 	err := s.write(ctx, func(tx *sql.Tx) error {
-		var exists bool
-		if err := tx.QueryRowContext(ctx, "SELECT EXISTS (SELECT 1 FROM consumer_groups WHERE name = ?)", name).Scan(&exists); err != nil {
-			return err
-		}
-		if !exists {
-			return fmt.Errorf("%w: %q", metadata.ErrGroupNotFound, name)
-		}
-		n, err := liveMembers(ctx, tx, name, time.Now().UnixMilli())
+		g, err := loadGroup(ctx, tx, name)
 		if err != nil {
 			return err
 		}
-		if n > 0 {
-			return fmt.Errorf("%w: %d in group %q", metadata.ErrGroupNotEmpty, n, name)
+		if g == nil {
+			return fmt.Errorf("%w: %q", metadata.ErrGroupNotFound, name)
+		}
+		if err := group.RequireEmpty(g, time.Now().UnixMilli(), "wait for its members to leave or expire"); err != nil {
+			return err
 		}
 		for _, q := range []string{"DELETE FROM group_members WHERE group_name = ?",
 			"DELETE FROM group_offsets WHERE group_name = ?", "DELETE FROM consumer_groups WHERE name = ?"} {
