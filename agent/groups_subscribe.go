@@ -150,9 +150,11 @@ func (a *Agent) subscribeGroup(req *floev1.SubscribeRequest, stream floev1.LogSe
 		ctrlCh: make(chan struct{}, 1), commits: make(chan struct{}, 1), poked: make(chan struct{}, 1),
 		committed: make(map[int32]int64),
 	}
-	if s.memberID == "" {
-		s.epoch = metadata.JoinEpoch
-	}
+	// A new stream is a new session of the member: it rejoins (keeping
+	// its id and, through the sticky assignor, its partitions) so that
+	// the member's epoch moves on and the leave of the stream it replaces,
+	// late from another agent, is refused as stale.
+	s.epoch = metadata.JoinEpoch
 	s.limiter = a.grp.acquireLimiter(s.group)
 	defer a.grp.releaseLimiter(s.group)
 
@@ -164,12 +166,15 @@ func (a *Agent) subscribeGroup(req *floev1.SubscribeRequest, stream floev1.LogSe
 	if err != nil && !errors.Is(err, errSenderDone) {
 		<-sendDone
 	}
-	if s.memberID != "" && s.epoch != metadata.LeaveEpoch {
+	if s.memberID != "" && s.epoch > 0 { // (epoch 0: a rejoin after a fence failed; the member is not ours to leave)
 		a.grp.unregister(s)
 		lctx, lcancel := context.WithTimeout(context.WithoutCancel(stream.Context()), leaveTimeout)
-		_, lerr := a.meta.Heartbeat(lctx, metadata.HeartbeatRequest{Group: s.group, MemberID: s.memberID, MemberEpoch: metadata.LeaveEpoch})
+		_, lerr := a.meta.Heartbeat(lctx, metadata.HeartbeatRequest{Group: s.group, MemberID: s.memberID,
+			MemberEpoch: metadata.LeaveEpoch, LeavingEpoch: s.epoch})
 		lcancel()
-		if lerr != nil {
+		if errors.Is(lerr, metadata.ErrStaleMemberEpoch) {
+			a.log.Info("group member served by a newer session; not leaving", "group", s.group, "member", s.memberID)
+		} else if lerr != nil {
 			a.log.Warn("group member leave failed; its session will time out", "group", s.group, "member", s.memberID, "err", lerr)
 		} else {
 			a.grp.poke(s)

@@ -30,9 +30,11 @@ type GroupOptions struct {
 	// (default 45 s on the agent).
 	SessionTimeout time.Duration
 	// CommitInterval > 0 commits, at most this often, the positions of the
-	// records Poll has handed over (at the next Poll after the interval,
-	// so a record is committed only once the application asked for the
-	// next one: at least once). 0 commits only on Commit and Close.
+	// records Poll has handed over: at the next Poll after the interval,
+	// and every interval while Poll waits for records (an idle member's
+	// position catches up too). A record is committed only once the
+	// application asked for the next one: at least once. 0 commits only on
+	// Commit and Close.
 	CommitInterval time.Duration
 	// MaxBytes is the byte budget of one streamed message (0: agent default).
 	MaxBytes int32
@@ -149,6 +151,16 @@ func (g *GroupConsumer) Poll(ctx context.Context) (*floev1.Record, error) {
 		g.handed[rec.GetPartition()] = rec.GetOffset() + 1
 		return rec, nil
 	}
+	// While Poll waits, the records handed over before it are processed
+	// (the application asked for the next one): commit them every commit
+	// interval, so that an idle member's position does not stay behind.
+	var due <-chan time.Time
+	var timer *time.Timer
+	if g.opts.CommitInterval > 0 {
+		timer = time.NewTimer(max(0, g.opts.CommitInterval-time.Since(g.lastCommit)))
+		defer timer.Stop()
+		due = timer.C
+	}
 	for {
 		if g.recv == nil {
 			if err := g.connect(ctx); err != nil {
@@ -160,6 +172,10 @@ func (g *GroupConsumer) Poll(ctx context.Context) (*floev1.Record, error) {
 		select {
 		case <-ctx.Done():
 			return nil, ctx.Err()
+		case <-due:
+			g.commitErr = g.Commit(ctx)
+			timer.Reset(g.opts.CommitInterval)
+			continue
 		case r := <-g.recv:
 			resp, err = r.resp, r.err
 		}

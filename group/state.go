@@ -226,12 +226,17 @@ func Heartbeat(g *Group, req metadata.HeartbeatRequest, topics map[string]Topic,
 		if id == "" {
 			id = newID()
 		}
+		target := []TP{}
 		if i, m := g.member(id); m != nil {
-			// A rejoin: the member lost its state; what it held is free.
+			// A rejoin (a new session of the member, or one that lost
+			// its state): what it held is free, its epoch moves on (so
+			// that the older session's late leave is refused), and its
+			// target stays its previous one for the sticky assignor.
 			g.Members = slices.Delete(g.Members, i, i+1)
+			target = m.Target
 		}
 		self = &Member{ID: id, Subscription: Canonical(req.Subscription), Assigned: []TP{}, Revoking: []TP{},
-			Target: []TP{}, SessionTimeoutMs: timeout, JoinedAt: now}
+			Target: target, SessionTimeoutMs: timeout, JoinedAt: now}
 		g.Members = append(g.Members, self)
 		slices.SortFunc(g.Members, func(a, b *Member) int { return strings.Compare(a.ID, b.ID) })
 		bump = true

@@ -28,6 +28,7 @@ var groupTests = []struct {
 	{"GroupValidation", testGroupValidation},
 	{"GroupExpiredMember", testGroupExpiredMember},       // groups_liveness.go
 	{"GroupRevocationExpiry", testGroupRevocationExpiry}, // groups_liveness.go
+	{"GroupLateLeave", testGroupLateLeave},               // groups_liveness.go
 }
 
 type tp = metadata.TopicPartition

@@ -105,3 +105,32 @@ func testGroupRevocationExpiry(t *testing.T, s metadata.Store) {
 		t.Errorf("delete of a group whose members all expired: %v", err)
 	}
 }
+
+// testGroupLateLeave: a member that rejoins (a new session, same id) moves
+// to a new epoch; a leave naming the older session's epoch is refused and
+// removes nothing, one naming the current epoch leaves.
+func testGroupLateLeave(t *testing.T, s metadata.Store) {
+	createTopic(t, s, "late", 2)
+	old := joinStable(t, s, "ll", "m", "late")
+	cur := joinStable(t, s, "ll", "m", "late") // the new session's join
+	if cur.MemberEpoch == old.MemberEpoch || len(cur.Assigned) != 2 {
+		t.Fatalf("rejoin: %+v after %+v, want a new epoch and the partitions back", cur, old)
+	}
+	leave := func(epoch int32) error {
+		_, err := s.Heartbeat(ctx(t), metadata.HeartbeatRequest{Group: "ll", MemberID: "m", MemberEpoch: metadata.LeaveEpoch,
+			LeavingEpoch: epoch})
+		return err
+	}
+	if err := leave(old.MemberEpoch); !errors.Is(err, metadata.ErrStaleMemberEpoch) {
+		t.Errorf("late leave: %v, want ErrStaleMemberEpoch", err)
+	}
+	if d, err := s.DescribeGroup(ctx(t), "ll"); err != nil || len(d.Members) != 1 {
+		t.Fatalf("after the late leave: %+v, %v", d, err)
+	}
+	if err := leave(cur.MemberEpoch); err != nil {
+		t.Errorf("leave of the current session: %v", err)
+	}
+	if d, err := s.DescribeGroup(ctx(t), "ll"); err != nil || len(d.Members) != 0 {
+		t.Fatalf("after the leave: %+v, %v", d, err)
+	}
+}
