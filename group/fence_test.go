@@ -3,6 +3,7 @@ package group
 import (
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/floe-broker/floe/metadata"
 )
@@ -118,5 +119,31 @@ func TestLeaveOfAnOlderSession(t *testing.T) {
 	}
 	if err := Validate(metadata.HeartbeatRequest{Group: "g", MemberID: "a", MemberEpoch: 3, LeavingEpoch: 3}); !errors.Is(err, metadata.ErrInvalidGroup) {
 		t.Errorf("leaving epoch on a heartbeat: %v", err)
+	}
+}
+
+func TestExpire(t *testing.T) {
+	const day = 24 * time.Hour
+	d := day.Milliseconds()
+	for _, tc := range []struct {
+		name                 string
+		g                    *Group
+		created, commit, now int64
+		retention            time.Duration
+		want                 bool
+	}{
+		{"empty, old commit", &Group{Name: "g"}, 0, 10, 10 + 7*d + 1, 7 * day, true},
+		{"empty, at the bound", &Group{Name: "g"}, 0, 10, 10 + 7*d, 7 * day, false},
+		{"empty, recent commit", &Group{Name: "g"}, 0, 5 * d, 7*d + 1, 7 * day, false},
+		{"never committed, created long ago", &Group{Name: "g"}, 100, 0, 100 + 7*d + 1, 7 * day, true},
+		{"created recently", &Group{Name: "g"}, 6 * d, 0, 7*d + 1, 7 * day, false},
+		{"retention off", &Group{Name: "g"}, 0, 0, 100 * d, 0, false},
+		{"a live member", fenceGroup(), 0, 0, 1500, time.Millisecond, false},
+		{"expired members, recent heartbeat", fenceGroup(), 0, 0, 2001, day, false},
+		{"expired members, old heartbeat", fenceGroup(), 0, 0, 1000 + d + 1, day, true},
+	} {
+		if got := Expire(tc.g, tc.created, tc.commit, tc.now, tc.retention); got != tc.want {
+			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
+		}
 	}
 }

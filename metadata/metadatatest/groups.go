@@ -29,6 +29,8 @@ var groupTests = []struct {
 	{"GroupExpiredMember", testGroupExpiredMember},       // groups_liveness.go
 	{"GroupRevocationExpiry", testGroupRevocationExpiry}, // groups_liveness.go
 	{"GroupLateLeave", testGroupLateLeave},               // groups_liveness.go
+	{"GroupTopLag", testGroupTopLag},                     // groups_lag.go
+	{"GroupExpire", testGroupExpire},                     // groups_lag.go
 }
 
 type tp = metadata.TopicPartition
