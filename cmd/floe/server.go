@@ -63,6 +63,9 @@ const (
 // openFunc opens an agent's stores, retrying each step through st.
 type openFunc func(ctx context.Context, st *starter) (metadata.Store, objectstore.Store, error)
 
+// metricsInFlight bounds the /metrics scrapes served at once.
+const metricsInFlight = 4
+
 // serve listens and serves at once — /healthz, /readyz and /metrics, and
 // gRPC with health NOT_SERVING and floe's services answering Unavailable —
 // then opens the stores with open (waiting for them unless sc.FailFast),
@@ -82,7 +85,9 @@ func serve(ctx context.Context, sc serverConfig, open openFunc, reg *prometheus.
 	}
 	ready := newReadiness(log, "starting")
 	mux := http.NewServeMux()
-	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	// At most metricsInFlight scrapes at once (the next gets 503): each
+	// holds its answer in memory.
+	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{MaxRequestsInFlight: metricsInFlight}))
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
 	mux.Handle("/readyz", ready)
 	if sc.Pprof {

@@ -58,6 +58,10 @@ type Options struct {
 	// store's notifier sends them after the commits, merged (see notifier):
 	// measured faster with concurrent committers (BenchmarkConcurrentCommits).
 	NotifyInCommit bool
+	// Tracer, optional, sees every statement of the pool (pgx's
+	// QueryTracer; a BatchTracer too sees each statement of a batch):
+	// for measuring statements per operation.
+	Tracer pgx.QueryTracer
 }
 
 // DefaultOptions returns the options Open uses when given a zero field.
@@ -130,6 +134,9 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 		return nil, fmt.Errorf("metadata: postgres dsn: %w", err)
 	}
 	cfg.MaxConns = opts.MaxConns
+	if opts.Tracer != nil {
+		cfg.ConnConfig.Tracer = opts.Tracer
+	}
 	if cfg.ConnConfig.ConnectTimeout == 0 || cfg.ConnConfig.ConnectTimeout > opts.ConnectTimeout {
 		cfg.ConnConfig.ConnectTimeout = opts.ConnectTimeout
 	}
