@@ -350,7 +350,8 @@ func (s *groupSession) apply(ctx context.Context, resp metadata.HeartbeatRespons
 }
 
 // starts resolves where each added partition starts, and its high
-// watermark: the committed position, else the reset policy.
+// watermark: the committed position, else the reset policy (earliest or
+// latest): two reads whatever the number of partitions.
 func (s *groupSession) starts(ctx context.Context, ps []int32) (map[int32][2]int64, error) {
 	out := make(map[int32][2]int64, len(ps))
 	if len(ps) == 0 {
@@ -370,18 +371,29 @@ func (s *groupSession) starts(ctx context.Context, ps []int32) (map[int32][2]int
 			committed[o.Partition] = o.Offset
 		}
 	}
+	// One read of the topic's partition states, whatever the number of
+	// partitions added.
+	states, err := s.a.meta.PartitionStates(ctx, s.topic.ID)
+	if err != nil {
+		return nil, fmt.Errorf("group start: %w", err)
+	}
+	byPart := make(map[int32]metadata.PartitionState, len(states))
+	for _, st := range states {
+		byPart[st.Partition] = st
+	}
 	for _, p := range ps {
-		hw, err := s.a.meta.ListOffset(ctx, s.topic.ID, p, metadata.OffsetLatest, 0)
-		if err != nil {
-			return nil, fmt.Errorf("group start: %w", err)
+		st, ok := byPart[p]
+		if !ok {
+			return nil, fmt.Errorf("group start: %w: topic %q partition %d", metadata.ErrPartitionNotFound, s.topic.Name, p)
 		}
 		start, ok := committed[p]
 		if !ok {
-			if start, err = s.a.meta.ListOffset(ctx, s.topic.ID, p, s.reset, 0); err != nil {
-				return nil, fmt.Errorf("group start: %w", err)
+			start = st.HighWatermark
+			if s.reset == metadata.OffsetEarliest {
+				start = st.LogStartOffset
 			}
 		}
-		out[p] = [2]int64{start, hw}
+		out[p] = [2]int64{start, st.HighWatermark}
 	}
 	return out, nil
 }
