@@ -76,11 +76,24 @@ type groupSession struct {
 	releasing map[int32]releasing
 	wg        sync.WaitGroup // the readers
 
-	ctrlMu  sync.Mutex              // protects ctrl
-	ctrl    *floev1.GroupAssignment // queued for the sender, nil when none
-	ctrlCh  chan struct{}           // cap 1: a GroupAssignment was queued
-	commits chan struct{}           // cap 1: the client committed (see committed)
-	poked   chan struct{}           // cap 1: another member joined or left here: heartbeat now
+	ctrlMu sync.Mutex              // protects ctrl, gen and revokedAt
+	ctrl   *floev1.GroupAssignment // queued for the sender, nil when none
+	// gen counts the GroupAssignments queued; revokedAt is the gen at
+	// which the queued one revoked each partition. A message handed by a
+	// reader of an older gen than its partition's revocation was handed
+	// before the revocation (its reader was stopped before it was queued)
+	// and is sent before it: no record of a partition follows the
+	// assignment that revoked it.
+	gen       uint64
+	revokedAt map[int32]uint64
+	// onReceive, for tests, runs in the sender when it has taken a
+	// message and not yet sent it (where the control loop may queue an
+	// assignment).
+	onReceive func()
+
+	ctrlCh  chan struct{} // cap 1: a GroupAssignment was queued
+	commits chan struct{} // cap 1: the client committed (see committed)
+	poked   chan struct{} // cap 1: another member joined or left here: heartbeat now
 
 	sentEpoch atomic.Int32 // the member epoch last queued for the client
 
@@ -97,6 +110,7 @@ type releasing struct {
 // groupReader reads one owned partition.
 type groupReader struct {
 	start  int64
+	gen    uint64       // the gen of the assignment that granted it
 	handed atomic.Int64 // the offset after the last record handed to the sender
 	cancel context.CancelFunc
 	done   chan struct{}
@@ -148,7 +162,7 @@ func (a *Agent) subscribeGroup(req *floev1.SubscribeRequest, stream floev1.LogSe
 		memberID:  req.GetMemberId(), epoch: req.GetMemberEpoch(),
 		readers: make(map[int32]*groupReader), releasing: make(map[int32]releasing),
 		ctrlCh: make(chan struct{}, 1), commits: make(chan struct{}, 1), poked: make(chan struct{}, 1),
-		committed: make(map[int32]int64),
+		committed: make(map[int32]int64), revokedAt: make(map[int32]uint64),
 	}
 	// A new stream is a new session of the member: it rejoins (keeping
 	// its id and, through the sticky assignor, its partitions) so that
@@ -324,6 +338,10 @@ func (s *groupSession) apply(ctx context.Context, resp metadata.HeartbeatRespons
 		}
 		c.MemberId, c.MemberEpoch, c.Pending = s.memberID, resp.MemberEpoch, int32(resp.Pending)
 		c.Revoked = append(c.Revoked, revoked...)
+		s.gen++
+		for _, p := range revoked {
+			s.revokedAt[p] = s.gen
+		}
 		c.Partitions = c.Partitions[:0]
 		for p := range want {
 			ap := &floev1.AssignedPartition{Partition: p}
@@ -341,10 +359,11 @@ func (s *groupSession) apply(ctx context.Context, resp metadata.HeartbeatRespons
 		default:
 		}
 	}
+	gen := s.gen
 	s.ctrlMu.Unlock()
 	for _, p := range added {
 		delete(s.releasing, p) // granted back before it was released
-		s.startReader(ctx, p, starts[p][0])
+		s.startReader(ctx, p, starts[p][0], gen)
 	}
 	return nil
 }
@@ -401,9 +420,9 @@ func (s *groupSession) starts(ctx context.Context, ps []int32) (map[int32][2]int
 // lastEpochSent is the member epoch last told to the client.
 func (s *groupSession) lastEpochSent() int32 { return s.sentEpoch.Load() }
 
-func (s *groupSession) startReader(ctx context.Context, p int32, start int64) {
+func (s *groupSession) startReader(ctx context.Context, p int32, start int64, gen uint64) {
 	rctx, cancel := context.WithCancel(ctx)
-	r := &groupReader{start: start, cancel: cancel, done: make(chan struct{})}
+	r := &groupReader{start: start, gen: gen, cancel: cancel, done: make(chan struct{})}
 	r.handed.Store(start)
 	s.readers[p] = r
 	s.wg.Add(1)
@@ -456,6 +475,10 @@ func (s *groupSession) revokeAll() {
 	}
 	s.ctrl.MemberId, s.ctrl.Partitions = s.memberID, nil
 	s.ctrl.Revoked = append(s.ctrl.Revoked, revoked...)
+	s.gen++
+	for _, p := range revoked {
+		s.revokedAt[p] = s.gen
+	}
 	select {
 	case s.ctrlCh <- struct{}{}:
 	default:
@@ -541,7 +564,13 @@ func (s *groupSession) send(ctx context.Context) error {
 			return nil
 		case <-s.ctrlCh:
 		case m := <-s.out:
-			err := s.sendCtrl()
+			if s.onReceive != nil {
+				s.onReceive()
+			}
+			var err error
+			if !s.handedBeforeRevocation(m) {
+				err = s.sendCtrl()
+			}
 			if err == nil {
 				err = s.stream.Send(m.resp)
 			}
@@ -556,10 +585,20 @@ func (s *groupSession) send(ctx context.Context) error {
 	}
 }
 
+// handedBeforeRevocation reports whether m was handed before the queued
+// assignment revoked its partition: m goes first.
+func (s *groupSession) handedBeforeRevocation(m outMsg) bool {
+	s.ctrlMu.Lock()
+	defer s.ctrlMu.Unlock()
+	at, ok := s.revokedAt[m.resp.GetPartition()]
+	return s.ctrl != nil && ok && m.gen < at
+}
+
 func (s *groupSession) sendCtrl() error {
 	s.ctrlMu.Lock()
 	c := s.ctrl
 	s.ctrl = nil
+	clear(s.revokedAt)
 	s.ctrlMu.Unlock()
 	if c == nil {
 		return nil
@@ -597,7 +636,11 @@ func (s *groupSession) read(ctx context.Context, p int32, r *groupReader) error 
 		}
 		if len(recs) > 0 {
 			select {
-			case s.out <- outMsg{resp: &floev1.SubscribeResponse{Partition: p, Records: recs, HighWatermark: st.HighWatermark}, weight: w}:
+			// NextOffset: on a compacted topic the read may end past its
+			// last record; the client's position becomes it (what counts
+			// as handed for the revocation).
+			case s.out <- outMsg{resp: &floev1.SubscribeResponse{Partition: p, Records: recs, HighWatermark: st.HighWatermark,
+				NextOffset: next}, weight: w, gen: r.gen}:
 			case <-ctx.Done():
 				s.mem.Release(w)
 				return ctx.Err()

@@ -65,6 +65,7 @@ type GroupConsumer struct {
 	revoked  []int32 // of the last assignment change
 
 	buf        []*floev1.Record // records received, not yet handed over
+	skips      map[int32][]skip // per partition, compacted ends of the messages in buf
 	handed     map[int32]int64  // partition -> offset after the last record handed over
 	committed  map[int32]int64  // partition -> last position committed
 	lastCommit time.Time
@@ -93,6 +94,7 @@ func NewGroupConsumer(clients []*Client, opts GroupOptions) (*GroupConsumer, err
 	return &GroupConsumer{
 		r: &resumer{clients: clients, opts: o, wait: o.MinBackoff}, opts: opts,
 		assigned: map[int32]*floev1.AssignedPartition{}, handed: map[int32]int64{}, committed: map[int32]int64{},
+		skips:      map[int32][]skip{},
 		lastCommit: time.Now(),
 	}, nil
 }
@@ -148,7 +150,7 @@ func (g *GroupConsumer) Poll(ctx context.Context) (*floev1.Record, error) {
 	if len(g.buf) > 0 {
 		rec := g.buf[0]
 		g.buf = g.buf[1:]
-		g.handed[rec.GetPartition()] = rec.GetOffset() + 1
+		g.handOver(rec)
 		return rec, nil
 	}
 	// While Poll waits, the records handed over before it are processed
@@ -232,14 +234,51 @@ func (g *GroupConsumer) take(resp *floev1.SubscribeResponse) (bool, error) {
 			return false, err
 		}
 	}
+	took := 0
 	for _, rec := range recs {
 		if ok && rec.GetOffset() < from {
 			continue
 		}
 		rec.Partition = p
 		g.buf = append(g.buf, rec)
+		took++
+	}
+	// On a compacted topic the message may end past its last record: once
+	// that record is handed over the position is the message's next
+	// offset (what the agent counts as handed), so that a commit reaches
+	// it. A message with nothing new moves the position at once, unless
+	// records of the partition wait in buf.
+	if next := resp.GetNextOffset(); took > 0 && next > g.buf[len(g.buf)-1].GetOffset()+1 {
+		g.skips[p] = append(g.skips[p], skip{at: g.buf[len(g.buf)-1].GetOffset(), to: next})
+	} else if took == 0 && ok && next > from && !g.buffered(p) {
+		g.handed[p] = next
 	}
 	return len(g.buf) > 0, nil
+}
+
+// skip: once the record at offset at is handed over, the position is to.
+type skip struct{ at, to int64 }
+
+// buffered reports whether records of p wait in buf.
+func (g *GroupConsumer) buffered(p int32) bool {
+	for _, r := range g.buf {
+		if r.GetPartition() == p {
+			return true
+		}
+	}
+	return false
+}
+
+// handOver records rec as handed over.
+func (g *GroupConsumer) handOver(rec *floev1.Record) {
+	p := rec.GetPartition()
+	g.handed[p] = rec.GetOffset() + 1
+	if ss := g.skips[p]; len(ss) > 0 && ss[0].at == rec.GetOffset() {
+		g.handed[p] = ss[0].to
+		if g.skips[p] = ss[1:]; len(g.skips[p]) == 0 {
+			delete(g.skips, p)
+		}
+	}
 }
 
 // assign applies an assignment change: revoked partitions are committed
@@ -262,6 +301,7 @@ func (g *GroupConsumer) assign(ctx context.Context, a *floev1.GroupAssignment) {
 		for _, p := range g.revoked {
 			delete(g.handed, p)
 			delete(g.committed, p)
+			delete(g.skips, p)
 		}
 	}
 	g.assigned = map[int32]*floev1.AssignedPartition{}
@@ -454,6 +494,7 @@ func (g *GroupConsumer) closeStream() {
 	}
 	g.recv, g.cancel, g.recvDone = nil, nil, nil
 	g.buf = nil
+	clear(g.skips)
 }
 
 // GroupErrorReason is the ErrorInfo reason of a group error from the agent
