@@ -9,7 +9,6 @@ import (
 	"slices"
 	"time"
 
-	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -505,10 +504,5 @@ func GroupErrorReason(err error) string {
 	if !ok {
 		return ""
 	}
-	for _, d := range st.Details() {
-		if ei, ok := d.(*errdetails.ErrorInfo); ok && ei.GetDomain() == "floe" {
-			return ei.GetReason()
-		}
-	}
-	return ""
+	return floeReason(st)
 }
