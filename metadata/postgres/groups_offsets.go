@@ -17,19 +17,75 @@ import (
 // transaction and apply package group's rule (loadFenced, CheckCommit,
 // RequireEmpty).
 
-// CommitOffsets implements metadata.Store: one transaction that locks the
-// group, fences expired members, decides by group.CheckCommit and writes
-// every position or none.
+// commitFastSQL commits positions in one statement when package group's
+// rule surely accepts them and nothing is to be fenced: no member of the
+// group expired (the test of Member.Expired, in SQL), the member exists at
+// the epoch given and owns every partition (or, without a member id, the
+// group has no members), and every partition exists. It returns how many
+// positions it wrote: all or none. Anything else goes to commitSlow, which
+// decides by group.CheckCommit; TestCommitFastPathHeldToRule holds this
+// statement to that rule on generated cases.
+const commitFastSQL = `
+WITH c AS (SELECT ` + nowMs + ` AS now),
+m AS (SELECT member_epoch, ',' || assigned || ',' || revoking || ',' AS owns
+  FROM group_members WHERE group_name = $1 AND member_id = $2 FOR SHARE),
+u AS (SELECT * FROM unnest($4::bigint[], $5::integer[], $6::bigint[], $7::text[]) AS u(t, p, o, md)),
+chk AS (SELECT
+  (SELECT member_epoch FROM m) AS epoch,
+  (SELECT count(*) FROM u WHERE position(',' || u.t || ':' || u.p || ',' IN coalesce((SELECT owns FROM m), '')) = 0) AS not_owned,
+  (SELECT count(*) FROM u WHERE NOT EXISTS (SELECT 1 FROM partitions pt JOIN topics tp ON tp.id = pt.topic_id
+     AND tp.deleted_at IS NULL WHERE pt.topic_id = u.t AND pt.partition = u.p)) AS missing,
+  (SELECT count(*) FROM group_members gm WHERE gm.group_name = $1) AS members,
+  (SELECT count(*) FROM group_members gm, c WHERE gm.group_name = $1
+     AND (gm.last_heartbeat + gm.session_timeout_ms < c.now
+          OR (gm.revoking_since > 0 AND gm.revoking_since + gm.session_timeout_ms < c.now))) AS expired),
+ok AS (SELECT 1 FROM chk WHERE missing = 0 AND expired = 0
+  AND CASE WHEN $2 = '' THEN members = 0 ELSE epoch IS NOT DISTINCT FROM $3 AND not_owned = 0 END),
+g AS (INSERT INTO consumer_groups (name) SELECT $1 FROM ok ON CONFLICT DO NOTHING),
+ins AS (INSERT INTO group_offsets (group_name, topic_id, partition, committed_offset, metadata, commit_time)
+  SELECT $1, u.t, u.p, u.o, u.md, c.now FROM u, c, ok
+  ON CONFLICT (group_name, topic_id, partition) DO UPDATE SET committed_offset = excluded.committed_offset,
+    metadata = excluded.metadata, commit_time = excluded.commit_time
+  RETURNING 1)
+SELECT count(*) FROM ins`
+
+// commitArgs are a request's positions as the statements' arrays.
+func commitArgs(req metadata.CommitOffsetsRequest) (ts []int64, ps []int32, os []int64, mds []string) {
+	n := len(req.Offsets)
+	ts, ps, os, mds = make([]int64, n), make([]int32, n), make([]int64, n), make([]string, n)
+	for i, o := range req.Offsets {
+		ts[i], ps[i], os[i], mds[i] = o.TopicID, o.Partition, o.Offset, o.Metadata
+	}
+	return ts, ps, os, mds
+}
+
+// CommitOffsets implements metadata.Store: one statement when the fast
+// path applies (commitFastSQL), else one transaction that locks the group,
+// fences expired members, decides by group.CheckCommit and writes every
+// position or none.
 func (s *Store) CommitOffsets(ctx context.Context, req metadata.CommitOffsetsRequest) error {
 	if err := group.ValidateCommit(req); err != nil {
 		return err
 	}
-	n := len(req.Offsets)
-	ts, ps, os, mds := make([]int64, n), make([]int32, n), make([]int64, n), make([]string, n)
-	for i, o := range req.Offsets {
-		ts[i], ps[i], os[i], mds[i] = o.TopicID, o.Partition, o.Offset, o.Metadata
+	ts, ps, os, mds := commitArgs(req)
+	var written int64
+	if err := s.pool.QueryRow(ctx, commitFastSQL, req.Group, req.MemberID, req.MemberEpoch, ts, ps, os, mds).Scan(&written); err != nil {
+		return s.wrap("commit offsets "+req.Group, err)
 	}
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	if written == int64(len(req.Offsets)) {
+		return nil
+	}
+	if err := s.commitSlow(ctx, req); err != nil {
+		return s.wrap("commit offsets "+req.Group, err)
+	}
+	return nil
+}
+
+// commitSlow is CommitOffsets decided in Go.
+func (s *Store) commitSlow(ctx context.Context, req metadata.CommitOffsetsRequest) error {
+	ts, ps, os, mds := commitArgs(req)
+	n := len(req.Offsets)
+	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		g, now, err := loadFenced(ctx, tx, req.Group)
 		if err != nil {
 			return err
@@ -61,10 +117,6 @@ func (s *Store) CommitOffsets(ctx context.Context, req metadata.CommitOffsetsReq
 		}
 		return fmt.Errorf("metadata: commit offsets %s: %d of %d written", req.Group, tag.RowsAffected(), n)
 	})
-	if err != nil {
-		return s.wrap("commit offsets "+req.Group, err)
-	}
-	return nil
 }
 
 func readOffsets(ctx context.Context, q interface {
