@@ -7,6 +7,7 @@ import (
 	"net"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -22,10 +23,12 @@ import (
 	"github.com/floe-broker/floe/objectstore"
 )
 
-// cutProxy forwards TCP connections to an address; cut closes them all.
+// cutProxy forwards TCP connections to an address; cut closes them all,
+// freeze drops what they carry from then on (a half-open connection).
 type cutProxy struct {
 	lis    net.Listener
 	to     string
+	frozen atomic.Bool
 	mu     sync.Mutex // protects conns
 	conns  []net.Conn
 	wg     sync.WaitGroup
@@ -55,12 +58,29 @@ func newCutProxy(t *testing.T, to string) *cutProxy {
 			p.conns = append(p.conns, c, u)
 			p.mu.Unlock()
 			p.wg.Add(2)
-			go func() { defer p.wg.Done(); _, _ = io.Copy(u, c); u.Close() }()
-			go func() { defer p.wg.Done(); _, _ = io.Copy(c, u); c.Close() }()
+			go func() { defer p.wg.Done(); p.copy(u, c); u.Close() }()
+			go func() { defer p.wg.Done(); p.copy(c, u); c.Close() }()
 		}
 	}()
 	t.Cleanup(func() { lis.Close(); p.cut(); p.wg.Wait() })
 	return p
+}
+
+// copy forwards from src to dst until src ends, dropping what comes while
+// frozen.
+func (p *cutProxy) copy(dst, src net.Conn) {
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := src.Read(buf)
+		if n > 0 && !p.frozen.Load() {
+			if _, err := dst.Write(buf[:n]); err != nil {
+				return
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
 }
 
 func (p *cutProxy) cut() {
@@ -196,5 +216,54 @@ func TestOutcomeHelpers(t *testing.T) {
 		if client.NotCommitted(tc.err) != tc.notCommitted || client.OutcomeUnknown(tc.err) != tc.unsure {
 			t.Errorf("%v: not committed %v, unknown %v", tc.err, client.NotCommitted(tc.err), client.OutcomeUnknown(tc.err))
 		}
+	}
+}
+
+// oneMessageLog answers a subscription with one message, then nothing.
+type oneMessageLog struct {
+	floev1.UnimplementedLogServiceServer
+}
+
+func (oneMessageLog) Subscribe(_ *floev1.SubscribeRequest, s floev1.LogService_SubscribeServer) error {
+	if err := s.Send(&floev1.SubscribeResponse{Records: []*floev1.Record{{Offset: 0}}}); err != nil {
+		return err
+	}
+	<-s.Context().Done()
+	return nil
+}
+
+// TestKeepaliveNoticesHalfOpenConnection: once the connection under an
+// open stream silently stops carrying anything (the agent's host gone
+// without a FIN), the client's keepalive pings go unanswered and the
+// stream fails with Unavailable within KeepaliveTime + KeepaliveTimeout,
+// instead of waiting for TCP's own timeouts (minutes).
+func TestKeepaliveNoticesHalfOpenConnection(t *testing.T) {
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	gs := grpc.NewServer()
+	floev1.RegisterLogServiceServer(gs, oneMessageLog{})
+	go func() { _ = gs.Serve(lis) }()
+	defer gs.Stop()
+	proxy := newCutProxy(t, lis.Addr().String())
+	c, err := client.Dial(proxy.lis.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*(client.KeepaliveTime+client.KeepaliveTimeout))
+	defer cancel()
+	s, err := c.Log.Subscribe(ctx, &floev1.SubscribeRequest{Topic: "t"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Recv(); err != nil {
+		t.Fatal(err)
+	}
+	proxy.frozen.Store(true)
+	_, err = s.Recv()
+	if status.Code(err) != codes.Unavailable || ctx.Err() != nil {
+		t.Fatalf("stream over a half-open connection: %v (deadline: %v), want Unavailable from the keepalive", err, ctx.Err())
 	}
 }
