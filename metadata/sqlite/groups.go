@@ -194,38 +194,67 @@ func subscribed(g *group.Group) []string {
 	return group.Canonical(names)
 }
 
-// ListGroups implements metadata.Store.
+// ListGroups implements metadata.Store: two statements whatever the
+// number of groups (the groups, then every member), liveness by
+// group.LiveOnly.
 func (s *Store) ListGroups(ctx context.Context) ([]metadata.GroupListing, error) {
 	if err := s.checkOpen(); err != nil {
 		return nil, err
 	}
 	var out []metadata.GroupListing
 	err := s.read(ctx, func(tx *sql.Tx) error {
-		rows, err := tx.QueryContext(ctx, "SELECT name FROM consumer_groups ORDER BY name")
+		rows, err := tx.QueryContext(ctx, "SELECT name, group_epoch, rebalance_ms FROM consumer_groups ORDER BY name")
 		if err != nil {
 			return err
 		}
-		var names []string
+		var gs []*group.Group
+		byName := map[string]*group.Group{}
 		for rows.Next() {
-			var n string
-			if err := rows.Scan(&n); err != nil {
+			g := &group.Group{}
+			if err := rows.Scan(&g.Name, &g.Epoch, &g.RebalanceMs); err != nil {
 				rows.Close()
 				return err
 			}
-			names = append(names, n)
+			gs = append(gs, g)
+			byName[g.Name] = g
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		if rows, err = tx.QueryContext(ctx, `SELECT group_name, member_id, member_epoch, revoking_since, session_timeout_ms,
+			last_heartbeat, assigned, target, revoking FROM group_members ORDER BY group_name, member_id`); err != nil {
+			return err
+		}
+		for rows.Next() {
+			var n, as, tg, rv string
+			m := &group.Member{}
+			if err := rows.Scan(&n, &m.ID, &m.Epoch, &m.RevokingSince, &m.SessionTimeoutMs, &m.LastHeartbeat, &as, &tg, &rv); err != nil {
+				rows.Close()
+				return err
+			}
+			if m.Assigned, err = group.DecodeTPs(as); err == nil {
+				if m.Target, err = group.DecodeTPs(tg); err == nil {
+					m.Revoking, err = group.DecodeTPs(rv)
+				}
+			}
+			if err != nil {
+				rows.Close()
+				return err
+			}
+			if g := byName[n]; g != nil {
+				g.Members = append(g.Members, m)
+			}
 		}
 		rows.Close()
 		if err := rows.Err(); err != nil {
 			return err
 		}
 		now := time.Now().UnixMilli()
-		for _, n := range names {
-			g, err := loadGroup(ctx, tx, n)
-			if err != nil || g == nil {
-				return err
-			}
+		out = make([]metadata.GroupListing, 0, len(gs))
+		for _, g := range gs {
 			live := group.LiveOnly(g, now)
-			out = append(out, metadata.GroupListing{Group: n, State: live.State(), Members: len(live.Members),
+			out = append(out, metadata.GroupListing{Group: g.Name, State: live.State(), Members: len(live.Members),
 				LastRebalanceDuration: g.RebalanceDuration()})
 		}
 		return nil
