@@ -115,3 +115,145 @@ func TestCommitFastPathHeldToRule(t *testing.T) {
 	}
 	t.Logf("%d accepted, %d refused, fast path and rule agree", accepted, refused)
 }
+
+// TestHeartbeatFastPathHeldToRule: on generated group states, whenever the
+// one-statement heartbeat (heartbeatFastSQL) applies, group.Heartbeat on
+// the same state changes nothing but the member's last heartbeat and
+// session timeout and answers the same (epoch, assignment, nothing
+// pending); each case runs in a transaction rolled back after.
+func TestHeartbeatFastPathHeldToRule(t *testing.T) {
+	s := open(t, testenv.Postgres(t))
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	var topics []metadata.Topic
+	for _, n := range []string{"ha", "hb"} {
+		tp, err := s.CreateTopic(ctx, metadata.TopicSpec{Name: n, Partitions: 2})
+		if err != nil {
+			t.Fatal(err)
+		}
+		topics = append(topics, tp)
+	}
+	live := map[string]group.Topic{}
+	var gts []group.Topic
+	for _, tp := range topics {
+		gt := group.Topic{ID: tp.ID, Name: tp.Name, Partitions: tp.Partitions}
+		live[tp.Name] = gt
+		gts = append(gts, gt)
+	}
+	all := []group.TP{{TopicID: topics[0].ID, Partition: 0}, {TopicID: topics[0].ID, Partition: 1},
+		{TopicID: topics[1].ID, Partition: 0}, {TopicID: topics[1].ID, Partition: 1}}
+	rng := rand.New(rand.NewPCG(3, 4))
+	some := func() []group.TP {
+		var out []group.TP
+		for _, p := range all {
+			if rng.IntN(2) == 0 {
+				out = append(out, p)
+			}
+		}
+		return out
+	}
+	fast, slow := 0, 0
+	for i := range 400 {
+		err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+			var now int64
+			if err := tx.QueryRow(ctx, "SELECT "+nowMs).Scan(&now); err != nil {
+				return err
+			}
+			name := fmt.Sprintf("h%03d", i)
+			sig := group.TopicsSignature(gts)
+			if rng.IntN(6) == 0 {
+				sig = group.TopicsSignature(gts[:1]) // stale: a topic appeared
+			}
+			if _, err := tx.Exec(ctx, `INSERT INTO consumer_groups (name, group_epoch, topic_names, topics_sig) VALUES ($1, 7, 'ha,hb', $2)`,
+				name, sig); err != nil {
+				return err
+			}
+			for j := range 1 + rng.IntN(2) {
+				target := some()
+				assigned := target
+				if rng.IntN(4) == 0 {
+					assigned = some()
+				}
+				revoking, revSince := "", int64(0)
+				if rng.IntN(5) == 0 {
+					revoking, revSince = group.EncodeTPs(some()), now-int64(rng.IntN(2))*60_000
+				}
+				if _, err := tx.Exec(ctx, `INSERT INTO group_members (group_name, member_id, member_epoch, subscription,
+					assigned, revoking, target, revoking_since, session_timeout_ms, last_heartbeat, joined_at)
+					VALUES ($1, $2, $3, 'ha,hb', $4, $5, $6, $7, 30000, $8, 0)`, name, fmt.Sprintf("m%d", j), 6+rng.IntN(2),
+					group.EncodeTPs(assigned), revoking, group.EncodeTPs(target), revSince, now-int64(rng.IntN(2))*60_000); err != nil {
+					return err
+				}
+			}
+			req := metadata.HeartbeatRequest{Group: name, MemberID: "m0", MemberEpoch: int32(6 + rng.IntN(2)),
+				SessionTimeout: 30 * time.Second}
+			if rng.IntN(3) == 0 {
+				req.Subscription = []string{"ha", "hb"}
+			} else if rng.IntN(6) == 0 {
+				req.Subscription = []string{"ha"}
+			}
+			g, at, err := loadGroup(ctx, tx, name, false)
+			if err != nil {
+				return err
+			}
+			if _, self := gMember(g, "m0"); self != nil {
+				req.Owned = append(append([]group.TP{}, self.Assigned...), self.Revoking...)
+			}
+			var sub *string
+			if req.Subscription != nil {
+				j := strings.Join(group.Canonical(req.Subscription), ",")
+				sub = &j
+			}
+			var assigned string
+			var epoch int32
+			ferr := tx.QueryRow(ctx, heartbeatFastSQL, req.Group, req.MemberID, req.MemberEpoch, int64(30000), sub).Scan(&assigned, &epoch)
+			if ferr == pgx.ErrNoRows {
+				slow++
+				return errDryRun
+			}
+			if ferr != nil {
+				return ferr
+			}
+			fast++
+			before := *mustMember(t, g, "m0")
+			out, err := group.Heartbeat(g, req, live, at, func() string { return "new" })
+			if err != nil {
+				t.Errorf("case %d: the fast path answered, the rule refuses: %v", i, err)
+				return errDryRun
+			}
+			after := *mustMember(t, g, "m0")
+			after.LastHeartbeat, after.SessionTimeoutMs = before.LastHeartbeat, before.SessionTimeoutMs
+			if out.GroupChanged || len(out.Deleted) != 0 || len(out.Upsert) != 1 || fmt.Sprint(after) != fmt.Sprint(before) ||
+				out.Response.MemberEpoch != epoch || group.EncodeTPs(out.Response.Assigned) != assigned || out.Response.Pending != 0 {
+				t.Errorf("case %d: the fast path answered epoch %d, %q; the rule changes more: %+v\nbefore %+v\nafter  %+v",
+					i, epoch, assigned, out, before, after)
+			}
+			return errDryRun
+		})
+		if err != nil && err != errDryRun {
+			t.Fatal(err)
+		}
+	}
+	if fast < 20 || slow < 20 {
+		t.Fatalf("generated cases not varied: %d fast, %d slow", fast, slow)
+	}
+	t.Logf("%d cases on the fast path (the rule agrees), %d not", fast, slow)
+}
+
+func gMember(g *group.Group, id string) (int, *group.Member) {
+	for i, m := range g.Members {
+		if m.ID == id {
+			return i, m
+		}
+	}
+	return -1, nil
+}
+
+func mustMember(t *testing.T, g *group.Group, id string) *group.Member {
+	t.Helper()
+	_, m := gMember(g, id)
+	if m == nil {
+		t.Fatalf("no member %s", id)
+	}
+	return m
+}
