@@ -118,6 +118,9 @@ func (a *Agent) OnCommit(f batcher.CommittedFile) {
 // progress have ended.
 func (a *Agent) Run(ctx context.Context) error {
 	defer a.loads.close()
+	expired := make(chan struct{})
+	go func() { defer close(expired); a.grp.expireLoop(ctx) }()
+	defer func() { <-expired }()
 	for {
 		ch, err := a.meta.Notices(ctx)
 		if err == nil {

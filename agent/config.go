@@ -91,6 +91,15 @@ type Config struct {
 	ReplayBurstBytes int64
 	// LagSampleWindow is how far back consume rates look (0: 5 minutes).
 	LagSampleWindow time.Duration
+	// LagMetricsMaxGroups caps the groups the floe_group_* metrics cover:
+	// the groups with the most records behind (and then groups with live
+	// members, for floe_group_members). 0: 200.
+	LagMetricsMaxGroups int
+	// GroupRetention: a group without live members whose last commit, last
+	// member heartbeat and creation are all older than this is deleted
+	// with its positions (Kafka's offsets.retention.minutes); 0 keeps
+	// groups forever.
+	GroupRetention time.Duration
 }
 
 // maxRequestLimit bounds MaxRequestBytes: gRPC's receive limit
@@ -130,6 +139,8 @@ func DefaultConfig() Config {
 		ReplayBytesPerSecond: 32 << 20,
 		ReplayBurstBytes:     16 << 20,
 		LagSampleWindow:      5 * time.Minute,
+		LagMetricsMaxGroups:  defaultLagMetricsMaxGroups,
+		GroupRetention:       7 * 24 * time.Hour,
 	}
 }
 

@@ -228,6 +228,7 @@ type outMsg struct {
 	resp    *floev1.SubscribeResponse
 	weight  int64
 	release func() // called by the sender once resp is sent (nil: none)
+	gen     uint64 // group subscriptions: the generation of the reader that handed it (groups_subscribe.go)
 }
 
 // follow reads one partition from offset for ever, sending what it finds.

@@ -40,7 +40,7 @@ func (s *groupSession) readBatches(ctx context.Context, p int32, r *groupReader)
 		if rd.batches > 0 {
 			msg := &floev1.SubscribeResponse{Partition: p, Batches: rd.buf, HighWatermark: st.HighWatermark, NextOffset: rd.next}
 			select {
-			case s.out <- outMsg{resp: msg, weight: w, release: a.release(rd, msg)}:
+			case s.out <- outMsg{resp: msg, weight: w, release: a.release(rd, msg), gen: r.gen}:
 			case <-ctx.Done():
 				s.mem.Release(w)
 				return ctx.Err()

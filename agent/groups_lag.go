@@ -22,7 +22,7 @@ import (
 const defaultRetention = 7 * 24 * time.Hour
 
 const (
-	// maxLagGroups bounds the groups the tracker samples and a scrape covers.
+	// maxLagGroups bounds the groups the tracker samples.
 	maxLagGroups = 1000
 	// lagSamples bounds the samples kept per partition.
 	lagSamples = 16
@@ -185,20 +185,46 @@ func (t *lagTracker) sample(group string, tp metadata.TopicPartition, committed 
 	return float64(committed-first.offset) / dt
 }
 
+// keep drops the samples of the groups not in exported (the scrape's):
+// the samples kept are bounded by its cap. The groups' own lag answers
+// (GroupLag) sample too, bounded by maxLagGroups.
+func (t *lagTracker) keep(exported map[string]bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for g := range t.samples {
+		if !exported[g] {
+			delete(t.samples, g)
+		}
+	}
+}
+
 func (t *lagTracker) forget(group string) {
 	t.mu.Lock()
 	delete(t.samples, group)
 	t.mu.Unlock()
 }
 
-// lagCollector exports lag per group and topic on each scrape: one
-// ListGroups, then per group (up to maxLagGroups) one DescribeGroup and
-// one GroupLag.
+// lagCollector exports lag per group and topic on each scrape, in a
+// constant number of statements whatever the number of groups: one
+// ListGroups (members, last rebalance), one TopGroupLag (the
+// LagMetricsMaxGroups groups with the most records behind: a thousand
+// idle groups do not hide the one that is behind) and one BatchBytes
+// (bytes behind, incrementally: lagBytes). Scrapes are serialised, and one
+// within lagScrapeMinInterval of the last is answered from it: the sampler
+// works at most once per interval however many scrapers there are.
 type lagCollector struct {
 	a                                        *Agent
 	records, bytes, seconds, rate, retention *prometheus.Desc
 	rebalance, members                       *prometheus.Desc
+
+	mu   sync.Mutex // protects last and at; held while a scrape runs
+	last []prometheus.Metric
+	at   time.Time
 }
+
+// lagScrapeMinInterval: a scrape this soon after the previous one gets
+// its metrics again.
+const lagScrapeMinInterval = time.Second
 
 func (g *groups) registerMetrics(reg prometheus.Registerer) {
 	if reg == nil {
@@ -231,56 +257,100 @@ func (c *lagCollector) Describe(ch chan<- *prometheus.Desc) {
 
 // Collect implements prometheus.Collector.
 func (c *lagCollector) Collect(ch chan<- prometheus.Metric) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if time.Since(c.at) >= lagScrapeMinInterval {
+		c.last, c.at = c.collect(), time.Now()
+	}
+	for _, m := range c.last {
+		ch <- m
+	}
+}
+
+// collect runs one scrape.
+func (c *lagCollector) collect() []prometheus.Metric {
 	ctx, cancel := context.WithTimeout(context.Background(), lagScrapeTimeout)
 	defer cancel()
-	gs, err := c.a.meta.ListGroups(ctx)
+	a, limit := c.a, c.a.cfg.lagMetricsMaxGroups()
+	var out []prometheus.Metric
+	gs, err := a.meta.ListGroups(ctx)
 	if err != nil {
-		c.a.log.Warn("lag metrics: list groups", "err", err)
-		return
+		a.log.Warn("lag metrics: list groups", "err", err)
+		return nil
 	}
-	names := newTopicNames(c.a.meta)
+	top, err := a.meta.TopGroupLag(ctx, limit)
+	if err != nil {
+		a.log.Warn("lag metrics: top group lag", "err", err)
+		return nil
+	}
 	now := time.Now()
-	for i, g := range gs {
-		if i == maxLagGroups {
-			break
-		}
-		if d, err := c.a.meta.DescribeGroup(ctx, g.Group); err == nil {
-			ch <- prometheus.MustNewConstMetric(c.members, prometheus.GaugeValue, float64(len(d.Members)), g.Group)
-			ch <- prometheus.MustNewConstMetric(c.rebalance, prometheus.GaugeValue, d.LastRebalanceDuration.Seconds(), g.Group)
-		}
-		rows, err := c.a.groupLag(ctx, g.Group, names, now)
-		if err != nil {
-			c.a.log.Warn("lag metrics: group lag", "group", g.Group, "err", err)
+	if err := a.grp.bytes.fill(ctx, a.meta, top, now); err != nil {
+		a.log.Warn("lag metrics: bytes behind", "err", err)
+		return nil
+	}
+	// Members and rebalance of the groups exported and of the groups with
+	// live members, up to the cap together.
+	exported := make(map[string]bool, len(top))
+	for _, g := range top {
+		exported[g.Group] = true
+	}
+	n := len(top)
+	for _, g := range gs {
+		if !exported[g.Group] && (g.Members == 0 || n >= limit) {
 			continue
 		}
+		if !exported[g.Group] {
+			n++
+		}
+		out = append(out, prometheus.MustNewConstMetric(c.members, prometheus.GaugeValue, float64(g.Members), g.Group),
+			prometheus.MustNewConstMetric(c.rebalance, prometheus.GaugeValue, g.LastRebalanceDuration.Seconds(), g.Group))
+	}
+	names := newTopicNames(a.meta)
+	a.grp.lag.keep(exported)
+	for _, g := range top {
 		type agg struct {
 			records, bytes int64
 			secs, rate     float64
 			ttr            int64
 		}
 		by := map[string]*agg{}
-		for _, r := range rows {
-			x := by[r.pb.Topic]
+		var order []string
+		for _, l := range g.Partitions {
+			t, ok, err := names.topic(ctx, l.TopicID)
+			if err != nil {
+				a.log.Warn("lag metrics: topic", "group", g.Group, "err", err)
+				return out
+			}
+			if !ok {
+				continue
+			}
+			rate := a.grp.lag.sample(g.Group, metadata.TopicPartition{TopicID: l.TopicID, Partition: l.Partition}, l.Committed, now, a.lagWindow())
+			pl := computeLag(t, l, rate, now)
+			x := by[pl.Topic]
 			if x == nil {
 				x = &agg{ttr: -1}
-				by[r.pb.Topic] = x
+				by[pl.Topic] = x
+				order = append(order, pl.Topic)
 			}
-			x.records += r.pb.LagRecords
-			x.bytes += r.pb.LagBytes
-			x.secs = max(x.secs, float64(r.pb.LagMs)/1000)
-			x.rate += r.pb.ConsumeRate
-			if t := r.pb.TimeToRetentionMs; t >= 0 && (x.ttr < 0 || t < x.ttr) {
+			x.records += pl.LagRecords
+			x.bytes += pl.LagBytes
+			x.secs = max(x.secs, float64(pl.LagMs)/1000)
+			x.rate += pl.ConsumeRate
+			if t := pl.TimeToRetentionMs; t >= 0 && (x.ttr < 0 || t < x.ttr) {
 				x.ttr = t
 			}
 		}
-		for topic, x := range by {
-			ch <- prometheus.MustNewConstMetric(c.records, prometheus.GaugeValue, float64(x.records), g.Group, topic)
-			ch <- prometheus.MustNewConstMetric(c.bytes, prometheus.GaugeValue, float64(x.bytes), g.Group, topic)
-			ch <- prometheus.MustNewConstMetric(c.seconds, prometheus.GaugeValue, x.secs, g.Group, topic)
-			ch <- prometheus.MustNewConstMetric(c.rate, prometheus.GaugeValue, x.rate, g.Group, topic)
+		for _, topic := range order {
+			x := by[topic]
+			out = append(out,
+				prometheus.MustNewConstMetric(c.records, prometheus.GaugeValue, float64(x.records), g.Group, topic),
+				prometheus.MustNewConstMetric(c.bytes, prometheus.GaugeValue, float64(x.bytes), g.Group, topic),
+				prometheus.MustNewConstMetric(c.seconds, prometheus.GaugeValue, x.secs, g.Group, topic),
+				prometheus.MustNewConstMetric(c.rate, prometheus.GaugeValue, x.rate, g.Group, topic))
 			if x.ttr >= 0 {
-				ch <- prometheus.MustNewConstMetric(c.retention, prometheus.GaugeValue, float64(x.ttr)/1000, g.Group, topic)
+				out = append(out, prometheus.MustNewConstMetric(c.retention, prometheus.GaugeValue, float64(x.ttr)/1000, g.Group, topic))
 			}
 		}
 	}
+	return out
 }

@@ -55,8 +55,22 @@ func (c Config) validateGroups() error {
 		return fmt.Errorf("agent: config ReplayMinLagRecords %d must not be negative", c.ReplayMinLagRecords)
 	case c.LagSampleWindow < 0:
 		return fmt.Errorf("agent: config LagSampleWindow %v must not be negative", c.LagSampleWindow)
+	case c.LagMetricsMaxGroups < 0:
+		return fmt.Errorf("agent: config LagMetricsMaxGroups %d must not be negative", c.LagMetricsMaxGroups)
+	case c.GroupRetention < 0:
+		return fmt.Errorf("agent: config GroupRetention %v must not be negative", c.GroupRetention)
 	}
 	return nil
+}
+
+// defaultLagMetricsMaxGroups is used when Config.LagMetricsMaxGroups is zero.
+const defaultLagMetricsMaxGroups = 200
+
+func (c Config) lagMetricsMaxGroups() int {
+	if c.LagMetricsMaxGroups > 0 {
+		return c.LagMetricsMaxGroups
+	}
+	return defaultLagMetricsMaxGroups
 }
 
 // defaultLagSampleWindow is used when Config.LagSampleWindow is zero.

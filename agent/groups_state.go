@@ -1,7 +1,9 @@
 package agent
 
 import (
+	"context"
 	"sync"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/time/rate"
@@ -19,7 +21,8 @@ type groups struct {
 	sessions map[string]*groupSession
 	limiters map[string]*sharedLimiter
 
-	lag *lagTracker
+	lag   *lagTracker
+	bytes *lagBytes // the scrape's bytes behind (groups_lag_bytes.go)
 }
 
 type sharedLimiter struct {
@@ -28,7 +31,8 @@ type sharedLimiter struct {
 }
 
 func newGroups(a *Agent, reg prometheus.Registerer) *groups {
-	g := &groups{a: a, sessions: make(map[string]*groupSession), limiters: make(map[string]*sharedLimiter), lag: newLagTracker()}
+	g := &groups{a: a, sessions: make(map[string]*groupSession), limiters: make(map[string]*sharedLimiter), lag: newLagTracker(),
+		bytes: newLagBytes()}
 	g.registerMetrics(reg)
 	return g
 }
@@ -107,6 +111,37 @@ func (g *groups) releaseLimiter(group string) {
 	if l := g.limiters[group]; l != nil {
 		if l.refs--; l.refs <= 0 {
 			delete(g.limiters, group)
+		}
+	}
+}
+
+// expireLoop deletes the groups past GroupRetention (group.Expire), every
+// tenth of it (between a second and an hour), until ctx ends.
+func (g *groups) expireLoop(ctx context.Context) {
+	r := g.a.cfg.GroupRetention
+	if r <= 0 {
+		return
+	}
+	t := time.NewTicker(min(max(r/10, time.Second), time.Hour))
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		gone, err := g.a.meta.ExpireGroups(ctx, r)
+		if err != nil {
+			if ctx.Err() == nil {
+				g.a.log.Warn("group expiry failed; retrying later", "err", err)
+			}
+			continue
+		}
+		for _, name := range gone {
+			g.forget(name)
+		}
+		if len(gone) > 0 {
+			g.a.log.Info("expired empty groups", "count", len(gone), "retention", r)
 		}
 	}
 }

@@ -76,11 +76,24 @@ type groupSession struct {
 	releasing map[int32]releasing
 	wg        sync.WaitGroup // the readers
 
-	ctrlMu  sync.Mutex              // protects ctrl
-	ctrl    *floev1.GroupAssignment // queued for the sender, nil when none
-	ctrlCh  chan struct{}           // cap 1: a GroupAssignment was queued
-	commits chan struct{}           // cap 1: the client committed (see committed)
-	poked   chan struct{}           // cap 1: another member joined or left here: heartbeat now
+	ctrlMu sync.Mutex              // protects ctrl, gen and revokedAt
+	ctrl   *floev1.GroupAssignment // queued for the sender, nil when none
+	// gen counts the GroupAssignments queued; revokedAt is the gen at
+	// which the queued one revoked each partition. A message handed by a
+	// reader of an older gen than its partition's revocation was handed
+	// before the revocation (its reader was stopped before it was queued)
+	// and is sent before it: no record of a partition follows the
+	// assignment that revoked it.
+	gen       uint64
+	revokedAt map[int32]uint64
+	// onReceive, for tests, runs in the sender when it has taken a
+	// message and not yet sent it (where the control loop may queue an
+	// assignment).
+	onReceive func()
+
+	ctrlCh  chan struct{} // cap 1: a GroupAssignment was queued
+	commits chan struct{} // cap 1: the client committed (see committed)
+	poked   chan struct{} // cap 1: another member joined or left here: heartbeat now
 
 	sentEpoch atomic.Int32 // the member epoch last queued for the client
 
@@ -97,6 +110,7 @@ type releasing struct {
 // groupReader reads one owned partition.
 type groupReader struct {
 	start  int64
+	gen    uint64       // the gen of the assignment that granted it
 	handed atomic.Int64 // the offset after the last record handed to the sender
 	cancel context.CancelFunc
 	done   chan struct{}
@@ -148,11 +162,13 @@ func (a *Agent) subscribeGroup(req *floev1.SubscribeRequest, stream floev1.LogSe
 		memberID:  req.GetMemberId(), epoch: req.GetMemberEpoch(),
 		readers: make(map[int32]*groupReader), releasing: make(map[int32]releasing),
 		ctrlCh: make(chan struct{}, 1), commits: make(chan struct{}, 1), poked: make(chan struct{}, 1),
-		committed: make(map[int32]int64),
+		committed: make(map[int32]int64), revokedAt: make(map[int32]uint64),
 	}
-	if s.memberID == "" {
-		s.epoch = metadata.JoinEpoch
-	}
+	// A new stream is a new session of the member: it rejoins (keeping
+	// its id and, through the sticky assignor, its partitions) so that
+	// the member's epoch moves on and the leave of the stream it replaces,
+	// late from another agent, is refused as stale.
+	s.epoch = metadata.JoinEpoch
 	s.limiter = a.grp.acquireLimiter(s.group)
 	defer a.grp.releaseLimiter(s.group)
 
@@ -164,12 +180,15 @@ func (a *Agent) subscribeGroup(req *floev1.SubscribeRequest, stream floev1.LogSe
 	if err != nil && !errors.Is(err, errSenderDone) {
 		<-sendDone
 	}
-	if s.memberID != "" && s.epoch != metadata.LeaveEpoch {
+	if s.memberID != "" && s.epoch > 0 { // (epoch 0: a rejoin after a fence failed; the member is not ours to leave)
 		a.grp.unregister(s)
 		lctx, lcancel := context.WithTimeout(context.WithoutCancel(stream.Context()), leaveTimeout)
-		_, lerr := a.meta.Heartbeat(lctx, metadata.HeartbeatRequest{Group: s.group, MemberID: s.memberID, MemberEpoch: metadata.LeaveEpoch})
+		_, lerr := a.meta.Heartbeat(lctx, metadata.HeartbeatRequest{Group: s.group, MemberID: s.memberID,
+			MemberEpoch: metadata.LeaveEpoch, LeavingEpoch: s.epoch})
 		lcancel()
-		if lerr != nil {
+		if errors.Is(lerr, metadata.ErrStaleMemberEpoch) {
+			a.log.Info("group member served by a newer session; not leaving", "group", s.group, "member", s.memberID)
+		} else if lerr != nil {
 			a.log.Warn("group member leave failed; its session will time out", "group", s.group, "member", s.memberID, "err", lerr)
 		} else {
 			a.grp.poke(s)
@@ -319,6 +338,10 @@ func (s *groupSession) apply(ctx context.Context, resp metadata.HeartbeatRespons
 		}
 		c.MemberId, c.MemberEpoch, c.Pending = s.memberID, resp.MemberEpoch, int32(resp.Pending)
 		c.Revoked = append(c.Revoked, revoked...)
+		s.gen++
+		for _, p := range revoked {
+			s.revokedAt[p] = s.gen
+		}
 		c.Partitions = c.Partitions[:0]
 		for p := range want {
 			ap := &floev1.AssignedPartition{Partition: p}
@@ -336,16 +359,18 @@ func (s *groupSession) apply(ctx context.Context, resp metadata.HeartbeatRespons
 		default:
 		}
 	}
+	gen := s.gen
 	s.ctrlMu.Unlock()
 	for _, p := range added {
 		delete(s.releasing, p) // granted back before it was released
-		s.startReader(ctx, p, starts[p][0])
+		s.startReader(ctx, p, starts[p][0], gen)
 	}
 	return nil
 }
 
 // starts resolves where each added partition starts, and its high
-// watermark: the committed position, else the reset policy.
+// watermark: the committed position, else the reset policy (earliest or
+// latest): two reads whatever the number of partitions.
 func (s *groupSession) starts(ctx context.Context, ps []int32) (map[int32][2]int64, error) {
 	out := make(map[int32][2]int64, len(ps))
 	if len(ps) == 0 {
@@ -365,18 +390,29 @@ func (s *groupSession) starts(ctx context.Context, ps []int32) (map[int32][2]int
 			committed[o.Partition] = o.Offset
 		}
 	}
+	// One read of the topic's partition states, whatever the number of
+	// partitions added.
+	states, err := s.a.meta.PartitionStates(ctx, s.topic.ID)
+	if err != nil {
+		return nil, fmt.Errorf("group start: %w", err)
+	}
+	byPart := make(map[int32]metadata.PartitionState, len(states))
+	for _, st := range states {
+		byPart[st.Partition] = st
+	}
 	for _, p := range ps {
-		hw, err := s.a.meta.ListOffset(ctx, s.topic.ID, p, metadata.OffsetLatest, 0)
-		if err != nil {
-			return nil, fmt.Errorf("group start: %w", err)
+		st, ok := byPart[p]
+		if !ok {
+			return nil, fmt.Errorf("group start: %w: topic %q partition %d", metadata.ErrPartitionNotFound, s.topic.Name, p)
 		}
 		start, ok := committed[p]
 		if !ok {
-			if start, err = s.a.meta.ListOffset(ctx, s.topic.ID, p, s.reset, 0); err != nil {
-				return nil, fmt.Errorf("group start: %w", err)
+			start = st.HighWatermark
+			if s.reset == metadata.OffsetEarliest {
+				start = st.LogStartOffset
 			}
 		}
-		out[p] = [2]int64{start, hw}
+		out[p] = [2]int64{start, st.HighWatermark}
 	}
 	return out, nil
 }
@@ -384,9 +420,9 @@ func (s *groupSession) starts(ctx context.Context, ps []int32) (map[int32][2]int
 // lastEpochSent is the member epoch last told to the client.
 func (s *groupSession) lastEpochSent() int32 { return s.sentEpoch.Load() }
 
-func (s *groupSession) startReader(ctx context.Context, p int32, start int64) {
+func (s *groupSession) startReader(ctx context.Context, p int32, start int64, gen uint64) {
 	rctx, cancel := context.WithCancel(ctx)
-	r := &groupReader{start: start, cancel: cancel, done: make(chan struct{})}
+	r := &groupReader{start: start, gen: gen, cancel: cancel, done: make(chan struct{})}
 	r.handed.Store(start)
 	s.readers[p] = r
 	s.wg.Add(1)
@@ -439,6 +475,10 @@ func (s *groupSession) revokeAll() {
 	}
 	s.ctrl.MemberId, s.ctrl.Partitions = s.memberID, nil
 	s.ctrl.Revoked = append(s.ctrl.Revoked, revoked...)
+	s.gen++
+	for _, p := range revoked {
+		s.revokedAt[p] = s.gen
+	}
 	select {
 	case s.ctrlCh <- struct{}{}:
 	default:
@@ -524,7 +564,13 @@ func (s *groupSession) send(ctx context.Context) error {
 			return nil
 		case <-s.ctrlCh:
 		case m := <-s.out:
-			err := s.sendCtrl()
+			if s.onReceive != nil {
+				s.onReceive()
+			}
+			var err error
+			if !s.handedBeforeRevocation(m) {
+				err = s.sendCtrl()
+			}
 			if err == nil {
 				err = s.stream.Send(m.resp)
 			}
@@ -539,10 +585,20 @@ func (s *groupSession) send(ctx context.Context) error {
 	}
 }
 
+// handedBeforeRevocation reports whether m was handed before the queued
+// assignment revoked its partition: m goes first.
+func (s *groupSession) handedBeforeRevocation(m outMsg) bool {
+	s.ctrlMu.Lock()
+	defer s.ctrlMu.Unlock()
+	at, ok := s.revokedAt[m.resp.GetPartition()]
+	return s.ctrl != nil && ok && m.gen < at
+}
+
 func (s *groupSession) sendCtrl() error {
 	s.ctrlMu.Lock()
 	c := s.ctrl
 	s.ctrl = nil
+	clear(s.revokedAt)
 	s.ctrlMu.Unlock()
 	if c == nil {
 		return nil
@@ -580,7 +636,11 @@ func (s *groupSession) read(ctx context.Context, p int32, r *groupReader) error 
 		}
 		if len(recs) > 0 {
 			select {
-			case s.out <- outMsg{resp: &floev1.SubscribeResponse{Partition: p, Records: recs, HighWatermark: st.HighWatermark}, weight: w}:
+			// NextOffset: on a compacted topic the read may end past its
+			// last record; the client's position becomes it (what counts
+			// as handed for the revocation).
+			case s.out <- outMsg{resp: &floev1.SubscribeResponse{Partition: p, Records: recs, HighWatermark: st.HighWatermark,
+				NextOffset: next}, weight: w, gen: r.gen}:
 			case <-ctx.Done():
 				s.mem.Release(w)
 				return ctx.Err()

@@ -7,15 +7,26 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/keepalive"
 
 	floev1 "github.com/floe-broker/floe/api/floe/v1"
 )
 
 // MaxMessageBytes is the largest answer the client accepts.
 const MaxMessageBytes = 64 << 20
+
+// KeepaliveTime is how long a connection with streams open may be silent
+// before the client pings, and KeepaliveTimeout how long it then waits for
+// the answer before it drops the connection (its streams fail with
+// Unavailable and reconnect). The agent permits pings this often.
+const (
+	KeepaliveTime    = 10 * time.Second
+	KeepaliveTimeout = 5 * time.Second
+)
 
 // Client talks to one floe agent.
 type Client struct {
@@ -37,7 +48,11 @@ func Dial(addr string, opts ...grpc.DialOption) (*Client, error) {
 	}
 	// Fetches and subscriptions answer up to the agent's fetch limit plus
 	// one record; accept that much (gRPC's default is 4 MiB).
-	opts = append([]grpc.DialOption{grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(MaxMessageBytes))}, opts...)
+	// Keepalive pings notice a half-open connection (an agent gone without
+	// a FIN) within KeepaliveTime+KeepaliveTimeout; an option given
+	// overrides it.
+	opts = append([]grpc.DialOption{grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(MaxMessageBytes)),
+		grpc.WithKeepaliveParams(keepalive.ClientParameters{Time: KeepaliveTime, Timeout: KeepaliveTimeout})}, opts...)
 	conn, err := grpc.NewClient(addr, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("client: dial %s: %w", addr, err)

@@ -9,7 +9,6 @@ import (
 	"slices"
 	"time"
 
-	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -30,9 +29,11 @@ type GroupOptions struct {
 	// (default 45 s on the agent).
 	SessionTimeout time.Duration
 	// CommitInterval > 0 commits, at most this often, the positions of the
-	// records Poll has handed over (at the next Poll after the interval,
-	// so a record is committed only once the application asked for the
-	// next one: at least once). 0 commits only on Commit and Close.
+	// records Poll has handed over: at the next Poll after the interval,
+	// and every interval while Poll waits for records (an idle member's
+	// position catches up too). A record is committed only once the
+	// application asked for the next one: at least once. 0 commits only on
+	// Commit and Close.
 	CommitInterval time.Duration
 	// MaxBytes is the byte budget of one streamed message (0: agent default).
 	MaxBytes int32
@@ -63,6 +64,7 @@ type GroupConsumer struct {
 	revoked  []int32 // of the last assignment change
 
 	buf        []*floev1.Record // records received, not yet handed over
+	skips      map[int32][]skip // per partition, compacted ends of the messages in buf
 	handed     map[int32]int64  // partition -> offset after the last record handed over
 	committed  map[int32]int64  // partition -> last position committed
 	lastCommit time.Time
@@ -91,6 +93,7 @@ func NewGroupConsumer(clients []*Client, opts GroupOptions) (*GroupConsumer, err
 	return &GroupConsumer{
 		r: &resumer{clients: clients, opts: o, wait: o.MinBackoff}, opts: opts,
 		assigned: map[int32]*floev1.AssignedPartition{}, handed: map[int32]int64{}, committed: map[int32]int64{},
+		skips:      map[int32][]skip{},
 		lastCommit: time.Now(),
 	}, nil
 }
@@ -146,8 +149,18 @@ func (g *GroupConsumer) Poll(ctx context.Context) (*floev1.Record, error) {
 	if len(g.buf) > 0 {
 		rec := g.buf[0]
 		g.buf = g.buf[1:]
-		g.handed[rec.GetPartition()] = rec.GetOffset() + 1
+		g.handOver(rec)
 		return rec, nil
+	}
+	// While Poll waits, the records handed over before it are processed
+	// (the application asked for the next one): commit them every commit
+	// interval, so that an idle member's position does not stay behind.
+	var due <-chan time.Time
+	var timer *time.Timer
+	if g.opts.CommitInterval > 0 {
+		timer = time.NewTimer(max(0, g.opts.CommitInterval-time.Since(g.lastCommit)))
+		defer timer.Stop()
+		due = timer.C
 	}
 	for {
 		if g.recv == nil {
@@ -160,6 +173,10 @@ func (g *GroupConsumer) Poll(ctx context.Context) (*floev1.Record, error) {
 		select {
 		case <-ctx.Done():
 			return nil, ctx.Err()
+		case <-due:
+			g.commitErr = g.Commit(ctx)
+			timer.Reset(g.opts.CommitInterval)
+			continue
 		case r := <-g.recv:
 			resp, err = r.resp, r.err
 		}
@@ -216,14 +233,51 @@ func (g *GroupConsumer) take(resp *floev1.SubscribeResponse) (bool, error) {
 			return false, err
 		}
 	}
+	took := 0
 	for _, rec := range recs {
 		if ok && rec.GetOffset() < from {
 			continue
 		}
 		rec.Partition = p
 		g.buf = append(g.buf, rec)
+		took++
+	}
+	// On a compacted topic the message may end past its last record: once
+	// that record is handed over the position is the message's next
+	// offset (what the agent counts as handed), so that a commit reaches
+	// it. A message with nothing new moves the position at once, unless
+	// records of the partition wait in buf.
+	if next := resp.GetNextOffset(); took > 0 && next > g.buf[len(g.buf)-1].GetOffset()+1 {
+		g.skips[p] = append(g.skips[p], skip{at: g.buf[len(g.buf)-1].GetOffset(), to: next})
+	} else if took == 0 && ok && next > from && !g.buffered(p) {
+		g.handed[p] = next
 	}
 	return len(g.buf) > 0, nil
+}
+
+// skip: once the record at offset at is handed over, the position is to.
+type skip struct{ at, to int64 }
+
+// buffered reports whether records of p wait in buf.
+func (g *GroupConsumer) buffered(p int32) bool {
+	for _, r := range g.buf {
+		if r.GetPartition() == p {
+			return true
+		}
+	}
+	return false
+}
+
+// handOver records rec as handed over.
+func (g *GroupConsumer) handOver(rec *floev1.Record) {
+	p := rec.GetPartition()
+	g.handed[p] = rec.GetOffset() + 1
+	if ss := g.skips[p]; len(ss) > 0 && ss[0].at == rec.GetOffset() {
+		g.handed[p] = ss[0].to
+		if g.skips[p] = ss[1:]; len(g.skips[p]) == 0 {
+			delete(g.skips, p)
+		}
+	}
 }
 
 // assign applies an assignment change: revoked partitions are committed
@@ -246,6 +300,7 @@ func (g *GroupConsumer) assign(ctx context.Context, a *floev1.GroupAssignment) {
 		for _, p := range g.revoked {
 			delete(g.handed, p)
 			delete(g.committed, p)
+			delete(g.skips, p)
 		}
 	}
 	g.assigned = map[int32]*floev1.AssignedPartition{}
@@ -438,6 +493,7 @@ func (g *GroupConsumer) closeStream() {
 	}
 	g.recv, g.cancel, g.recvDone = nil, nil, nil
 	g.buf = nil
+	clear(g.skips)
 }
 
 // GroupErrorReason is the ErrorInfo reason of a group error from the agent
@@ -448,10 +504,5 @@ func GroupErrorReason(err error) string {
 	if !ok {
 		return ""
 	}
-	for _, d := range st.Details() {
-		if ei, ok := d.(*errdetails.ErrorInfo); ok && ei.GetDomain() == "floe" {
-			return ei.GetReason()
-		}
-	}
-	return ""
+	return floeReason(st)
 }

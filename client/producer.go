@@ -33,6 +33,13 @@ type ProducerOptions struct {
 	// OnResult, optional, receives each answered request, in the order the
 	// requests were sent, with the tag given to Send.
 	OnResult func(tag any, resp *floev1.ProduceResponse)
+	// AtLeastOnce lets a plain (not idempotent) producer retry requests
+	// whose outcome is unknown: lost with their stream or connection, or
+	// answered Unknown or a transport Unavailable. They may then be stored
+	// twice. Without it such a request fails with an error for which
+	// OutcomeUnknown is true, and only NotCommitted failures are retried.
+	// (An idempotent producer always retries: it cannot duplicate.)
+	AtLeastOnce bool
 	// Batches encodes each Send as Kafka v2 record batches in the client
 	// (compressed with Compression) and sends them over
 	// ProduceBatchesStream, so the agent appends them without decoding
@@ -79,9 +86,10 @@ func (e *BatchError) Unwrap() error { return e.Err }
 // Producer sends batches of records to one topic over ProduceStream,
 // pipelined (up to MaxInFlight unanswered), and retries retriable failures
 // in order. With Idempotent, a retry never duplicates a record; without,
-// a request lost with its stream is retried (at least once), but one the
-// agent answers "outcome unknown" (Unknown) is an error. Its methods are
-// for one goroutine.
+// only failures where nothing was committed are retried (NotCommitted),
+// and a request whose outcome is unknown (lost with its stream, answered
+// Unknown) is an error (OutcomeUnknown) unless AtLeastOnce. Its methods
+// are for one goroutine.
 type Producer struct {
 	c     *Client
 	ctx   context.Context
@@ -110,6 +118,7 @@ type prodReq struct {
 	resp      *floev1.ProduceResponse
 	retry     bool  // failed retriably (or was lost with its stream)
 	err       error // the last failure (nil: none, or no answer)
+	lost      error // sent, and lost with its stream before an answer (outcome unknown)
 
 	// Batches: the request, and the records (indices into req.Records)
 	// of each of its PartitionBatches.
@@ -344,6 +353,7 @@ func (p *Producer) closeStream() {
 	p.stream = nil
 	for id, r := range p.byID { // lost with the stream
 		r.retry, p.failed, r.err = true, true, nil
+		r.lost = fmt.Errorf("%w: the stream to %s ended before its answer", ErrOutcomeUnknown, p.c.Addr())
 		delete(p.byID, id)
 	}
 }
@@ -407,9 +417,12 @@ func (p *Producer) handle(a prodAnswer) error {
 	}
 	err := status.Error(codes.Code(a.msg.GetErrorCode()), a.msg.GetErrorMessage())
 	r.err = err
-	// Out of order: an earlier request of its partition failed; the
-	// in-order retry settles it.
-	if p.retriable(err) || (p.opts.Idempotent && status.Code(err) == codes.FailedPrecondition) {
+	// An answer on a live stream is the agent's: its Unavailable means
+	// nothing was committed. Out of order: an earlier request of its
+	// partition failed; the in-order retry settles it.
+	code := status.Code(err)
+	if p.retriable(err) || code == codes.Unavailable || code == codes.ResourceExhausted ||
+		(p.opts.Idempotent && code == codes.FailedPrecondition) {
 		r.retry, p.failed = true, true
 		return nil
 	}
@@ -438,6 +451,10 @@ func (p *Producer) recover() error {
 		if r.resp != nil {
 			continue
 		}
+		if r.lost != nil && !p.opts.Idempotent && !p.opts.AtLeastOnce {
+			return &BatchError{Tag: r.tag, Err: fmt.Errorf("%w (set AtLeastOnce to retry anyway, or produce idempotently)", r.lost)}
+		}
+		r.lost = nil
 		err := p.withRetries(func(ctx context.Context) error {
 			if p.opts.Batches {
 				bresp, err := p.c.Log.ProduceBatches(ctx, r.breq)
@@ -467,14 +484,17 @@ func (p *Producer) recover() error {
 	return p.report()
 }
 
-// retriable is Retriable, except that a plain producer does not retry a
-// request whose outcome the agent says is unknown (Unknown): the retry
-// could store its records twice. An idempotent producer's retry cannot.
+// retriable is Retriable for an idempotent producer (its retry cannot
+// duplicate) and one with AtLeastOnce (but floe's own OUTCOME_UNKNOWN);
+// a plain producer retries only what was surely not committed.
 func (p *Producer) retriable(err error) bool {
-	if !p.opts.Idempotent && status.Code(err) == codes.Unknown {
-		return false
+	switch {
+	case p.opts.Idempotent:
+		return Retriable(err)
+	case p.opts.AtLeastOnce:
+		return status.Code(err) != codes.Unknown && Retriable(err)
 	}
-	return Retriable(err)
+	return NotCommitted(err)
 }
 
 // withRetries runs call, bounded by RequestTimeout, until it succeeds, fails

@@ -103,8 +103,8 @@ func startFake(t *testing.T, f *fakeLog) *client.Client {
 	return startFakeServer(t, f)
 }
 
-// startFakeServer serves a LogService on a loopback port and returns a
-// client of it.
+// startFakeServer serves a LogService (and a GroupService if f is one too)
+// on a loopback port and returns a client of it.
 func startFakeServer(t *testing.T, f floev1.LogServiceServer) *client.Client {
 	t.Helper()
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
@@ -113,6 +113,9 @@ func startFakeServer(t *testing.T, f floev1.LogServiceServer) *client.Client {
 	}
 	gs := grpc.NewServer()
 	floev1.RegisterLogServiceServer(gs, f)
+	if g, ok := f.(floev1.GroupServiceServer); ok {
+		floev1.RegisterGroupServiceServer(gs, g)
+	}
 	done := make(chan struct{})
 	go func() { _ = gs.Serve(lis); close(done) }()
 	c, err := client.Dial(lis.Addr().String())

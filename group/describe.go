@@ -26,9 +26,7 @@ func Describe(g *Group, offsets []metadata.CommittedOffset, now int64) metadata.
 	if g.RebalanceAt > 0 {
 		d.LastRebalance = time.UnixMilli(g.RebalanceAt).UTC()
 	}
-	if g.RebalanceMs > 0 {
-		d.LastRebalanceDuration = time.Duration(g.RebalanceMs) * time.Millisecond
-	}
+	d.LastRebalanceDuration = g.RebalanceDuration()
 	for _, m := range live.Members {
 		d.Members = append(d.Members, metadata.GroupMember{
 			MemberID: m.ID, MemberEpoch: m.Epoch, Subscription: m.Subscription, Assigned: m.Assigned,
@@ -37,4 +35,10 @@ func Describe(g *Group, offsets []metadata.CommittedOffset, now int64) metadata.
 		})
 	}
 	return d
+}
+
+// RebalanceDuration is how long g's last rebalance took to become stable
+// (0 while reconciling or never measured).
+func (g *Group) RebalanceDuration() time.Duration {
+	return time.Duration(max(g.RebalanceMs, 0)) * time.Millisecond
 }

@@ -99,6 +99,8 @@ func Validate(req metadata.HeartbeatRequest) error {
 		return fmt.Errorf("%w: member id is empty", metadata.ErrInvalidGroup)
 	case req.Subscription != nil && len(req.Subscription) == 0:
 		return fmt.Errorf("%w: empty subscription", metadata.ErrInvalidGroup)
+	case req.LeavingEpoch < 0 || req.LeavingEpoch > 0 && req.MemberEpoch != metadata.LeaveEpoch:
+		return fmt.Errorf("%w: leaving epoch %d (only a leave names one, >= 0)", metadata.ErrInvalidGroup, req.LeavingEpoch)
 	case req.SessionTimeout < 0 || req.SessionTimeout > time.Hour:
 		return fmt.Errorf("%w: session timeout %v outside [0, 1h]", metadata.ErrInvalidGroup, req.SessionTimeout)
 	}
@@ -210,7 +212,11 @@ func Heartbeat(g *Group, req metadata.HeartbeatRequest, topics map[string]Topic,
 	var self *Member
 	switch req.MemberEpoch {
 	case metadata.LeaveEpoch:
-		if i, m := g.member(req.MemberID); m != nil {
+		i, m := g.member(req.MemberID)
+		if err := checkLeave(m, req); err != nil {
+			return Outcome{}, err
+		}
+		if m != nil {
 			g.Members = slices.Delete(g.Members, i, i+1)
 			out.Deleted = append(out.Deleted, m.ID)
 			bump = true
@@ -220,12 +226,17 @@ func Heartbeat(g *Group, req metadata.HeartbeatRequest, topics map[string]Topic,
 		if id == "" {
 			id = newID()
 		}
+		target := []TP{}
 		if i, m := g.member(id); m != nil {
-			// A rejoin: the member lost its state; what it held is free.
+			// A rejoin (a new session of the member, or one that lost
+			// its state): what it held is free, its epoch moves on (so
+			// that the older session's late leave is refused), and its
+			// target stays its previous one for the sticky assignor.
 			g.Members = slices.Delete(g.Members, i, i+1)
+			target = m.Target
 		}
 		self = &Member{ID: id, Subscription: Canonical(req.Subscription), Assigned: []TP{}, Revoking: []TP{},
-			Target: []TP{}, SessionTimeoutMs: timeout, JoinedAt: now}
+			Target: target, SessionTimeoutMs: timeout, JoinedAt: now}
 		g.Members = append(g.Members, self)
 		slices.SortFunc(g.Members, func(a, b *Member) int { return strings.Compare(a.ID, b.ID) })
 		bump = true
@@ -257,6 +268,37 @@ func Heartbeat(g *Group, req metadata.HeartbeatRequest, topics map[string]Topic,
 		changed[self.ID] = self
 	}
 
+	bump = settle(g, self, topics, now, &out, changed, bump)
+
+	if self != nil {
+		reconcile(g, self, now)
+		out.Response = metadata.HeartbeatResponse{
+			MemberID: self.ID, MemberEpoch: self.Epoch, GroupEpoch: g.Epoch,
+			Assigned: slices.Clone(self.Assigned), Pending: pending(self),
+			HeartbeatInterval: HeartbeatInterval(self.SessionTimeoutMs),
+		}
+		if out.Response.Pending > 0 || len(self.Revoking) > 0 {
+			out.Response.HeartbeatInterval = min(out.Response.HeartbeatInterval, ReconcileInterval)
+		}
+	} else {
+		out.Response = metadata.HeartbeatResponse{MemberID: req.MemberID, MemberEpoch: metadata.LeaveEpoch,
+			GroupEpoch: g.Epoch, Assigned: []TP{}, HeartbeatInterval: HeartbeatInterval(timeout)}
+	}
+	if g.RebalanceMs < 0 && g.stable() {
+		g.RebalanceMs = now - g.RebalanceAt
+		out.GroupChanged = true
+	}
+	for _, m := range changed {
+		out.Upsert = append(out.Upsert, m)
+	}
+	slices.SortFunc(out.Upsert, func(a, b *Member) int { return strings.Compare(a.ID, b.ID) })
+	return out, nil
+}
+
+// settle fences g's expired members (but self), takes note of changed
+// topics and, when anything bumped the epoch, recomputes the target
+// assignment; members whose target changed are added to changed.
+func settle(g *Group, self *Member, topics map[string]Topic, now int64, out *Outcome, changed map[string]*Member, bump bool) bool {
 	// Fence expired members.
 	g.Members = slices.DeleteFunc(g.Members, func(m *Member) bool {
 		if m == self || !m.Expired(now) {
@@ -309,29 +351,7 @@ func Heartbeat(g *Group, req metadata.HeartbeatRequest, topics map[string]Topic,
 		}
 	}
 
-	if self != nil {
-		reconcile(g, self, now)
-		out.Response = metadata.HeartbeatResponse{
-			MemberID: self.ID, MemberEpoch: self.Epoch, GroupEpoch: g.Epoch,
-			Assigned: slices.Clone(self.Assigned), Pending: pending(self),
-			HeartbeatInterval: HeartbeatInterval(self.SessionTimeoutMs),
-		}
-		if out.Response.Pending > 0 || len(self.Revoking) > 0 {
-			out.Response.HeartbeatInterval = min(out.Response.HeartbeatInterval, ReconcileInterval)
-		}
-	} else {
-		out.Response = metadata.HeartbeatResponse{MemberID: req.MemberID, MemberEpoch: metadata.LeaveEpoch,
-			GroupEpoch: g.Epoch, Assigned: []TP{}, HeartbeatInterval: HeartbeatInterval(timeout)}
-	}
-	if g.RebalanceMs < 0 && g.stable() {
-		g.RebalanceMs = now - g.RebalanceAt
-		out.GroupChanged = true
-	}
-	for _, m := range changed {
-		out.Upsert = append(out.Upsert, m)
-	}
-	slices.SortFunc(out.Upsert, func(a, b *Member) int { return strings.Compare(a.ID, b.ID) })
-	return out, nil
+	return bump
 }
 
 func (g *Group) stable() bool {

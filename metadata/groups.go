@@ -96,6 +96,13 @@ type HeartbeatRequest struct {
 	// member is fenced by the next heartbeat of any member of the group.
 	// Zero means DefaultSessionTimeout; taken on join and on every heartbeat.
 	SessionTimeout time.Duration
+	// LeavingEpoch, on a leave, is the member epoch of the session that
+	// leaves (its last heartbeat answer). When > 0 the leave is refused with
+	// ErrStaleMemberEpoch unless the member is still at that epoch: a late
+	// leave from an older session (a stream the client left for another
+	// agent, which rejoined) must not remove the member a newer session
+	// serves. 0 leaves at any epoch.
+	LeavingEpoch int32
 }
 
 // HeartbeatResponse is the member's state after the heartbeat.
@@ -159,7 +166,9 @@ const (
 type GroupListing struct {
 	Group   string
 	State   GroupState
-	Members int
+	Members int // live members
+	// LastRebalanceDuration is as in GroupDescription.
+	LastRebalanceDuration time.Duration
 }
 
 // GroupMember is one member as DescribeGroup shows it.
@@ -307,4 +316,39 @@ type GroupStore interface {
 	// snapshot. Partitions of deleted topics are left out. An unknown group
 	// returns none.
 	GroupLag(ctx context.Context, group string) ([]PartitionLagInput, error)
+
+	// TopGroupLag is GroupLag for the (at most limit) groups with the most
+	// records behind, most first (ties by name), in one statement whatever
+	// the number of groups, with BytesBehind left 0 (BatchBytes sums them
+	// incrementally). Groups without a position are left out.
+	TopGroupLag(ctx context.Context, limit int) ([]GroupLagInputs, error)
+
+	// BatchBytes sums ByteLength of the batches in each range, in one
+	// statement: the incremental parts of lag in bytes.
+	BatchBytes(ctx context.Context, ranges []BatchRange) ([]int64, error)
+
+	// ExpireGroups deletes the groups (positions included) that the rule
+	// group.Expire says are past retention: no live member, nothing
+	// committed and no member seen for retention. It skips groups locked
+	// by a concurrent operation and returns the names deleted. A constant
+	// number of statements whatever the number of groups.
+	ExpireGroups(ctx context.Context, retention time.Duration) ([]string, error)
+}
+
+// GroupLagInputs is one group's lag inputs (TopGroupLag).
+type GroupLagInputs struct {
+	Group string
+	// RecordsBehind sums HighWatermark - max(Committed, LogStartOffset)
+	// over the group's partitions.
+	RecordsBehind int64
+	Partitions    []PartitionLagInput // sorted by (topic id, partition)
+}
+
+// BatchRange selects one partition's batches with LastFrom <= last offset
+// < LastTo and BaseFrom <= base offset < BaseTo.
+type BatchRange struct {
+	TopicID          int64
+	Partition        int32
+	LastFrom, LastTo int64
+	BaseFrom, BaseTo int64
 }

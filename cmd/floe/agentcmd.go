@@ -49,6 +49,8 @@ func serverConfigOf(c Config, stderr io.Writer) serverConfig {
 	sc.Agent.ReadaheadBytes = a.ReadaheadBytes
 	sc.Agent.ReplayBytesPerSecond = a.ReplayBytesPerSecond
 	sc.Agent.ReplayMinLagRecords = a.ReplayMinLagRecords
+	sc.Agent.GroupRetention = a.GroupRetention
+	sc.Agent.LagMetricsMaxGroups = a.LagMetricsMaxGroups
 	sc.Agent.CacheBytes = a.CacheBytes
 	sc.Agent.MaxRecordBytes = a.MaxRecordBytes
 	sc.Agent.MaxFetchBytes = a.MaxFetchBytes

@@ -73,15 +73,17 @@ type BatcherSettings struct {
 
 // AgentSettings are the agent's limits (package agent).
 type AgentSettings struct {
-	CacheBytes           int64 `yaml:"cache_bytes" flag:"cache-bytes" check:"nonneg" help:"read cache size"`
-	MaxRecordBytes       int   `yaml:"max_record_bytes" flag:"max-record-bytes" check:"positive" help:"largest record (key + value + headers) accepted"`
-	MaxRequestBytes      int   `yaml:"max_request_bytes" flag:"max-request-bytes" check:"nonneg" help:"largest produce request accepted (0: 4 MiB, at most half of max_file_bytes)"`
-	MaxFetchBytes        int   `yaml:"max_fetch_bytes" flag:"max-fetch-bytes" check:"positive" help:"largest fetch or subscribe answer"`
-	MaxFetchRecords      int   `yaml:"max_fetch_records" flag:"max-fetch-records" check:"positive" help:"most records in one fetch or subscribe answer"`
-	MaxLoadingBytes      int64 `yaml:"max_loading_bytes" flag:"max-loading-bytes" check:"positive" help:"bytes read from the object store at once across all readers; past it readers wait, then get ResourceExhausted"`
-	ReadaheadBytes       int64 `yaml:"readahead_bytes" flag:"readahead-bytes" check:"nonneg" help:"bytes read ahead, across all partitions, for readers far behind the head (ranged GETs in parallel; 0: no read-ahead)"`
-	ReplayBytesPerSecond int64 `yaml:"replay_bytes_per_second" flag:"replay-bytes-per-second" check:"nonneg" help:"read budget of one consumer group replaying far behind the head, per agent (0: unlimited)"`
-	ReplayMinLagRecords  int64 `yaml:"replay_min_lag_records" flag:"replay-min-lag-records" check:"positive" help:"a group reader at least this many records behind the head reads through the replay budget"`
+	CacheBytes           int64         `yaml:"cache_bytes" flag:"cache-bytes" check:"nonneg" help:"read cache size"`
+	MaxRecordBytes       int           `yaml:"max_record_bytes" flag:"max-record-bytes" check:"positive" help:"largest record (key + value + headers) accepted"`
+	MaxRequestBytes      int           `yaml:"max_request_bytes" flag:"max-request-bytes" check:"nonneg" help:"largest produce request accepted (0: 4 MiB, at most half of max_file_bytes)"`
+	MaxFetchBytes        int           `yaml:"max_fetch_bytes" flag:"max-fetch-bytes" check:"positive" help:"largest fetch or subscribe answer"`
+	MaxFetchRecords      int           `yaml:"max_fetch_records" flag:"max-fetch-records" check:"positive" help:"most records in one fetch or subscribe answer"`
+	MaxLoadingBytes      int64         `yaml:"max_loading_bytes" flag:"max-loading-bytes" check:"positive" help:"bytes read from the object store at once across all readers; past it readers wait, then get ResourceExhausted"`
+	ReadaheadBytes       int64         `yaml:"readahead_bytes" flag:"readahead-bytes" check:"nonneg" help:"bytes read ahead, across all partitions, for readers far behind the head (ranged GETs in parallel; 0: no read-ahead)"`
+	ReplayBytesPerSecond int64         `yaml:"replay_bytes_per_second" flag:"replay-bytes-per-second" check:"nonneg" help:"read budget of one consumer group replaying far behind the head, per agent (0: unlimited)"`
+	ReplayMinLagRecords  int64         `yaml:"replay_min_lag_records" flag:"replay-min-lag-records" check:"positive" help:"a group reader at least this many records behind the head reads through the replay budget"`
+	GroupRetention       time.Duration `yaml:"group_retention" flag:"group-retention" check:"nonneg" help:"a group without live members and without a commit or heartbeat for this long is deleted with its positions, like Kafka's offsets.retention.minutes (0: never)"`
+	LagMetricsMaxGroups  int           `yaml:"lag_metrics_max_groups" flag:"lag-metrics-max-groups" check:"positive" help:"groups the floe_group_* metrics cover at most: those with the most records behind"`
 }
 
 // KafkaSettings are the Kafka protocol listener's (package kafka).
@@ -153,7 +155,8 @@ func DefaultServerConfig(command string) Config {
 			CommitTimeout: bd.CommitTimeout, UploadTimeout: bd.UploadTimeout},
 		Agent: AgentSettings{CacheBytes: ad.CacheBytes, MaxRecordBytes: ad.MaxRecordBytes, MaxFetchBytes: ad.MaxFetchBytes,
 			MaxFetchRecords: ad.MaxFetchRecords, MaxLoadingBytes: ad.MaxLoadingBytes, ReadaheadBytes: ad.ReadaheadBytes,
-			ReplayBytesPerSecond: ad.ReplayBytesPerSecond, ReplayMinLagRecords: ad.ReplayMinLagRecords},
+			ReplayBytesPerSecond: ad.ReplayBytesPerSecond, ReplayMinLagRecords: ad.ReplayMinLagRecords,
+			GroupRetention: ad.GroupRetention, LagMetricsMaxGroups: ad.LagMetricsMaxGroups},
 		Kafka: KafkaSettings{Listen: ":9092", MaxFrameBytes: kd.MaxFrameBytes, MaxConnections: kd.MaxConnections,
 			MaxInFlight: kd.MaxInFlight, MaxBufferedBytes: kd.MaxBufferedBytes},
 		S3:  S3Settings{Region: sd.Region},

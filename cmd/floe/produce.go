@@ -22,7 +22,10 @@ const produceAbout = `Produce each line of stdin (or of -file) as one record of 
 -whole all of it as one record. Records are batched by bytes
 (-batch-bytes, one partition per request) and pipelined over one stream
 (-in-flight requests unanswered at most). The producer is idempotent by
-default: a request retried after a failure is never stored twice.
+default: a request retried after a failure is never stored twice. With
+-idempotent=false a request whose outcome is unknown (its connection broke
+before the answer) stops the command, unless -at-least-once retries it
+(it may then be stored twice).
 
 Keys: with -key-separator each line is KEY SEP VALUE, and a keyed record
 goes to the partition Kafka's partitioner picks for its key; a line
@@ -53,6 +56,7 @@ type produceFlags struct {
 	maxRecordBytes int
 	inFlight       int
 	idempotent     bool
+	atLeastOnce    bool
 	whole          bool
 	file           string
 	verbose        bool
@@ -76,6 +80,7 @@ func runProduce(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	fs.IntVar(&f.maxRecordBytes, "max-record-bytes", 1<<20, "largest record (key + value + headers); a larger line is an error; keep it at most the agent's -max-record-bytes")
 	fs.IntVar(&f.inFlight, "in-flight", 8, "requests sent and not yet answered at most")
 	fs.BoolVar(&f.idempotent, "idempotent", true, "number records so that a retry never duplicates (false: plain produce, a retry may duplicate)")
+	fs.BoolVar(&f.atLeastOnce, "at-least-once", false, "with -idempotent=false: retry requests whose outcome is unknown (a broken connection), which may store them twice")
 	fs.BoolVar(&f.whole, "whole", false, "send all of the input as one record")
 	fs.StringVar(&f.file, "file", "", "read this file instead of stdin")
 	fs.BoolVar(&f.verbose, "v", false, "print line, partition and offset of each record to stdout")
@@ -144,7 +149,7 @@ func runProduce(ctx context.Context, args []string, stdin io.Reader, stdout, std
 		pr.headers = append(pr.headers, &floev1.Header{Key: k, Value: []byte(f.headers[k])})
 	}
 	pr.p, err = c.NewProducer(ctx, topic, client.ProducerOptions{
-		MaxInFlight: f.inFlight, Idempotent: f.idempotent, Compression: floev1.Compression(comp),
+		MaxInFlight: f.inFlight, Idempotent: f.idempotent, AtLeastOnce: f.atLeastOnce, Compression: floev1.Compression(comp),
 		RequestTimeout: f.timeout, OnResult: pr.onResult, Batches: true,
 	})
 	if err != nil {

@@ -26,6 +26,11 @@ var groupTests = []struct {
 	{"GroupDelete", testGroupDelete},
 	{"GroupLagInputs", testGroupLagInputs},
 	{"GroupValidation", testGroupValidation},
+	{"GroupExpiredMember", testGroupExpiredMember},       // groups_liveness.go
+	{"GroupRevocationExpiry", testGroupRevocationExpiry}, // groups_liveness.go
+	{"GroupLateLeave", testGroupLateLeave},               // groups_liveness.go
+	{"GroupTopLag", testGroupTopLag},                     // groups_lag.go
+	{"GroupExpire", testGroupExpire},                     // groups_lag.go
 }
 
 type tp = metadata.TopicPartition

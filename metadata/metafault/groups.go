@@ -2,6 +2,7 @@ package metafault
 
 import (
 	"context"
+	"time"
 
 	"github.com/floe-broker/floe/metadata"
 )
@@ -10,8 +11,8 @@ import (
 const (
 	OpHeartbeat   Op = "heartbeat"    // Heartbeat
 	OpGroupCommit Op = "group-commit" // CommitOffsets
-	OpGroupRead   Op = "group-read"   // FetchOffsets, ListGroups, DescribeGroup, GroupLag
-	OpGroupAdmin  Op = "group-admin"  // DeleteGroup, ResetOffsets, CopyOffsets
+	OpGroupRead   Op = "group-read"   // FetchOffsets, ListGroups, DescribeGroup, GroupLag, TopGroupLag, BatchBytes
+	OpGroupAdmin  Op = "group-admin"  // DeleteGroup, ResetOffsets, CopyOffsets, ExpireGroups
 )
 
 // Heartbeat implements metadata.Store.
@@ -59,4 +60,19 @@ func (s *Store) ResetOffsets(ctx context.Context, req metadata.ResetOffsetsReque
 // CopyOffsets implements metadata.Store.
 func (s *Store) CopyOffsets(ctx context.Context, from, to string) (int, error) {
 	return call(ctx, s, OpGroupAdmin, func() (int, error) { return s.inner.CopyOffsets(ctx, from, to) })
+}
+
+// TopGroupLag implements metadata.Store.
+func (s *Store) TopGroupLag(ctx context.Context, limit int) ([]metadata.GroupLagInputs, error) {
+	return call(ctx, s, OpGroupRead, func() ([]metadata.GroupLagInputs, error) { return s.inner.TopGroupLag(ctx, limit) })
+}
+
+// BatchBytes implements metadata.Store.
+func (s *Store) BatchBytes(ctx context.Context, ranges []metadata.BatchRange) ([]int64, error) {
+	return call(ctx, s, OpGroupRead, func() ([]int64, error) { return s.inner.BatchBytes(ctx, ranges) })
+}
+
+// ExpireGroups implements metadata.Store.
+func (s *Store) ExpireGroups(ctx context.Context, retention time.Duration) ([]string, error) {
+	return call(ctx, s, OpGroupAdmin, func() ([]string, error) { return s.inner.ExpireGroups(ctx, retention) })
 }

@@ -103,11 +103,7 @@ func (s *Store) heartbeatSlow(ctx context.Context, req metadata.HeartbeatRequest
 			}
 			return fmt.Errorf("%w: %q: group %q does not exist", metadata.ErrUnknownMember, req.MemberID, req.Group)
 		}
-		var names []string
-		for _, m := range g.Members {
-			names = append(names, m.Subscription...)
-		}
-		topics, err := liveTopics(ctx, tx, group.Canonical(append(names, req.Subscription...)))
+		topics, err := liveTopics(ctx, tx, group.Canonical(append(subscribed(g), req.Subscription...)))
 		if err != nil {
 			return err
 		}
@@ -152,19 +148,7 @@ func loadGroup(ctx context.Context, tx pgx.Tx, name string, lock bool) (*group.G
 		return nil, 0, err
 	}
 	for rows.Next() {
-		m := &group.Member{}
-		var sub, as, rv, tg string
-		if err := rows.Scan(&m.ID, &m.Epoch, &sub, &as, &rv, &tg, &m.RevokingSince, &m.SessionTimeoutMs,
-			&m.LastHeartbeat, &m.JoinedAt); err != nil {
-			rows.Close()
-			return nil, 0, err
-		}
-		m.Subscription = splitNames(sub)
-		if m.Assigned, err = group.DecodeTPs(as); err == nil {
-			if m.Revoking, err = group.DecodeTPs(rv); err == nil {
-				m.Target, err = group.DecodeTPs(tg)
-			}
-		}
+		m, err := scanMember(rows, nil)
 		if err != nil {
 			rows.Close()
 			return nil, 0, err
@@ -232,25 +216,21 @@ func writeHeartbeat(ctx context.Context, tx pgx.Tx, g *group.Group, out group.Ou
 	return tx.SendBatch(ctx, b).Close()
 }
 
-// ListGroups implements metadata.Store.
+// ListGroups implements metadata.Store: two statements whatever the
+// number of groups (the groups, then every member), liveness by
+// group.LiveOnly.
 func (s *Store) ListGroups(ctx context.Context) ([]metadata.GroupListing, error) {
 	var out []metadata.GroupListing
 	err := pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{AccessMode: pgx.ReadOnly, IsoLevel: pgx.RepeatableRead}, func(tx pgx.Tx) error {
-		rows, err := tx.Query(ctx, "SELECT name FROM consumer_groups ORDER BY name")
+		gs, now, err := loadGroups(ctx, tx)
 		if err != nil {
 			return err
 		}
-		names, err := pgx.CollectRows(rows, pgx.RowTo[string])
-		if err != nil {
-			return err
-		}
-		for _, n := range names {
-			g, now, err := loadGroup(ctx, tx, n, false)
-			if err != nil || g == nil {
-				return err
-			}
+		out = make([]metadata.GroupListing, 0, len(gs))
+		for _, g := range gs {
 			live := group.LiveOnly(g, now)
-			out = append(out, metadata.GroupListing{Group: n, State: live.State(), Members: len(live.Members)})
+			out = append(out, metadata.GroupListing{Group: g.Name, State: live.State(), Members: len(live.Members),
+				LastRebalanceDuration: g.RebalanceDuration()})
 		}
 		return nil
 	})
@@ -258,6 +238,82 @@ func (s *Store) ListGroups(ctx context.Context) ([]metadata.GroupListing, error)
 		return nil, s.wrap("list groups", err)
 	}
 	return out, nil
+}
+
+// loadGroups reads every group and its members, by name, and the clock,
+// in one round trip.
+func loadGroups(ctx context.Context, tx pgx.Tx) ([]*group.Group, int64, error) {
+	b := &pgx.Batch{}
+	b.Queue(`SELECT name, group_epoch, topic_names, topics_sig, rebalance_at, rebalance_ms, ` + nowMs + `
+		FROM consumer_groups ORDER BY name`)
+	b.Queue(`SELECT group_name, member_id, member_epoch, subscription, assigned, revoking, target,
+		revoking_since, session_timeout_ms, last_heartbeat, joined_at
+		FROM group_members ORDER BY group_name, member_id`)
+	br := tx.SendBatch(ctx, b)
+	defer br.Close()
+	var now int64
+	rows, err := br.Query()
+	if err != nil {
+		return nil, 0, err
+	}
+	var gs []*group.Group
+	byName := map[string]*group.Group{}
+	for rows.Next() {
+		g := &group.Group{}
+		var names string
+		if err := rows.Scan(&g.Name, &g.Epoch, &names, &g.TopicsSig, &g.RebalanceAt, &g.RebalanceMs, &now); err != nil {
+			rows.Close()
+			return nil, 0, err
+		}
+		g.TopicNames = splitNames(names)
+		gs = append(gs, g)
+		byName[g.Name] = g
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, 0, err
+	}
+	if rows, err = br.Query(); err != nil {
+		return nil, 0, err
+	}
+	for rows.Next() {
+		var name string
+		m, err := scanMember(rows, &name)
+		if err != nil {
+			rows.Close()
+			return nil, 0, err
+		}
+		if g := byName[name]; g != nil {
+			g.Members = append(g.Members, m)
+		}
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, 0, err
+	}
+	return gs, now, br.Close()
+}
+
+// scanMember scans a member row; with groupName non-nil the row starts
+// with the member's group name.
+func scanMember(rows pgx.Rows, groupName *string) (*group.Member, error) {
+	m := &group.Member{}
+	var sub, as, rv, tg string
+	dest := []any{&m.ID, &m.Epoch, &sub, &as, &rv, &tg, &m.RevokingSince, &m.SessionTimeoutMs, &m.LastHeartbeat, &m.JoinedAt}
+	if groupName != nil {
+		dest = append([]any{groupName}, dest...)
+	}
+	if err := rows.Scan(dest...); err != nil {
+		return nil, err
+	}
+	m.Subscription = splitNames(sub)
+	var err error
+	if m.Assigned, err = group.DecodeTPs(as); err == nil {
+		if m.Revoking, err = group.DecodeTPs(rv); err == nil {
+			m.Target, err = group.DecodeTPs(tg)
+		}
+	}
+	return m, err
 }
 
 // DescribeGroup implements metadata.Store.
@@ -287,12 +343,29 @@ func (s *Store) DescribeGroup(ctx context.Context, name string) (metadata.GroupD
 	return d, nil
 }
 
-// liveMembers counts the group's members whose session has not expired.
-func liveMembers(ctx context.Context, tx pgx.Tx, name string) (int, error) {
-	var n int
-	err := tx.QueryRow(ctx, `SELECT count(*) FROM group_members WHERE group_name = $1
-		AND last_heartbeat + session_timeout_ms >= `+nowMs, name).Scan(&n)
-	return n, err
+// loadFenced loads and locks the group (nil when it does not exist) and
+// fences the members that expired (group.Fence), writing what that
+// changed: every write that decides on liveness starts here, so that a
+// member it treats as gone cannot come back with its old epoch afterwards.
+func loadFenced(ctx context.Context, tx pgx.Tx, name string) (*group.Group, int64, error) {
+	g, now, err := loadGroup(ctx, tx, name, true)
+	if err != nil || !group.AnyExpired(g, now) {
+		return g, now, err
+	}
+	topics, err := liveTopics(ctx, tx, subscribed(g))
+	if err != nil {
+		return nil, 0, err
+	}
+	return g, now, writeHeartbeat(ctx, tx, g, group.Fence(g, topics, now))
+}
+
+// subscribed is the union of g's members' subscriptions.
+func subscribed(g *group.Group) []string {
+	var names []string
+	for _, m := range g.Members {
+		names = append(names, m.Subscription...)
+	}
+	return group.Canonical(names)
 }
 
 // DeleteGroup implements metadata.Store.
@@ -301,19 +374,15 @@ func (s *Store) DeleteGroup(ctx context.Context, name string) error {
 		return err
 	}
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		var exists bool
-		if err := tx.QueryRow(ctx, "SELECT true FROM consumer_groups WHERE name = $1 FOR UPDATE", name).Scan(&exists); err != nil {
-			if errors.Is(err, pgx.ErrNoRows) {
-				return fmt.Errorf("%w: %q", metadata.ErrGroupNotFound, name)
-			}
-			return err
-		}
-		n, err := liveMembers(ctx, tx, name)
+		g, now, err := loadGroup(ctx, tx, name, true)
 		if err != nil {
 			return err
 		}
-		if n > 0 {
-			return fmt.Errorf("%w: %d in group %q", metadata.ErrGroupNotEmpty, n, name)
+		if g == nil {
+			return fmt.Errorf("%w: %q", metadata.ErrGroupNotFound, name)
+		}
+		if err := group.RequireEmpty(g, now, "wait for its members to leave or expire"); err != nil {
+			return err
 		}
 		b := &pgx.Batch{}
 		b.Queue("DELETE FROM group_members WHERE group_name = $1", name)

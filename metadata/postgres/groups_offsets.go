@@ -12,72 +12,111 @@ import (
 	"github.com/floe-broker/floe/metadata"
 )
 
-// Committed positions of consumer groups: commit (one statement), fetch,
-// reset, copy and the inputs of lag.
+// Committed positions of consumer groups: commit, fetch, reset, copy and
+// the inputs of lag. Writes that decide on liveness load the group in their
+// transaction and apply package group's rule (loadFenced, CheckCommit,
+// RequireEmpty).
 
-// commitOffsetsSQL checks and commits positions in one statement. It
-// returns the member's epoch (NULL when not a member), how many partitions
-// the member does not own, how many do not exist, the live members, and
-// how many positions were written (all or none).
-const commitOffsetsSQL = `
-WITH m AS (
-  SELECT member_epoch, ',' || assigned || ',' || revoking || ',' AS owns
+// commitFastSQL commits positions in one statement when package group's
+// rule surely accepts them and nothing is to be fenced: no member of the
+// group expired (the test of Member.Expired, in SQL), the member exists at
+// the epoch given and owns every partition (or, without a member id, the
+// group has no members), and every partition exists. It returns how many
+// positions it wrote: all or none. Anything else goes to commitSlow, which
+// decides by group.CheckCommit; TestCommitFastPathHeldToRule holds this
+// statement to that rule on generated cases.
+const commitFastSQL = `
+WITH c AS (SELECT ` + nowMs + ` AS now),
+m AS (SELECT member_epoch, ',' || assigned || ',' || revoking || ',' AS owns
   FROM group_members WHERE group_name = $1 AND member_id = $2 FOR SHARE),
-c AS (SELECT ` + nowMs + ` AS now),
 u AS (SELECT * FROM unnest($4::bigint[], $5::integer[], $6::bigint[], $7::text[]) AS u(t, p, o, md)),
 chk AS (SELECT
   (SELECT member_epoch FROM m) AS epoch,
   (SELECT count(*) FROM u WHERE position(',' || u.t || ':' || u.p || ',' IN coalesce((SELECT owns FROM m), '')) = 0) AS not_owned,
   (SELECT count(*) FROM u WHERE NOT EXISTS (SELECT 1 FROM partitions pt JOIN topics tp ON tp.id = pt.topic_id
      AND tp.deleted_at IS NULL WHERE pt.topic_id = u.t AND pt.partition = u.p)) AS missing,
+  (SELECT count(*) FROM group_members gm WHERE gm.group_name = $1) AS members,
   (SELECT count(*) FROM group_members gm, c WHERE gm.group_name = $1
-     AND gm.last_heartbeat + gm.session_timeout_ms >= c.now) AS live),
-ok AS (SELECT 1 FROM chk WHERE missing = 0
-  AND CASE WHEN $2 = '' THEN live = 0 ELSE epoch IS NOT DISTINCT FROM $3 AND not_owned = 0 END),
+     AND (gm.last_heartbeat + gm.session_timeout_ms < c.now
+          OR (gm.revoking_since > 0 AND gm.revoking_since + gm.session_timeout_ms < c.now))) AS expired),
+ok AS (SELECT 1 FROM chk WHERE missing = 0 AND expired = 0
+  AND CASE WHEN $2 = '' THEN members = 0 ELSE epoch IS NOT DISTINCT FROM $3 AND not_owned = 0 END),
 g AS (INSERT INTO consumer_groups (name) SELECT $1 FROM ok ON CONFLICT DO NOTHING),
 ins AS (INSERT INTO group_offsets (group_name, topic_id, partition, committed_offset, metadata, commit_time)
   SELECT $1, u.t, u.p, u.o, u.md, c.now FROM u, c, ok
   ON CONFLICT (group_name, topic_id, partition) DO UPDATE SET committed_offset = excluded.committed_offset,
     metadata = excluded.metadata, commit_time = excluded.commit_time
   RETURNING 1)
-SELECT epoch, not_owned, missing, live, (SELECT count(*) FROM ins) FROM chk`
+SELECT count(*) FROM ins`
 
-// CommitOffsets implements metadata.Store: one statement.
+// commitArgs are a request's positions as the statements' arrays.
+func commitArgs(req metadata.CommitOffsetsRequest) (ts []int64, ps []int32, os []int64, mds []string) {
+	n := len(req.Offsets)
+	ts, ps, os, mds = make([]int64, n), make([]int32, n), make([]int64, n), make([]string, n)
+	for i, o := range req.Offsets {
+		ts[i], ps[i], os[i], mds[i] = o.TopicID, o.Partition, o.Offset, o.Metadata
+	}
+	return ts, ps, os, mds
+}
+
+// CommitOffsets implements metadata.Store: one statement when the fast
+// path applies (commitFastSQL), else one transaction that locks the group,
+// fences expired members, decides by group.CheckCommit and writes every
+// position or none.
 func (s *Store) CommitOffsets(ctx context.Context, req metadata.CommitOffsetsRequest) error {
 	if err := group.ValidateCommit(req); err != nil {
 		return err
 	}
-	n := len(req.Offsets)
-	ts, ps, os, mds := make([]int64, n), make([]int32, n), make([]int64, n), make([]string, n)
-	for i, o := range req.Offsets {
-		ts[i], ps[i], os[i], mds[i] = o.TopicID, o.Partition, o.Offset, o.Metadata
-	}
-	var epoch *int32
-	var notOwned, missing, live, written int64
-	if err := s.pool.QueryRow(ctx, commitOffsetsSQL, req.Group, req.MemberID, req.MemberEpoch, ts, ps, os, mds).
-		Scan(&epoch, &notOwned, &missing, &live, &written); err != nil {
+	ts, ps, os, mds := commitArgs(req)
+	var written int64
+	if err := s.pool.QueryRow(ctx, commitFastSQL, req.Group, req.MemberID, req.MemberEpoch, ts, ps, os, mds).Scan(&written); err != nil {
 		return s.wrap("commit offsets "+req.Group, err)
 	}
-	switch {
-	case req.MemberID != "" && epoch == nil:
-		return fmt.Errorf("%w: %q in group %q", metadata.ErrUnknownMember, req.MemberID, req.Group)
-	case req.MemberID != "" && *epoch != req.MemberEpoch:
-		return fmt.Errorf("%w: member %q has epoch %d, not %d", metadata.ErrStaleMemberEpoch, req.MemberID, *epoch, req.MemberEpoch)
-	case req.MemberID != "" && notOwned > 0:
-		return fmt.Errorf("%w: %q does not own %d of the partitions", metadata.ErrNotPartitionOwner, req.MemberID, notOwned)
-	case req.MemberID == "" && live > 0:
-		return fmt.Errorf("%w: %d in group %q: commit with a member id", metadata.ErrGroupNotEmpty, live, req.Group)
-	case missing > 0:
-		for _, o := range req.Offsets {
-			if _, err := s.partitionState(ctx, o.TopicID, o.Partition); err != nil {
+	if written == int64(len(req.Offsets)) {
+		return nil
+	}
+	if err := s.commitSlow(ctx, req); err != nil {
+		return s.wrap("commit offsets "+req.Group, err)
+	}
+	return nil
+}
+
+// commitSlow is CommitOffsets decided in Go.
+func (s *Store) commitSlow(ctx context.Context, req metadata.CommitOffsetsRequest) error {
+	ts, ps, os, mds := commitArgs(req)
+	n := len(req.Offsets)
+	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		g, now, err := loadFenced(ctx, tx, req.Group)
+		if err != nil {
+			return err
+		}
+		if err := group.CheckCommit(g, req, now); err != nil {
+			return err
+		}
+		if g == nil {
+			if _, err := tx.Exec(ctx, "INSERT INTO consumer_groups (name) VALUES ($1) ON CONFLICT DO NOTHING", req.Group); err != nil {
 				return err
 			}
 		}
-		return fmt.Errorf("metadata: commit offsets %s: %d partitions missing", req.Group, missing)
-	case written != int64(n):
-		return fmt.Errorf("metadata: commit offsets %s: %d of %d written", req.Group, written, n)
-	}
-	return nil
+		tag, err := tx.Exec(ctx, `INSERT INTO group_offsets (group_name, topic_id, partition, committed_offset, metadata, commit_time)
+			SELECT $1, u.t, u.p, u.o, u.md, $6 FROM unnest($2::bigint[], $3::integer[], $4::bigint[], $5::text[]) AS u(t, p, o, md)
+			WHERE EXISTS (SELECT 1 FROM partitions pt JOIN topics tp ON tp.id = pt.topic_id AND tp.deleted_at IS NULL
+			  WHERE pt.topic_id = u.t AND pt.partition = u.p)
+			ON CONFLICT (group_name, topic_id, partition) DO UPDATE SET committed_offset = excluded.committed_offset,
+			  metadata = excluded.metadata, commit_time = excluded.commit_time`, req.Group, ts, ps, os, mds, now)
+		if err != nil {
+			return err
+		}
+		if tag.RowsAffected() == int64(n) {
+			return nil
+		}
+		for _, o := range req.Offsets { // all or none: say which partition is missing
+			if _, err := txPartitionState(ctx, tx, group.TP{TopicID: o.TopicID, Partition: o.Partition}); err != nil {
+				return err
+			}
+		}
+		return fmt.Errorf("metadata: commit offsets %s: %d of %d written", req.Group, tag.RowsAffected(), n)
+	})
 }
 
 func readOffsets(ctx context.Context, q interface {
@@ -161,13 +200,13 @@ func (s *Store) ResetOffsets(ctx context.Context, req metadata.ResetOffsetsReque
 			}
 			return err
 		}
+		g, now, err := loadFenced(ctx, tx, req.Group)
+		if err != nil {
+			return err
+		}
 		if !req.Force {
-			n, err := liveMembers(ctx, tx, req.Group)
-			if err != nil {
+			if err := group.RequireEmpty(g, now, "reset with force"); err != nil {
 				return err
-			}
-			if n > 0 {
-				return fmt.Errorf("%w: %d in group %q: reset needs force", metadata.ErrGroupNotEmpty, n, req.Group)
 			}
 		}
 		current, err := readOffsets(ctx, tx, req.Group)
@@ -287,15 +326,12 @@ func (s *Store) CopyOffsets(ctx context.Context, from, to string) (int, error) {
 		if _, err := tx.Exec(ctx, "INSERT INTO consumer_groups (name) VALUES ($1) ON CONFLICT DO NOTHING", to); err != nil {
 			return err
 		}
-		if _, err := tx.Exec(ctx, "SELECT 1 FROM consumer_groups WHERE name = $1 FOR UPDATE", to); err != nil {
-			return err
-		}
-		live, err := liveMembers(ctx, tx, to)
+		g, now, err := loadFenced(ctx, tx, to)
 		if err != nil {
 			return err
 		}
-		if live > 0 {
-			return fmt.Errorf("%w: %d in group %q", metadata.ErrGroupNotEmpty, live, to)
+		if err := group.RequireEmpty(g, now, "wait for its members to leave or expire"); err != nil {
+			return err
 		}
 		tag, err := tx.Exec(ctx, `INSERT INTO group_offsets (group_name, topic_id, partition, committed_offset, metadata, commit_time)
 			SELECT $1, topic_id, partition, committed_offset, metadata, `+nowMs+` FROM group_offsets WHERE group_name = $2

@@ -58,8 +58,9 @@ type Options struct {
 	// store's notifier sends them after the commits, merged (see notifier):
 	// measured faster with concurrent committers (BenchmarkConcurrentCommits).
 	NotifyInCommit bool
-	// Tracer, when set, traces the pool's queries (tests count the
-	// statements a compactor pass issues with it).
+	// Tracer, optional, sees every statement of the pool (pgx's
+	// QueryTracer; a BatchTracer too sees each statement of a batch):
+	// for measuring statements per operation.
 	Tracer pgx.QueryTracer
 }
 

@@ -122,11 +122,7 @@ func (s *Store) Heartbeat(ctx context.Context, req metadata.HeartbeatRequest) (m
 			}
 			g = &group.Group{Name: req.Group}
 		}
-		var names []string
-		for _, m := range g.Members {
-			names = append(names, m.Subscription...)
-		}
-		topics, err := liveTopics(ctx, tx, group.Canonical(append(names, req.Subscription...)))
+		topics, err := liveTopics(ctx, tx, group.Canonical(append(subscribed(g), req.Subscription...)))
 		if err != nil {
 			return err
 		}
@@ -173,46 +169,93 @@ func writeHeartbeat(ctx context.Context, tx *sql.Tx, g *group.Group, out group.O
 	return nil
 }
 
-// liveMembers counts g's members whose session has not expired.
-func liveMembers(ctx context.Context, tx *sql.Tx, name string, now int64) (int, error) {
-	var n int
-	err := tx.QueryRowContext(ctx, `SELECT count(*) FROM group_members WHERE group_name = ?
-		AND last_heartbeat + session_timeout_ms >= ?`, name, now).Scan(&n)
-	return n, err
+// loadFenced loads the group (nil when it does not exist) and fences the
+// members that expired (group.Fence), writing what that changed: every
+// write that decides on liveness starts here, so that a member it treats
+// as gone cannot come back with its old epoch afterwards.
+func loadFenced(ctx context.Context, tx *sql.Tx, name string, now int64) (*group.Group, error) {
+	g, err := loadGroup(ctx, tx, name)
+	if err != nil || !group.AnyExpired(g, now) {
+		return g, err
+	}
+	topics, err := liveTopics(ctx, tx, subscribed(g))
+	if err != nil {
+		return nil, err
+	}
+	return g, writeHeartbeat(ctx, tx, g, group.Fence(g, topics, now), false, now)
 }
 
-// ListGroups implements metadata.Store.
+// subscribed is the union of g's members' subscriptions.
+func subscribed(g *group.Group) []string {
+	var names []string
+	for _, m := range g.Members {
+		names = append(names, m.Subscription...)
+	}
+	return group.Canonical(names)
+}
+
+// ListGroups implements metadata.Store: two statements whatever the
+// number of groups (the groups, then every member), liveness by
+// group.LiveOnly.
 func (s *Store) ListGroups(ctx context.Context) ([]metadata.GroupListing, error) {
 	if err := s.checkOpen(); err != nil {
 		return nil, err
 	}
 	var out []metadata.GroupListing
 	err := s.read(ctx, func(tx *sql.Tx) error {
-		rows, err := tx.QueryContext(ctx, "SELECT name FROM consumer_groups ORDER BY name")
+		rows, err := tx.QueryContext(ctx, "SELECT name, group_epoch, rebalance_ms FROM consumer_groups ORDER BY name")
 		if err != nil {
 			return err
 		}
-		var names []string
+		var gs []*group.Group
+		byName := map[string]*group.Group{}
 		for rows.Next() {
-			var n string
-			if err := rows.Scan(&n); err != nil {
+			g := &group.Group{}
+			if err := rows.Scan(&g.Name, &g.Epoch, &g.RebalanceMs); err != nil {
 				rows.Close()
 				return err
 			}
-			names = append(names, n)
+			gs = append(gs, g)
+			byName[g.Name] = g
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		if rows, err = tx.QueryContext(ctx, `SELECT group_name, member_id, member_epoch, revoking_since, session_timeout_ms,
+			last_heartbeat, assigned, target, revoking FROM group_members ORDER BY group_name, member_id`); err != nil {
+			return err
+		}
+		for rows.Next() {
+			var n, as, tg, rv string
+			m := &group.Member{}
+			if err := rows.Scan(&n, &m.ID, &m.Epoch, &m.RevokingSince, &m.SessionTimeoutMs, &m.LastHeartbeat, &as, &tg, &rv); err != nil {
+				rows.Close()
+				return err
+			}
+			if m.Assigned, err = group.DecodeTPs(as); err == nil {
+				if m.Target, err = group.DecodeTPs(tg); err == nil {
+					m.Revoking, err = group.DecodeTPs(rv)
+				}
+			}
+			if err != nil {
+				rows.Close()
+				return err
+			}
+			if g := byName[n]; g != nil {
+				g.Members = append(g.Members, m)
+			}
 		}
 		rows.Close()
 		if err := rows.Err(); err != nil {
 			return err
 		}
 		now := time.Now().UnixMilli()
-		for _, n := range names {
-			g, err := loadGroup(ctx, tx, n)
-			if err != nil || g == nil {
-				return err
-			}
+		out = make([]metadata.GroupListing, 0, len(gs))
+		for _, g := range gs {
 			live := group.LiveOnly(g, now)
-			out = append(out, metadata.GroupListing{Group: n, State: live.State(), Members: len(live.Members)})
+			out = append(out, metadata.GroupListing{Group: g.Name, State: live.State(), Members: len(live.Members),
+				LastRebalanceDuration: g.RebalanceDuration()})
 		}
 		return nil
 	})
@@ -261,19 +304,15 @@ func (s *Store) DeleteGroup(ctx context.Context, name string) error {
 		return err
 	}
 	err := s.write(ctx, func(tx *sql.Tx) error {
-		var exists bool
-		if err := tx.QueryRowContext(ctx, "SELECT EXISTS (SELECT 1 FROM consumer_groups WHERE name = ?)", name).Scan(&exists); err != nil {
-			return err
-		}
-		if !exists {
-			return fmt.Errorf("%w: %q", metadata.ErrGroupNotFound, name)
-		}
-		n, err := liveMembers(ctx, tx, name, time.Now().UnixMilli())
+		g, err := loadGroup(ctx, tx, name)
 		if err != nil {
 			return err
 		}
-		if n > 0 {
-			return fmt.Errorf("%w: %d in group %q", metadata.ErrGroupNotEmpty, n, name)
+		if g == nil {
+			return fmt.Errorf("%w: %q", metadata.ErrGroupNotFound, name)
+		}
+		if err := group.RequireEmpty(g, time.Now().UnixMilli(), "wait for its members to leave or expire"); err != nil {
+			return err
 		}
 		for _, q := range []string{"DELETE FROM group_members WHERE group_name = ?",
 			"DELETE FROM group_offsets WHERE group_name = ?", "DELETE FROM consumer_groups WHERE name = ?"} {

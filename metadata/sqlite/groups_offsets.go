@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/floe-broker/floe/group"
@@ -36,34 +35,12 @@ func (s *Store) CommitOffsets(ctx context.Context, req metadata.CommitOffsetsReq
 	}
 	err := s.write(ctx, func(tx *sql.Tx) error {
 		now := time.Now().UnixMilli()
-		if req.MemberID != "" {
-			var epoch int32
-			var as, rv string
-			err := tx.QueryRowContext(ctx, `SELECT member_epoch, assigned, revoking FROM group_members
-				WHERE group_name = ? AND member_id = ?`, req.Group, req.MemberID).Scan(&epoch, &as, &rv)
-			if errors.Is(err, sql.ErrNoRows) {
-				return fmt.Errorf("%w: %q in group %q", metadata.ErrUnknownMember, req.MemberID, req.Group)
-			}
-			if err != nil {
-				return err
-			}
-			if epoch != req.MemberEpoch {
-				return fmt.Errorf("%w: member %q has epoch %d, not %d", metadata.ErrStaleMemberEpoch, req.MemberID, epoch, req.MemberEpoch)
-			}
-			owns := "," + as + "," + rv + ","
-			for _, o := range req.Offsets {
-				if !strings.Contains(owns, fmt.Sprintf(",%d:%d,", o.TopicID, o.Partition)) {
-					return fmt.Errorf("%w: %q does not own %d/%d", metadata.ErrNotPartitionOwner, req.MemberID, o.TopicID, o.Partition)
-				}
-			}
-		} else {
-			n, err := liveMembers(ctx, tx, req.Group, now)
-			if err != nil {
-				return err
-			}
-			if n > 0 {
-				return fmt.Errorf("%w: %d in group %q: commit with a member id", metadata.ErrGroupNotEmpty, n, req.Group)
-			}
+		g, err := loadFenced(ctx, tx, req.Group, now)
+		if err != nil {
+			return err
+		}
+		if err := group.CheckCommit(g, req, now); err != nil {
+			return err
 		}
 		if err := ensureGroup(ctx, tx, req.Group, now); err != nil {
 			return err
@@ -153,13 +130,13 @@ func (s *Store) ResetOffsets(ctx context.Context, req metadata.ResetOffsetsReque
 		if !exists {
 			return fmt.Errorf("%w: %q", metadata.ErrGroupNotFound, req.Group)
 		}
+		g, err := loadFenced(ctx, tx, req.Group, now)
+		if err != nil {
+			return err
+		}
 		if !req.Force {
-			n, err := liveMembers(ctx, tx, req.Group, now)
-			if err != nil {
+			if err := group.RequireEmpty(g, now, "reset with force"); err != nil {
 				return err
-			}
-			if n > 0 {
-				return fmt.Errorf("%w: %d in group %q: reset needs force", metadata.ErrGroupNotEmpty, n, req.Group)
 			}
 		}
 		current, err := readOffsets(ctx, tx, req.Group)
@@ -269,12 +246,12 @@ func (s *Store) CopyOffsets(ctx context.Context, from, to string) (int, error) {
 	var n int
 	err := s.write(ctx, func(tx *sql.Tx) error {
 		now := time.Now().UnixMilli()
-		live, err := liveMembers(ctx, tx, to, now)
+		g, err := loadFenced(ctx, tx, to, now)
 		if err != nil {
 			return err
 		}
-		if live > 0 {
-			return fmt.Errorf("%w: %d in group %q", metadata.ErrGroupNotEmpty, live, to)
+		if err := group.RequireEmpty(g, now, "wait for its members to leave or expire"); err != nil {
+			return err
 		}
 		if err := ensureGroup(ctx, tx, to, now); err != nil {
 			return err
