@@ -66,7 +66,7 @@ func serverMetrics(t *testing.T) []metricDoc {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := meta.ResetOffsets(ctx, metadata.ResetOffsetsRequest{Group: "g", Topics: []int64{tp.ID}, Spec: metadata.ResetEarliest, Force: true}); err != nil {
+	if err := meta.CommitOffsets(ctx, metadata.CommitOffsetsRequest{Group: "g", Offsets: []metadata.OffsetCommit{{TopicID: tp.ID, Partition: 0, Offset: 0}}}); err != nil {
 		t.Fatal(err)
 	}
 	rec := &recordingRegisterer{Registerer: prometheus.NewRegistry()}
