@@ -10,7 +10,7 @@ import (
 // Config holds an agent's limits.
 type Config struct {
 	// MaxRecordBytes bounds one record: the bytes of its key, value and
-	// header keys and values. A record over it is refused with
+	// header keys and values, plus HeaderOverhead per header. A record over it is refused with
 	// InvalidArgument (ErrorInfo RECORD_TOO_LARGE, metadata
 	// max_record_bytes).
 	MaxRecordBytes int
@@ -21,7 +21,8 @@ type Config struct {
 	// InvalidArgument (ErrorInfo REQUEST_TOO_LARGE, metadata
 	// max_request_bytes), also when gRPC's receive limit (MaxRecvMsgBytes,
 	// this plus a margin) refuses it first. The first record of a request
-	// is held to MaxRecordBytes only.
+	// is held to MaxRecordBytes only (so it takes at most MaxRecordBytes +
+	// RecordOverhead).
 	MaxRequestBytes int
 	// MaxFetchBytes caps a fetch's byte budget; gRPC's send limit is this
 	// plus a margin (MaxSendMsgBytes).
@@ -76,6 +77,13 @@ type Config struct {
 	// ReadaheadBytes bounds the bytes read ahead, across all partitions,
 	// for readers far behind the head (readahead.go); 0 disables it.
 	ReadaheadBytes int64
+	// MaxReadRecordBytes bounds one stored record a Fetch or Subscribe
+	// decodes, counted as MaxRecordBytes counts it (headers at
+	// HeaderOverhead each), before its headers are built; 0 is
+	// MaxRecordBytes. A batch holding a bigger record (stored by an older
+	// agent or under a higher MaxRecordBytes) is refused with
+	// InvalidArgument (BATCH_TOO_LARGE); the batch data plane serves it.
+	MaxReadRecordBytes int
 
 	// Consumer groups and replay (validated by validateGroups in
 	// groups_replay.go).

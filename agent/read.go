@@ -253,7 +253,7 @@ func (a *Agent) readRecordsOnce(ctx context.Context, topicID int64, partition in
 				count += int64(info.RecordCount)
 				return nil
 			}
-			info, krecs, err := kbatch.DecodeStored(batch, 0)
+			info, krecs, err := kbatch.DecodeStoredLimits(batch, kbatch.Limits{MaxRecordBytes: a.cfg.readRecordLimit()})
 			if err != nil {
 				return err
 			}
@@ -283,6 +283,9 @@ func (a *Agent) readRecordsOnce(ctx context.Context, topicID int64, partition in
 			count += int64(len(krecs))
 			return nil
 		})
+		if errors.Is(err, kbatch.ErrRecordTooLarge) {
+			return nil, st, offset, fmt.Errorf("agent: batch %d of %s: %w (max_read_record_bytes)", r.BaseOffset, r.FileKey, err)
+		}
 		if err != nil && !errors.Is(err, errBudgetSpent) {
 			return nil, st, offset, &dataLossError{fmt.Errorf("agent: decode batch %d of %s: %w", r.BaseOffset, r.FileKey, err)}
 		}

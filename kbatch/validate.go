@@ -36,7 +36,8 @@ import (
 var ErrRefused = errors.New("kbatch: record batch refused")
 
 // ErrRecordTooLarge is wrapped by Validate's error for a record whose key,
-// value and headers together pass Limits.MaxRecordBytes.
+// value and headers together (HeaderOverhead per header included) pass
+// Limits.MaxRecordBytes, and by DecodeStoredLimits'.
 var ErrRecordTooLarge = errors.New("kbatch: record too large")
 
 // Attribute bits a producer's batch may not carry.
@@ -58,7 +59,8 @@ type Limits struct {
 	// it Validate fails with ErrTooLarge, before decompressing further.
 	MaxDecompressed int
 	// MaxRecordBytes bounds one record's key, value and headers (keys and
-	// values) together, as the per-record produce path counts them.
+	// values, plus HeaderOverhead per header) together, as the per-record
+	// produce path counts them.
 	MaxRecordBytes int
 }
 
@@ -112,7 +114,7 @@ func Validate(b []byte, lim Limits, each func(i int, batch []byte, info Info) er
 // Counts are what Validate found.
 type Counts struct {
 	Records      int // records of all batches
-	RecordBytes  int // their keys, values and headers (keys and values)
+	RecordBytes  int // their keys, values and headers (keys, values, HeaderOverhead each)
 	Decompressed int // bytes counted against Limits.MaxDecompressed
 }
 
@@ -211,12 +213,12 @@ func walkRecords(data []byte, info *Info, maxRecord, first int, value ValueFunc)
 		}
 		body := reader{b: rd.b[:n]}
 		rd.b = rd.b[n:]
-		ts, val, size, err := walkRecord(&body, i, info)
+		ts, val, size, err := walkRecord(&body, i, info, maxRecord)
 		if err != nil {
+			if errors.Is(err, ErrRecordTooLarge) {
+				return 0, err
+			}
 			return 0, fmt.Errorf("record %d: %w", i, err)
-		}
-		if maxRecord > 0 && size > maxRecord {
-			return 0, fmt.Errorf("%w: record %d is %d bytes (key, value and headers), over the limit of %d", ErrRecordTooLarge, i, size, maxRecord)
 		}
 		if ts < 0 || ts > info.MaxTimestamp {
 			return 0, fmt.Errorf("%w: record %d timestamp %d outside [0, max timestamp %d]", ErrRefused, i, ts, info.MaxTimestamp)
@@ -239,8 +241,9 @@ func walkRecords(data []byte, info *Info, maxRecord, first int, value ValueFunc)
 }
 
 // walkRecord checks record index's fields and returns its timestamp, its
-// value and the size of its key, value and headers.
-func walkRecord(rd *reader, index int, info *Info) (ts int64, val []byte, size int, err error) {
+// value and the size of its key, value and headers (HeaderOverhead per
+// header included), at most maxRecord when > 0 (ErrRecordTooLarge).
+func walkRecord(rd *reader, index int, info *Info, maxRecord int) (ts int64, val []byte, size int, err error) {
 	if len(rd.b) < 1 {
 		return 0, nil, 0, fmt.Errorf("%w: empty record", ErrCorrupt)
 	}
@@ -259,7 +262,10 @@ func walkRecord(rd *reader, index int, info *Info) (ts int64, val []byte, size i
 	if hc < 0 || int(hc) > len(rd.b)/minHeaderSize {
 		return 0, nil, 0, fmt.Errorf("%w: header count %d with %d bytes left", ErrCorrupt, hc, len(rd.b))
 	}
-	size = len(key) + len(val)
+	size = len(key) + len(val) + HeaderOverhead*int(hc)
+	if maxRecord > 0 && size > maxRecord {
+		return 0, nil, 0, recordTooLarge(index, size, maxRecord) // before walking its headers
+	}
 	for j := 0; j < int(hc); j++ {
 		k := rd.bytes("header key", false)
 		v := rd.bytes("header value", true)
@@ -272,6 +278,9 @@ func walkRecord(rd *reader, index int, info *Info) (ts int64, val []byte, size i
 			return 0, nil, 0, fmt.Errorf("%w: header %d: key is not valid UTF-8", ErrRefused, j)
 		}
 		size += len(k) + len(v)
+	}
+	if maxRecord > 0 && size > maxRecord {
+		return 0, nil, 0, recordTooLarge(index, size, maxRecord)
 	}
 	if len(rd.b) != 0 {
 		return 0, nil, 0, fmt.Errorf("%w: %d bytes after the record's fields", ErrCorrupt, len(rd.b))
