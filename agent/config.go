@@ -53,6 +53,14 @@ type Config struct {
 	// SubscribeBufferBytes bounds the bytes one subscription holds read but
 	// not yet sent, across its partitions (at least one fetch budget).
 	SubscribeBufferBytes int64
+	// TimestampBeforeMax bounds how far before the agent's clock a
+	// record's timestamp may be (Kafka's message.timestamp.before.max.ms);
+	// 0: no bound. TimestampAfterMax bounds how far after it
+	// (message.timestamp.after.max.ms); 0: none but MaxTimestampMs, which
+	// always holds. A record outside is refused with InvalidArgument
+	// (INVALID_TIMESTAMP, naming the limit).
+	TimestampBeforeMax time.Duration
+	TimestampAfterMax  time.Duration
 
 	// Reads: response caps, read memory and the recent-batch index
 	// (validated by validateReads in config_read.go).
@@ -125,6 +133,7 @@ func DefaultConfig() Config {
 		MaxBackpressureWait:    2 * time.Second,
 		LoadTimeout:            30 * time.Second,
 		SubscribeBufferBytes:   16 << 20,
+		TimestampAfterMax:      time.Hour,
 
 		MaxFetchRecords:    10000,
 		MaxLoadingBytes:    64 << 20,
@@ -167,6 +176,10 @@ func (c Config) validate() error {
 		return fmt.Errorf("agent: config MaxBackpressureWait %v must be positive", c.MaxBackpressureWait)
 	case c.LoadTimeout <= 0:
 		return fmt.Errorf("agent: config LoadTimeout %v must be positive", c.LoadTimeout)
+	case c.TimestampBeforeMax < 0:
+		return fmt.Errorf("agent: config TimestampBeforeMax %v must not be negative", c.TimestampBeforeMax)
+	case c.TimestampAfterMax < 0:
+		return fmt.Errorf("agent: config TimestampAfterMax %v must not be negative", c.TimestampAfterMax)
 	case c.SubscribeBufferBytes < int64(c.MaxFetchBytes):
 		return fmt.Errorf("agent: config SubscribeBufferBytes %d must be at least MaxFetchBytes (%d)", c.SubscribeBufferBytes, c.MaxFetchBytes)
 	}

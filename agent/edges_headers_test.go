@@ -3,6 +3,7 @@ package agent_test
 import (
 	"context"
 	"fmt"
+	"math"
 	"path/filepath"
 	"testing"
 	"time"
@@ -108,5 +109,46 @@ func TestFetchBoundsDecodedRecord(t *testing.T) {
 	resp, err = writer.c.Fetch(ctx, "t", 0, 0, 1024, 0)
 	if err != nil || len(resp.GetRecords()) != 1 || len(resp.GetRecords()[0].GetHeaders()) != 100_000 {
 		t.Fatalf("fetch under the writer's bound: %v", err)
+	}
+}
+
+// Timestamps are bounded at produce on both paths: MaxInt64 (and anything
+// past MaxTimestampMs) always, and more than TimestampAfterMax (1 h by
+// default) after the agent's clock. Before, only negatives were refused
+// and MaxInt64 reached the table as 1969.
+func TestProduceBoundsTimestamps(t *testing.T) {
+	s := startGuarded(t, guardedConfig{agent: func(a *agent.Config, _ *batcher.Config) { a.TimestampBeforeMax = 24 * time.Hour }})
+	s.createTopic(t, "t", 1)
+	ctx := context.Background()
+	p := int32(0)
+	now := time.Now().UnixMilli()
+	for _, c := range []struct {
+		ts    int64
+		limit string
+	}{
+		{math.MaxInt64, "max_timestamp_ms"},
+		{now + 2*time.Hour.Milliseconds(), "timestamp_after_max"},
+		{now - 48*time.Hour.Milliseconds(), "timestamp_before_max"},
+		{-1, "timestamp"},
+	} {
+		_, err := s.log.Produce(ctx, &floev1.ProduceRequest{Topic: "t", Partition: &p, Records: []*floev1.Record{{Value: []byte("v"), TimestampMs: c.ts}}})
+		wantStatus(t, fmt.Sprintf("record at %d", c.ts), err, codes.InvalidArgument, agent.ReasonInvalidTimestamp, c.limit)
+		if c.ts < 0 {
+			continue // a batch with a negative timestamp is refused as malformed
+		}
+		id, err := s.log.InitProducer(ctx, &floev1.InitProducerRequest{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := kbatch.Encode([]kbatch.Record{{Timestamp: now, Value: []byte("a")}, {Timestamp: c.ts, Value: []byte("b")}},
+			kbatch.EncodeOptions{ProducerID: id.GetProducerId(), BaseSequence: 0})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = s.log.ProduceBatches(ctx, &floev1.ProduceBatchesRequest{Topic: "t", Partitions: []*floev1.PartitionBatches{{Partition: 0, Batches: b}}})
+		wantStatus(t, fmt.Sprintf("batch with a record at %d", c.ts), err, codes.InvalidArgument, agent.ReasonInvalidTimestamp, c.limit)
+	}
+	if _, err := s.log.Produce(ctx, &floev1.ProduceRequest{Topic: "t", Partition: &p, Records: []*floev1.Record{{Value: []byte("v"), TimestampMs: now - time.Hour.Milliseconds()}}}); err != nil {
+		t.Fatalf("a timestamp an hour old: %v", err)
 	}
 }

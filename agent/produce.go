@@ -114,8 +114,10 @@ func (a *Agent) planProduce(ctx context.Context, req *floev1.ProduceRequest) (*p
 				return nil, err
 			}
 		}
-		if r.GetTimestampMs() < 0 {
-			return nil, errf(codes.InvalidArgument, "produce: record %d has negative timestamp %d", i, r.GetTimestampMs())
+		if ts := r.GetTimestampMs(); ts != 0 { // 0: the agent's clock
+			if err := timestampError("record "+strconv.Itoa(i), ts, now, a.cfg.TimestampBeforeMax, a.cfg.TimestampAfterMax); err != nil {
+				return nil, err
+			}
 		}
 		plan.bytes += size
 		// The first record is refused only by MaxRecordBytes, so that one
