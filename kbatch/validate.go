@@ -116,10 +116,10 @@ func Validate(b []byte, lim Limits, each func(i int, batch []byte, info Info) er
 
 // Counts are what Validate found.
 type Counts struct {
-	Records      int // records of all batches
-	RecordBytes  int // their keys, values and headers (keys, values, HeaderOverhead each)
+	Records      int   // records of all batches
+	RecordBytes  int   // their keys, values and headers (keys, values, HeaderOverhead each)
 	MinTimestamp int64 // the least record timestamp (each batch's header gives the greatest)
-	Decompressed int // bytes counted against Limits.MaxDecompressed
+	Decompressed int   // bytes counted against Limits.MaxDecompressed
 }
 
 // funcError carries a ValueFunc's error out of validateOne untouched.
