@@ -143,6 +143,9 @@ func (a *Agent) CreateTopic(ctx context.Context, req *floev1.CreateTopicRequest)
 	if req.GetPartitions() <= 0 || req.GetPartitions() > metadata.MaxPartitions {
 		return nil, status.Errorf(codes.InvalidArgument, "partitions %d must be within 1..%d", req.GetPartitions(), metadata.MaxPartitions)
 	}
+	if err := a.cfg.checkTopicConfig(req.GetConfig()); err != nil {
+		return nil, err
+	}
 	t, err := a.meta.CreateTopic(ctx, metadata.TopicSpec{Name: req.GetName(), Partitions: req.GetPartitions(), Config: req.GetConfig()})
 	if err != nil {
 		return nil, toStatus(err)
@@ -169,16 +172,17 @@ func (a *Agent) DeleteTopic(ctx context.Context, req *floev1.DeleteTopicRequest)
 }
 
 // ListTopics implements floev1.TopicServiceServer.
-func (a *Agent) ListTopics(ctx context.Context, _ *floev1.ListTopicsRequest) (*floev1.ListTopicsResponse, error) {
+// It answers one page (pageTopics) within the fetch limit.
+func (a *Agent) ListTopics(ctx context.Context, req *floev1.ListTopicsRequest) (*floev1.ListTopicsResponse, error) {
+	if req.GetPageSize() < 0 {
+		return nil, errf(codes.InvalidArgument, "list topics: page_size %d must not be negative", req.GetPageSize())
+	}
 	ts, err := a.meta.ListTopics(ctx)
 	if err != nil {
 		return nil, toStatus(err)
 	}
-	resp := &floev1.ListTopicsResponse{Topics: make([]*floev1.Topic, len(ts))}
-	for i, t := range ts {
-		resp.Topics[i] = topicPB(t)
-	}
-	return resp, nil
+	page, next := pageTopics(ts, req.GetPageToken(), int(req.GetPageSize()), a.cfg.MaxFetchBytes)
+	return &floev1.ListTopicsResponse{Topics: page, NextPageToken: next}, nil
 }
 
 // DescribeTopic implements floev1.TopicServiceServer.

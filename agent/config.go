@@ -61,6 +61,11 @@ type Config struct {
 	// (INVALID_TIMESTAMP, naming the limit).
 	TimestampBeforeMax time.Duration
 	TimestampAfterMax  time.Duration
+	// MaxTopicConfigEntryBytes bounds one entry (key and value) of a
+	// topic's config, MaxTopicConfigBytes all of them together; a create
+	// or alter over either is refused with InvalidArgument naming it.
+	MaxTopicConfigEntryBytes int
+	MaxTopicConfigBytes      int
 
 	// Reads: response caps, read memory and the recent-batch index
 	// (validated by validateReads in config_read.go).
@@ -135,6 +140,9 @@ func DefaultConfig() Config {
 		SubscribeBufferBytes:   16 << 20,
 		TimestampAfterMax:      time.Hour,
 
+		MaxTopicConfigEntryBytes: 64 << 10,
+		MaxTopicConfigBytes:      256 << 10,
+
 		MaxFetchRecords:    10000,
 		MaxLoadingBytes:    64 << 20,
 		MaxLoadWait:        2 * time.Second,
@@ -180,6 +188,10 @@ func (c Config) validate() error {
 		return fmt.Errorf("agent: config TimestampBeforeMax %v must not be negative", c.TimestampBeforeMax)
 	case c.TimestampAfterMax < 0:
 		return fmt.Errorf("agent: config TimestampAfterMax %v must not be negative", c.TimestampAfterMax)
+	case c.MaxTopicConfigEntryBytes <= 0:
+		return fmt.Errorf("agent: config MaxTopicConfigEntryBytes %d must be positive", c.MaxTopicConfigEntryBytes)
+	case c.MaxTopicConfigBytes < c.MaxTopicConfigEntryBytes:
+		return fmt.Errorf("agent: config MaxTopicConfigBytes %d must be at least MaxTopicConfigEntryBytes (%d)", c.MaxTopicConfigBytes, c.MaxTopicConfigEntryBytes)
 	case c.SubscribeBufferBytes < int64(c.MaxFetchBytes):
 		return fmt.Errorf("agent: config SubscribeBufferBytes %d must be at least MaxFetchBytes (%d)", c.SubscribeBufferBytes, c.MaxFetchBytes)
 	}

@@ -127,11 +127,11 @@ func runTopic(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 		fmt.Fprintf(stdout, "created topic %s with %d partitions\n", t.GetName(), t.GetPartitions())
 	case "list":
-		resp, err := c.Topics.ListTopics(ctx, &floev1.ListTopicsRequest{})
+		topics, err := c.ListTopics(ctx, 0) // every page
 		if err != nil {
 			return fmt.Errorf("list topics: %w", err)
 		}
-		for _, t := range resp.GetTopics() {
+		for _, t := range topics {
 			fmt.Fprintf(stdout, "%s\t%d\n", t.GetName(), t.GetPartitions())
 		}
 	case "describe":
