@@ -51,6 +51,10 @@ type Agent struct {
 	grp    *groups // consumer group subscriptions, replay budgets, lag (groups_state.go)
 
 	schemas schemaCache // compiled value schemas (schema.go)
+
+	// streamMem is the stream budget (StreamBufferBytes) of every
+	// subscription and produce stream (streambudget.go).
+	streamMem *streamBudget
 }
 
 // Options are an Agent's collaborators.
@@ -80,6 +84,8 @@ func New(cfg Config, meta metadata.Store, store ObjectReader, producer Producer,
 		m:     newMetrics(opts.Registry),
 		cache: newFileCache(cfg.CacheBytes),
 		hub:   newHub(),
+
+		streamMem: newStreamBudget(cfg.StreamBufferBytes),
 	}
 	// A topic the read index watches is re-read by the index poll, which
 	// drops it once gone: its name need not be looked up again meanwhile.

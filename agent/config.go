@@ -53,6 +53,12 @@ type Config struct {
 	// SubscribeBufferBytes bounds the bytes one subscription holds read but
 	// not yet sent, across its partitions (at least one fetch budget).
 	SubscribeBufferBytes int64
+	// StreamBufferBytes bounds, across the agent, what subscriptions hold
+	// read but not sent and what produce streams hold unanswered
+	// (streambudget.go): with it spent, a new subscription or stream
+	// request is refused with ResourceExhausted naming it.
+	StreamBufferBytes int64
+
 	// TimestampBeforeMax bounds how far before the agent's clock a
 	// record's timestamp may be (Kafka's message.timestamp.before.max.ms);
 	// 0: no bound. TimestampAfterMax bounds how far after it
@@ -139,6 +145,7 @@ func DefaultConfig() Config {
 		LoadTimeout:            30 * time.Second,
 		SubscribeBufferBytes:   16 << 20,
 		TimestampAfterMax:      time.Hour,
+		StreamBufferBytes:      256 << 20,
 
 		MaxTopicConfigEntryBytes: 64 << 10,
 		MaxTopicConfigBytes:      256 << 10,
@@ -184,6 +191,9 @@ func (c Config) validate() error {
 		return fmt.Errorf("agent: config MaxBackpressureWait %v must be positive", c.MaxBackpressureWait)
 	case c.LoadTimeout <= 0:
 		return fmt.Errorf("agent: config LoadTimeout %v must be positive", c.LoadTimeout)
+	case c.StreamBufferBytes < c.SubscribeBufferBytes || c.StreamBufferBytes < int64(c.MaxRequestBytes+c.MaxRecordBytes):
+		return fmt.Errorf("agent: config StreamBufferBytes %d must be at least SubscribeBufferBytes (%d) and MaxRequestBytes + MaxRecordBytes (%d)",
+			c.StreamBufferBytes, c.SubscribeBufferBytes, c.MaxRequestBytes+c.MaxRecordBytes)
 	case c.TimestampBeforeMax < 0:
 		return fmt.Errorf("agent: config TimestampBeforeMax %v must not be negative", c.TimestampBeforeMax)
 	case c.TimestampAfterMax < 0:

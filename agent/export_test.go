@@ -4,3 +4,6 @@ import "github.com/floe-broker/floe/internal/kpartition"
 
 // KafkaPartition exposes the key partitioner to the tests.
 var KafkaPartition = kpartition.ForKey
+
+// StreamBufferHeld is what of the agent's stream budget is held.
+func StreamBufferHeld(a *Agent) int64 { return a.streamMem.held.Load() }

@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	"golang.org/x/sync/semaphore"
-
 	floev1 "github.com/floe-broker/floe/api/floe/v1"
 	"github.com/floe-broker/floe/kbatch"
 	"github.com/floe-broker/floe/metadata"
@@ -171,7 +169,7 @@ func (a *Agent) fetchBatches(ctx context.Context, topicID int64, req *floev1.Fet
 
 // followBatches is follow with SubscribeRequest.batches set: each message
 // carries whole stored batches and the offset to read next.
-func (a *Agent) followBatches(ctx context.Context, topicID int64, p int32, offset int64, budget int, mem *semaphore.Weighted, out chan<- outMsg) error {
+func (a *Agent) followBatches(ctx context.Context, topicID int64, p int32, offset int64, budget int, mem *subBuffer, out chan<- outMsg) error {
 	w := int64(budget)
 	for {
 		woken := a.hub.wait(topicID, p)

@@ -9,7 +9,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"golang.org/x/sync/semaphore"
 	"golang.org/x/time/rate"
 	"google.golang.org/grpc/codes"
 
@@ -63,11 +62,11 @@ type groupSession struct {
 	sessionTimeout time.Duration
 	revokeWait     time.Duration
 	budget         int
-	mem            *semaphore.Weighted // bytes read, not yet sent
-	out            chan outMsg         // records from the readers to the sender
-	readerErr      chan error          // first reader failure (cap 1)
-	limiter        *rate.Limiter       // replay budget of the group on this agent (nil: none)
-	batches        bool                // SubscribeRequest.batches: readers send stored batches (groups_batches.go)
+	mem            *subBuffer    // bytes read, not yet sent (streambudget.go)
+	out            chan outMsg   // records from the readers to the sender
+	readerErr      chan error    // first reader failure (cap 1)
+	limiter        *rate.Limiter // replay budget of the group on this agent (nil: none)
+	batches        bool          // SubscribeRequest.batches: readers send stored batches (groups_batches.go)
 
 	// Control loop state (only its goroutine touches these).
 	memberID  string
@@ -139,10 +138,14 @@ func (a *Agent) subscribeGroup(req *floev1.SubscribeRequest, stream floev1.LogSe
 		rw = defaultRevokeWait
 	}
 	rw = min(max(rw, minRevokeWait), maxRevokeWait, st/2)
+	mem, err := a.newSubBuffer(a.fetchBudget(req.GetMaxBytes()))
+	if err != nil {
+		return err
+	}
 	s := &groupSession{
 		a: a, stream: stream, group: req.GetGroup(), topic: t, reset: reset,
 		sessionTimeout: st, revokeWait: rw, budget: a.fetchBudget(req.GetMaxBytes()), batches: req.GetBatches(),
-		mem:       semaphore.NewWeighted(a.cfg.SubscribeBufferBytes),
+		mem:       mem,
 		out:       make(chan outMsg),
 		readerErr: make(chan error, 1),
 		memberID:  req.GetMemberId(), epoch: req.GetMemberEpoch(),
