@@ -73,6 +73,31 @@ type Config struct {
 	MaxTopicConfigEntryBytes int
 	MaxTopicConfigBytes      int
 
+	// The gRPC edge (grpclimits.go; validated by validateGRPC in
+	// config_grpc.go).
+
+	// GRPCMaxRecvInFlightBytes is the receive budget: each stream takes
+	// MaxRecvMsgBytes of it while it may be receiving a request; with it
+	// spent a new stream is refused with ResourceExhausted.
+	GRPCMaxRecvInFlightBytes int64
+	// MaxConnections bounds the gRPC connections open at once
+	// (LimitListener); 0: no limit.
+	MaxConnections int
+	// GRPCMaxConnectionIdle closes a connection without calls for this
+	// long (0: never). GRPCMaxConnectionAge closes any connection after
+	// about this long, with GOAWAY (0: never), giving its calls
+	// GRPCMaxConnectionAgeGrace to end (0: for ever).
+	GRPCMaxConnectionIdle     time.Duration
+	GRPCMaxConnectionAge      time.Duration
+	GRPCMaxConnectionAgeGrace time.Duration
+	// GRPCKeepaliveTime: the agent pings a client silent this long, and
+	// closes the connection when no answer comes within
+	// GRPCKeepaliveTimeout. GRPCKeepaliveMinTime is the shortest interval
+	// between a client's pings it tolerates (more often: GOAWAY).
+	GRPCKeepaliveTime    time.Duration
+	GRPCKeepaliveTimeout time.Duration
+	GRPCKeepaliveMinTime time.Duration
+
 	// Reads: response caps, read memory and the recent-batch index
 	// (validated by validateReads in config_read.go).
 
@@ -150,6 +175,13 @@ func DefaultConfig() Config {
 		MaxTopicConfigEntryBytes: 64 << 10,
 		MaxTopicConfigBytes:      256 << 10,
 
+		GRPCMaxRecvInFlightBytes: 512 << 20,
+		MaxConnections:           1024,
+		GRPCMaxConnectionIdle:    5 * time.Minute,
+		GRPCKeepaliveTime:        time.Minute,
+		GRPCKeepaliveTimeout:     20 * time.Second,
+		GRPCKeepaliveMinTime:     10 * time.Second,
+
 		MaxFetchRecords:    10000,
 		MaxLoadingBytes:    64 << 20,
 		MaxLoadWait:        2 * time.Second,
@@ -204,6 +236,9 @@ func (c Config) validate() error {
 		return fmt.Errorf("agent: config MaxTopicConfigBytes %d must be at least MaxTopicConfigEntryBytes (%d)", c.MaxTopicConfigBytes, c.MaxTopicConfigEntryBytes)
 	case c.SubscribeBufferBytes < int64(c.MaxFetchBytes):
 		return fmt.Errorf("agent: config SubscribeBufferBytes %d must be at least MaxFetchBytes (%d)", c.SubscribeBufferBytes, c.MaxFetchBytes)
+	}
+	if err := c.validateGRPC(); err != nil {
+		return err
 	}
 	if err := c.validateReads(); err != nil {
 		return err
