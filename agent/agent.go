@@ -55,6 +55,8 @@ type Agent struct {
 	// streamMem is the stream budget (StreamBufferBytes) of every
 	// subscription and produce stream (streambudget.go).
 	streamMem *streamBudget
+	// readers counts the partitions subscriptions read (topics_limits.go).
+	readers *partitionReaders
 }
 
 // Options are an Agent's collaborators.
@@ -86,6 +88,7 @@ func New(cfg Config, meta metadata.Store, store ObjectReader, producer Producer,
 		hub:   newHub(),
 
 		streamMem: newStreamBudget(cfg.StreamBufferBytes),
+		readers:   &partitionReaders{max: int64(cfg.MaxSubscribedPartitions)},
 	}
 	// A topic the read index watches is re-read by the index poll, which
 	// drops it once gone: its name need not be looked up again meanwhile.
@@ -150,6 +153,13 @@ func (a *Agent) CreateTopic(ctx context.Context, req *floev1.CreateTopicRequest)
 		return nil, status.Errorf(codes.InvalidArgument, "partitions %d must be within 1..%d", req.GetPartitions(), metadata.MaxPartitions)
 	}
 	if err := a.cfg.checkTopicConfig(req.GetConfig()); err != nil {
+		return nil, err
+	}
+	existing, err := a.meta.ListTopics(ctx)
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	if err := a.cfg.checkTopicCounts(existing, req.GetPartitions()); err != nil {
 		return nil, err
 	}
 	t, err := a.meta.CreateTopic(ctx, metadata.TopicSpec{Name: req.GetName(), Partitions: req.GetPartitions(), Config: req.GetConfig()})

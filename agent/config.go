@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/floe-broker/floe/kbatch"
+	"github.com/floe-broker/floe/metadata"
 )
 
 // Config holds an agent's limits.
@@ -72,6 +73,18 @@ type Config struct {
 	// or alter over either is refused with InvalidArgument naming it.
 	MaxTopicConfigEntryBytes int
 	MaxTopicConfigBytes      int
+	// MaxTopics, MaxPartitionsPerTopic and MaxTotalPartitions bound the
+	// topics, one topic's partitions and all topics' partitions, checked
+	// at create (a topic past them is refused, ResourceExhausted or
+	// InvalidArgument naming the limit).
+	MaxTopics             int
+	MaxPartitionsPerTopic int
+	MaxTotalPartitions    int
+	// MaxSubscribedPartitions bounds the partitions all subscriptions of
+	// the agent read at once (plain and group; each subscription is also
+	// within MaxSubscribePartitions): past it a subscription is refused
+	// with ResourceExhausted.
+	MaxSubscribedPartitions int
 
 	// The gRPC edge (grpclimits.go; validated by validateGRPC in
 	// config_grpc.go).
@@ -174,6 +187,10 @@ func DefaultConfig() Config {
 
 		MaxTopicConfigEntryBytes: 64 << 10,
 		MaxTopicConfigBytes:      256 << 10,
+		MaxTopics:                10000,
+		MaxPartitionsPerTopic:    10000,
+		MaxTotalPartitions:       100000,
+		MaxSubscribedPartitions:  16384,
 
 		GRPCMaxRecvInFlightBytes: 512 << 20,
 		MaxConnections:           1024,
@@ -234,6 +251,14 @@ func (c Config) validate() error {
 		return fmt.Errorf("agent: config MaxTopicConfigEntryBytes %d must be positive", c.MaxTopicConfigEntryBytes)
 	case c.MaxTopicConfigBytes < c.MaxTopicConfigEntryBytes:
 		return fmt.Errorf("agent: config MaxTopicConfigBytes %d must be at least MaxTopicConfigEntryBytes (%d)", c.MaxTopicConfigBytes, c.MaxTopicConfigEntryBytes)
+	case c.MaxTopics <= 0:
+		return fmt.Errorf("agent: config MaxTopics %d must be positive", c.MaxTopics)
+	case c.MaxPartitionsPerTopic <= 0 || c.MaxPartitionsPerTopic > metadata.MaxPartitions:
+		return fmt.Errorf("agent: config MaxPartitionsPerTopic %d must be within 1..%d", c.MaxPartitionsPerTopic, metadata.MaxPartitions)
+	case c.MaxTotalPartitions < c.MaxPartitionsPerTopic:
+		return fmt.Errorf("agent: config MaxTotalPartitions %d must be at least MaxPartitionsPerTopic (%d)", c.MaxTotalPartitions, c.MaxPartitionsPerTopic)
+	case c.MaxSubscribedPartitions < c.MaxSubscribePartitions:
+		return fmt.Errorf("agent: config MaxSubscribedPartitions %d must be at least MaxSubscribePartitions (%d)", c.MaxSubscribedPartitions, c.MaxSubscribePartitions)
 	case c.SubscribeBufferBytes < int64(c.MaxFetchBytes):
 		return fmt.Errorf("agent: config SubscribeBufferBytes %d must be at least MaxFetchBytes (%d)", c.SubscribeBufferBytes, c.MaxFetchBytes)
 	}

@@ -7,3 +7,6 @@ var KafkaPartition = kpartition.ForKey
 
 // StreamBufferHeld is what of the agent's stream budget is held.
 func StreamBufferHeld(a *Agent) int64 { return a.streamMem.held.Load() }
+
+// SubscribedPartitions is what partitions all subscriptions read.
+func SubscribedPartitions(a *Agent) int64 { return a.readers.n.Load() }

@@ -165,6 +165,10 @@ func (a *Agent) Subscribe(req *floev1.SubscribeRequest, stream floev1.LogService
 			return toStatus(err)
 		}
 	}
+	if !a.readers.add(len(parts)) {
+		return a.readers.refusal(len(parts))
+	}
+	defer a.readers.done(len(parts))
 	budget := a.fetchBudget(req.GetMaxBytes())
 	// Readers take their budget from mem before reading and the sender
 	// gives it back once the message is sent: what one subscription holds

@@ -304,6 +304,16 @@ func (s *groupSession) apply(ctx context.Context, resp metadata.HeartbeatRespons
 	}
 	slices.Sort(revoked)
 	slices.Sort(added)
+	// The subscription caps hold for groups too (topics_limits.go): an
+	// assignment past them ends the session before any reader starts.
+	if len(want) > s.a.cfg.MaxSubscribePartitions {
+		return limitError(codes.ResourceExhausted, "max_subscribe_partitions", int64(s.a.cfg.MaxSubscribePartitions),
+			"subscribe: the group assigned this member %d partitions, over the agent's limit of %d per subscription (max_subscribe_partitions): add members",
+			len(want), s.a.cfg.MaxSubscribePartitions)
+	}
+	if !s.a.readers.add(len(added)) {
+		return s.a.readers.refusal(len(added))
+	}
 	now := time.Now()
 	for _, p := range revoked {
 		r := s.stop(p)
@@ -311,6 +321,7 @@ func (s *groupSession) apply(ctx context.Context, resp metadata.HeartbeatRespons
 	}
 	starts, err := s.starts(ctx, added)
 	if err != nil {
+		s.a.readers.done(len(added))
 		return err
 	}
 	changed := len(revoked) > 0 || len(added) > 0
@@ -396,6 +407,7 @@ func (s *groupSession) startReader(ctx context.Context, p int32, start int64) {
 	go func() {
 		defer s.wg.Done()
 		defer close(r.done)
+		defer s.a.readers.done(1) // taken by apply
 		if err := s.read(rctx, p, r); err != nil && rctx.Err() == nil {
 			select {
 			case s.readerErr <- fmt.Errorf("partition %d: %w", p, err):

@@ -3,6 +3,7 @@ package agent
 import (
 	"sort"
 	"strconv"
+	"sync/atomic"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/protobuf/proto"
@@ -94,4 +95,57 @@ func pageTopics(ts []metadata.Topic, token string, size, maxBytes int) ([]*floev
 		return page, ""
 	}
 	return page, page[len(page)-1].GetName()
+}
+
+// checkTopicCounts refuses a new topic of partitions partitions past
+// MaxPartitionsPerTopic, or that would make more than MaxTopics topics or
+// MaxTotalPartitions partitions (existing are the topics there are). The
+// check is the agent's, at create: concurrent creates (on several agents)
+// may pass the counts by their number.
+func (c Config) checkTopicCounts(existing []metadata.Topic, partitions int32) error {
+	if int(partitions) > c.MaxPartitionsPerTopic {
+		return limitError(codes.InvalidArgument, "max_partitions_per_topic", int64(c.MaxPartitionsPerTopic),
+			"create topic: %d partitions, over the agent's limit of %d per topic (max_partitions_per_topic)", partitions, c.MaxPartitionsPerTopic)
+	}
+	if len(existing)+1 > c.MaxTopics {
+		return limitError(codes.ResourceExhausted, "max_topics", int64(c.MaxTopics),
+			"create topic: there are %d topics, the agent's limit (max_topics)", len(existing))
+	}
+	total := int64(partitions)
+	for _, t := range existing {
+		total += int64(t.Partitions)
+	}
+	if total > int64(c.MaxTotalPartitions) {
+		return limitError(codes.ResourceExhausted, "max_total_partitions", int64(c.MaxTotalPartitions),
+			"create topic: %d partitions more would make %d, over the agent's limit of %d across all topics (max_total_partitions)",
+			partitions, total, c.MaxTotalPartitions)
+	}
+	return nil
+}
+
+// partitionReaders counts the partitions every subscription of the agent
+// reads (plain and group), at most MaxSubscribedPartitions: each is a
+// goroutine reading and waiting, and a subscription past the limit is
+// refused with ResourceExhausted before any starts.
+type partitionReaders struct {
+	max int64
+	n   atomic.Int64
+}
+
+// add takes n partitions, or reports that they would pass the limit.
+func (r *partitionReaders) add(n int) bool {
+	if r.n.Add(int64(n)) > r.max {
+		r.n.Add(-int64(n))
+		return false
+	}
+	return true
+}
+
+func (r *partitionReaders) done(n int) { r.n.Add(-int64(n)) }
+
+// refusal is the refusal of a subscription of n more partitions.
+func (r *partitionReaders) refusal(n int) error {
+	return limitError(codes.ResourceExhausted, "max_subscribed_partitions", r.max,
+		"subscribe: %d partitions more would pass the agent's limit of %d read by all subscriptions (max_subscribed_partitions); retry later or on another agent",
+		n, r.max)
 }
