@@ -44,12 +44,26 @@ func serverConfigOf(c Config, stderr io.Writer) serverConfig {
 	sc.Agent.MaxRecordBytes = a.MaxRecordBytes
 	sc.Agent.MaxFetchBytes = a.MaxFetchBytes
 	sc.Agent.ReplayBurstBytes = max(sc.Agent.ReplayBurstBytes, int64(sc.Agent.MaxFetchBytes))
+	setEdgeLimits(&sc.Agent, a)
 	if a.MaxRequestBytes != 0 {
 		sc.Agent.MaxRequestBytes = a.MaxRequestBytes
 	} else if sc.Agent.MaxRequestBytes > b.MaxFileBytes/2 {
 		sc.Agent.MaxRequestBytes = max(b.MaxFileBytes/2, sc.Agent.MaxRecordBytes)
 	}
 	return sc
+}
+
+// setEdgeLimits sets the edges' bounds (agent/grpclimits.go and the
+// limits of docs/operations.md) from the settings.
+func setEdgeLimits(ac *agent.Config, a AgentSettings) {
+	ac.MaxReadRecordBytes, ac.StreamBufferBytes = a.MaxReadRecordBytes, a.StreamBufferBytes
+	ac.TimestampBeforeMax, ac.TimestampAfterMax = a.TimestampBeforeMax, a.TimestampAfterMax
+	ac.MaxTopicConfigEntryBytes, ac.MaxTopicConfigBytes = a.TopicConfigEntryBytes, a.TopicConfigBytes
+	ac.MaxTopics, ac.MaxPartitionsPerTopic, ac.MaxTotalPartitions = a.MaxTopics, a.MaxPartitionsPerTopic, a.MaxTotalPartitions
+	ac.MaxSubscribedPartitions = a.MaxSubscribedPartitions
+	ac.GRPCMaxRecvInFlightBytes, ac.MaxConnections = a.GRPCMaxRecvInflightBytes, a.GRPCMaxConnections
+	ac.GRPCMaxConnectionIdle, ac.GRPCMaxConnectionAge, ac.GRPCMaxConnectionAgeGrace = a.GRPCMaxConnectionIdle, a.GRPCMaxConnectionAge, a.GRPCMaxConnectionAgeGrace
+	ac.GRPCKeepaliveTime, ac.GRPCKeepaliveTimeout, ac.GRPCKeepaliveMinTime = a.GRPCKeepaliveTime, a.GRPCKeepaliveTimeout, a.GRPCKeepaliveMinTime
 }
 
 func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) error {

@@ -72,6 +72,26 @@ type AgentSettings struct {
 	ReadaheadBytes       int64 `yaml:"readahead_bytes" flag:"readahead-bytes" check:"nonneg" help:"bytes read ahead, across all partitions, for readers far behind the head (ranged GETs in parallel; 0: no read-ahead)"`
 	ReplayBytesPerSecond int64 `yaml:"replay_bytes_per_second" flag:"replay-bytes-per-second" check:"nonneg" help:"read budget of one consumer group replaying far behind the head, per agent (0: unlimited)"`
 	ReplayMinLagRecords  int64 `yaml:"replay_min_lag_records" flag:"replay-min-lag-records" check:"positive" help:"a group reader at least this many records behind the head reads through the replay budget"`
+
+	// The edges' bounds (docs/operations.md, Limits).
+	MaxReadRecordBytes        int           `yaml:"max_read_record_bytes" flag:"max-read-record-bytes" check:"nonneg" help:"largest stored record a fetch or subscribe decodes, headers counted 10 bytes each (0: max_record_bytes); a batch holding a bigger one is refused with InvalidArgument"`
+	StreamBufferBytes         int64         `yaml:"stream_buffer_bytes" flag:"stream-buffer-bytes" check:"positive" help:"bytes all subscriptions hold read but not sent, and produce streams hold unanswered, together; past it a new subscription or stream request gets ResourceExhausted"`
+	TimestampBeforeMax        time.Duration `yaml:"timestamp_before_max" flag:"timestamp-before-max" check:"nonneg" help:"refuse records whose timestamp is more than this before the agent's clock (Kafka's message.timestamp.before.max.ms; 0: no bound)"`
+	TimestampAfterMax         time.Duration `yaml:"timestamp_after_max" flag:"timestamp-after-max" check:"nonneg" help:"refuse records whose timestamp is more than this after the agent's clock (message.timestamp.after.max.ms; 0: none but year 9999)"`
+	TopicConfigEntryBytes     int           `yaml:"topic_config_entry_bytes" flag:"topic-config-entry-bytes" check:"positive" help:"largest key + value of one topic config entry"`
+	TopicConfigBytes          int           `yaml:"topic_config_bytes" flag:"topic-config-bytes" check:"positive" help:"largest topic config (all keys and values)"`
+	MaxTopics                 int           `yaml:"max_topics" flag:"max-topics" check:"positive" help:"most topics (checked at create)"`
+	MaxPartitionsPerTopic     int           `yaml:"max_partitions_per_topic" flag:"max-partitions-per-topic" check:"positive" help:"most partitions of one topic (at most 100000)"`
+	MaxTotalPartitions        int           `yaml:"max_total_partitions" flag:"max-total-partitions" check:"positive" help:"most partitions of all topics together (checked at create)"`
+	MaxSubscribedPartitions   int           `yaml:"max_subscribed_partitions" flag:"max-subscribed-partitions" check:"positive" help:"most partitions all subscriptions of the agent read at once (plain and group)"`
+	GRPCMaxRecvInflightBytes  int64         `yaml:"grpc_max_recv_inflight_bytes" flag:"grpc-max-recv-inflight-bytes" check:"positive" help:"receive budget: each gRPC stream takes the receive limit (max_request_bytes + 128 KiB) of it while it may be receiving; past it new streams get ResourceExhausted"`
+	GRPCMaxConnections        int           `yaml:"grpc_max_connections" flag:"grpc-max-connections" check:"nonneg" help:"most gRPC connections open at once; past it a connection is closed at once (0: no limit)"`
+	GRPCMaxConnectionIdle     time.Duration `yaml:"grpc_max_connection_idle" flag:"grpc-max-connection-idle" check:"nonneg" help:"close a gRPC connection without calls for this long (0: never)"`
+	GRPCMaxConnectionAge      time.Duration `yaml:"grpc_max_connection_age" flag:"grpc-max-connection-age" check:"nonneg" help:"close any gRPC connection after about this long, with GOAWAY, so clients reconnect and spread over agents (0: never)"`
+	GRPCMaxConnectionAgeGrace time.Duration `yaml:"grpc_max_connection_age_grace" flag:"grpc-max-connection-age-grace" check:"nonneg" help:"time the calls of a connection closed for its age get to end (0: for ever)"`
+	GRPCKeepaliveTime         time.Duration `yaml:"grpc_keepalive_time" flag:"grpc-keepalive-time" check:"nonneg" help:"ping a client silent this long (at least 1s; 0: 2h)"`
+	GRPCKeepaliveTimeout      time.Duration `yaml:"grpc_keepalive_timeout" flag:"grpc-keepalive-timeout" check:"nonneg" help:"close the connection when a ping is not answered within this (0: 20s)"`
+	GRPCKeepaliveMinTime      time.Duration `yaml:"grpc_keepalive_min_time" flag:"grpc-keepalive-min-time" check:"nonneg" help:"shortest interval between a client's keepalive pings tolerated; more often gets GOAWAY"`
 }
 
 // PostgresSettings locate the metadata store of agent and compactor.
@@ -130,7 +150,15 @@ func DefaultServerConfig(command string) Config {
 			CommitTimeout: bd.CommitTimeout, UploadTimeout: bd.UploadTimeout},
 		Agent: AgentSettings{CacheBytes: ad.CacheBytes, MaxRecordBytes: ad.MaxRecordBytes, MaxFetchBytes: ad.MaxFetchBytes,
 			MaxFetchRecords: ad.MaxFetchRecords, MaxLoadingBytes: ad.MaxLoadingBytes, ReadaheadBytes: ad.ReadaheadBytes,
-			ReplayBytesPerSecond: ad.ReplayBytesPerSecond, ReplayMinLagRecords: ad.ReplayMinLagRecords},
+			ReplayBytesPerSecond: ad.ReplayBytesPerSecond, ReplayMinLagRecords: ad.ReplayMinLagRecords,
+			MaxReadRecordBytes: ad.MaxReadRecordBytes, StreamBufferBytes: ad.StreamBufferBytes,
+			TimestampBeforeMax: ad.TimestampBeforeMax, TimestampAfterMax: ad.TimestampAfterMax,
+			TopicConfigEntryBytes: ad.MaxTopicConfigEntryBytes, TopicConfigBytes: ad.MaxTopicConfigBytes,
+			MaxTopics: ad.MaxTopics, MaxPartitionsPerTopic: ad.MaxPartitionsPerTopic, MaxTotalPartitions: ad.MaxTotalPartitions,
+			MaxSubscribedPartitions: ad.MaxSubscribedPartitions, GRPCMaxRecvInflightBytes: ad.GRPCMaxRecvInFlightBytes,
+			GRPCMaxConnections: ad.MaxConnections, GRPCMaxConnectionIdle: ad.GRPCMaxConnectionIdle,
+			GRPCMaxConnectionAge: ad.GRPCMaxConnectionAge, GRPCMaxConnectionAgeGrace: ad.GRPCMaxConnectionAgeGrace,
+			GRPCKeepaliveTime: ad.GRPCKeepaliveTime, GRPCKeepaliveTimeout: ad.GRPCKeepaliveTimeout, GRPCKeepaliveMinTime: ad.GRPCKeepaliveMinTime},
 		S3:  S3Settings{Region: sd.Region},
 		Dev: DevSettings{Data: "./data"},
 		Compactor: CompactorSettings{MetricsListen: ":7072", Interval: cd.Interval, LeaseTTL: cd.LeaseTTL, Grace: cd.Grace,

@@ -133,7 +133,7 @@ func serve(ctx context.Context, sc serverConfig, open openFunc, reg *prometheus.
 	ready.attach(hs) // NOT_SERVING until the stores answer
 	grpcDone := make(chan error, 1)
 	go func() {
-		err := gs.Serve(lis)
+		err := gs.Serve(agent.LimitListener(lis, sc.Agent.MaxConnections, nil)) // -grpc-max-connections
 		if errors.Is(err, grpc.ErrServerStopped) {
 			err = nil
 		}
