@@ -247,12 +247,16 @@ func (a *Agent) follow(ctx context.Context, topicID int64, p int32, offset int64
 		}
 		recs, st, next, err := a.readRecords(ctx, topicID, p, offset, budget)
 		if err != nil || len(recs) == 0 {
-			mem.Release(w)
+			mem.ReleaseOwn(w)
 		}
 		if err != nil {
 			return err
 		}
 		if len(recs) > 0 {
+			if err := mem.Hold(ctx, w); err != nil {
+				mem.ReleaseOwn(w)
+				return err
+			}
 			select {
 			case out <- outMsg{resp: &floev1.SubscribeResponse{Partition: p, Records: recs, HighWatermark: st.HighWatermark}, weight: w}:
 			case <-ctx.Done():

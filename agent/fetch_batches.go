@@ -178,13 +178,17 @@ func (a *Agent) followBatches(ctx context.Context, topicID int64, p int32, offse
 		}
 		r, st, err := a.readStoredBatches(ctx, topicID, p, offset, budget, true)
 		if err != nil || r.batches == 0 {
-			mem.Release(w)
+			mem.ReleaseOwn(w)
 		}
 		if err != nil {
 			return err
 		}
 		if r.batches > 0 {
 			msg := &floev1.SubscribeResponse{Partition: p, Batches: r.buf, HighWatermark: st.HighWatermark, NextOffset: r.next}
+			if err := mem.Hold(ctx, w); err != nil {
+				mem.ReleaseOwn(w)
+				return err
+			}
 			select {
 			case out <- outMsg{resp: msg, weight: w, release: a.release(r, msg)}:
 			case <-ctx.Done():

@@ -579,7 +579,7 @@ func (s *groupSession) read(ctx context.Context, p int32, r *groupReader) error 
 		}
 		recs, st, next, err := a.readRecords(ctx, s.topic.ID, p, offset, s.budget)
 		if err != nil || len(recs) == 0 {
-			s.mem.Release(w)
+			s.mem.ReleaseOwn(w)
 		}
 		var oor *metadata.OffsetOutOfRangeError
 		if errors.As(err, &oor) && offset < oor.LogStartOffset {
@@ -594,6 +594,10 @@ func (s *groupSession) read(ctx context.Context, p int32, r *groupReader) error 
 			return err
 		}
 		if len(recs) > 0 {
+			if err := s.mem.Hold(ctx, w); err != nil {
+				s.mem.ReleaseOwn(w)
+				return err
+			}
 			select {
 			case s.out <- outMsg{resp: &floev1.SubscribeResponse{Partition: p, Records: recs, HighWatermark: st.HighWatermark}, weight: w}:
 			case <-ctx.Done():

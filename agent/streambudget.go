@@ -48,8 +48,9 @@ func (b *streamBudget) Release(n int64) {
 	b.sem.Release(n)
 }
 
-// subBuffer is one subscription's buffer: its own bound (SubscribeBufferBytes)
-// and the agent's stream budget, acquired and released together.
+// subBuffer is one subscription's buffer: its own bound (SubscribeBufferBytes),
+// taken before each read, and the agent's stream budget, taken for what a
+// read found to send; both are given back once it is sent.
 type subBuffer struct {
 	own *semaphore.Weighted
 	all *streamBudget
@@ -74,20 +75,21 @@ func (a *Agent) streamBudgetSpent(what string) error {
 		what, a.cfg.StreamBufferBytes)
 }
 
-// Acquire takes n bytes of the subscription's buffer, then of the stream
-// budget, waiting for both (or ctx).
-func (b *subBuffer) Acquire(ctx context.Context, n int64) error {
-	if err := b.own.Acquire(ctx, n); err != nil {
-		return err
-	}
-	if err := b.all.Acquire(ctx, n); err != nil {
-		b.own.Release(n)
-		return err
-	}
-	return nil
-}
+// Acquire takes n bytes of the subscription's own buffer, waiting for
+// them (or ctx), before a read.
+func (b *subBuffer) Acquire(ctx context.Context, n int64) error { return b.own.Acquire(ctx, n) }
 
-// Release gives back n bytes of both.
+// Hold takes n bytes of the stream budget for a read that found something
+// to send, waiting for them (or ctx). Reads that find nothing (idle
+// partitions looking) never touch the budget.
+func (b *subBuffer) Hold(ctx context.Context, n int64) error { return b.all.Acquire(ctx, n) }
+
+// ReleaseOwn gives back n bytes of the own buffer not held in the budget
+// (a read that found nothing, or failed).
+func (b *subBuffer) ReleaseOwn(n int64) { b.own.Release(n) }
+
+// Release gives back n bytes of both, once a held message is sent (or
+// dropped).
 func (b *subBuffer) Release(n int64) {
 	b.all.Release(n)
 	b.own.Release(n)
