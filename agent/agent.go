@@ -51,6 +51,12 @@ type Agent struct {
 	grp    *groups // consumer group subscriptions, replay budgets, lag (groups_state.go)
 
 	schemas schemaCache // compiled value schemas (schema.go)
+
+	// streamMem is the stream budget (StreamBufferBytes) of every
+	// subscription and produce stream (streambudget.go).
+	streamMem *streamBudget
+	// readers counts the partitions subscriptions read (topics_limits.go).
+	readers *partitionReaders
 }
 
 // Options are an Agent's collaborators.
@@ -80,6 +86,9 @@ func New(cfg Config, meta metadata.Store, store ObjectReader, producer Producer,
 		m:     newMetrics(opts.Registry),
 		cache: newFileCache(cfg.CacheBytes),
 		hub:   newHub(),
+
+		streamMem: newStreamBudget(cfg.StreamBufferBytes),
+		readers:   &partitionReaders{max: int64(cfg.MaxSubscribedPartitions)},
 	}
 	// A topic the read index watches is re-read by the index poll, which
 	// drops it once gone: its name need not be looked up again meanwhile.
@@ -146,6 +155,16 @@ func (a *Agent) CreateTopic(ctx context.Context, req *floev1.CreateTopicRequest)
 	if req.GetPartitions() <= 0 || req.GetPartitions() > metadata.MaxPartitions {
 		return nil, status.Errorf(codes.InvalidArgument, "partitions %d must be within 1..%d", req.GetPartitions(), metadata.MaxPartitions)
 	}
+	if err := a.cfg.checkTopicConfig(req.GetConfig()); err != nil {
+		return nil, err
+	}
+	existing, err := a.meta.ListTopics(ctx)
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	if err := a.cfg.checkTopicCounts(existing, req.GetPartitions()); err != nil {
+		return nil, err
+	}
 	t, err := a.meta.CreateTopic(ctx, metadata.TopicSpec{Name: req.GetName(), Partitions: req.GetPartitions(), Config: req.GetConfig()})
 	if err != nil {
 		return nil, toStatus(err)
@@ -172,16 +191,17 @@ func (a *Agent) DeleteTopic(ctx context.Context, req *floev1.DeleteTopicRequest)
 }
 
 // ListTopics implements floev1.TopicServiceServer.
-func (a *Agent) ListTopics(ctx context.Context, _ *floev1.ListTopicsRequest) (*floev1.ListTopicsResponse, error) {
+// It answers one page (pageTopics) within the fetch limit.
+func (a *Agent) ListTopics(ctx context.Context, req *floev1.ListTopicsRequest) (*floev1.ListTopicsResponse, error) {
+	if req.GetPageSize() < 0 {
+		return nil, errf(codes.InvalidArgument, "list topics: page_size %d must not be negative", req.GetPageSize())
+	}
 	ts, err := a.meta.ListTopics(ctx)
 	if err != nil {
 		return nil, toStatus(err)
 	}
-	resp := &floev1.ListTopicsResponse{Topics: make([]*floev1.Topic, len(ts))}
-	for i, t := range ts {
-		resp.Topics[i] = topicPB(t)
-	}
-	return resp, nil
+	page, next := pageTopics(ts, req.GetPageToken(), int(req.GetPageSize()), a.cfg.MaxFetchBytes)
+	return &floev1.ListTopicsResponse{Topics: page, NextPageToken: next}, nil
 }
 
 // DescribeTopic implements floev1.TopicServiceServer.

@@ -5,12 +5,13 @@ import (
 	"time"
 
 	"github.com/floe-broker/floe/kbatch"
+	"github.com/floe-broker/floe/metadata"
 )
 
 // Config holds an agent's limits.
 type Config struct {
 	// MaxRecordBytes bounds one record: the bytes of its key, value and
-	// header keys and values. A record over it is refused with
+	// header keys and values, plus HeaderOverhead per header. A record over it is refused with
 	// InvalidArgument (ErrorInfo RECORD_TOO_LARGE, metadata
 	// max_record_bytes).
 	MaxRecordBytes int
@@ -21,7 +22,8 @@ type Config struct {
 	// InvalidArgument (ErrorInfo REQUEST_TOO_LARGE, metadata
 	// max_request_bytes), also when gRPC's receive limit (MaxRecvMsgBytes,
 	// this plus a margin) refuses it first. The first record of a request
-	// is held to MaxRecordBytes only.
+	// is held to MaxRecordBytes only (so it takes at most MaxRecordBytes +
+	// RecordOverhead).
 	MaxRequestBytes int
 	// MaxFetchBytes caps a fetch's byte budget; gRPC's send limit is this
 	// plus a margin (MaxSendMsgBytes).
@@ -52,6 +54,62 @@ type Config struct {
 	// SubscribeBufferBytes bounds the bytes one subscription holds read but
 	// not yet sent, across its partitions (at least one fetch budget).
 	SubscribeBufferBytes int64
+	// StreamBufferBytes bounds, across the agent, what subscriptions hold
+	// read but not sent and what produce streams hold unanswered
+	// (streambudget.go): with it spent, a new subscription or stream
+	// request is refused with ResourceExhausted naming it.
+	StreamBufferBytes int64
+
+	// TimestampBeforeMax bounds how far before the agent's clock a
+	// record's timestamp may be (Kafka's message.timestamp.before.max.ms);
+	// 0: no bound. TimestampAfterMax bounds how far after it
+	// (message.timestamp.after.max.ms); 0: none but MaxTimestampMs, which
+	// always holds. A record outside is refused with InvalidArgument
+	// (INVALID_TIMESTAMP, naming the limit).
+	TimestampBeforeMax time.Duration
+	TimestampAfterMax  time.Duration
+	// MaxTopicConfigEntryBytes bounds one entry (key and value) of a
+	// topic's config, MaxTopicConfigBytes all of them together; a create
+	// or alter over either is refused with InvalidArgument naming it.
+	MaxTopicConfigEntryBytes int
+	MaxTopicConfigBytes      int
+	// MaxTopics, MaxPartitionsPerTopic and MaxTotalPartitions bound the
+	// topics, one topic's partitions and all topics' partitions, checked
+	// at create (a topic past them is refused, ResourceExhausted or
+	// InvalidArgument naming the limit).
+	MaxTopics             int
+	MaxPartitionsPerTopic int
+	MaxTotalPartitions    int
+	// MaxSubscribedPartitions bounds the partitions all subscriptions of
+	// the agent read at once (plain and group; each subscription is also
+	// within MaxSubscribePartitions): past it a subscription is refused
+	// with ResourceExhausted.
+	MaxSubscribedPartitions int
+
+	// The gRPC edge (grpclimits.go; validated by validateGRPC in
+	// config_grpc.go).
+
+	// GRPCMaxRecvInFlightBytes is the receive budget: each stream takes
+	// MaxRecvMsgBytes of it while it may be receiving a request; with it
+	// spent a new stream is refused with ResourceExhausted.
+	GRPCMaxRecvInFlightBytes int64
+	// MaxConnections bounds the gRPC connections open at once
+	// (LimitListener); 0: no limit.
+	MaxConnections int
+	// GRPCMaxConnectionIdle closes a connection without calls for this
+	// long (0: never). GRPCMaxConnectionAge closes any connection after
+	// about this long, with GOAWAY (0: never), giving its calls
+	// GRPCMaxConnectionAgeGrace to end (0: for ever).
+	GRPCMaxConnectionIdle     time.Duration
+	GRPCMaxConnectionAge      time.Duration
+	GRPCMaxConnectionAgeGrace time.Duration
+	// GRPCKeepaliveTime: the agent pings a client silent this long, and
+	// closes the connection when no answer comes within
+	// GRPCKeepaliveTimeout. GRPCKeepaliveMinTime is the shortest interval
+	// between a client's pings it tolerates (more often: GOAWAY).
+	GRPCKeepaliveTime    time.Duration
+	GRPCKeepaliveTimeout time.Duration
+	GRPCKeepaliveMinTime time.Duration
 
 	// Reads: response caps, read memory and the recent-batch index
 	// (validated by validateReads in config_read.go).
@@ -76,6 +134,13 @@ type Config struct {
 	// ReadaheadBytes bounds the bytes read ahead, across all partitions,
 	// for readers far behind the head (readahead.go); 0 disables it.
 	ReadaheadBytes int64
+	// MaxReadRecordBytes bounds one stored record a Fetch or Subscribe
+	// decodes, counted as MaxRecordBytes counts it (headers at
+	// HeaderOverhead each), before its headers are built; 0 is
+	// MaxRecordBytes. A batch holding a bigger record (stored by an older
+	// agent or under a higher MaxRecordBytes) is refused with
+	// InvalidArgument (BATCH_TOO_LARGE); the batch data plane serves it.
+	MaxReadRecordBytes int
 
 	// Consumer groups and replay (validated by validateGroups in
 	// groups_replay.go).
@@ -126,6 +191,22 @@ func DefaultConfig() Config {
 		MaxBackpressureWait:    2 * time.Second,
 		LoadTimeout:            30 * time.Second,
 		SubscribeBufferBytes:   16 << 20,
+		TimestampAfterMax:      time.Hour,
+		StreamBufferBytes:      256 << 20,
+
+		MaxTopicConfigEntryBytes: 64 << 10,
+		MaxTopicConfigBytes:      256 << 10,
+		MaxTopics:                10000,
+		MaxPartitionsPerTopic:    10000,
+		MaxTotalPartitions:       100000,
+		MaxSubscribedPartitions:  16384,
+
+		GRPCMaxRecvInFlightBytes: 512 << 20,
+		MaxConnections:           1024,
+		GRPCMaxConnectionIdle:    5 * time.Minute,
+		GRPCKeepaliveTime:        time.Minute,
+		GRPCKeepaliveTimeout:     20 * time.Second,
+		GRPCKeepaliveMinTime:     5 * time.Second, // the Go client pings every 10 s (client.KeepaliveTime)
 
 		MaxFetchRecords:    10000,
 		MaxLoadingBytes:    64 << 20,
@@ -170,8 +251,30 @@ func (c Config) validate() error {
 		return fmt.Errorf("agent: config MaxBackpressureWait %v must be positive", c.MaxBackpressureWait)
 	case c.LoadTimeout <= 0:
 		return fmt.Errorf("agent: config LoadTimeout %v must be positive", c.LoadTimeout)
+	case c.StreamBufferBytes < c.SubscribeBufferBytes || c.StreamBufferBytes < int64(c.MaxRequestBytes+c.MaxRecordBytes):
+		return fmt.Errorf("agent: config StreamBufferBytes %d must be at least SubscribeBufferBytes (%d) and MaxRequestBytes + MaxRecordBytes (%d)",
+			c.StreamBufferBytes, c.SubscribeBufferBytes, c.MaxRequestBytes+c.MaxRecordBytes)
+	case c.TimestampBeforeMax < 0:
+		return fmt.Errorf("agent: config TimestampBeforeMax %v must not be negative", c.TimestampBeforeMax)
+	case c.TimestampAfterMax < 0:
+		return fmt.Errorf("agent: config TimestampAfterMax %v must not be negative", c.TimestampAfterMax)
+	case c.MaxTopicConfigEntryBytes <= 0:
+		return fmt.Errorf("agent: config MaxTopicConfigEntryBytes %d must be positive", c.MaxTopicConfigEntryBytes)
+	case c.MaxTopicConfigBytes < c.MaxTopicConfigEntryBytes:
+		return fmt.Errorf("agent: config MaxTopicConfigBytes %d must be at least MaxTopicConfigEntryBytes (%d)", c.MaxTopicConfigBytes, c.MaxTopicConfigEntryBytes)
+	case c.MaxTopics <= 0:
+		return fmt.Errorf("agent: config MaxTopics %d must be positive", c.MaxTopics)
+	case c.MaxPartitionsPerTopic <= 0 || c.MaxPartitionsPerTopic > metadata.MaxPartitions:
+		return fmt.Errorf("agent: config MaxPartitionsPerTopic %d must be within 1..%d", c.MaxPartitionsPerTopic, metadata.MaxPartitions)
+	case c.MaxTotalPartitions < c.MaxPartitionsPerTopic:
+		return fmt.Errorf("agent: config MaxTotalPartitions %d must be at least MaxPartitionsPerTopic (%d)", c.MaxTotalPartitions, c.MaxPartitionsPerTopic)
+	case c.MaxSubscribedPartitions < c.MaxSubscribePartitions:
+		return fmt.Errorf("agent: config MaxSubscribedPartitions %d must be at least MaxSubscribePartitions (%d)", c.MaxSubscribedPartitions, c.MaxSubscribePartitions)
 	case c.SubscribeBufferBytes < int64(c.MaxFetchBytes):
 		return fmt.Errorf("agent: config SubscribeBufferBytes %d must be at least MaxFetchBytes (%d)", c.SubscribeBufferBytes, c.MaxFetchBytes)
+	}
+	if err := c.validateGRPC(); err != nil {
+		return err
 	}
 	if err := c.validateReads(); err != nil {
 		return err

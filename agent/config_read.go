@@ -19,6 +19,17 @@ func (c Config) validateReads() error {
 		return fmt.Errorf("agent: config IndexMaxBatches %d must not be negative", c.IndexMaxBatches)
 	case c.ReadaheadBytes < 0:
 		return fmt.Errorf("agent: config ReadaheadBytes %d must not be negative", c.ReadaheadBytes)
+	case c.MaxReadRecordBytes != 0 && c.MaxReadRecordBytes < c.MaxRecordBytes:
+		return fmt.Errorf("agent: config MaxReadRecordBytes %d must be 0 or at least MaxRecordBytes (%d)", c.MaxReadRecordBytes, c.MaxRecordBytes)
 	}
 	return nil
+}
+
+// readRecordLimit is the bound of one record decoded on read
+// (MaxReadRecordBytes, 0: MaxRecordBytes).
+func (c Config) readRecordLimit() int {
+	if c.MaxReadRecordBytes > 0 {
+		return c.MaxReadRecordBytes
+	}
+	return c.MaxRecordBytes
 }

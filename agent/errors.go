@@ -142,6 +142,11 @@ func toStatus(err error) error {
 		// this agent's decompression limit.
 		return statusInfo(codes.InvalidArgument, ReasonBatchTooLarge, nil,
 			"read: a stored batch cannot be served: %s", innermostText(err, kbatch.ErrTooLarge))
+	case errors.Is(err, kbatch.ErrRecordTooLarge):
+		// On read: a stored record over the agent's read bound
+		// (MaxReadRecordBytes); produce paths name their own limit.
+		return statusInfo(codes.InvalidArgument, ReasonBatchTooLarge, map[string]string{"limit": "max_read_record_bytes"},
+			"read: a stored batch cannot be served: %s (max_read_record_bytes; the batch data plane serves it)", innermostText(err, kbatch.ErrRecordTooLarge))
 	case errors.As(err, &dl):
 		return &serverError{codes.DataLoss, ReasonDataLoss,
 			"read: stored data does not decode or does not match its metadata", err}

@@ -4,3 +4,9 @@ import "github.com/floe-broker/floe/internal/kpartition"
 
 // KafkaPartition exposes the key partitioner to the tests.
 var KafkaPartition = kpartition.ForKey
+
+// StreamBufferHeld is what of the agent's stream budget is held.
+func StreamBufferHeld(a *Agent) int64 { return a.streamMem.held.Load() }
+
+// SubscribedPartitions is what partitions all subscriptions read.
+func SubscribedPartitions(a *Agent) int64 { return a.readers.n.Load() }

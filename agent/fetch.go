@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"golang.org/x/sync/errgroup"
-	"golang.org/x/sync/semaphore"
 	"google.golang.org/grpc/codes"
 
 	floev1 "github.com/floe-broker/floe/api/floe/v1"
@@ -166,11 +165,19 @@ func (a *Agent) Subscribe(req *floev1.SubscribeRequest, stream floev1.LogService
 			return toStatus(err)
 		}
 	}
+	if !a.readers.add(len(parts)) {
+		return a.readers.refusal(len(parts))
+	}
+	defer a.readers.done(len(parts))
 	budget := a.fetchBudget(req.GetMaxBytes())
 	// Readers take their budget from mem before reading and the sender
 	// gives it back once the message is sent: what one subscription holds
-	// is bounded whatever its partition count.
-	mem := semaphore.NewWeighted(a.cfg.SubscribeBufferBytes)
+	// is bounded whatever its partition count, and what all of them hold
+	// by the agent's stream budget (streambudget.go).
+	mem, err := a.newSubBuffer(budget)
+	if err != nil {
+		return err
+	}
 	out := make(chan outMsg)
 	rctx, stop := context.WithCancel(ctx)
 	defer stop()
@@ -232,7 +239,7 @@ type outMsg struct {
 }
 
 // follow reads one partition from offset for ever, sending what it finds.
-func (a *Agent) follow(ctx context.Context, topicID int64, p int32, offset int64, budget int, mem *semaphore.Weighted, out chan<- outMsg) error {
+func (a *Agent) follow(ctx context.Context, topicID int64, p int32, offset int64, budget int, mem *subBuffer, out chan<- outMsg) error {
 	w := int64(budget)
 	for {
 		woken := a.hub.wait(topicID, p)
@@ -241,12 +248,16 @@ func (a *Agent) follow(ctx context.Context, topicID int64, p int32, offset int64
 		}
 		recs, st, next, err := a.readRecords(ctx, topicID, p, offset, budget)
 		if err != nil || len(recs) == 0 {
-			mem.Release(w)
+			mem.ReleaseOwn(w)
 		}
 		if err != nil {
 			return err
 		}
 		if len(recs) > 0 {
+			if err := mem.Hold(ctx, w); err != nil {
+				mem.ReleaseOwn(w)
+				return err
+			}
 			select {
 			case out <- outMsg{resp: &floev1.SubscribeResponse{Partition: p, Records: recs, HighWatermark: st.HighWatermark}, weight: w}:
 			case <-ctx.Done():

@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	"golang.org/x/sync/semaphore"
-
 	floev1 "github.com/floe-broker/floe/api/floe/v1"
 	"github.com/floe-broker/floe/kbatch"
 	"github.com/floe-broker/floe/metadata"
@@ -171,7 +169,7 @@ func (a *Agent) fetchBatches(ctx context.Context, topicID int64, req *floev1.Fet
 
 // followBatches is follow with SubscribeRequest.batches set: each message
 // carries whole stored batches and the offset to read next.
-func (a *Agent) followBatches(ctx context.Context, topicID int64, p int32, offset int64, budget int, mem *semaphore.Weighted, out chan<- outMsg) error {
+func (a *Agent) followBatches(ctx context.Context, topicID int64, p int32, offset int64, budget int, mem *subBuffer, out chan<- outMsg) error {
 	w := int64(budget)
 	for {
 		woken := a.hub.wait(topicID, p)
@@ -180,13 +178,17 @@ func (a *Agent) followBatches(ctx context.Context, topicID int64, p int32, offse
 		}
 		r, st, err := a.readStoredBatches(ctx, topicID, p, offset, budget, true)
 		if err != nil || r.batches == 0 {
-			mem.Release(w)
+			mem.ReleaseOwn(w)
 		}
 		if err != nil {
 			return err
 		}
 		if r.batches > 0 {
 			msg := &floev1.SubscribeResponse{Partition: p, Batches: r.buf, HighWatermark: st.HighWatermark, NextOffset: r.next}
+			if err := mem.Hold(ctx, w); err != nil {
+				mem.ReleaseOwn(w)
+				return err
+			}
 			select {
 			case out <- outMsg{resp: msg, weight: w, release: a.release(r, msg)}:
 			case <-ctx.Done():

@@ -25,7 +25,7 @@ func (s *groupSession) readBatches(ctx context.Context, p int32, r *groupReader)
 		}
 		rd, st, err := a.readStoredBatches(ctx, s.topic.ID, p, offset, s.budget, true)
 		if err != nil || rd.batches == 0 {
-			s.mem.Release(w)
+			s.mem.ReleaseOwn(w)
 		}
 		var oor *metadata.OffsetOutOfRangeError
 		if errors.As(err, &oor) && offset < oor.LogStartOffset {
@@ -39,6 +39,10 @@ func (s *groupSession) readBatches(ctx context.Context, p int32, r *groupReader)
 		}
 		if rd.batches > 0 {
 			msg := &floev1.SubscribeResponse{Partition: p, Batches: rd.buf, HighWatermark: st.HighWatermark, NextOffset: rd.next}
+			if err := s.mem.Hold(ctx, w); err != nil {
+				s.mem.ReleaseOwn(w)
+				return err
+			}
 			select {
 			case s.out <- outMsg{resp: msg, weight: w, release: a.release(rd, msg), gen: r.gen}:
 			case <-ctx.Done():

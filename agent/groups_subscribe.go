@@ -9,7 +9,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"golang.org/x/sync/semaphore"
 	"golang.org/x/time/rate"
 	"google.golang.org/grpc/codes"
 
@@ -63,11 +62,11 @@ type groupSession struct {
 	sessionTimeout time.Duration
 	revokeWait     time.Duration
 	budget         int
-	mem            *semaphore.Weighted // bytes read, not yet sent
-	out            chan outMsg         // records from the readers to the sender
-	readerErr      chan error          // first reader failure (cap 1)
-	limiter        *rate.Limiter       // replay budget of the group on this agent (nil: none)
-	batches        bool                // SubscribeRequest.batches: readers send stored batches (groups_batches.go)
+	mem            *subBuffer    // bytes read, not yet sent (streambudget.go)
+	out            chan outMsg   // records from the readers to the sender
+	readerErr      chan error    // first reader failure (cap 1)
+	limiter        *rate.Limiter // replay budget of the group on this agent (nil: none)
+	batches        bool          // SubscribeRequest.batches: readers send stored batches (groups_batches.go)
 
 	// Control loop state (only its goroutine touches these).
 	memberID  string
@@ -153,10 +152,14 @@ func (a *Agent) subscribeGroup(req *floev1.SubscribeRequest, stream floev1.LogSe
 		rw = defaultRevokeWait
 	}
 	rw = min(max(rw, minRevokeWait), maxRevokeWait, st/2)
+	mem, err := a.newSubBuffer(a.fetchBudget(req.GetMaxBytes()))
+	if err != nil {
+		return err
+	}
 	s := &groupSession{
 		a: a, stream: stream, group: req.GetGroup(), topic: t, reset: reset,
 		sessionTimeout: st, revokeWait: rw, budget: a.fetchBudget(req.GetMaxBytes()), batches: req.GetBatches(),
-		mem:       semaphore.NewWeighted(a.cfg.SubscribeBufferBytes),
+		mem:       mem,
 		out:       make(chan outMsg),
 		readerErr: make(chan error, 1),
 		memberID:  req.GetMemberId(), epoch: req.GetMemberEpoch(),
@@ -320,6 +323,16 @@ func (s *groupSession) apply(ctx context.Context, resp metadata.HeartbeatRespons
 	}
 	slices.Sort(revoked)
 	slices.Sort(added)
+	// The subscription caps hold for groups too (topics_limits.go): an
+	// assignment past them ends the session before any reader starts.
+	if len(want) > s.a.cfg.MaxSubscribePartitions {
+		return limitError(codes.ResourceExhausted, "max_subscribe_partitions", int64(s.a.cfg.MaxSubscribePartitions),
+			"subscribe: the group assigned this member %d partitions, over the agent's limit of %d per subscription (max_subscribe_partitions): add members",
+			len(want), s.a.cfg.MaxSubscribePartitions)
+	}
+	if !s.a.readers.add(len(added)) {
+		return s.a.readers.refusal(len(added))
+	}
 	now := time.Now()
 	for _, p := range revoked {
 		r := s.stop(p)
@@ -327,6 +340,7 @@ func (s *groupSession) apply(ctx context.Context, resp metadata.HeartbeatRespons
 	}
 	starts, err := s.starts(ctx, added)
 	if err != nil {
+		s.a.readers.done(len(added))
 		return err
 	}
 	changed := len(revoked) > 0 || len(added) > 0
@@ -429,6 +443,7 @@ func (s *groupSession) startReader(ctx context.Context, p int32, start int64, ge
 	go func() {
 		defer s.wg.Done()
 		defer close(r.done)
+		defer s.a.readers.done(1) // taken by apply
 		if err := s.read(rctx, p, r); err != nil && rctx.Err() == nil {
 			select {
 			case s.readerErr <- fmt.Errorf("partition %d: %w", p, err):
@@ -620,7 +635,7 @@ func (s *groupSession) read(ctx context.Context, p int32, r *groupReader) error 
 		}
 		recs, st, next, err := a.readRecords(ctx, s.topic.ID, p, offset, s.budget)
 		if err != nil || len(recs) == 0 {
-			s.mem.Release(w)
+			s.mem.ReleaseOwn(w)
 		}
 		var oor *metadata.OffsetOutOfRangeError
 		if errors.As(err, &oor) && offset < oor.LogStartOffset {
@@ -635,6 +650,10 @@ func (s *groupSession) read(ctx context.Context, p int32, r *groupReader) error 
 			return err
 		}
 		if len(recs) > 0 {
+			if err := s.mem.Hold(ctx, w); err != nil {
+				s.mem.ReleaseOwn(w)
+				return err
+			}
 			select {
 			// NextOffset: on a compacted topic the read may end past its
 			// last record; the client's position becomes it (what counts

@@ -26,13 +26,6 @@ import (
 // budget too, and is refused without being decoded.
 const recvMargin = 64 << 10
 
-// recvFactor sets gRPC's own receive limit (MaxRecvMsgBytes) at this many
-// times MaxRequestBytes. gRPC refuses a longer message by its header with
-// ResourceExhausted, before any codec or handler can answer, and writes that
-// status itself; so its limit sits well above the agent's, whose refusal
-// (InvalidArgument) covers requests up to it.
-const recvFactor = 4
-
 // sendMargin is what a response may take beyond MaxFetchBytes: the
 // protobuf framing of the records (offset, partition and timestamp fields).
 const sendMargin = 4 << 20
@@ -41,17 +34,24 @@ const sendMargin = 4 << 20
 // refused with InvalidArgument naming MaxRequestBytes.
 func (c Config) maxWireRequest() int { return c.MaxRequestBytes + recvMargin }
 
-// MaxRecvMsgBytes is gRPC's receive limit for the agent's requests: a
-// request up to it that is over MaxRequestBytes is refused by the agent
-// with InvalidArgument naming the limit; only a longer one gets gRPC's own
-// ResourceExhausted. It bounds the memory one request can hold.
-func (c Config) MaxRecvMsgBytes() int { return recvFactor*c.MaxRequestBytes + recvMargin }
+// MaxRecvMsgBytes is gRPC's receive limit for the agent's requests, just
+// above the longest request the agent decodes (maxWireRequest): a request
+// up to it that is over that is refused by the agent with InvalidArgument
+// naming MaxRequestBytes; only a longer one gets gRPC's own
+// ResourceExhausted, which gRPC answers by the message's header, before
+// reading it. It bounds the memory one request can hold, and is the share
+// of the receive budget each stream takes (grpclimits.go). (It was four
+// times MaxRequestBytes: 32 streams half-sending 16 MiB held 514 MB.)
+func (c Config) MaxRecvMsgBytes() int { return c.maxWireRequest() + recvMargin }
 
 // MaxSendMsgBytes is gRPC's send limit for the agent's responses.
 func (c Config) MaxSendMsgBytes() int { return c.MaxFetchBytes + sendMargin }
 
 // GRPCServerOptions are the server options the agent's services need:
 //   - receive limit MaxRecvMsgBytes and send limit MaxSendMsgBytes;
+//   - the edge's bounds (grpclimits.go): the receive budget, fixed
+//     flow-control windows, keepalive enforcement, idle and age limits
+//     (wrap the listener in LimitListener for the connection limit);
 //   - a codec that refuses, with InvalidArgument, a request over
 //     MaxRequestBytes on the wire (gRPC's refusal would be
 //     ResourceExhausted, "retry later") and one that does not decode
@@ -68,13 +68,13 @@ func GRPCServerOptions(cfg Config, log *slog.Logger) []grpc.ServerOption {
 		log = slog.New(slog.DiscardHandler)
 	}
 	g := &guard{log: log, base: encoding.GetCodecV2(protoenc.Name), cfg: cfg, undecoded: make(map[any]error)}
-	return []grpc.ServerOption{
+	return append([]grpc.ServerOption{
 		grpc.MaxRecvMsgSize(cfg.MaxRecvMsgBytes()),
 		grpc.MaxSendMsgSize(cfg.MaxSendMsgBytes()),
 		grpc.ForceServerCodecV2(g),
 		grpc.ChainUnaryInterceptor(g.unary),
 		grpc.ChainStreamInterceptor(g.stream),
-	}
+	}, grpcLimitOptions(cfg, newRecvBudget(cfg))...)
 }
 
 // guard is the server codec and the interceptors of GRPCServerOptions.

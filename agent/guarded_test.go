@@ -33,6 +33,8 @@ type guardedServer struct {
 	log    floev1.LogServiceClient
 	logs   *syncBuffer
 	store  *objectstore.Faulty
+	ag     *agent.Agent
+	lis    *bufconn.Listener
 }
 
 type guardedConfig struct {
@@ -113,7 +115,8 @@ func startGuarded(t *testing.T, gc guardedConfig) *guardedServer {
 		wg.Wait()
 		sq.Close()
 	})
-	return &guardedServer{conn: conn, topics: floev1.NewTopicServiceClient(conn), log: floev1.NewLogServiceClient(conn), logs: logs, store: store}
+	return &guardedServer{conn: conn, topics: floev1.NewTopicServiceClient(conn), log: floev1.NewLogServiceClient(conn), logs: logs, store: store,
+		ag: ag, lis: lis}
 }
 
 func (s *guardedServer) createTopic(t *testing.T, name string, partitions int32) {
@@ -151,4 +154,17 @@ func wantStatus(t *testing.T, what string, err error, c interface{ String() stri
 			t.Fatalf("%s: message %q does not say %q", what, st.Message(), p)
 		}
 	}
+}
+
+// dial opens another connection to the server, with opts.
+func (s *guardedServer) dial(t *testing.T, opts ...grpc.DialOption) *grpc.ClientConn {
+	t.Helper()
+	conn, err := grpc.NewClient("passthrough:///bufnet", append([]grpc.DialOption{
+		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return s.lis.DialContext(ctx) }),
+		grpc.WithTransportCredentials(insecure.NewCredentials())}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	return conn
 }

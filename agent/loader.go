@@ -197,7 +197,12 @@ func (l *loader) run(ctx context.Context, key string, size int64, ld *load) {
 	if ld.prefetch {
 		data, err = l.tryGet(ctx, key, size)
 	} else {
-		data, err = l.get(ctx, key, 0, -1, size)
+		data, err = l.get(ctx, key, 0, readLength(size), size)
+	}
+	if err == nil && size > 0 && int64(len(data)) != size {
+		// Never more than size+1 bytes are read: an object longer than
+		// the metadata records is not read to its end.
+		data, err = nil, &dataLossError{fmt.Errorf("agent: file %s is not the %d bytes the metadata records (%d or more read)", key, size, len(data))}
 	}
 	if err == nil {
 		if _, cerr := logfile.ReadIndex(data); cerr != nil {
@@ -254,7 +259,17 @@ func (l *loader) tryGet(ctx context.Context, key string, size int64) ([]byte, er
 		return nil, errPrefetchSkipped
 	}
 	defer l.mem.Release(w)
-	return l.store.Get(ctx, key, 0, -1)
+	return l.store.Get(ctx, key, 0, readLength(size))
+}
+
+// readLength is what a whole-file load reads of a file the metadata
+// records as size bytes: one byte more, so that a longer object is told
+// apart without being read whole (size <= 0, unknown: all of it).
+func readLength(size int64) int64 {
+	if size <= 0 {
+		return -1
+	}
+	return size + 1
 }
 
 // rng reads a byte range of key within the memory bound, under ctx and

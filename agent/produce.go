@@ -27,9 +27,11 @@ import (
 // so a request of many empty records counts as the bytes it takes.
 const RecordOverhead = 36
 
-// HeaderOverhead is the framing counted for each header of a record: its
-// key length and value length varints in a Kafka v2 batch (5 bytes each).
-const HeaderOverhead = 10
+// HeaderOverhead is the framing counted for each header of a record, in
+// the record's size (against MaxRecordBytes) and so in the request's: its
+// key length and value length varints in a Kafka v2 batch (5 bytes each),
+// as kbatch counts it on the batch data plane and on read.
+const HeaderOverhead = kbatch.HeaderOverhead
 
 // produceGroup is the part of a request bound for one partition.
 type produceGroup struct {
@@ -94,15 +96,15 @@ func (a *Agent) planProduce(ctx context.Context, req *floev1.ProduceRequest) (*p
 	byPart := make(map[int32]int) // partition -> index in plan.groups
 	nullKeyPart := int32(-1)
 	for i, r := range req.GetRecords() {
-		size := len(r.GetKey()) + len(r.GetValue())
+		size := len(r.GetKey()) + len(r.GetValue()) + HeaderOverhead*len(r.GetHeaders())
 		for _, h := range r.GetHeaders() {
 			size += len(h.GetKey()) + len(h.GetValue())
 		}
 		if size > a.cfg.MaxRecordBytes {
 			return nil, statusInfo(codes.InvalidArgument, ReasonRecordTooLarge,
 				map[string]string{"max_record_bytes": strconv.Itoa(a.cfg.MaxRecordBytes)},
-				"produce: record %d is %d bytes (key, value and headers), over the agent's record limit of %d bytes",
-				i, size, a.cfg.MaxRecordBytes)
+				"produce: record %d is %d bytes (key, value and headers, %d per header), over the agent's record limit of %d bytes",
+				i, size, HeaderOverhead, a.cfg.MaxRecordBytes)
 		}
 		if r.GetNullValue() && len(r.GetValue()) > 0 {
 			return nil, errf(codes.InvalidArgument, "produce: record %d has null_value set and a %d-byte value", i, len(r.GetValue()))
@@ -112,13 +114,18 @@ func (a *Agent) planProduce(ctx context.Context, req *floev1.ProduceRequest) (*p
 				return nil, err
 			}
 		}
-		if r.GetTimestampMs() < 0 {
-			return nil, errf(codes.InvalidArgument, "produce: record %d has negative timestamp %d", i, r.GetTimestampMs())
+		if ts := r.GetTimestampMs(); ts != 0 { // 0: the agent's clock
+			if err := timestampError("record "+strconv.Itoa(i), ts, now, a.cfg.TimestampBeforeMax, a.cfg.TimestampAfterMax); err != nil {
+				return nil, err
+			}
 		}
 		plan.bytes += size
-		// The first record is held to MaxRecordBytes only, so that one
-		// record at the record limit always makes a request.
-		budget += size + RecordOverhead + HeaderOverhead*len(r.GetHeaders())
+		// The first record is refused only by MaxRecordBytes, so that one
+		// record at the record limit always makes a request: its headers
+		// counted in its size, it takes at most MaxRecordBytes +
+		// RecordOverhead of the budget (before, a record of millions of
+		// empty headers counted as zero bytes and passed both limits).
+		budget += size + RecordOverhead
 		if i > 0 && budget > a.cfg.MaxRequestBytes {
 			return nil, statusInfo(codes.InvalidArgument, ReasonRequestTooLarge,
 				map[string]string{"max_request_bytes": strconv.Itoa(a.cfg.MaxRequestBytes)},

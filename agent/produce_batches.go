@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strconv"
 	"time"
 
@@ -43,6 +44,7 @@ func (a *Agent) planBatches(ctx context.Context, req *floev1.ProduceBatchesReque
 	// The request's batches, counted uncompressed, share the limit a
 	// request takes on the wire.
 	budget := a.cfg.maxWireRequest()
+	now := time.Now().UnixMilli()
 	for i, pb := range req.GetPartitions() {
 		p := pb.GetPartition()
 		if p < 0 || p >= t.Partitions {
@@ -70,6 +72,9 @@ func (a *Agent) planBatches(ctx context.Context, req *floev1.ProduceBatchesReque
 			// InitProducer issues ids from 1.
 			return nil, statusInfo(codes.FailedPrecondition, ReasonUnknownProducer, nil,
 				"produce batches: batch %d (partition %d): producer id 0 was never issued by InitProducer; call InitProducer for a producer id", i, p)
+		}
+		if err := a.cfg.timestampsError(fmt.Sprintf("batch %d (partition %d)", i, p), cnt.MinTimestamp, info.MaxTimestamp, now); err != nil {
+			return nil, err
 		}
 		budget -= cnt.Decompressed
 		plan.groups[i] = produceGroup{partition: p, batch: pb.GetBatches(), info: &info}

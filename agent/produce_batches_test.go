@@ -441,7 +441,7 @@ func TestProduceBatchesStreamRefusesOneRequest(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.CloseSend()
-	huge := make([]byte, 2*limit+64<<10) // not even a batch: never decoded
+	huge := make([]byte, limit+96<<10) // over the request limit on the wire, under gRPC's; not even a batch: never decoded
 	if err := st.Send(&floev1.ProduceBatchesStreamRequest{RequestId: 41, Request: &floev1.ProduceBatchesRequest{Topic: "t",
 		Partitions: []*floev1.PartitionBatches{{Batches: huge}}}}); err != nil {
 		t.Fatal(err)

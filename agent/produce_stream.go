@@ -82,9 +82,23 @@ func serveProduceStream[Req, Resp any](ctx context.Context, a *Agent, s produceS
 		}
 		start := time.Now()
 		plan, err := s.plan(ctx, req)
-		var pend []*batcher.Pending
+		var (
+			pend []*batcher.Pending
+			held int64 // of the stream budget, until the answer is sent
+		)
 		if err == nil {
-			pend, err = a.appendPlan(ctx, plan)
+			// An unanswered request holds its size of the agent's stream
+			// budget until its answer is sent (a client that does not read
+			// its answers holds it): none left, it is refused.
+			held = int64(plan.bytes + RecordOverhead*plan.n)
+			if !a.streamMem.TryAcquire(held) {
+				held, err = 0, a.streamBudgetSpent("produce stream")
+			}
+		}
+		if err == nil {
+			if pend, err = a.appendPlan(ctx, plan); err != nil {
+				a.streamMem.Release(held)
+			}
 		}
 		if err != nil {
 			<-slots
@@ -96,6 +110,7 @@ func serveProduceStream[Req, Resp any](ctx context.Context, a *Agent, s produceS
 		go func() {
 			defer wg.Done()
 			defer func() { <-slots }()
+			defer a.streamMem.Release(held)
 			resp, err := s.await(ctx, plan, pend)
 			a.m.produced(plan.n, plan.bytes, time.Since(start), err)
 			if err != nil {

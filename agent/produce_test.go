@@ -87,7 +87,8 @@ func TestRecordAtTheLimit(t *testing.T) {
 	if err := produce(&floev1.Record{Value: make([]byte, limit)}); err != nil {
 		t.Fatalf("value at the limit: %v", err)
 	}
-	split := &floev1.Record{Key: make([]byte, 400), Value: make([]byte, 500), Headers: []*floev1.Header{{Key: "h", Value: make([]byte, 99)}}}
+	// The header counts HeaderOverhead (10) besides its key and value.
+	split := &floev1.Record{Key: make([]byte, 400), Value: make([]byte, 500), Headers: []*floev1.Header{{Key: "h", Value: make([]byte, 89)}}}
 	if err := produce(split); err != nil {
 		t.Fatalf("key, value and header at the limit: %v", err)
 	}

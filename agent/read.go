@@ -13,7 +13,9 @@ import (
 
 	floev1 "github.com/floe-broker/floe/api/floe/v1"
 	"github.com/floe-broker/floe/kbatch"
+	"github.com/floe-broker/floe/logfile"
 	"github.com/floe-broker/floe/metadata"
+	"github.com/floe-broker/floe/objectstore"
 )
 
 // errBudgetSpent stops the walk over a run's Kafka batches once a read's
@@ -143,10 +145,21 @@ func (a *Agent) readFile(ctx context.Context, key string, refs []metadata.BatchR
 		data, verified, ok = d, v, true
 	}
 	if ok {
+		// The footer must describe each run as the metadata does: an
+		// object swapped for another (same size, checksums holding) would
+		// otherwise serve that file's records.
+		entries, err := logfile.Footer(data)
+		if err != nil {
+			return &dataLossError{fmt.Errorf("agent: file %s: %w", key, err)}
+		}
 		for _, i := range idx {
 			r := refs[i]
 			if r.ByteOffset < 0 || r.ByteOffset+r.ByteLength > int64(len(data)) {
-				return fmt.Errorf("agent: batch at %d+%d lies outside file %s of %d bytes", r.ByteOffset, r.ByteLength, key, len(data))
+				return &dataLossError{fmt.Errorf("agent: batch at %d+%d lies outside file %s of %d bytes", r.ByteOffset, r.ByteLength, key, len(data))}
+			}
+			if err := logfile.CheckRun(entries, logfile.Run{TopicID: r.TopicID, Partition: r.Partition, ByteOffset: r.ByteOffset,
+				ByteLength: r.ByteLength, RecordCount: int64(r.RecordCount), MaxTimestamp: r.MaxTimestamp}); err != nil {
+				return &dataLossError{fmt.Errorf("agent: file %s: %w", key, err)}
 			}
 			out[i] = data[r.ByteOffset : r.ByteOffset+r.ByteLength]
 			ver[i] = verified
@@ -166,6 +179,10 @@ func (a *Agent) readFile(ctx context.Context, key string, refs []metadata.BatchR
 			end++
 		}
 		buf, err := a.loads.rng(ctx, key, lo, hi-lo)
+		if errors.Is(err, objectstore.ErrInvalidRange) {
+			// The object ends before the range starts: truncated.
+			return &dataLossError{fmt.Errorf("agent: read file %s [%d, %d): %w", key, lo, hi, err)}
+		}
 		if err != nil {
 			return fmt.Errorf("agent: read file %s [%d, %d): %w", key, lo, hi, err)
 		}
@@ -173,7 +190,7 @@ func (a *Agent) readFile(ctx context.Context, key string, refs []metadata.BatchR
 			r := refs[i]
 			s, e := r.ByteOffset-lo, r.ByteOffset-lo+r.ByteLength
 			if e > int64(len(buf)) {
-				return fmt.Errorf("agent: file %s is shorter than its batch at %d+%d", key, r.ByteOffset, r.ByteLength)
+				return &dataLossError{fmt.Errorf("agent: file %s is shorter than its batch at %d+%d", key, r.ByteOffset, r.ByteLength)}
 			}
 			out[i] = buf[s:e]
 		}
@@ -253,7 +270,7 @@ func (a *Agent) readRecordsOnce(ctx context.Context, topicID int64, partition in
 				count += int64(info.RecordCount)
 				return nil
 			}
-			info, krecs, err := kbatch.DecodeStored(batch, 0)
+			info, krecs, err := kbatch.DecodeStoredLimits(batch, kbatch.Limits{MaxRecordBytes: a.cfg.readRecordLimit()})
 			if err != nil {
 				return err
 			}
@@ -283,6 +300,9 @@ func (a *Agent) readRecordsOnce(ctx context.Context, topicID int64, partition in
 			count += int64(len(krecs))
 			return nil
 		})
+		if errors.Is(err, kbatch.ErrRecordTooLarge) {
+			return nil, st, offset, fmt.Errorf("agent: batch %d of %s: %w (max_read_record_bytes)", r.BaseOffset, r.FileKey, err)
+		}
 		if err != nil && !errors.Is(err, errBudgetSpent) {
 			return nil, st, offset, &dataLossError{fmt.Errorf("agent: decode batch %d of %s: %w", r.BaseOffset, r.FileKey, err)}
 		}

@@ -22,6 +22,13 @@ func (a *Agent) AlterTopicConfig(ctx context.Context, req *floev1.AlterTopicConf
 	if err := metadata.CheckConfigChange(req.GetSet(), req.GetRemove()); err != nil {
 		return nil, toStatus(err)
 	}
+	cur, err := a.topics.getFresh(ctx, req.GetName())
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	if err := a.cfg.checkTopicConfig(alteredConfig(cur.Config, req.GetSet(), req.GetRemove())); err != nil {
+		return nil, err
+	}
 	t, err := a.meta.AlterTopicConfig(ctx, req.GetName(), req.GetSet(), req.GetRemove())
 	if err != nil {
 		return nil, toStatus(err)

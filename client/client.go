@@ -75,6 +75,28 @@ func (c *Client) CreateTopic(ctx context.Context, name string, partitions int32,
 	return resp.GetTopic(), nil
 }
 
+// ListTopics returns every topic, in name order, following the agent's
+// pages (at most maxPages of them: a bound against an agent that never
+// ends; 0 means 10,000).
+func (c *Client) ListTopics(ctx context.Context, maxPages int) ([]*floev1.Topic, error) {
+	if maxPages <= 0 {
+		maxPages = 10000
+	}
+	var out []*floev1.Topic
+	token := ""
+	for range maxPages {
+		resp, err := c.Topics.ListTopics(ctx, &floev1.ListTopicsRequest{PageToken: token})
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, resp.GetTopics()...)
+		if token = resp.GetNextPageToken(); token == "" {
+			return out, nil
+		}
+	}
+	return nil, fmt.Errorf("client: list topics: more than %d pages", maxPages)
+}
+
 // Produce sends records to one partition (partition >= 0) or by key
 // (partition < 0) and returns each record's offset.
 func (c *Client) Produce(ctx context.Context, topic string, partition int32, records ...*floev1.Record) (*floev1.ProduceResponse, error) {

@@ -276,11 +276,12 @@ func parseHeader(b []byte, lenient, crc bool) (Info, error) {
 // decompressed records of a compressed batch (0 means
 // DefaultMaxDecompressed); past it Decode fails with ErrTooLarge.
 func Decode(b []byte, maxDecompressed int) (Info, []Record, error) {
-	return decode(b, maxDecompressed, false)
+	return decode(b, maxDecompressed, false, 0)
 }
 
 // decode is Decode; lenient accepts a compacted batch (see DecodeStored).
-func decode(b []byte, maxDecompressed int, lenient bool) (Info, []Record, error) {
+// maxRecord > 0 bounds each record (decodeRecords).
+func decode(b []byte, maxDecompressed int, lenient bool, maxRecord int) (Info, []Record, error) {
 	info, err := parseInfo(b, lenient)
 	if err != nil {
 		return Info{}, nil, err
@@ -301,7 +302,7 @@ func decode(b []byte, maxDecompressed int, lenient bool) (Info, []Record, error)
 			return Info{}, nil, fmt.Errorf("%w: %w", ErrCorrupt, err)
 		}
 	}
-	recs, err := decodeRecords(data, &info, lenient)
+	recs, err := decodeRecords(data, &info, lenient, maxRecord)
 	if err != nil {
 		return Info{}, nil, err
 	}

@@ -15,6 +15,21 @@ const minRecordSize = 7
 // value.
 const minHeaderSize = 2
 
+// HeaderOverhead is what each header adds to a record's size beyond its
+// key and value, wherever a record is held to a record limit (produce
+// validation, Limits.MaxRecordBytes, and decoding on read): the most its
+// two length varints take in a batch (5 bytes each). A record of millions
+// of empty headers takes two bytes per header on the wire but tens in
+// memory once decoded; counting them keeps such a record within the limit.
+const HeaderOverhead = 10
+
+// recordTooLarge is the error for record index of size bytes (key, value,
+// headers and HeaderOverhead per header) over limit.
+func recordTooLarge(index, size, limit int) error {
+	return fmt.Errorf("%w: record %d is %d bytes (key, value and headers, %d per header), over the limit of %d",
+		ErrRecordTooLarge, index, size, HeaderOverhead, limit)
+}
+
 // varintLen returns the encoded size of v as a zigzag varint.
 func varintLen(v int64) int {
 	u := uint64(v<<1) ^ uint64(v>>63)
@@ -143,7 +158,11 @@ func (r *reader) bytes(what string, nullable bool) []byte {
 //
 // lenient accepts a compacted batch's offset deltas: strictly increasing
 // and at most LastOffsetDelta, rather than 0, 1, 2...
-func decodeRecords(data []byte, info *Info, lenient bool) ([]Record, error) {
+//
+// maxRecord > 0 bounds each record's size as Limits.MaxRecordBytes counts
+// it (checked before its headers are built): past it decodeRecords fails
+// with ErrRecordTooLarge.
+func decodeRecords(data []byte, info *Info, lenient bool, maxRecord int) ([]Record, error) {
 	count := int(info.RecordCount)
 	if count > len(data)/minRecordSize {
 		return nil, fmt.Errorf("%w: %d records cannot fit in %d bytes", ErrCorrupt, count, len(data))
@@ -162,7 +181,7 @@ func decodeRecords(data []byte, info *Info, lenient bool) ([]Record, error) {
 		}
 		body := reader{b: rd.b[:n]}
 		rd.b = rd.b[n:]
-		if err := parseRecord(&body, &recs[i], i, info, logAppend, lenient, &prev); err != nil {
+		if err := parseRecord(&body, &recs[i], i, info, logAppend, lenient, &prev, maxRecord); err != nil {
 			return nil, fmt.Errorf("record %d: %w", i, err)
 		}
 	}
@@ -173,8 +192,9 @@ func decodeRecords(data []byte, info *Info, lenient bool) ([]Record, error) {
 }
 
 // parseRecord parses record index of the batch. prev is the previous
-// record's offset delta (-1 before the first), updated.
-func parseRecord(rd *reader, r *Record, index int, info *Info, logAppend, lenient bool, prev *int32) error {
+// record's offset delta (-1 before the first), updated. maxRecord > 0
+// bounds the record's size (key, value, headers, HeaderOverhead each).
+func parseRecord(rd *reader, r *Record, index int, info *Info, logAppend, lenient bool, prev *int32, maxRecord int) error {
 	if len(rd.b) < 1 {
 		return fmt.Errorf("%w: empty record", ErrCorrupt)
 	}
@@ -199,6 +219,10 @@ func parseRecord(rd *reader, r *Record, index int, info *Info, logAppend, lenien
 	if hc < 0 || int(hc) > len(rd.b)/minHeaderSize {
 		return fmt.Errorf("%w: header count %d with %d bytes left", ErrCorrupt, hc, len(rd.b))
 	}
+	size := len(r.Key) + len(r.Value) + HeaderOverhead*int(hc)
+	if maxRecord > 0 && size > maxRecord {
+		return recordTooLarge(index, size, maxRecord) // before building its headers
+	}
 	if hc > 0 {
 		r.Headers = make([]Header, hc)
 		for j := range r.Headers {
@@ -208,7 +232,11 @@ func parseRecord(rd *reader, r *Record, index int, info *Info, logAppend, lenien
 				return fmt.Errorf("header %d: %w", j, rd.err)
 			}
 			r.Headers[j] = Header{Key: string(k), Value: v}
+			size += len(k) + len(v)
 		}
+	}
+	if maxRecord > 0 && size > maxRecord {
+		return recordTooLarge(index, size, maxRecord)
 	}
 	if len(rd.b) != 0 {
 		return fmt.Errorf("%w: %d bytes after the record's fields", ErrCorrupt, len(rd.b))

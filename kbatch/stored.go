@@ -22,7 +22,17 @@ func ParseStored(b []byte) (Info, error) { return parseInfo(b, true) }
 // DecodeStored is Decode for a stored batch: the records' offset deltas
 // must be strictly increasing and at most LastOffsetDelta, not dense.
 func DecodeStored(b []byte, maxDecompressed int) (Info, []Record, error) {
-	return decode(b, maxDecompressed, true)
+	return decode(b, maxDecompressed, true, 0)
+}
+
+// DecodeStoredLimits is DecodeStored within lim: lim.MaxDecompressed as
+// DecodeStored's maxDecompressed, and lim.MaxRecordBytes (when > 0)
+// bounding each record's size (key, value, headers and HeaderOverhead per
+// header), checked before its headers are built: past it the decode fails
+// with ErrRecordTooLarge. A reader so bounds what one record of a stored
+// batch makes it allocate. lim.MaxBatchBytes is not used.
+func DecodeStoredLimits(b []byte, lim Limits) (Info, []Record, error) {
+	return decode(b, lim.MaxDecompressed, true, lim.MaxRecordBytes)
 }
 
 // SplitStored is Split for stored batches (ParseStored validates each).
@@ -73,7 +83,7 @@ func Filter(b []byte, maxDecompressed int, keep func(Record) bool) (out []byte, 
 		body := reader{b: rd.b[:n]}
 		rd.b = rd.b[n:]
 		var r Record
-		if err := parseRecord(&body, &r, i, &info, logAppend, true, &prev); err != nil {
+		if err := parseRecord(&body, &r, i, &info, logAppend, true, &prev, 0); err != nil {
 			return nil, 0, fmt.Errorf("record %d: %w", i, err)
 		}
 		if keep(r) {

@@ -36,7 +36,8 @@ import (
 var ErrRefused = errors.New("kbatch: record batch refused")
 
 // ErrRecordTooLarge is wrapped by Validate's error for a record whose key,
-// value and headers together pass Limits.MaxRecordBytes.
+// value and headers together (HeaderOverhead per header included) pass
+// Limits.MaxRecordBytes, and by DecodeStoredLimits'.
 var ErrRecordTooLarge = errors.New("kbatch: record too large")
 
 // Attribute bits a producer's batch may not carry.
@@ -58,7 +59,8 @@ type Limits struct {
 	// it Validate fails with ErrTooLarge, before decompressing further.
 	MaxDecompressed int
 	// MaxRecordBytes bounds one record's key, value and headers (keys and
-	// values) together, as the per-record produce path counts them.
+	// values, plus HeaderOverhead per header) together, as the per-record
+	// produce path counts them.
 	MaxRecordBytes int
 }
 
@@ -86,7 +88,7 @@ func Validate(b []byte, lim Limits, each func(i int, batch []byte, info Info) er
 	}
 	var c Counts
 	for i, at := 0, 0; at < len(b); i++ {
-		info, used, rb, err := validateOne(b[at:], lim, budget, c.Records, value)
+		info, used, rb, least, err := validateOne(b[at:], lim, budget, c.Records, value)
 		if err != nil {
 			var fe *funcError
 			if errors.As(err, &fe) {
@@ -101,6 +103,9 @@ func Validate(b []byte, lim Limits, each func(i int, batch []byte, info Info) er
 			}
 		}
 		budget -= used
+		if i == 0 || least < c.MinTimestamp {
+			c.MinTimestamp = least
+		}
 		c.Records += int(info.RecordCount)
 		c.Decompressed += used
 		c.RecordBytes += rb
@@ -111,9 +116,10 @@ func Validate(b []byte, lim Limits, each func(i int, batch []byte, info Info) er
 
 // Counts are what Validate found.
 type Counts struct {
-	Records      int // records of all batches
-	RecordBytes  int // their keys, values and headers (keys and values)
-	Decompressed int // bytes counted against Limits.MaxDecompressed
+	Records      int   // records of all batches
+	RecordBytes  int   // their keys, values and headers (keys, values, HeaderOverhead each)
+	MinTimestamp int64 // the least record timestamp (each batch's header gives the greatest)
+	Decompressed int   // bytes counted against Limits.MaxDecompressed
 }
 
 // funcError carries a ValueFunc's error out of validateOne untouched.
@@ -123,18 +129,18 @@ func (e *funcError) Error() string { return e.err.Error() }
 
 // validateOne validates the batch at the start of b; budget is what is
 // left of MaxDecompressed and first the index of its first record in the
-// call. It returns the header, the bytes counted against the budget and
-// the records' bytes.
-func validateOne(b []byte, lim Limits, budget, first int, value ValueFunc) (Info, int, int, error) {
+// call. It returns the header, the bytes counted against the budget, the
+// records' bytes and their least timestamp.
+func validateOne(b []byte, lim Limits, budget, first int, value ValueFunc) (Info, int, int, int64, error) {
 	info, err := parseInfo(b, false)
 	if err != nil {
-		return Info{}, 0, 0, err
+		return Info{}, 0, 0, 0, err
 	}
 	if lim.MaxBatchBytes > 0 && info.BatchLength > lim.MaxBatchBytes {
-		return Info{}, 0, 0, fmt.Errorf("%w: batch of %d bytes, over the limit of %d", ErrTooLarge, info.BatchLength, lim.MaxBatchBytes)
+		return Info{}, 0, 0, 0, fmt.Errorf("%w: batch of %d bytes, over the limit of %d", ErrTooLarge, info.BatchLength, lim.MaxBatchBytes)
 	}
 	if err := checkProducerHeader(&info); err != nil {
-		return Info{}, 0, 0, err
+		return Info{}, 0, 0, 0, err
 	}
 	payload := b[HeaderSize:info.BatchLength]
 	used := info.BatchLength
@@ -142,25 +148,25 @@ func validateOne(b []byte, lim Limits, budget, first int, value ValueFunc) (Info
 	if info.Compression != None {
 		room := budget - HeaderSize
 		if room <= 0 {
-			return Info{}, 0, 0, fmt.Errorf("%w: over %d bytes decompressed", ErrTooLarge, lim.MaxDecompressed)
+			return Info{}, 0, 0, 0, fmt.Errorf("%w: over %d bytes decompressed", ErrTooLarge, lim.MaxDecompressed)
 		}
 		data, err = decompress(info.Compression, payload, room)
 		if errors.Is(err, errTooLarge) {
-			return Info{}, 0, 0, fmt.Errorf("%w: over %d bytes decompressed (%s)", ErrTooLarge, lim.MaxDecompressed, info.Compression)
+			return Info{}, 0, 0, 0, fmt.Errorf("%w: over %d bytes decompressed (%s)", ErrTooLarge, lim.MaxDecompressed, info.Compression)
 		}
 		if err != nil {
-			return Info{}, 0, 0, fmt.Errorf("%w: %w", ErrCorrupt, err)
+			return Info{}, 0, 0, 0, fmt.Errorf("%w: %w", ErrCorrupt, err)
 		}
 		used = HeaderSize + len(data)
 	}
 	if used > budget {
-		return Info{}, 0, 0, fmt.Errorf("%w: %d bytes, over %d bytes decompressed", ErrTooLarge, used, lim.MaxDecompressed)
+		return Info{}, 0, 0, 0, fmt.Errorf("%w: %d bytes, over %d bytes decompressed", ErrTooLarge, used, lim.MaxDecompressed)
 	}
-	rb, err := walkRecords(data, &info, lim.MaxRecordBytes, first, value)
+	rb, least, err := walkRecords(data, &info, lim.MaxRecordBytes, first, value)
 	if err != nil {
-		return Info{}, 0, 0, err
+		return Info{}, 0, 0, 0, err
 	}
-	return info, used, rb, nil
+	return info, used, rb, least, nil
 }
 
 // checkProducerHeader checks the header fields a producer sets.
@@ -192,55 +198,57 @@ func checkProducerHeader(info *Info) error {
 
 // walkRecords checks the records of data (uncompressed) as parseRecord
 // does, without building them, hands their values to value and returns
-// the sum of their sizes (key, value and headers).
-func walkRecords(data []byte, info *Info, maxRecord, first int, value ValueFunc) (int, error) {
+// the sum of their sizes (key, value and headers) and their least
+// timestamp.
+func walkRecords(data []byte, info *Info, maxRecord, first int, value ValueFunc) (int, int64, error) {
 	count := int(info.RecordCount)
 	if count > len(data)/minRecordSize {
-		return 0, fmt.Errorf("%w: %d records cannot fit in %d bytes", ErrCorrupt, count, len(data))
+		return 0, 0, fmt.Errorf("%w: %d records cannot fit in %d bytes", ErrCorrupt, count, len(data))
 	}
-	maxTS := info.FirstTimestamp
+	maxTS, least := info.FirstTimestamp, info.FirstTimestamp
 	total := 0
 	rd := reader{b: data}
 	for i := 0; i < count; i++ {
 		n := rd.varint("record length")
 		if rd.err != nil {
-			return 0, fmt.Errorf("record %d: %w", i, rd.err)
+			return 0, 0, fmt.Errorf("record %d: %w", i, rd.err)
 		}
 		if n < 0 || int(n) > len(rd.b) {
-			return 0, fmt.Errorf("%w: record %d length %d with %d bytes left", ErrCorrupt, i, n, len(rd.b))
+			return 0, 0, fmt.Errorf("%w: record %d length %d with %d bytes left", ErrCorrupt, i, n, len(rd.b))
 		}
 		body := reader{b: rd.b[:n]}
 		rd.b = rd.b[n:]
-		ts, val, size, err := walkRecord(&body, i, info)
+		ts, val, size, err := walkRecord(&body, i, info, maxRecord)
 		if err != nil {
-			return 0, fmt.Errorf("record %d: %w", i, err)
-		}
-		if maxRecord > 0 && size > maxRecord {
-			return 0, fmt.Errorf("%w: record %d is %d bytes (key, value and headers), over the limit of %d", ErrRecordTooLarge, i, size, maxRecord)
+			if errors.Is(err, ErrRecordTooLarge) {
+				return 0, 0, err
+			}
+			return 0, 0, fmt.Errorf("record %d: %w", i, err)
 		}
 		if ts < 0 || ts > info.MaxTimestamp {
-			return 0, fmt.Errorf("%w: record %d timestamp %d outside [0, max timestamp %d]", ErrRefused, i, ts, info.MaxTimestamp)
+			return 0, 0, fmt.Errorf("%w: record %d timestamp %d outside [0, max timestamp %d]", ErrRefused, i, ts, info.MaxTimestamp)
 		}
-		maxTS = max(maxTS, ts)
+		maxTS, least = max(maxTS, ts), min(least, ts)
 		total += size
 		if value != nil {
 			if err := value(first+i, val); err != nil {
-				return 0, &funcError{err}
+				return 0, 0, &funcError{err}
 			}
 		}
 	}
 	if len(rd.b) != 0 {
-		return 0, fmt.Errorf("%w: %d bytes after the last record", ErrCorrupt, len(rd.b))
+		return 0, 0, fmt.Errorf("%w: %d bytes after the last record", ErrCorrupt, len(rd.b))
 	}
 	if maxTS != info.MaxTimestamp {
-		return 0, fmt.Errorf("%w: max timestamp %d, the records' is %d", ErrRefused, info.MaxTimestamp, maxTS)
+		return 0, 0, fmt.Errorf("%w: max timestamp %d, the records' is %d", ErrRefused, info.MaxTimestamp, maxTS)
 	}
-	return total, nil
+	return total, least, nil
 }
 
 // walkRecord checks record index's fields and returns its timestamp, its
-// value and the size of its key, value and headers.
-func walkRecord(rd *reader, index int, info *Info) (ts int64, val []byte, size int, err error) {
+// value and the size of its key, value and headers (HeaderOverhead per
+// header included), at most maxRecord when > 0 (ErrRecordTooLarge).
+func walkRecord(rd *reader, index int, info *Info, maxRecord int) (ts int64, val []byte, size int, err error) {
 	if len(rd.b) < 1 {
 		return 0, nil, 0, fmt.Errorf("%w: empty record", ErrCorrupt)
 	}
@@ -259,7 +267,10 @@ func walkRecord(rd *reader, index int, info *Info) (ts int64, val []byte, size i
 	if hc < 0 || int(hc) > len(rd.b)/minHeaderSize {
 		return 0, nil, 0, fmt.Errorf("%w: header count %d with %d bytes left", ErrCorrupt, hc, len(rd.b))
 	}
-	size = len(key) + len(val)
+	size = len(key) + len(val) + HeaderOverhead*int(hc)
+	if maxRecord > 0 && size > maxRecord {
+		return 0, nil, 0, recordTooLarge(index, size, maxRecord) // before walking its headers
+	}
 	for j := 0; j < int(hc); j++ {
 		k := rd.bytes("header key", false)
 		v := rd.bytes("header value", true)
@@ -272,6 +283,9 @@ func walkRecord(rd *reader, index int, info *Info) (ts int64, val []byte, size i
 			return 0, nil, 0, fmt.Errorf("%w: header %d: key is not valid UTF-8", ErrRefused, j)
 		}
 		size += len(k) + len(v)
+	}
+	if maxRecord > 0 && size > maxRecord {
+		return 0, nil, 0, recordTooLarge(index, size, maxRecord)
 	}
 	if len(rd.b) != 0 {
 		return 0, nil, 0, fmt.Errorf("%w: %d bytes after the record's fields", ErrCorrupt, len(rd.b))

@@ -207,7 +207,7 @@ func TestValidateAcceptsEncode(t *testing.T) {
 			for _, r := range recs {
 				wantBytes += len(r.Key) + len(r.Value)
 				for _, h := range r.Headers {
-					wantBytes += len(h.Key) + len(h.Value)
+					wantBytes += len(h.Key) + len(h.Value) + HeaderOverhead
 				}
 			}
 			if cnt.RecordBytes != 2*wantBytes {

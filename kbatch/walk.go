@@ -52,7 +52,7 @@ func WalkStored(b []byte, maxDecompressed int, fn func(r *Record) error) (Info, 
 		body := reader{b: rd.b[:n]}
 		rd.b = rd.b[n:]
 		r = Record{}
-		if err := parseRecord(&body, &r, i, &info, logAppend, true, &prev); err != nil {
+		if err := parseRecord(&body, &r, i, &info, logAppend, true, &prev, 0); err != nil {
 			return Info{}, fmt.Errorf("record %d: %w", i, err)
 		}
 		if err := fn(&r); err != nil {

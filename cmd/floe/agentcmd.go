@@ -26,8 +26,7 @@ func serverConfigOf(c Config, stderr io.Writer) serverConfig {
 	sc := serverConfig{
 		GRPCAddr: c.Server.Listen, MetricsAddr: c.Server.MetricsListen,
 		FailFast: c.Server.FailFast, ReadyInterval: c.Server.ReadyInterval, DrainTimeout: c.Server.DrainTimeout,
-		Pprof:            c.Server.Pprof,
-		MaxConnectionAge: c.Server.MaxConnectionAge, MaxConnectionAgeGrace: c.Server.MaxConnectionAgeGrace,
+		Pprof: c.Server.Pprof,
 		HTTP: httpLimits{ReadHeaderTimeout: c.Server.HTTPReadHeaderTimeout, WriteTimeout: c.Server.HTTPWriteTimeout,
 			IdleTimeout: c.Server.HTTPIdleTimeout, MaxInFlight: c.Server.HTTPMaxInFlight},
 		Batcher: batcher.DefaultConfig(), Agent: agent.DefaultConfig(),
@@ -55,12 +54,26 @@ func serverConfigOf(c Config, stderr io.Writer) serverConfig {
 	sc.Agent.MaxRecordBytes = a.MaxRecordBytes
 	sc.Agent.MaxFetchBytes = a.MaxFetchBytes
 	sc.Agent.ReplayBurstBytes = max(sc.Agent.ReplayBurstBytes, int64(sc.Agent.MaxFetchBytes))
+	setEdgeLimits(&sc.Agent, a)
 	if a.MaxRequestBytes != 0 {
 		sc.Agent.MaxRequestBytes = a.MaxRequestBytes
 	} else if sc.Agent.MaxRequestBytes > b.MaxFileBytes/2 {
 		sc.Agent.MaxRequestBytes = max(b.MaxFileBytes/2, sc.Agent.MaxRecordBytes)
 	}
 	return sc
+}
+
+// setEdgeLimits sets the edges' bounds (agent/grpclimits.go and the
+// limits of docs/operations.md) from the settings.
+func setEdgeLimits(ac *agent.Config, a AgentSettings) {
+	ac.MaxReadRecordBytes, ac.StreamBufferBytes = a.MaxReadRecordBytes, a.StreamBufferBytes
+	ac.TimestampBeforeMax, ac.TimestampAfterMax = a.TimestampBeforeMax, a.TimestampAfterMax
+	ac.MaxTopicConfigEntryBytes, ac.MaxTopicConfigBytes = a.TopicConfigEntryBytes, a.TopicConfigBytes
+	ac.MaxTopics, ac.MaxPartitionsPerTopic, ac.MaxTotalPartitions = a.MaxTopics, a.MaxPartitionsPerTopic, a.MaxTotalPartitions
+	ac.MaxSubscribedPartitions = a.MaxSubscribedPartitions
+	ac.GRPCMaxRecvInFlightBytes, ac.MaxConnections = a.GRPCMaxRecvInflightBytes, a.GRPCMaxConnections
+	ac.GRPCMaxConnectionIdle, ac.GRPCMaxConnectionAge, ac.GRPCMaxConnectionAgeGrace = a.GRPCMaxConnectionIdle, a.GRPCMaxConnectionAge, a.GRPCMaxConnectionAgeGrace
+	ac.GRPCKeepaliveTime, ac.GRPCKeepaliveTimeout, ac.GRPCKeepaliveMinTime = a.GRPCKeepaliveTime, a.GRPCKeepaliveTimeout, a.GRPCKeepaliveMinTime
 }
 
 func runAgent(ctx context.Context, args []string, stdout, stderr io.Writer) error {

@@ -148,16 +148,16 @@ func runTopic(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 		fmt.Fprintf(stdout, "created topic %s with %d partitions\n", t.GetName(), t.GetPartitions())
 	case "list":
-		resp, err := c.Topics.ListTopics(ctx, &floev1.ListTopicsRequest{})
+		topics, err := c.ListTopics(ctx, 0) // every page
 		if err != nil {
 			return fmt.Errorf("list topics: %w", err)
 		}
 		if *output == "json" {
-			return printProtoJSON(stdout, resp)
+			return printProtoJSON(stdout, &floev1.ListTopicsResponse{Topics: topics})
 		}
 		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "TOPIC\tPARTITIONS")
-		for _, t := range resp.GetTopics() {
+		for _, t := range topics {
 			fmt.Fprintf(tw, "%s\t%d\n", t.GetName(), t.GetPartitions())
 		}
 		return tw.Flush()

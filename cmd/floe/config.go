@@ -43,12 +43,7 @@ type ServerSettings struct {
 	FailFast      bool          `yaml:"fail_fast" flag:"fail-fast" cmds:"agent" help:"exit if a store does not answer at start (default: wait for it, retrying with backoff)"`
 	ReadyInterval time.Duration `yaml:"ready_interval" flag:"ready-interval" check:"positive" help:"period of the readiness checks of the stores (/readyz, gRPC health)"`
 	DrainTimeout  time.Duration `yaml:"drain_timeout" flag:"drain-timeout" check:"positive" help:"on SIGTERM, bound of flushing and committing what producers handed in"`
-	// gRPC connection ageing (keepalive.ServerParameters): a client is
-	// sent GOAWAY after the age and reconnects, so that agents added later
-	// get a share of long-lived clients.
-	MaxConnectionAge      time.Duration `yaml:"grpc_max_connection_age" flag:"grpc-max-connection-age" check:"nonneg" help:"send a gRPC client GOAWAY once its connection is this old, so that it reconnects, possibly to a newer agent (0: never)"`
-	MaxConnectionAgeGrace time.Duration `yaml:"grpc_max_connection_age_grace" flag:"grpc-max-connection-age-grace" check:"nonneg" help:"after that GOAWAY, how long calls still running on the old connection may go on before it closes (0: no bound)"`
-	Pprof                 bool          `yaml:"pprof" flag:"pprof" help:"serve Go's profiles (CPU, heap, goroutines) at /debug/pprof/ on the metrics listener; keep it off where that listener is reachable by others"`
+	Pprof         bool          `yaml:"pprof" flag:"pprof" help:"serve Go's profiles (CPU, heap, goroutines) at /debug/pprof/ on the metrics listener; keep it off where that listener is reachable by others"`
 	// The HTTP listener's bounds (/metrics, /readyz, the console).
 	HTTPReadHeaderTimeout time.Duration `yaml:"http_read_header_timeout" flag:"http-read-header-timeout" check:"positive" help:"HTTP listener: time a client has to send a request's headers"`
 	HTTPWriteTimeout      time.Duration `yaml:"http_write_timeout" flag:"http-write-timeout" check:"positive" help:"HTTP listener: time to write one answer; a client that does not read it is disconnected (keep it above pprof's -seconds)"`
@@ -84,6 +79,26 @@ type AgentSettings struct {
 	ReplayMinLagRecords  int64         `yaml:"replay_min_lag_records" flag:"replay-min-lag-records" check:"positive" help:"a group reader at least this many records behind the head reads through the replay budget"`
 	GroupRetention       time.Duration `yaml:"group_retention" flag:"group-retention" check:"nonneg" help:"a group without live members and without a commit or heartbeat for this long is deleted with its positions, like Kafka's offsets.retention.minutes (0: never)"`
 	LagMetricsMaxGroups  int           `yaml:"lag_metrics_max_groups" flag:"lag-metrics-max-groups" check:"positive" help:"groups the floe_group_* metrics cover at most: those with the most records behind"`
+
+	// The edges' bounds (docs/operations.md, Limits).
+	MaxReadRecordBytes        int           `yaml:"max_read_record_bytes" flag:"max-read-record-bytes" check:"nonneg" help:"largest stored record a fetch or subscribe decodes, headers counted 10 bytes each (0: max_record_bytes); a batch holding a bigger one is refused with InvalidArgument"`
+	StreamBufferBytes         int64         `yaml:"stream_buffer_bytes" flag:"stream-buffer-bytes" check:"positive" help:"bytes all subscriptions hold read but not sent, and produce streams hold unanswered, together; past it a new subscription or stream request gets ResourceExhausted"`
+	TimestampBeforeMax        time.Duration `yaml:"timestamp_before_max" flag:"timestamp-before-max" check:"nonneg" help:"refuse records whose timestamp is more than this before the agent's clock (Kafka's message.timestamp.before.max.ms; 0: no bound)"`
+	TimestampAfterMax         time.Duration `yaml:"timestamp_after_max" flag:"timestamp-after-max" check:"nonneg" help:"refuse records whose timestamp is more than this after the agent's clock (message.timestamp.after.max.ms; 0: none but year 9999)"`
+	TopicConfigEntryBytes     int           `yaml:"topic_config_entry_bytes" flag:"topic-config-entry-bytes" check:"positive" help:"largest key + value of one topic config entry"`
+	TopicConfigBytes          int           `yaml:"topic_config_bytes" flag:"topic-config-bytes" check:"positive" help:"largest topic config (all keys and values)"`
+	MaxTopics                 int           `yaml:"max_topics" flag:"max-topics" check:"positive" help:"most topics (checked at create)"`
+	MaxPartitionsPerTopic     int           `yaml:"max_partitions_per_topic" flag:"max-partitions-per-topic" check:"positive" help:"most partitions of one topic (at most 100000)"`
+	MaxTotalPartitions        int           `yaml:"max_total_partitions" flag:"max-total-partitions" check:"positive" help:"most partitions of all topics together (checked at create)"`
+	MaxSubscribedPartitions   int           `yaml:"max_subscribed_partitions" flag:"max-subscribed-partitions" check:"positive" help:"most partitions all subscriptions of the agent read at once (plain and group)"`
+	GRPCMaxRecvInflightBytes  int64         `yaml:"grpc_max_recv_inflight_bytes" flag:"grpc-max-recv-inflight-bytes" check:"positive" help:"receive budget: each gRPC stream takes the receive limit (max_request_bytes + 128 KiB) of it while it may be receiving; past it new streams get ResourceExhausted"`
+	GRPCMaxConnections        int           `yaml:"grpc_max_connections" flag:"grpc-max-connections" check:"nonneg" help:"most gRPC connections open at once; past it a connection is closed at once (0: no limit)"`
+	GRPCMaxConnectionIdle     time.Duration `yaml:"grpc_max_connection_idle" flag:"grpc-max-connection-idle" check:"nonneg" help:"close a gRPC connection without calls for this long (0: never)"`
+	GRPCMaxConnectionAge      time.Duration `yaml:"grpc_max_connection_age" flag:"grpc-max-connection-age" check:"nonneg" help:"close any gRPC connection after about this long, with GOAWAY, so clients reconnect and spread over agents (0: never)"`
+	GRPCMaxConnectionAgeGrace time.Duration `yaml:"grpc_max_connection_age_grace" flag:"grpc-max-connection-age-grace" check:"nonneg" help:"time the calls of a connection closed for its age get to end (0: for ever)"`
+	GRPCKeepaliveTime         time.Duration `yaml:"grpc_keepalive_time" flag:"grpc-keepalive-time" check:"nonneg" help:"ping a client silent this long (at least 1s; 0: 2h)"`
+	GRPCKeepaliveTimeout      time.Duration `yaml:"grpc_keepalive_timeout" flag:"grpc-keepalive-timeout" check:"nonneg" help:"close the connection when a ping is not answered within this (0: 20s)"`
+	GRPCKeepaliveMinTime      time.Duration `yaml:"grpc_keepalive_min_time" flag:"grpc-keepalive-min-time" check:"nonneg" help:"shortest interval between a client's keepalive pings tolerated; more often gets GOAWAY"`
 }
 
 // KafkaSettings are the Kafka protocol listener's (package kafka).
@@ -156,7 +171,15 @@ func DefaultServerConfig(command string) Config {
 		Agent: AgentSettings{CacheBytes: ad.CacheBytes, MaxRecordBytes: ad.MaxRecordBytes, MaxFetchBytes: ad.MaxFetchBytes,
 			MaxFetchRecords: ad.MaxFetchRecords, MaxLoadingBytes: ad.MaxLoadingBytes, ReadaheadBytes: ad.ReadaheadBytes,
 			ReplayBytesPerSecond: ad.ReplayBytesPerSecond, ReplayMinLagRecords: ad.ReplayMinLagRecords,
-			GroupRetention: ad.GroupRetention, LagMetricsMaxGroups: ad.LagMetricsMaxGroups},
+			GroupRetention: ad.GroupRetention, LagMetricsMaxGroups: ad.LagMetricsMaxGroups,
+			MaxReadRecordBytes: ad.MaxReadRecordBytes, StreamBufferBytes: ad.StreamBufferBytes,
+			TimestampBeforeMax: ad.TimestampBeforeMax, TimestampAfterMax: ad.TimestampAfterMax,
+			TopicConfigEntryBytes: ad.MaxTopicConfigEntryBytes, TopicConfigBytes: ad.MaxTopicConfigBytes,
+			MaxTopics: ad.MaxTopics, MaxPartitionsPerTopic: ad.MaxPartitionsPerTopic, MaxTotalPartitions: ad.MaxTotalPartitions,
+			MaxSubscribedPartitions: ad.MaxSubscribedPartitions, GRPCMaxRecvInflightBytes: ad.GRPCMaxRecvInFlightBytes,
+			GRPCMaxConnections: ad.MaxConnections, GRPCMaxConnectionIdle: ad.GRPCMaxConnectionIdle,
+			GRPCMaxConnectionAge: ad.GRPCMaxConnectionAge, GRPCMaxConnectionAgeGrace: ad.GRPCMaxConnectionAgeGrace,
+			GRPCKeepaliveTime: ad.GRPCKeepaliveTime, GRPCKeepaliveTimeout: ad.GRPCKeepaliveTimeout, GRPCKeepaliveMinTime: ad.GRPCKeepaliveMinTime},
 		Kafka: KafkaSettings{Listen: ":9092", MaxFrameBytes: kd.MaxFrameBytes, MaxConnections: kd.MaxConnections,
 			MaxInFlight: kd.MaxInFlight, MaxBufferedBytes: kd.MaxBufferedBytes},
 		S3:  S3Settings{Region: sd.Region},

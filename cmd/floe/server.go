@@ -18,7 +18,6 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
-	"google.golang.org/grpc/keepalive"
 	"google.golang.org/grpc/reflection"
 
 	"github.com/floe-broker/floe/agent"
@@ -51,9 +50,6 @@ type serverConfig struct {
 	DrainTimeout time.Duration
 	// Pprof serves /debug/pprof/ on the metrics listener (pprof.go).
 	Pprof bool
-	// MaxConnectionAge and MaxConnectionAgeGrace age gRPC connections
-	// out (keepalive.ServerParameters; 0: never, no bound).
-	MaxConnectionAge, MaxConnectionAgeGrace time.Duration
 	// HTTP bounds the HTTP listener (zero fields: defaultHTTPLimits).
 	HTTP httpLimits
 	// Ready, optional, is called with the bound addresses once serving.
@@ -127,10 +123,6 @@ func serve(ctx context.Context, sc serverConfig, open openFunc, reg *prometheus.
 	gate := newDrainGate() // drain.go
 	opts := append(newRPCMetrics(reg).options(), gate.options()...)
 	opts = append(opts, agent.GRPCServerOptions(sc.Agent, log)...)
-	if sc.MaxConnectionAge > 0 || sc.MaxConnectionAgeGrace > 0 {
-		opts = append(opts, grpc.KeepaliveParams(keepalive.ServerParameters{
-			MaxConnectionAge: sc.MaxConnectionAge, MaxConnectionAgeGrace: sc.MaxConnectionAgeGrace}))
-	}
 	gs := grpc.NewServer(append(opts, grpc.MaxConcurrentStreams(1024))...)
 	late := &lateAgent{}
 	source := func() console.Source {
@@ -156,7 +148,7 @@ func serve(ctx context.Context, sc serverConfig, open openFunc, reg *prometheus.
 	ready.attach(hs) // NOT_SERVING until the stores answer
 	grpcDone := make(chan error, 1)
 	go func() {
-		err := gs.Serve(lis)
+		err := gs.Serve(agent.LimitListener(lis, sc.Agent.MaxConnections, nil)) // -grpc-max-connections
 		if errors.Is(err, grpc.ErrServerStopped) {
 			err = nil
 		}

@@ -529,8 +529,16 @@ func (*DeleteTopicResponse) Descriptor() ([]byte, []int) {
 	return file_floe_v1_floe_proto_rawDescGZIP(), []int{5}
 }
 
+// ListTopics answers one page of topics, in name order. A client follows
+// next_page_token until it is empty.
 type ListTopicsRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// From a previous answer's next_page_token; empty: the first page.
+	PageToken string `protobuf:"bytes,1,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
+	// Most topics of the page; 0: the agent's default (1,000). A page also
+	// stops before its answer passes the agent's fetch limit (at least one
+	// topic).
+	PageSize      int32 `protobuf:"varint,2,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -565,9 +573,25 @@ func (*ListTopicsRequest) Descriptor() ([]byte, []int) {
 	return file_floe_v1_floe_proto_rawDescGZIP(), []int{6}
 }
 
+func (x *ListTopicsRequest) GetPageToken() string {
+	if x != nil {
+		return x.PageToken
+	}
+	return ""
+}
+
+func (x *ListTopicsRequest) GetPageSize() int32 {
+	if x != nil {
+		return x.PageSize
+	}
+	return 0
+}
+
 type ListTopicsResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Topics        []*Topic               `protobuf:"bytes,1,rep,name=topics,proto3" json:"topics,omitempty"`
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Topics []*Topic               `protobuf:"bytes,1,rep,name=topics,proto3" json:"topics,omitempty"`
+	// The token of the next page; empty on the last page.
+	NextPageToken string `protobuf:"bytes,2,opt,name=next_page_token,json=nextPageToken,proto3" json:"next_page_token,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -607,6 +631,13 @@ func (x *ListTopicsResponse) GetTopics() []*Topic {
 		return x.Topics
 	}
 	return nil
+}
+
+func (x *ListTopicsResponse) GetNextPageToken() string {
+	if x != nil {
+		return x.NextPageToken
+	}
+	return ""
 }
 
 type DescribeTopicRequest struct {
@@ -2292,10 +2323,12 @@ func (x *SubscribeResponse) GetNextOffset() int64 {
 	return 0
 }
 
-// PartitionBatches: Kafka v2 record batches (magic 2) back to back, bound
-// for one partition. Base offsets are ignored (the sequencer assigns
-// them); an idempotent producer sets producer id, epoch and base sequence
-// in each batch header.
+// PartitionBatches: one Kafka v2 record batch (magic 2) bound for one
+// partition (as Kafka's produce v3+: a request with more batches for a
+// partition names the partition again, one entry per batch; two batches in
+// one entry are refused with InvalidArgument). The base offset is ignored
+// (the sequencer assigns it); an idempotent producer sets producer id,
+// epoch and base sequence in the batch header.
 type PartitionBatches struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Partition     int32                  `protobuf:"varint,1,opt,name=partition,proto3" json:"partition,omitempty"`
@@ -2404,8 +2437,7 @@ func (x *ProduceBatchesRequest) GetPartitions() []*PartitionBatches {
 type PartitionProduceResult struct {
 	state     protoimpl.MessageState `protogen:"open.v1"`
 	Partition int32                  `protobuf:"varint,1,opt,name=partition,proto3" json:"partition,omitempty"`
-	// Offset of the first record of the first batch; the records of the
-	// request's batches for this partition follow densely.
+	// Offset of the batch's first record; its records follow densely.
 	BaseOffset int64 `protobuf:"varint,2,opt,name=base_offset,json=baseOffset,proto3" json:"base_offset,omitempty"`
 	// True when an idempotent retry matched an already committed batch.
 	Duplicate     bool `protobuf:"varint,3,opt,name=duplicate,proto3" json:"duplicate,omitempty"`
@@ -2466,7 +2498,7 @@ func (x *PartitionProduceResult) GetDuplicate() bool {
 
 type ProduceBatchesResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// One per PartitionBatches, in request order.
+	// One per PartitionBatches entry, in request order.
 	Results []*PartitionProduceResult `protobuf:"bytes,1,rep,name=results,proto3" json:"results,omitempty"`
 	// The sequencer's clock at commit, unix milliseconds.
 	LogAppendTimeMs int64 `protobuf:"varint,2,opt,name=log_append_time_ms,json=logAppendTimeMs,proto3" json:"log_append_time_ms,omitempty"`
@@ -4530,10 +4562,14 @@ const file_floe_v1_floe_proto_rawDesc = "" +
 	"\x05topic\x18\x01 \x01(\v2\x0e.floe.v1.TopicR\x05topic\"(\n" +
 	"\x12DeleteTopicRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\"\x15\n" +
-	"\x13DeleteTopicResponse\"\x13\n" +
-	"\x11ListTopicsRequest\"<\n" +
+	"\x13DeleteTopicResponse\"O\n" +
+	"\x11ListTopicsRequest\x12\x1d\n" +
+	"\n" +
+	"page_token\x18\x01 \x01(\tR\tpageToken\x12\x1b\n" +
+	"\tpage_size\x18\x02 \x01(\x05R\bpageSize\"d\n" +
 	"\x12ListTopicsResponse\x12&\n" +
-	"\x06topics\x18\x01 \x03(\v2\x0e.floe.v1.TopicR\x06topics\"*\n" +
+	"\x06topics\x18\x01 \x03(\v2\x0e.floe.v1.TopicR\x06topics\x12&\n" +
+	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"*\n" +
 	"\x14DescribeTopicRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\"\x97\x02\n" +
 	"\x15DescribeTopicResponse\x12$\n" +
