@@ -190,7 +190,7 @@ func (c *Console) apiTopics(w http.ResponseWriter, r *http.Request) {
 		c.fail(w, errStarting)
 		return
 	}
-	list, err := src.ListTopics(ctx, &floev1.ListTopicsRequest{})
+	list, err := listTopics(ctx, src)
 	if err != nil {
 		c.fail(w, err)
 		return
@@ -417,7 +417,7 @@ func (c *Console) apiIceberg(w http.ResponseWriter, r *http.Request) {
 	defer cancel()
 	resp := icebergResponse{Available: true, Tables: []IcebergTable{}, Offset: pg.offset, Limit: pg.limit}
 	if ts, ok := src.(IcebergTopicsSource); ok && c.source() != nil {
-		list, err := c.source().ListTopics(ctx, &floev1.ListTopicsRequest{})
+		list, err := listTopics(ctx, c.source())
 		if err != nil {
 			c.fail(w, err)
 			return

@@ -270,3 +270,25 @@ func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // source returns the agent, nil while it starts.
 func (c *Console) source() Source { return c.opts.Source() }
+
+// maxTopicPages bounds the ListTopics pages one console answer follows (the
+// agent's topic limit is 10,000 by default, 1,000 a page).
+const maxTopicPages = 100
+
+// listTopics lists every topic, following the agent's ListTopics pages.
+func listTopics(ctx context.Context, src Source) (*floev1.ListTopicsResponse, error) {
+	all := &floev1.ListTopicsResponse{}
+	req := &floev1.ListTopicsRequest{}
+	for range maxTopicPages {
+		page, err := src.ListTopics(ctx, req)
+		if err != nil {
+			return nil, err
+		}
+		all.Topics = append(all.Topics, page.GetTopics()...)
+		if page.GetNextPageToken() == "" {
+			return all, nil
+		}
+		req = &floev1.ListTopicsRequest{PageToken: page.GetNextPageToken()}
+	}
+	return all, nil
+}

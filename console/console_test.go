@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/floe-broker/floe/agent"
+	floev1 "github.com/floe-broker/floe/api/floe/v1"
 	"github.com/floe-broker/floe/batcher"
 	"github.com/floe-broker/floe/console"
 	"github.com/floe-broker/floe/internal/testenv"
@@ -469,4 +470,29 @@ func TestLagSamplingIdles(t *testing.T) {
 		t.Errorf("%d samples taken while nobody read the API for 350 ms, want at most 6 or so", n)
 	}
 	waitLag(t, f, func(l lagJSON) bool { return len(l.Groups[0].Points) > len(then.Groups[0].Points) })
+}
+
+// smallPages answers ListTopics two topics a page, as an agent does past
+// its page size.
+type smallPages struct{ *agent.Agent }
+
+func (s smallPages) ListTopics(ctx context.Context, req *floev1.ListTopicsRequest) (*floev1.ListTopicsResponse, error) {
+	return s.Agent.ListTopics(ctx, &floev1.ListTopicsRequest{PageToken: req.GetPageToken(), PageSize: 2})
+}
+
+// The console follows the agent's ListTopics pages: it saw only the first
+// page (1,000 topics) when ListTopics became paged.
+func TestAPITopicsFollowsListTopicsPages(t *testing.T) {
+	var f *fixture
+	f = newFixture(t, console.Options{Source: func() console.Source { return smallPages{f.ag} }})
+	for i := range 5 {
+		if _, err := f.meta.CreateTopic(context.Background(), metadata.TopicSpec{Name: fmt.Sprintf("p%d", i), Partitions: 1}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var got topicsJSON
+	f.get(t, "/console/api/topics", &got)
+	if got.Total != 5 || len(got.Topics) != 5 {
+		t.Errorf("topics over 3 pages of ListTopics: total %d, %d shown; want 5", got.Total, len(got.Topics))
+	}
 }

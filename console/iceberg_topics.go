@@ -33,7 +33,7 @@ func (t *topicTables) IcebergTables(ctx context.Context) ([]IcebergTable, error)
 	if s == nil {
 		return nil, nil
 	}
-	lt, err := s.ListTopics(ctx, &floev1.ListTopicsRequest{})
+	lt, err := listTopics(ctx, s)
 	if err != nil {
 		return nil, err
 	}

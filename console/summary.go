@@ -137,7 +137,7 @@ func (f *figures) summary() (summaryView, error) {
 
 // passTopics lists the topics and describes the next batch of them.
 func (c *Console) passTopics(ctx context.Context, src Source) error {
-	list, err := src.ListTopics(ctx, &floev1.ListTopicsRequest{})
+	list, err := listTopics(ctx, src)
 	if err != nil {
 		return err
 	}
