@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -483,8 +484,14 @@ func (s smallPages) ListTopics(ctx context.Context, req *floev1.ListTopicsReques
 // The console follows the agent's ListTopics pages: it saw only the first
 // page (1,000 topics) when ListTopics became paged.
 func TestAPITopicsFollowsListTopicsPages(t *testing.T) {
-	var f *fixture
-	f = newFixture(t, console.Options{Source: func() console.Source { return smallPages{f.ag} }})
+	var ag atomic.Pointer[agent.Agent] // set once newFixture made it
+	f := newFixture(t, console.Options{Source: func() console.Source {
+		if a := ag.Load(); a != nil {
+			return smallPages{a}
+		}
+		return nil
+	}})
+	ag.Store(f.ag)
 	for i := range 5 {
 		if _, err := f.meta.CreateTopic(context.Background(), metadata.TopicSpec{Name: fmt.Sprintf("p%d", i), Partitions: 1}); err != nil {
 			t.Fatal(err)
