@@ -55,7 +55,8 @@ func TestGroupSenderOrder(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan error, 1)
 		go func() { done <- s.send(ctx) }()
-		_ = s.mem.Acquire(ctx, 1)
+		_ = s.mem.Acquire(ctx, 1) // as a reader does: its own buffer, then the stream budget
+		_ = s.mem.Hold(ctx, 1)
 		s.out <- outMsg{resp: &floev1.SubscribeResponse{Partition: 0, Records: []*floev1.Record{{Offset: 7}}}, weight: 1, gen: gen}
 		deadline := time.Now().Add(5 * time.Second)
 		for {

@@ -110,14 +110,17 @@ func TestTableCommandsDev(t *testing.T) {
 	dev := startFloe(t, "dev", "-data", data, "-interval", "100ms")
 	c := dialT(t, dev.addr)
 	ctx := context.Background()
-	if _, err := c.CreateTopic(ctx, "events", 1, map[string]string{"iceberg.lag": "0"}); err != nil {
+	// The table starts with the schema (iceberg.enabled off until then):
+	// else the compactor may append the first values before the schema
+	// exists, and nothing is rejected.
+	if _, err := c.CreateTopic(ctx, "events", 1, map[string]string{"iceberg.lag": "0", "iceberg.enabled": "false"}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := c.Produce(ctx, "events", 0, client.Value([]byte("k"), []byte{0xff, 0x00}), client.Value(nil, nil)); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := c.Topics.AlterTopicConfig(ctx, &floev1.AlterTopicConfigRequest{Name: "events",
-		Set: map[string]string{"value.schema": `{"type":"object","properties":{"id":{"type":"integer"}}}`}}); err != nil {
+		Set: map[string]string{"value.schema": `{"type":"object","properties":{"id":{"type":"integer"}}}`, "iceberg.enabled": "true"}}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := c.Produce(ctx, "events", 0, client.Value(nil, []byte(`{"id":3}`))); err != nil {
