@@ -33,6 +33,8 @@ func errCode(err error) int16 {
 		return kerr.CorruptMessage.Code
 	case agent.ReasonInvalidValue:
 		return kerr.InvalidRecord.Code
+	case agent.ReasonInvalidTimestamp: // past -timestamp-after-max / -before-max, as Kafka's message.timestamp.*
+		return kerr.InvalidTimestamp.Code
 	case agent.ReasonUnknownProducer:
 		return kerr.UnknownProducerID.Code
 	case agent.ReasonProducerFenced:

@@ -32,6 +32,7 @@ func TestErrCode(t *testing.T) {
 		{withReason(codes.InvalidArgument, agent.ReasonRequestTooLarge), kerr.MessageTooLarge},
 		{withReason(codes.InvalidArgument, agent.ReasonInvalidBatch), kerr.CorruptMessage},
 		{withReason(codes.InvalidArgument, agent.ReasonInvalidValue), kerr.InvalidRecord},
+		{withReason(codes.InvalidArgument, agent.ReasonInvalidTimestamp), kerr.InvalidTimestamp},
 		{withReason(codes.FailedPrecondition, agent.ReasonUnknownProducer), kerr.UnknownProducerID},
 		{withReason(codes.FailedPrecondition, agent.ReasonProducerFenced), kerr.InvalidProducerEpoch},
 		{withReason(codes.FailedPrecondition, agent.ReasonOutOfOrderSequence), kerr.OutOfOrderSequenceNumber},
