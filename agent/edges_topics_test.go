@@ -13,33 +13,40 @@ import (
 	"github.com/floe-broker/floe/batcher"
 )
 
-// A topic config is bounded per entry and in total, on create and alter,
+// A topic config is bounded per entry and in total (unknown keys are
+// refused, so value.schema, padded, is the long entry), on create and alter,
 // with InvalidArgument naming the limit. Before, a 3 MB config was stored,
 // and five of them made ListTopics fail for everyone.
 func TestTopicConfigSizeLimits(t *testing.T) {
 	s := startGuarded(t, guardedConfig{agent: func(a *agent.Config, _ *batcher.Config) {
-		a.MaxTopicConfigEntryBytes, a.MaxTopicConfigBytes = 1000, 2500
+		a.MaxTopicConfigEntryBytes, a.MaxTopicConfigBytes = 1000, 1030
 	}})
 	ctx := context.Background()
-	entry := func(n int) string { return strings.Repeat("x", n) }
-	_, err := s.topics.CreateTopic(ctx, &floev1.CreateTopicRequest{Name: "big", Partitions: 1, Config: map[string]string{"note": entry(3 << 20)}})
+	_, err := s.topics.CreateTopic(ctx, &floev1.CreateTopicRequest{Name: "big", Partitions: 1, Config: map[string]string{"value.schema": schemaOfSize(3 << 20)}})
 	wantStatus(t, "a 3 MB config value", err, codes.InvalidArgument, agent.ReasonLimit, "topic_config_entry_bytes")
 	if errorInfo(err).GetMetadata()["limit"] != "topic_config_entry_bytes" {
 		t.Fatalf("metadata %v", errorInfo(err).GetMetadata())
 	}
-	// 6 + 994 bytes: at the entry limit; 2000 of 2500 in total.
-	ok := map[string]string{"note.a": entry(994), "note.b": entry(994)}
+	// 12 + 988 bytes: at the entry limit; then 19 more, 1019 of 1030 in total.
+	ok := map[string]string{"value.schema": schemaOfSize(988), "retention.ms": "3600000"}
 	if _, err := s.topics.CreateTopic(ctx, &floev1.CreateTopicRequest{Name: "t", Partitions: 1, Config: ok}); err != nil {
-		t.Fatalf("two entries at the limit: %v", err)
+		t.Fatalf("an entry at the limit: %v", err)
 	}
-	_, err = s.topics.AlterTopicConfig(ctx, &floev1.AlterTopicConfigRequest{Name: "t", Set: map[string]string{"note.c": entry(495)}})
+	_, err = s.topics.AlterTopicConfig(ctx, &floev1.AlterTopicConfigRequest{Name: "t", Set: map[string]string{"cleanup.policy": "compact"}})
 	wantStatus(t, "a third entry past the total", err, codes.InvalidArgument, agent.ReasonLimit, "topic_config_bytes")
-	_, err = s.topics.AlterTopicConfig(ctx, &floev1.AlterTopicConfigRequest{Name: "t", Set: map[string]string{"note.a": entry(995)}})
+	_, err = s.topics.AlterTopicConfig(ctx, &floev1.AlterTopicConfigRequest{Name: "t", Set: map[string]string{"value.schema": schemaOfSize(989)}})
 	wantStatus(t, "an entry one byte over", err, codes.InvalidArgument, agent.ReasonLimit, "topic_config_entry_bytes")
-	if _, err := s.topics.AlterTopicConfig(ctx, &floev1.AlterTopicConfigRequest{Name: "t", Remove: []string{"note.b"},
-		Set: map[string]string{"note.c": entry(495)}}); err != nil {
+	if _, err := s.topics.AlterTopicConfig(ctx, &floev1.AlterTopicConfigRequest{Name: "t", Remove: []string{"retention.ms"},
+		Set: map[string]string{"cleanup.policy": "compact"}}); err != nil {
 		t.Fatalf("replace an entry within the total: %v", err)
 	}
+}
+
+// schemaOfSize is a valid value schema of exactly n bytes (padded with
+// JSON whitespace): the one topic config key that takes long values.
+func schemaOfSize(n int) string {
+	const s = `{"type":"object"}`
+	return s + strings.Repeat(" ", n-len(s))
 }
 
 // ListTopics answers pages in name order, each within its page size and
@@ -55,7 +62,7 @@ func TestListTopicsPages(t *testing.T) {
 	for i := range n {
 		cfg := map[string]string{"retention.ms": fmt.Sprint(1000 + i)}
 		if i%5 == 0 {
-			cfg["note"] = strings.Repeat("1", 30<<10) // 30 KB: two per 64 KiB answer at most
+			cfg["value.schema"] = schemaOfSize(30 << 10) // 30 KB: two per 64 KiB answer at most
 		}
 		if _, err := s.topics.CreateTopic(ctx, &floev1.CreateTopicRequest{Name: fmt.Sprintf("t%02d", i), Partitions: 1, Config: cfg}); err != nil {
 			t.Fatal(err)
