@@ -56,6 +56,7 @@ func TestGroupSenderOrder(t *testing.T) {
 		done := make(chan error, 1)
 		go func() { done <- s.send(ctx) }()
 		_ = s.mem.Acquire(ctx, 1)
+		_ = s.mem.Hold(ctx, 1) // a message to send holds its bytes in the stream budget too
 		s.out <- outMsg{resp: &floev1.SubscribeResponse{Partition: 0, Records: []*floev1.Record{{Offset: 7}}}, weight: 1, gen: gen}
 		deadline := time.Now().Add(5 * time.Second)
 		for {
