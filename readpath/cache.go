@@ -22,6 +22,7 @@ type cacheItem struct {
 	verified bool // the whole file's checksums held when it was read (AddVerified)
 }
 
+// NewCache returns an empty cache of at most maxBytes.
 func NewCache(maxBytes int64) *Cache {
 	return &Cache{max: maxBytes, order: list.New(), items: make(map[string]*list.Element)}
 }

@@ -22,7 +22,7 @@ const maxRefsPerPartition = 64
 //
 // An entry is trusted ("known") only while notices flow: its state came
 // from a query made after the notice stream was (re)established, and every
-// Notice since has been applied. A notice with All set (a reconnect, or a
+// notice since has been applied. A notice with All set (a reconnect, or a
 // lagging receiver), or the stream breaking, withdraws that trust until
 // the next query; the agent also re-reads the high watermarks of the
 // tracked topics every IndexPollInterval in case a notice was lost.
@@ -46,6 +46,8 @@ type indexEntry struct {
 	refs     []metadata.BatchRef // contiguous batches, oldest first
 }
 
+// NewIndex returns an index of at most maxParts partitions and maxRefs
+// batch references in all; it answers nothing until SetLive(true).
 func NewIndex(maxParts, maxRefs int) *Index {
 	return &Index{maxParts: maxParts, maxRefs: maxRefs, parts: make(map[Key]*list.Element), lru: list.New(),
 		perTopic: make(map[int64]int)}
@@ -89,7 +91,7 @@ func (x *Index) Lookup(k Key, offset, maxBytes int64) ([]metadata.BatchRef, meta
 }
 
 // Begin registers a query about to be made for k: notices for k are
-// tracked from now on. Pass the result to stored.
+// tracked from now on. Pass the result to Stored.
 func (x *Index) Begin(k Key) uint64 {
 	x.mu.Lock()
 	defer x.mu.Unlock()
@@ -97,7 +99,7 @@ func (x *Index) Begin(k Key) uint64 {
 	return x.gen
 }
 
-// Stored records a query's answer, begun with begin at generation gen.
+// Stored records a query's answer, begun with Begin at generation gen.
 func (x *Index) Stored(k Key, gen uint64, refs []metadata.BatchRef, st metadata.PartitionState) {
 	x.mu.Lock()
 	defer x.mu.Unlock()

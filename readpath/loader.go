@@ -53,7 +53,7 @@ const (
 )
 
 // RespBuf returns an empty buffer of capacity at least n, reused when one
-// was given back (putRespBuf).
+// was given back (PutRespBuf).
 func (l *Loader) RespBuf(n int) *[]byte {
 	if p, ok := l.bufs.Get().(*[]byte); ok {
 		if cap(*p) >= n {
@@ -70,7 +70,7 @@ func (l *Loader) RespBuf(n int) *[]byte {
 	return &b
 }
 
-// PutRespBuf gives back a buffer of respBuf whose bytes nothing uses any
+// PutRespBuf gives back a buffer of RespBuf whose bytes nothing uses any
 // more.
 func (l *Loader) PutRespBuf(p *[]byte) {
 	if cap(*p) <= respBufMax {
@@ -89,6 +89,8 @@ type load struct {
 	prefetch bool // started by the read-ahead (counted in loader.prefetches)
 }
 
+// NewLoader returns a loader into cache, with its read-ahead when
+// cfg.ReadaheadBytes is positive.
 func NewLoader(store ObjectReader, cache *Cache, cfg Config) *Loader {
 	l := &Loader{
 		store: store, cache: cache,

@@ -74,7 +74,7 @@ const (
 	readaheadDenseFiles = 8
 )
 
-// Finder looks up batch references (Agent.findBatches).
+// Finder looks up batch references (Index.FindBatches on the metadata store).
 type Finder func(ctx context.Context, topicID int64, p int32, offset, maxBytes int64) ([]metadata.BatchRef, metadata.PartitionState, error)
 
 // Readahead holds the read-ahead streams of an agent.
