@@ -18,6 +18,7 @@ import (
 	floev1 "github.com/floe-broker/floe/api/floe/v1"
 	"github.com/floe-broker/floe/batcher"
 	"github.com/floe-broker/floe/metadata"
+	"github.com/floe-broker/floe/readpath"
 )
 
 // Producer appends batches for commit (batcher.Batcher).
@@ -44,11 +45,11 @@ type Agent struct {
 	m        *metrics
 
 	topics *topicCache
-	cache  *fileCache
+	cache  *readpath.Cache
 	hub    *hub
-	loads  *loader // object store reads on cache misses, bounded in bytes
-	index  *index  // recent batches and high watermarks (index.go)
-	grp    *groups // consumer group subscriptions, replay budgets, lag (groups_state.go)
+	loads  *readpath.Loader // object store reads on cache misses, bounded in bytes
+	index  *readpath.Index  // recent batches and high watermarks (readpath/index.go)
+	grp    *groups          // consumer group subscriptions, replay budgets, lag (groups_state.go)
 
 	schemas schemaCache // compiled value schemas (schema.go)
 
@@ -84,7 +85,7 @@ func New(cfg Config, meta metadata.Store, store ObjectReader, producer Producer,
 		cfg: cfg, meta: meta, store: store, producer: producer,
 		log:   opts.Logger,
 		m:     newMetrics(opts.Registry),
-		cache: newFileCache(cfg.CacheBytes),
+		cache: readpath.NewCache(cfg.CacheBytes),
 		hub:   newHub(),
 
 		streamMem: newStreamBudget(cfg.StreamBufferBytes),
@@ -92,9 +93,9 @@ func New(cfg Config, meta metadata.Store, store ObjectReader, producer Producer,
 	}
 	// A topic the read index watches is re-read by the index poll, which
 	// drops it once gone: its name need not be looked up again meanwhile.
-	a.topics = newTopicCache(meta, cfg.TopicCacheTTL, func(id int64) bool { return a.index.watches(id) })
-	a.loads = newLoader(store, a.cache, cfg)
-	a.index = newIndex(cfg.IndexMaxPartitions, cfg.IndexMaxBatches)
+	a.topics = newTopicCache(meta, cfg.TopicCacheTTL, func(id int64) bool { return a.index.Watches(id) })
+	a.loads = readpath.NewLoader(store, a.cache, cfg.readPath())
+	a.index = readpath.NewIndex(cfg.IndexMaxPartitions, cfg.IndexMaxBatches)
 	a.grp = newGroups(a, opts.Registry)
 	return a, nil
 }
@@ -111,7 +112,7 @@ func (a *Agent) Register(s grpc.ServiceRegistrar) {
 // in the read index and wakes readers.
 func (a *Agent) OnCommit(f batcher.CommittedFile) {
 	a.cache.Add(f.Key, f.Data)
-	a.indexCommitted(f)
+	a.index.CommittedFile(f)
 	n := metadata.Notice{Partitions: make([]metadata.PartitionNotice, 0, len(f.Commits))}
 	for i, c := range f.Commits {
 		if f.Results[i].Err != nil {
@@ -126,7 +127,7 @@ func (a *Agent) OnCommit(f batcher.CommittedFile) {
 // resubscribing after failures. It returns once the whole-file loads in
 // progress have ended.
 func (a *Agent) Run(ctx context.Context) error {
-	defer a.loads.close()
+	defer a.loads.Close()
 	expired := make(chan struct{})
 	go func() { defer close(expired); a.grp.expireLoop(ctx) }()
 	defer func() { <-expired }()
@@ -185,7 +186,7 @@ func (a *Agent) DeleteTopic(ctx context.Context, req *floev1.DeleteTopicRequest)
 	if cached {
 		// Its readers here re-read at once and learn that it is gone.
 		a.topics.dropID(t.ID)
-		a.hub.notify(metadata.Notice{Partitions: a.index.dropTopic(t.ID)})
+		a.hub.notify(metadata.Notice{Partitions: a.index.DropTopic(t.ID)})
 	}
 	return &floev1.DeleteTopicResponse{}, nil
 }

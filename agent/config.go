@@ -132,7 +132,7 @@ type Config struct {
 	// IndexMaxBatches bounds the batch references the index holds.
 	IndexMaxBatches int
 	// ReadaheadBytes bounds the bytes read ahead, across all partitions,
-	// for readers far behind the head (readahead.go); 0 disables it.
+	// for readers far behind the head (readpath/readahead.go); 0 disables it.
 	ReadaheadBytes int64
 	// MaxReadRecordBytes bounds one stored record a Fetch or Subscribe
 	// decodes, counted as MaxRecordBytes counts it (headers at

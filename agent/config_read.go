@@ -1,6 +1,10 @@
 package agent
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/floe-broker/floe/readpath"
+)
 
 // validateReads checks the read settings (the last block of Config).
 func (c Config) validateReads() error {
@@ -23,6 +27,12 @@ func (c Config) validateReads() error {
 		return fmt.Errorf("agent: config MaxReadRecordBytes %d must be 0 or at least MaxRecordBytes (%d)", c.MaxReadRecordBytes, c.MaxRecordBytes)
 	}
 	return nil
+}
+
+// readPath is the read path's share of the settings.
+func (c Config) readPath() readpath.Config {
+	return readpath.Config{CacheBytes: c.CacheBytes, CacheFileMaxBytes: c.CacheFileMaxBytes, LoadTimeout: c.LoadTimeout,
+		MaxLoadingBytes: c.MaxLoadingBytes, MaxLoadWait: c.MaxLoadWait, ReadaheadBytes: c.ReadaheadBytes}
 }
 
 // readRecordLimit is the bound of one record decoded on read

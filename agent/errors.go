@@ -18,6 +18,7 @@ import (
 	"github.com/floe-broker/floe/kbatch"
 	"github.com/floe-broker/floe/metadata"
 	"github.com/floe-broker/floe/objectstore"
+	"github.com/floe-broker/floe/readpath"
 )
 
 // ErrorInfo reasons (domain "floe") that clients may act on.
@@ -269,10 +270,7 @@ func innermostText(err, target error) string {
 
 // dataLossError marks stored data that does not decode or does not match
 // its metadata: retrying will not help.
-type dataLossError struct{ err error }
-
-func (e *dataLossError) Error() string { return e.err.Error() }
-func (e *dataLossError) Unwrap() error { return e.err }
+type dataLossError = readpath.DataLossError
 
 // statusInfo is a status error with an ErrorInfo detail.
 func statusInfo(c codes.Code, reason string, md map[string]string, format string, args ...any) error {

@@ -79,7 +79,7 @@ func (a *Agent) readStoredOnce(ctx context.Context, topicID int64, partition int
 		for at := 0; at < len(raw[i]); {
 			info, err := parse(raw[i][at:])
 			if err != nil {
-				return storedRead{next: offset}, st, &dataLossError{fmt.Errorf("agent: read batch %d of %s at byte %d: %w", r.BaseOffset, r.FileKey, at, err)}
+				return storedRead{next: offset}, st, &dataLossError{Err: fmt.Errorf("agent: read batch %d of %s at byte %d: %w", r.BaseOffset, r.FileKey, at, err)}
 			}
 			batch := raw[i][at : at+info.BatchLength : at+info.BatchLength]
 			at += info.BatchLength
@@ -104,10 +104,10 @@ func (a *Agent) readStoredOnce(ctx context.Context, topicID int64, partition int
 			break
 		}
 		if count != int64(r.RecordCount) {
-			return storedRead{next: offset}, st, &dataLossError{fmt.Errorf("agent: batch %d of %s has %d records, metadata says %d", r.BaseOffset, r.FileKey, count, r.RecordCount)}
+			return storedRead{next: offset}, st, &dataLossError{Err: fmt.Errorf("agent: batch %d of %s has %d records, metadata says %d", r.BaseOffset, r.FileKey, count, r.RecordCount)}
 		}
 		if base != r.LastOffset+1 {
-			return storedRead{next: offset}, st, &dataLossError{fmt.Errorf("agent: batch %d of %s ends at offset %d, metadata says %d", r.BaseOffset, r.FileKey, base-1, r.LastOffset)}
+			return storedRead{next: offset}, st, &dataLossError{Err: fmt.Errorf("agent: batch %d of %s ends at offset %d, metadata says %d", r.BaseOffset, r.FileKey, base-1, r.LastOffset)}
 		}
 		// A compacted run may end with offsets whose records are gone.
 		out.next = max(out.next, base)
@@ -116,7 +116,7 @@ func (a *Agent) readStoredOnce(ctx context.Context, topicID int64, partition int
 	// pooled buffer for a subscription (given back once sent), else a new
 	// one (a Fetch answer is marshalled after the handler returns).
 	if pool && len(picks) > 0 {
-		out.pooled = a.loads.respBuf(size)
+		out.pooled = a.loads.RespBuf(size)
 		out.buf = *out.pooled
 	} else {
 		out.buf = make([]byte, 0, size)
@@ -143,7 +143,7 @@ func (a *Agent) release(r storedRead, msg *floev1.SubscribeResponse) func() {
 	}
 	return func() {
 		msg.Batches = nil
-		a.loads.putRespBuf(r.pooled)
+		a.loads.PutRespBuf(r.pooled)
 	}
 }
 

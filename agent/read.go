@@ -16,6 +16,7 @@ import (
 	"github.com/floe-broker/floe/logfile"
 	"github.com/floe-broker/floe/metadata"
 	"github.com/floe-broker/floe/objectstore"
+	"github.com/floe-broker/floe/readpath"
 )
 
 // errBudgetSpent stops the walk over a run's Kafka batches once a read's
@@ -39,8 +40,8 @@ func (a *Agent) readRange(ctx context.Context, topicID int64, partition int32, o
 	if err != nil || len(refs) == 0 {
 		return nil, nil, nil, st, err
 	}
-	if a.loads.ra.behind(refs, st.HighWatermark) {
-		raw, verified, err = a.readBehind(ctx, partKey{topicID, partition}, refs, st.HighWatermark, maxBytes)
+	if a.loads.Readahead().Behind(refs, st.HighWatermark) {
+		raw, verified, err = a.readBehind(ctx, readpath.Key{Topic: topicID, Part: partition}, refs, st.HighWatermark, maxBytes)
 	} else {
 		raw, verified, err = a.readBatches(ctx, refs, 0)
 	}
@@ -51,17 +52,17 @@ func (a *Agent) readRange(ctx context.Context, topicID int64, partition int32, o
 }
 
 // readBehind reads refs for a reader far behind the head: from its
-// partition's read-ahead (readahead.go), which it extends, and by ranges
+// partition's read-ahead (readpath/readahead.go), which it extends, and by ranges
 // for the rest — a file is loaded whole (and cached) only when the
 // reader's batches are most of it.
-func (a *Agent) readBehind(ctx context.Context, k partKey, refs []metadata.BatchRef, hw int64, maxBytes int) ([][]byte, []bool, error) {
-	ra := a.loads.ra
+func (a *Agent) readBehind(ctx context.Context, k readpath.Key, refs []metadata.BatchRef, hw int64, maxBytes int) ([][]byte, []bool, error) {
+	ra := a.loads.Readahead()
 	if ra == nil {
 		return a.readBatches(ctx, refs, 1)
 	}
 	out := make([][]byte, len(refs))
 	ver := make([]bool, len(refs)) // segments are ranged reads: unverified
-	miss, err := ra.serve(ctx, k, refs, out, hw, maxBytes, a.findBatches)
+	miss, err := ra.Serve(ctx, k, refs, out, hw, maxBytes, a.findBatches)
 	if err != nil || len(miss) == 0 {
 		return out, ver, err
 	}
@@ -69,7 +70,7 @@ func (a *Agent) readBehind(ctx context.Context, k partKey, refs []metadata.Batch
 	for j, i := range miss {
 		rest[j] = refs[i]
 	}
-	raw, rver, err := a.readBatches(ctx, rest, ra.readers(k.topic))
+	raw, rver, err := a.readBatches(ctx, rest, ra.Readers(k.Topic))
 	if err != nil {
 		return nil, nil, err
 	}
@@ -124,7 +125,7 @@ func wholeFile(refs []metadata.BatchRef, idx []int, cacheFileMax int64, cacheOn 
 	for _, i := range idx {
 		n += refs[i].ByteLength
 	}
-	return denseFile(n, size, readers, cacheFileMax)
+	return readpath.DenseFile(n, size, readers, cacheFileMax)
 }
 
 // readFile reads the batches idx of refs, all in file key, into out; ver
@@ -133,12 +134,12 @@ func (a *Agent) readFile(ctx context.Context, key string, refs []metadata.BatchR
 	data, verified, ok := a.cache.GetVerified(key)
 	if ok {
 		a.m.cacheHit()
-	} else if wholeFile(refs, idx, a.cfg.CacheFileMaxBytes, a.cfg.CacheBytes > 0, readers) || readers > 0 && a.loads.loading(key) {
+	} else if wholeFile(refs, idx, a.cfg.CacheFileMaxBytes, a.cfg.CacheBytes > 0, readers) || readers > 0 && a.loads.Loading(key) {
 		a.m.cacheMiss()
 		size := refs[idx[0]].FileSize
 		// The load is shared by every reader of the file and bounded with
 		// all other reads (loader).
-		d, v, err := a.loads.file(ctx, key, size)
+		d, v, err := a.loads.File(ctx, key, size)
 		if err != nil {
 			return fmt.Errorf("agent: read file %s: %w", key, err)
 		}
@@ -150,16 +151,16 @@ func (a *Agent) readFile(ctx context.Context, key string, refs []metadata.BatchR
 		// otherwise serve that file's records.
 		entries, err := logfile.Footer(data)
 		if err != nil {
-			return &dataLossError{fmt.Errorf("agent: file %s: %w", key, err)}
+			return &dataLossError{Err: fmt.Errorf("agent: file %s: %w", key, err)}
 		}
 		for _, i := range idx {
 			r := refs[i]
 			if r.ByteOffset < 0 || r.ByteOffset+r.ByteLength > int64(len(data)) {
-				return &dataLossError{fmt.Errorf("agent: batch at %d+%d lies outside file %s of %d bytes", r.ByteOffset, r.ByteLength, key, len(data))}
+				return &dataLossError{Err: fmt.Errorf("agent: batch at %d+%d lies outside file %s of %d bytes", r.ByteOffset, r.ByteLength, key, len(data))}
 			}
 			if err := logfile.CheckRun(entries, logfile.Run{TopicID: r.TopicID, Partition: r.Partition, ByteOffset: r.ByteOffset,
 				ByteLength: r.ByteLength, RecordCount: int64(r.RecordCount), MaxTimestamp: r.MaxTimestamp}); err != nil {
-				return &dataLossError{fmt.Errorf("agent: file %s: %w", key, err)}
+				return &dataLossError{Err: fmt.Errorf("agent: file %s: %w", key, err)}
 			}
 			out[i] = data[r.ByteOffset : r.ByteOffset+r.ByteLength]
 			ver[i] = verified
@@ -178,10 +179,10 @@ func (a *Agent) readFile(ctx context.Context, key string, refs []metadata.BatchR
 			hi = max(hi, refs[sorted[end]].ByteOffset+refs[sorted[end]].ByteLength)
 			end++
 		}
-		buf, err := a.loads.rng(ctx, key, lo, hi-lo)
+		buf, err := a.loads.Range(ctx, key, lo, hi-lo)
 		if errors.Is(err, objectstore.ErrInvalidRange) {
 			// The object ends before the range starts: truncated.
-			return &dataLossError{fmt.Errorf("agent: read file %s [%d, %d): %w", key, lo, hi, err)}
+			return &dataLossError{Err: fmt.Errorf("agent: read file %s [%d, %d): %w", key, lo, hi, err)}
 		}
 		if err != nil {
 			return fmt.Errorf("agent: read file %s [%d, %d): %w", key, lo, hi, err)
@@ -190,7 +191,7 @@ func (a *Agent) readFile(ctx context.Context, key string, refs []metadata.BatchR
 			r := refs[i]
 			s, e := r.ByteOffset-lo, r.ByteOffset-lo+r.ByteLength
 			if e > int64(len(buf)) {
-				return &dataLossError{fmt.Errorf("agent: file %s is shorter than its batch at %d+%d", key, r.ByteOffset, r.ByteLength)}
+				return &dataLossError{Err: fmt.Errorf("agent: file %s is shorter than its batch at %d+%d", key, r.ByteOffset, r.ByteLength)}
 			}
 			out[i] = buf[s:e]
 		}
@@ -304,13 +305,13 @@ func (a *Agent) readRecordsOnce(ctx context.Context, topicID int64, partition in
 			return nil, st, offset, fmt.Errorf("agent: batch %d of %s: %w (max_read_record_bytes)", r.BaseOffset, r.FileKey, err)
 		}
 		if err != nil && !errors.Is(err, errBudgetSpent) {
-			return nil, st, offset, &dataLossError{fmt.Errorf("agent: decode batch %d of %s: %w", r.BaseOffset, r.FileKey, err)}
+			return nil, st, offset, &dataLossError{Err: fmt.Errorf("agent: decode batch %d of %s: %w", r.BaseOffset, r.FileKey, err)}
 		}
 		if !full && count != int64(r.RecordCount) {
-			return nil, st, offset, &dataLossError{fmt.Errorf("agent: batch %d of %s has %d records, metadata says %d", r.BaseOffset, r.FileKey, count, r.RecordCount)}
+			return nil, st, offset, &dataLossError{Err: fmt.Errorf("agent: batch %d of %s has %d records, metadata says %d", r.BaseOffset, r.FileKey, count, r.RecordCount)}
 		}
 		if !full && base != r.LastOffset+1 {
-			return nil, st, offset, &dataLossError{fmt.Errorf("agent: batch %d of %s ends at offset %d, metadata says %d", r.BaseOffset, r.FileKey, base-1, r.LastOffset)}
+			return nil, st, offset, &dataLossError{Err: fmt.Errorf("agent: batch %d of %s ends at offset %d, metadata says %d", r.BaseOffset, r.FileKey, base-1, r.LastOffset)}
 		}
 		if full {
 			return recs, st, next, nil

@@ -57,7 +57,7 @@ func (a *Agent) DeleteRecords(ctx context.Context, req *floev1.DeleteRecordsRequ
 	// This agent's index stops answering below the new log start at once;
 	// the others learn it at their next poll (IndexPollInterval, well
 	// inside the compactor's grace period).
-	a.index.polled(t.ID, []metadata.PartitionState{st})
+	a.index.Polled(t.ID, []metadata.PartitionState{st})
 	return &floev1.DeleteRecordsResponse{LogStartOffset: st.LogStartOffset, HighWatermark: st.HighWatermark}, nil
 }
 

@@ -1,4 +1,4 @@
-package agent
+package readpath
 
 import (
 	"context"
@@ -18,15 +18,15 @@ import (
 // within MaxLoadWait; it reaches the client as ResourceExhausted.
 var errLoadBusy = errors.New("agent: read memory busy")
 
-// loader reads from the object store on cache misses. The bytes being
+// Loader reads from the object store on cache misses. The bytes being
 // read at once, across all requests, are bounded by a weighted semaphore:
 // a read waits for room up to MaxLoadWait (and its caller's context), then
 // is refused with ResourceExhausted. A whole-file load is shared by every
 // reader of the file and runs in a goroutine of its own, cancelled as soon
 // as its last reader has left.
-type loader struct {
+type Loader struct {
 	store   ObjectReader
-	cache   *fileCache
+	cache   *Cache
 	mem     *semaphore.Weighted
 	max     int64
 	wait    time.Duration // MaxLoadWait
@@ -37,7 +37,7 @@ type loader struct {
 	prefetches int            // loads started by prefetch and running
 	wg         sync.WaitGroup // load goroutines
 
-	ra *readahead // read-ahead for readers far behind (nil: off)
+	ra *Readahead // read-ahead for readers far behind (nil: off)
 
 	// bufs holds *[]byte answer buffers of batches-mode subscriptions
 	// (respBuf), given back once sent: reused, not cleared and faulted in
@@ -52,9 +52,9 @@ const (
 	respBufMax = 16 << 20
 )
 
-// respBuf returns an empty buffer of capacity at least n, reused when one
-// was given back (putRespBuf).
-func (l *loader) respBuf(n int) *[]byte {
+// RespBuf returns an empty buffer of capacity at least n, reused when one
+// was given back (PutRespBuf).
+func (l *Loader) RespBuf(n int) *[]byte {
 	if p, ok := l.bufs.Get().(*[]byte); ok {
 		if cap(*p) >= n {
 			*p = (*p)[:0]
@@ -70,9 +70,9 @@ func (l *loader) respBuf(n int) *[]byte {
 	return &b
 }
 
-// putRespBuf gives back a buffer of respBuf whose bytes nothing uses any
+// PutRespBuf gives back a buffer of RespBuf whose bytes nothing uses any
 // more.
-func (l *loader) putRespBuf(p *[]byte) {
+func (l *Loader) PutRespBuf(p *[]byte) {
 	if cap(*p) <= respBufMax {
 		l.bufs.Put(p)
 	}
@@ -89,8 +89,10 @@ type load struct {
 	prefetch bool // started by the read-ahead (counted in loader.prefetches)
 }
 
-func newLoader(store ObjectReader, cache *fileCache, cfg Config) *loader {
-	l := &loader{
+// NewLoader returns a loader into cache, with its read-ahead when
+// cfg.ReadaheadBytes is positive.
+func NewLoader(store ObjectReader, cache *Cache, cfg Config) *Loader {
+	l := &Loader{
 		store: store, cache: cache,
 		mem: semaphore.NewWeighted(cfg.MaxLoadingBytes), max: cfg.MaxLoadingBytes,
 		wait: cfg.MaxLoadWait, timeout: cfg.LoadTimeout,
@@ -100,11 +102,11 @@ func newLoader(store ObjectReader, cache *fileCache, cfg Config) *loader {
 	return l
 }
 
-// file returns the whole file, from the cache or by joining (or starting)
+// File returns the whole file, from the cache or by joining (or starting)
 // its load, and caches it. size is the file's size from the metadata.
 // verified reports that the file's checksums held when it was read (a load
-// checks them; a cached file tells, see fileCache.AddVerified).
-func (l *loader) file(ctx context.Context, key string, size int64) (data []byte, verified bool, err error) {
+// checks them; a cached file tells, see Cache.AddVerified).
+func (l *Loader) File(ctx context.Context, key string, size int64) (data []byte, verified bool, err error) {
 	if d, v, ok := l.cache.GetVerified(key); ok {
 		return d, v, nil
 	}
@@ -128,7 +130,7 @@ func (l *loader) file(ctx context.Context, key string, size int64) (data []byte,
 		if errors.Is(ld.err, errPrefetchSkipped) {
 			// The read-ahead gave way to other reads: load it for this
 			// reader (its own load waits for room like any other).
-			return l.file(ctx, key, size)
+			return l.File(ctx, key, size)
 		}
 		return ld.data, ld.err == nil, ld.err
 	case <-ctx.Done():
@@ -140,7 +142,7 @@ func (l *loader) file(ctx context.Context, key string, size int64) (data []byte,
 // prefetch starts a whole-file load of key into the cache, shared with the
 // readers that come for it, unless the file is cached or loading (true) or
 // readaheadLoads prefetches already run (false).
-func (l *loader) prefetch(key string, size int64) bool {
+func (l *Loader) prefetch(key string, size int64) bool {
 	if _, ok := l.cache.Get(key); ok {
 		return true
 	}
@@ -161,8 +163,8 @@ func (l *loader) prefetch(key string, size int64) bool {
 	return true
 }
 
-// loading reports whether a whole-file load of key runs.
-func (l *loader) loading(key string) bool {
+// Loading reports whether a whole-file load of key runs.
+func (l *Loader) Loading(key string) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	_, ok := l.loads[key]
@@ -171,7 +173,7 @@ func (l *loader) loading(key string) bool {
 
 // leave drops a reader of ld; the last one to leave an unfinished load
 // cancels it (a reader arriving later starts a new one).
-func (l *loader) leave(key string, ld *load) {
+func (l *Loader) leave(key string, ld *load) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	ld.waiters--
@@ -187,7 +189,7 @@ func (l *loader) leave(key string, ld *load) {
 // run performs a whole-file load within the memory bound and caches the
 // file once its checksums hold (logfile.ReadIndex checks the trailer,
 // footer and body CRC-32C); a file failing them is data loss, not cached.
-func (l *loader) run(ctx context.Context, key string, size int64, ld *load) {
+func (l *Loader) run(ctx context.Context, key string, size int64, ld *load) {
 	defer l.wg.Done()
 	defer ld.cancel()
 	var (
@@ -202,11 +204,11 @@ func (l *loader) run(ctx context.Context, key string, size int64, ld *load) {
 	if err == nil && size > 0 && int64(len(data)) != size {
 		// Never more than size+1 bytes are read: an object longer than
 		// the metadata records is not read to its end.
-		data, err = nil, &dataLossError{fmt.Errorf("agent: file %s is not the %d bytes the metadata records (%d or more read)", key, size, len(data))}
+		data, err = nil, &DataLossError{fmt.Errorf("agent: file %s is not the %d bytes the metadata records (%d or more read)", key, size, len(data))}
 	}
 	if err == nil {
 		if _, cerr := logfile.ReadIndex(data); cerr != nil {
-			data, err = nil, &dataLossError{fmt.Errorf("agent: file %s fails its checks: %w", key, cerr)}
+			data, err = nil, &DataLossError{fmt.Errorf("agent: file %s fails its checks: %w", key, cerr)}
 		}
 	}
 	if err == nil {
@@ -229,7 +231,7 @@ func (l *loader) run(ctx context.Context, key string, size int64, ld *load) {
 
 // get reads [off, off+length) of key (length < 0: to the end; size is then
 // the expected length) once size bytes fit in the bound.
-func (l *loader) get(ctx context.Context, key string, off, length, size int64) ([]byte, error) {
+func (l *Loader) get(ctx context.Context, key string, off, length, size int64) ([]byte, error) {
 	w := min(max(size, 1), l.max)
 	wctx, cancel := context.WithTimeout(ctx, l.wait)
 	err := l.mem.Acquire(wctx, w)
@@ -253,7 +255,7 @@ var errPrefetchSkipped = errors.New("agent: read-ahead load skipped: the loading
 // there is some now and nobody waits for it (the semaphore is FIFO, so a
 // prefetch waiting for 16 MiB would hold up every smaller read behind it,
 // and readers would get ResourceExhausted after MaxLoadWait).
-func (l *loader) tryGet(ctx context.Context, key string, size int64) ([]byte, error) {
+func (l *Loader) tryGet(ctx context.Context, key string, size int64) ([]byte, error) {
 	w := min(max(size, 1), l.max)
 	if !l.mem.TryAcquire(w) {
 		return nil, errPrefetchSkipped
@@ -272,17 +274,17 @@ func readLength(size int64) int64 {
 	return size + 1
 }
 
-// rng reads a byte range of key within the memory bound, under ctx and
+// Range reads a byte range of key within the memory bound, under ctx and
 // within LoadTimeout (a hung store fails the read instead of holding it).
-func (l *loader) rng(ctx context.Context, key string, off, length int64) ([]byte, error) {
+func (l *Loader) Range(ctx context.Context, key string, off, length int64) ([]byte, error) {
 	ctx, cancel := context.WithTimeout(ctx, l.timeout)
 	defer cancel()
 	return l.get(ctx, key, off, length, length)
 }
 
-// close stops the read-ahead and waits for the loads in progress (each
+// Close stops the read-ahead and waits for the loads in progress (each
 // ends within LoadTimeout, or at once when its readers have left).
-func (l *loader) close() {
+func (l *Loader) Close() {
 	if l.ra != nil {
 		l.ra.close()
 	}

@@ -1,4 +1,4 @@
-package agent
+package readpath
 
 import (
 	"context"
@@ -10,6 +10,12 @@ import (
 	"github.com/floe-broker/floe/logfile"
 	"github.com/floe-broker/floe/objectstore"
 )
+
+// testConfig is the agent's default read settings.
+func testConfig() Config {
+	return Config{CacheBytes: 256 << 20, CacheFileMaxBytes: 16 << 20, LoadTimeout: 30 * time.Second,
+		MaxLoadingBytes: 64 << 20, MaxLoadWait: 2 * time.Second, ReadaheadBytes: 64 << 20}
+}
 
 // A read-ahead load never queues for room in the loading bound: with the
 // bound in use it gives way at once (before, it waited at the head of the
@@ -31,11 +37,11 @@ func TestPrefetchGivesWayToReaders(t *testing.T) {
 	if err := store.Put(ctx, "f", file, objectstore.PutOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	cfg := DefaultConfig()
+	cfg := testConfig()
 	cfg.MaxLoadingBytes = int64(len(file))
 	cfg.MaxLoadWait = 5 * time.Second
-	l := newLoader(store, newFileCache(1<<20), cfg)
-	defer l.close()
+	l := NewLoader(store, NewCache(1<<20), cfg)
+	defer l.Close()
 
 	// Readers hold the whole bound: the prefetch ends at once, skipped.
 	if err := l.mem.Acquire(ctx, cfg.MaxLoadingBytes); err != nil {
@@ -66,7 +72,7 @@ func TestPrefetchGivesWayToReaders(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 		l.mem.Release(cfg.MaxLoadingBytes)
 	}()
-	data, verified, err := l.file(ctx, "f", int64(len(file)))
+	data, verified, err := l.File(ctx, "f", int64(len(file)))
 	if err != nil || !verified || len(data) != len(file) {
 		t.Fatalf("reader after the prefetch gave way: %d bytes, verified %v, %v", len(data), verified, err)
 	}

@@ -1,13 +1,13 @@
-package agent
+package readpath
 
 import (
 	"container/list"
 	"sync"
 )
 
-// fileCache keeps whole object files, least recently used first out,
+// Cache keeps whole object files, least recently used first out,
 // bounded in bytes. Files are immutable, so entries never go stale.
-type fileCache struct {
+type Cache struct {
 	max int64
 
 	mu    sync.Mutex // protects size, order, items
@@ -22,19 +22,20 @@ type cacheItem struct {
 	verified bool // the whole file's checksums held when it was read (AddVerified)
 }
 
-func newFileCache(maxBytes int64) *fileCache {
-	return &fileCache{max: maxBytes, order: list.New(), items: make(map[string]*list.Element)}
+// NewCache returns an empty cache of at most maxBytes.
+func NewCache(maxBytes int64) *Cache {
+	return &Cache{max: maxBytes, order: list.New(), items: make(map[string]*list.Element)}
 }
 
 // Get returns the cached file; callers must not modify it.
-func (c *fileCache) Get(key string) ([]byte, bool) {
+func (c *Cache) Get(key string) ([]byte, bool) {
 	data, _, ok := c.GetVerified(key)
 	return data, ok
 }
 
 // GetVerified is Get, also reporting whether the file was added with
 // AddVerified.
-func (c *fileCache) GetVerified(key string) ([]byte, bool, bool) {
+func (c *Cache) GetVerified(key string) ([]byte, bool, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	el, ok := c.items[key]
@@ -47,14 +48,14 @@ func (c *fileCache) GetVerified(key string) ([]byte, bool, bool) {
 }
 
 // Add caches data under key (data must not be modified afterwards).
-func (c *fileCache) Add(key string, data []byte) { c.add(key, data, false) }
+func (c *Cache) Add(key string, data []byte) { c.add(key, data, false) }
 
 // AddVerified is Add for a whole file whose checksums (logfile.ReadIndex:
 // the body CRC-32C covers every batch) held when it was read: readers of
 // its batches may skip their per-batch CRCs.
-func (c *fileCache) AddVerified(key string, data []byte) { c.add(key, data, true) }
+func (c *Cache) AddVerified(key string, data []byte) { c.add(key, data, true) }
 
-func (c *fileCache) add(key string, data []byte, verified bool) {
+func (c *Cache) add(key string, data []byte, verified bool) {
 	if int64(len(data)) > c.max {
 		return
 	}
@@ -75,7 +76,7 @@ func (c *fileCache) add(key string, data []byte, verified bool) {
 }
 
 // Size returns the cached bytes.
-func (c *fileCache) Size() int64 {
+func (c *Cache) Size() int64 {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.size

@@ -1,4 +1,4 @@
-package agent
+package readpath
 
 import (
 	"context"
@@ -21,7 +21,7 @@ import (
 // at once across partitions and files, in one of two ways per file:
 //
 //   - dense: when this agent's catch-up readers of the topic together
-//     likely want a quarter of the file (denseFile: the partition's share times
+//     likely want a quarter of the file (DenseFile: the partition's share times
 //     the readers), the file is loaded whole into the read cache through
 //     the loader (loader.prefetch), once for all of them, at most
 //     readaheadDenseFiles files ahead and readaheadLoads loads at once;
@@ -74,12 +74,12 @@ const (
 	readaheadDenseFiles = 8
 )
 
-// finder looks up batch references (Agent.findBatches).
-type finder func(ctx context.Context, topicID int64, p int32, offset, maxBytes int64) ([]metadata.BatchRef, metadata.PartitionState, error)
+// Finder looks up batch references (Index.FindBatches on the metadata store).
+type Finder func(ctx context.Context, topicID int64, p int32, offset, maxBytes int64) ([]metadata.BatchRef, metadata.PartitionState, error)
 
-// readahead holds the read-ahead streams of an agent.
-type readahead struct {
-	l       *loader // the store, and whole-file loads into the cache
+// Readahead holds the read-ahead streams of an agent.
+type Readahead struct {
+	l       *Loader // the store, and whole-file loads into the cache
 	store   ObjectReader
 	fileMax int64 // files up to this size may be loaded whole (0: never)
 	budget  *semaphore.Weighted
@@ -93,7 +93,7 @@ type readahead struct {
 	stop    context.CancelFunc
 
 	mu      sync.Mutex // protects streams, held, closed and every stream's and segment's fields marked so
-	streams map[partKey]*raStream
+	streams map[Key]*raStream
 	held    int64 // budget taken
 	closed  bool
 	sweeper *time.Timer
@@ -103,15 +103,15 @@ type readahead struct {
 
 // raStream is one partition's read-ahead.
 type raStream struct {
-	key     partKey
-	segs    []*raSeg  // offset order; guarded by readahead.mu
+	key     Key
+	segs    []*raSeg  // offset order; guarded by Readahead.mu
 	next    int64     // first offset not yet planned; guarded
 	hw      int64     // high watermark last seen; guarded
 	window  int64     // bytes to keep ahead; guarded
 	filling bool      // a fill goroutine runs; guarded
 	used    time.Time // last read; guarded
 	dropped bool      // guarded
-	find    finder
+	find    Finder
 }
 
 // raSeg is one ranged GET: [off, off+n) of file key, holding the batches
@@ -129,18 +129,18 @@ type raSeg struct {
 	data []byte
 	err  error
 
-	finished, released bool // guarded by readahead.mu
+	finished, released bool // guarded by Readahead.mu
 }
 
-func newReadahead(l *loader, cfg Config) *readahead {
+func newReadahead(l *Loader, cfg Config) *Readahead {
 	if cfg.ReadaheadBytes <= 0 {
 		return nil
 	}
 	ctx, stop := context.WithCancel(context.Background())
-	ra := &readahead{
+	ra := &Readahead{
 		l: l, store: l.store, budget: semaphore.NewWeighted(cfg.ReadaheadBytes), max: cfg.ReadaheadBytes,
 		timeout: cfg.LoadTimeout, idle: readaheadIdle, gets: make(chan struct{}, readaheadGets),
-		ctx: ctx, stop: stop, streams: make(map[partKey]*raStream),
+		ctx: ctx, stop: stop, streams: make(map[Key]*raStream),
 	}
 	if cfg.CacheBytes > 0 {
 		ra.fileMax = cfg.CacheFileMaxBytes
@@ -149,9 +149,9 @@ func newReadahead(l *loader, cfg Config) *readahead {
 	return ra
 }
 
-// behind reports whether a reader of refs, with the high watermark at hw,
+// Behind reports whether a reader of refs, with the high watermark at hw,
 // is far enough behind for read-ahead (and sparse reads).
-func (ra *readahead) behind(refs []metadata.BatchRef, hw int64) bool {
+func (ra *Readahead) Behind(refs []metadata.BatchRef, hw int64) bool {
 	lag := int64(readaheadMinLag)
 	if ra != nil {
 		lag = ra.minLag.Load()
@@ -159,8 +159,8 @@ func (ra *readahead) behind(refs []metadata.BatchRef, hw int64) bool {
 	return behindBytes(refs, hw) >= lag
 }
 
-// readers counts the catch-up readers of topic (at least 1: the caller).
-func (ra *readahead) readers(topic int64) int {
+// Readers counts the catch-up readers of topic (at least 1: the caller).
+func (ra *Readahead) Readers(topic int64) int {
 	ra.mu.Lock()
 	defer ra.mu.Unlock()
 	return max(ra.readersLocked(topic), 1)
@@ -178,10 +178,10 @@ func wholeAheadLocked(s *raStream) int {
 }
 
 // readersLocked counts the streams of topic read within the idle period.
-func (ra *readahead) readersLocked(topic int64) int {
+func (ra *Readahead) readersLocked(topic int64) int {
 	now, n := time.Now(), 0
 	for k, s := range ra.streams {
-		if k.topic == topic && now.Sub(s.used) < ra.idle {
+		if k.Topic == topic && now.Sub(s.used) < ra.idle {
 			n++
 		}
 	}
@@ -193,11 +193,11 @@ func (s *raSeg) covers(r metadata.BatchRef) bool {
 	return r.FileKey == s.key && r.ByteOffset >= s.off && r.ByteOffset+r.ByteLength <= s.off+s.n
 }
 
-// serve takes the bytes of refs (one partition, offset order) that the
+// Serve takes the bytes of refs (one partition, offset order) that the
 // stream of k holds into out, waiting for segments in flight, and returns
 // the indexes of refs it could not serve. It then plans more read-ahead
 // from the end of refs, up to the high watermark hw.
-func (ra *readahead) serve(ctx context.Context, k partKey, refs []metadata.BatchRef, out [][]byte, hw int64, maxBytes int, find finder) ([]int, error) {
+func (ra *Readahead) Serve(ctx context.Context, k Key, refs []metadata.BatchRef, out [][]byte, hw int64, maxBytes int, find Finder) ([]int, error) {
 	pos, end := refs[0].BaseOffset, refs[len(refs)-1].LastOffset+1
 	ra.mu.Lock()
 	if ra.closed {
@@ -271,7 +271,7 @@ func allIndexes(n int) []int {
 
 // streamLocked returns k's stream, creating it; it drops idle streams and,
 // past readaheadMaxStreams, the least recently read one.
-func (ra *readahead) streamLocked(k partKey, find finder) *raStream {
+func (ra *Readahead) streamLocked(k Key, find Finder) *raStream {
 	if s, ok := ra.streams[k]; ok {
 		return s
 	}
@@ -295,7 +295,7 @@ func (ra *readahead) streamLocked(k partKey, find finder) *raStream {
 
 // sweep drops the idle streams; it runs every idle period while streams
 // exist.
-func (ra *readahead) sweep() {
+func (ra *Readahead) sweep() {
 	ra.mu.Lock()
 	defer ra.mu.Unlock()
 	ra.sweepLocked(time.Now())
@@ -306,7 +306,7 @@ func (ra *readahead) sweep() {
 	}
 }
 
-func (ra *readahead) sweepLocked(now time.Time) {
+func (ra *Readahead) sweepLocked(now time.Time) {
 	for _, s := range ra.streams {
 		if now.Sub(s.used) >= ra.idle {
 			ra.dropLocked(s)
@@ -315,7 +315,7 @@ func (ra *readahead) sweepLocked(now time.Time) {
 }
 
 // dropLocked drops s and its segments.
-func (ra *readahead) dropLocked(s *raStream) {
+func (ra *Readahead) dropLocked(s *raStream) {
 	s.dropped = true
 	for _, g := range s.segs {
 		ra.releaseLocked(g)
@@ -328,7 +328,7 @@ func (ra *readahead) dropLocked(s *raStream) {
 
 // releaseLocked gives a segment's bytes back: at once when its GET has
 // ended, else when it ends (its GET is cancelled).
-func (ra *readahead) releaseLocked(g *raSeg) {
+func (ra *Readahead) releaseLocked(g *raSeg) {
 	if g.released {
 		return
 	}
@@ -341,7 +341,7 @@ func (ra *readahead) releaseLocked(g *raSeg) {
 }
 
 // fillLocked starts s's fill goroutine unless it runs or s has its window.
-func (ra *readahead) fillLocked(s *raStream) {
+func (ra *Readahead) fillLocked(s *raStream) {
 	if s.filling || s.dropped || ra.closed || s.next >= s.hw || ra.aheadLocked(s) >= s.window/2 {
 		return
 	}
@@ -351,7 +351,7 @@ func (ra *readahead) fillLocked(s *raStream) {
 }
 
 // aheadLocked returns the bytes s holds or reads.
-func (ra *readahead) aheadLocked(s *raStream) int64 {
+func (ra *Readahead) aheadLocked(s *raStream) int64 {
 	var n int64
 	for _, g := range s.segs {
 		n += g.n
@@ -361,7 +361,7 @@ func (ra *readahead) aheadLocked(s *raStream) int64 {
 
 // fill plans and starts s's GETs until it holds its window, reaches the
 // high watermark, or the budget has no room.
-func (ra *readahead) fill(s *raStream) {
+func (ra *Readahead) fill(s *raStream) {
 	defer ra.wg.Done()
 	for {
 		ra.mu.Lock()
@@ -374,7 +374,7 @@ func (ra *readahead) fill(s *raStream) {
 		}
 		ra.mu.Unlock()
 		ctx, cancel := context.WithTimeout(ra.ctx, ra.timeout)
-		refs, st, err := s.find(ctx, s.key.topic, s.key.part, from, want)
+		refs, st, err := s.find(ctx, s.key.Topic, s.key.Part, from, want)
 		cancel()
 		ra.mu.Lock()
 		if err != nil || len(refs) == 0 || s.dropped || ra.closed {
@@ -385,13 +385,13 @@ func (ra *readahead) fill(s *raStream) {
 			return
 		}
 		s.hw = max(s.hw, st.HighWatermark)
-		readers := ra.readersLocked(s.key.topic)
+		readers := ra.readersLocked(s.key.Topic)
 		full := false
 		for _, g := range planSegments(refs, readaheadGap, readaheadSegMax) {
 			if g.last < s.next {
 				continue // the reader passed it meanwhile
 			}
-			if denseFile(g.n, g.size, readers, ra.fileMax) {
+			if DenseFile(g.n, g.size, readers, ra.fileMax) {
 				// Read by many of this agent's catch-up readers: one load
 				// of the whole file, shared through the cache, at most
 				// readaheadDenseFiles files ahead of the reader.
@@ -424,7 +424,7 @@ func (ra *readahead) fill(s *raStream) {
 }
 
 // startLocked starts g's GET.
-func (ra *readahead) startLocked(g *raSeg) {
+func (ra *Readahead) startLocked(g *raSeg) {
 	ctx, cancel := context.WithTimeout(ra.ctx, ra.timeout)
 	g.cancel, g.done = cancel, make(chan struct{})
 	ra.wg.Add(1)
@@ -457,7 +457,7 @@ func (ra *readahead) startLocked(g *raSeg) {
 }
 
 // kick restarts the fills of the streams that stopped for want of room.
-func (ra *readahead) kick() {
+func (ra *Readahead) kick() {
 	ra.mu.Lock()
 	defer ra.mu.Unlock()
 	for _, s := range ra.streams {
@@ -466,7 +466,7 @@ func (ra *readahead) kick() {
 }
 
 // close drops every stream, stops the GETs and waits for the goroutines.
-func (ra *readahead) close() {
+func (ra *Readahead) close() {
 	ra.mu.Lock()
 	ra.closed = true
 	for _, s := range ra.streams {

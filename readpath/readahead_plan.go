@@ -1,4 +1,4 @@
-package agent
+package readpath
 
 import (
 	"math"
@@ -55,11 +55,11 @@ func planSegments(refs []metadata.BatchRef, gap, segMax int64) []*raSeg {
 	return out
 }
 
-// denseFile reports whether a file of size bytes, of which a stream's
+// DenseFile reports whether a file of size bytes, of which a stream's
 // partition holds n, is loaded whole rather than by ranges, with readers
 // catch-up readers of its topic on this agent: when those readers
 // together likely want a quarter of it (each partition holding about as much)
 // and it fits the cache (fileMax).
-func denseFile(n, size int64, readers int, fileMax int64) bool {
+func DenseFile(n, size int64, readers int, fileMax int64) bool {
 	return size > 0 && size <= fileMax && 4*n*int64(readers) >= size
 }

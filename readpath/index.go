@@ -1,4 +1,4 @@
-package agent
+package readpath
 
 import (
 	"container/list"
@@ -11,7 +11,7 @@ import (
 // maxRefsPerPartition bounds the batches the index keeps for one partition.
 const maxRefsPerPartition = 64
 
-// index remembers, for the partitions this agent reads, the high
+// Index remembers, for the partitions this agent reads, the high
 // watermark and the latest batches it knows of. It is fed by commit
 // notices (high watermarks of every agent's commits, and their batches
 // when the store announces them), by OnCommit (this agent's own batches,
@@ -26,34 +26,36 @@ const maxRefsPerPartition = 64
 // lagging receiver), or the stream breaking, withdraws that trust until
 // the next query; the agent also re-reads the high watermarks of the
 // tracked topics every IndexPollInterval in case a notice was lost.
-type index struct {
+type Index struct {
 	maxParts, maxRefs int
 
 	mu       sync.Mutex // protects everything below
 	live     bool       // notices are being applied
 	gen      uint64     // bumped whenever knowledge may have been lost
-	parts    map[partKey]*list.Element
+	parts    map[Key]*list.Element
 	lru      *list.List    // of *indexEntry, front = most recently used
 	nrefs    int           // refs held across entries
 	perTopic map[int64]int // entries per topic
 }
 
 type indexEntry struct {
-	key      partKey
+	key      Key
 	hw       int64 // highest high watermark heard of
 	logStart int64
 	known    bool                // hw and logStart are current (see index)
 	refs     []metadata.BatchRef // contiguous batches, oldest first
 }
 
-func newIndex(maxParts, maxRefs int) *index {
-	return &index{maxParts: maxParts, maxRefs: maxRefs, parts: make(map[partKey]*list.Element), lru: list.New(),
+// NewIndex returns an index of at most maxParts partitions and maxRefs
+// batch references in all; it answers nothing until SetLive(true).
+func NewIndex(maxParts, maxRefs int) *Index {
+	return &Index{maxParts: maxParts, maxRefs: maxRefs, parts: make(map[Key]*list.Element), lru: list.New(),
 		perTopic: make(map[int64]int)}
 }
 
-// lookup answers a FindBatches from the index when it can: at the known
+// Lookup answers a FindBatches from the index when it can: at the known
 // high watermark (no batches), or from held batches containing offset.
-func (x *index) lookup(k partKey, offset, maxBytes int64) ([]metadata.BatchRef, metadata.PartitionState, bool) {
+func (x *Index) Lookup(k Key, offset, maxBytes int64) ([]metadata.BatchRef, metadata.PartitionState, bool) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	el, ok := x.parts[k]
@@ -65,7 +67,7 @@ func (x *index) lookup(k partKey, offset, maxBytes int64) ([]metadata.BatchRef, 
 		return nil, metadata.PartitionState{}, false
 	}
 	x.lru.MoveToFront(el)
-	st := metadata.PartitionState{Partition: k.part, LogStartOffset: e.logStart, HighWatermark: e.hw}
+	st := metadata.PartitionState{Partition: k.Part, LogStartOffset: e.logStart, HighWatermark: e.hw}
 	if offset == e.hw {
 		return nil, st, true
 	}
@@ -88,17 +90,17 @@ func (x *index) lookup(k partKey, offset, maxBytes int64) ([]metadata.BatchRef, 
 	return out, st, true
 }
 
-// begin registers a query about to be made for k: notices for k are
-// tracked from now on. Pass the result to stored.
-func (x *index) begin(k partKey) uint64 {
+// Begin registers a query about to be made for k: notices for k are
+// tracked from now on. Pass the result to Stored.
+func (x *Index) Begin(k Key) uint64 {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	x.entry(k)
 	return x.gen
 }
 
-// stored records a query's answer, begun with begin at generation gen.
-func (x *index) stored(k partKey, gen uint64, refs []metadata.BatchRef, st metadata.PartitionState) {
+// Stored records a query's answer, begun with Begin at generation gen.
+func (x *Index) Stored(k Key, gen uint64, refs []metadata.BatchRef, st metadata.PartitionState) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	e := x.entry(k)
@@ -110,8 +112,8 @@ func (x *index) stored(k partKey, gen uint64, refs []metadata.BatchRef, st metad
 	x.addRefs(e, refs)
 }
 
-// notice applies a commit notice.
-func (x *index) notice(n metadata.Notice) {
+// Notice applies a commit notice.
+func (x *Index) Notice(n metadata.Notice) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	if n.All {
@@ -119,7 +121,7 @@ func (x *index) notice(n metadata.Notice) {
 		return
 	}
 	for _, p := range n.Partitions {
-		if el, ok := x.parts[partKey{p.TopicID, p.Partition}]; ok {
+		if el, ok := x.parts[Key{p.TopicID, p.Partition}]; ok {
 			e := el.Value.(*indexEntry)
 			e.hw = max(e.hw, p.HighWatermark)
 		}
@@ -131,7 +133,7 @@ func (x *index) notice(n metadata.Notice) {
 		for j < len(n.Batches) && n.Batches[j].TopicID == n.Batches[i].TopicID && n.Batches[j].Partition == n.Batches[i].Partition {
 			j++
 		}
-		if el, ok := x.parts[partKey{n.Batches[i].TopicID, n.Batches[i].Partition}]; ok {
+		if el, ok := x.parts[Key{n.Batches[i].TopicID, n.Batches[i].Partition}]; ok {
 			x.addRefs(el.Value.(*indexEntry), contiguous(n.Batches[i:j]))
 		}
 		i = j
@@ -152,13 +154,13 @@ func contiguous(refs []metadata.BatchRef) []metadata.BatchRef {
 	return refs
 }
 
-// committed applies this agent's own committed batches (refs of one
+// Committed applies this agent's own committed batches (refs of one
 // partition in offset order, any partitions).
-func (x *index) committed(refs []metadata.BatchRef) {
+func (x *Index) Committed(refs []metadata.BatchRef) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	for _, r := range refs {
-		el, ok := x.parts[partKey{r.TopicID, r.Partition}]
+		el, ok := x.parts[Key{r.TopicID, r.Partition}]
 		if !ok {
 			continue // nobody reads it here
 		}
@@ -168,23 +170,23 @@ func (x *index) committed(refs []metadata.BatchRef) {
 	}
 }
 
-// setLive records whether notices are being applied. Either way, what was
+// SetLive records whether notices are being applied. Either way, what was
 // learnt before is no longer trusted.
-func (x *index) setLive(live bool) {
+func (x *Index) SetLive(live bool) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	x.forgetLocked()
 	x.live = live
 }
 
-// polled applies a topic's partition states read from the store and
+// Polled applies a topic's partition states read from the store and
 // returns the partitions whose high watermark grew.
-func (x *index) polled(topicID int64, states []metadata.PartitionState) []metadata.PartitionNotice {
+func (x *Index) Polled(topicID int64, states []metadata.PartitionState) []metadata.PartitionNotice {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	var grew []metadata.PartitionNotice
 	for _, st := range states {
-		el, ok := x.parts[partKey{topicID, st.Partition}]
+		el, ok := x.parts[Key{topicID, st.Partition}]
 		if !ok {
 			continue
 		}
@@ -198,8 +200,8 @@ func (x *index) polled(topicID int64, states []metadata.PartitionState) []metada
 	return grew
 }
 
-// topics returns the topics the index tracks.
-func (x *index) topics() []int64 {
+// Topics returns the topics the index tracks.
+func (x *Index) Topics() []int64 {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	out := make([]int64, 0, len(x.perTopic))
@@ -209,24 +211,24 @@ func (x *index) topics() []int64 {
 	return out
 }
 
-// watches reports whether the index tracks topicID while notices flow: it
+// Watches reports whether the index tracks topicID while notices flow: it
 // then re-reads the topic every IndexPollInterval and drops it once gone.
-func (x *index) watches(topicID int64) bool {
+func (x *Index) Watches(topicID int64) bool {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	return x.live && x.perTopic[topicID] > 0
 }
 
-// dropTopic forgets a topic's partitions (it no longer exists) and
+// DropTopic forgets a topic's partitions (it no longer exists) and
 // returns them.
-func (x *index) dropTopic(topicID int64) []metadata.PartitionNotice {
+func (x *Index) DropTopic(topicID int64) []metadata.PartitionNotice {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	var out []metadata.PartitionNotice
 	for k, el := range x.parts {
-		if k.topic == topicID {
+		if k.Topic == topicID {
 			x.removeLocked(el)
-			out = append(out, metadata.PartitionNotice{TopicID: k.topic, Partition: k.part})
+			out = append(out, metadata.PartitionNotice{TopicID: k.Topic, Partition: k.Part})
 		}
 	}
 	return out
@@ -234,7 +236,7 @@ func (x *index) dropTopic(topicID int64) []metadata.PartitionNotice {
 
 // forgetLocked withdraws trust from every entry (their refs stay: committed
 // batches do not change).
-func (x *index) forgetLocked() {
+func (x *Index) forgetLocked() {
 	x.gen++
 	for _, el := range x.parts {
 		el.Value.(*indexEntry).known = false
@@ -243,7 +245,7 @@ func (x *index) forgetLocked() {
 
 // entry returns k's entry, creating it (and evicting the least recently
 // used one past maxParts).
-func (x *index) entry(k partKey) *indexEntry {
+func (x *Index) entry(k Key) *indexEntry {
 	if el, ok := x.parts[k]; ok {
 		x.lru.MoveToFront(el)
 		return el.Value.(*indexEntry)
@@ -254,23 +256,23 @@ func (x *index) entry(k partKey) *indexEntry {
 	}
 	e := &indexEntry{key: k}
 	x.parts[k] = x.lru.PushFront(e)
-	x.perTopic[k.topic]++
+	x.perTopic[k.Topic]++
 	return e
 }
 
-func (x *index) removeLocked(el *list.Element) {
+func (x *Index) removeLocked(el *list.Element) {
 	e := el.Value.(*indexEntry)
 	x.lru.Remove(el)
 	delete(x.parts, e.key)
 	x.nrefs -= len(e.refs)
-	if x.perTopic[e.key.topic]--; x.perTopic[e.key.topic] == 0 {
-		delete(x.perTopic, e.key.topic)
+	if x.perTopic[e.key.Topic]--; x.perTopic[e.key.Topic] == 0 {
+		delete(x.perTopic, e.key.Topic)
 	}
 }
 
 // addRefs extends e's contiguous run with the batches of refs past its
 // end; refs that start a later run replace it; older ones are ignored.
-func (x *index) addRefs(e *indexEntry, refs []metadata.BatchRef) {
+func (x *Index) addRefs(e *indexEntry, refs []metadata.BatchRef) {
 	if n := len(e.refs); n > 0 {
 		end := e.refs[n-1].LastOffset
 		for len(refs) > 0 && refs[0].LastOffset <= end {
