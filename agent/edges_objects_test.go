@@ -82,6 +82,22 @@ func (b *bucket) keys(t *testing.T) []string {
 	return keys
 }
 
+// keyOf is the key of the one object holding value (the keys' hex prefix
+// spreads them: listing order is not produce order).
+func (b *bucket) keyOf(t *testing.T, value string) string {
+	t.Helper()
+	var found []string
+	for _, k := range b.keys(t) {
+		if bytes.Contains(b.object(t, k), []byte(value)) {
+			found = append(found, k)
+		}
+	}
+	if len(found) != 1 {
+		t.Fatalf("%d objects hold %q, want 1", len(found), value)
+	}
+	return found[0]
+}
+
 func (b *bucket) object(t *testing.T, key string) []byte {
 	t.Helper()
 	d, err := b.mem.Get(context.Background(), key, 0, -1)
@@ -140,10 +156,10 @@ func TestSwappedObjectIsDataLoss(t *testing.T) {
 	b.produce(t, "t", 0, 1000, "aaaa")
 	b.produce(t, "t", 0, 2000, "bbbb") // another max timestamp
 	b.produce(t, "t", 1, 1000, "cccc") // another partition
-	keys := b.keys(t)
-	if len(keys) != 3 {
-		t.Fatalf("%d objects, want 3", len(keys))
+	if n := len(b.keys(t)); n != 3 {
+		t.Fatalf("%d objects, want 3", n)
 	}
+	keys := []string{b.keyOf(t, "aaaa"), b.keyOf(t, "bbbb"), b.keyOf(t, "cccc")}
 	a, other, part := b.object(t, keys[0]), b.object(t, keys[1]), b.object(t, keys[2])
 	if len(a) != len(other) || len(a) != len(part) {
 		t.Fatalf("test premise: files of %d, %d and %d bytes", len(a), len(other), len(part))
