@@ -10,6 +10,7 @@ import (
 
 	"github.com/floe-broker/floe/compactor"
 	"github.com/floe-broker/floe/iceberg"
+	"github.com/floe-broker/floe/iceberg/rest"
 	"github.com/floe-broker/floe/objectstore/s3store"
 )
 
@@ -31,16 +32,29 @@ type IcebergSettings struct {
 	RewriteMinFiles   int           `yaml:"rewrite_min_files" flag:"iceberg-rewrite-min-files" check:"nonneg" help:"rewrite a day partition's small files (under 3/4 of the target size) once it has more than this many (0: no rewrite)"`
 	RewriteMaxBytes   int64         `yaml:"rewrite_max_bytes" flag:"iceberg-rewrite-max-bytes" check:"nonneg" help:"bytes of small files one maintenance rewrites at most (0: twice the target file size; the rows of the files are held in memory)"`
 	DropDeletedTopics bool          `yaml:"drop_deleted_topics" flag:"iceberg-drop-deleted-topics" help:"drop the tables of deleted topics (their rows are lost); false keeps them"`
+	// The read-only REST catalog on the HTTP listener (icebergrest.go).
+	RESTMaxRequestBytes int64 `yaml:"rest_max_request_bytes" flag:"iceberg-rest-max-request-bytes" check:"nonneg" help:"REST catalog (/iceberg): largest request body, bytes; every endpoint is a GET, a larger body gets 413 (0: none)"`
+	RESTMaxPathBytes    int   `yaml:"rest_max_path_bytes" flag:"iceberg-rest-max-path-bytes" check:"positive" help:"REST catalog (/iceberg): longest request path and query, bytes (at least 64); a longer one gets 400"`
 }
 
 // DefaultIcebergSettings are the defaults: tables on, namespace and
 // catalog floe, warehouse prefix iceberg.
 func DefaultIcebergSettings() IcebergSettings {
-	m := compactor.DefaultIcebergMaintainConfig()
+	m, r := compactor.DefaultIcebergMaintainConfig(), rest.DefaultConfig()
 	return IcebergSettings{Enabled: true, Namespace: iceberg.DefaultNamespace, Catalog: iceberg.DefaultCatalogName, Prefix: "iceberg",
 		TargetFileSize: iceberg.DefaultTargetFileSize, MaxBytes: compactor.DefaultConfig().IcebergMaxBytes,
 		MaintainInterval: m.Interval, KeepSnapshots: m.KeepSnapshots, SnapshotAge: m.SnapshotAge, OrphanAge: m.OrphanAge,
-		RewriteMinFiles: m.RewriteMinFiles, RewriteMaxBytes: m.RewriteMaxBytes, DropDeletedTopics: m.DropDeletedTopics}
+		RewriteMinFiles: m.RewriteMinFiles, RewriteMaxBytes: m.RewriteMaxBytes, DropDeletedTopics: m.DropDeletedTopics,
+		RESTMaxRequestBytes: r.MaxRequestBytes, RESTMaxPathBytes: r.MaxPathBytes}
+}
+
+// validate checks the settings' rules beyond their ranges, naming the
+// setting.
+func (s IcebergSettings) validate() error {
+	if s.RESTMaxPathBytes < rest.MinPathBytes {
+		return fmt.Errorf("iceberg.rest_max_path_bytes: %d must be at least %d", s.RESTMaxPathBytes, rest.MinPathBytes)
+	}
+	return nil
 }
 
 // maintainConfig is the compactor's table maintenance of the settings.
