@@ -18,12 +18,12 @@ func TestSnapshotMaxAge(t *testing.T) {
 	}{
 		{"no protection", []int64{ago(48 * time.Hour), ago(time.Hour)}, 0, 0, 0},
 		{"one snapshot", []int64{ago(48 * time.Hour)}, 0, 24 * time.Hour, 0},
-		{"superseded an hour ago", []int64{ago(48 * time.Hour), ago(time.Hour)}, 0, 24 * time.Hour, 48*time.Hour + time.Minute},
+		{"superseded an hour ago", []int64{ago(48 * time.Hour), ago(time.Hour)}, 0, 24 * time.Hour, 48*time.Hour + time.Second},
 		{"superseded long ago", []int64{ago(72 * time.Hour), ago(48 * time.Hour)}, 0, 24 * time.Hour, 0},
 		{"the oldest superseded within", []int64{ago(90 * time.Hour), ago(80 * time.Hour), ago(30 * time.Hour), ago(2 * time.Hour), ago(time.Hour)},
-			0, 24 * time.Hour, 30*time.Hour + time.Minute},
+			0, 24 * time.Hour, 30*time.Hour + time.Second},
 		{"any order", []int64{ago(time.Hour), ago(90 * time.Hour), ago(2 * time.Hour), ago(30 * time.Hour)},
-			0, 24 * time.Hour, 30*time.Hour + time.Minute},
+			0, 24 * time.Hour, 30*time.Hour + time.Second},
 		{"maxAge larger", []int64{ago(48 * time.Hour), ago(time.Hour)}, 100 * time.Hour, 24 * time.Hour, 100 * time.Hour},
 		{"just outside the window", []int64{ago(48 * time.Hour), ago(24 * time.Hour)}, time.Hour, 24 * time.Hour, time.Hour},
 	}
