@@ -67,7 +67,7 @@ ENGINES_TOOLS := $(HOME)/.cache/floe/tools
 
 test-engines: $(ENGINES_TOOLS)/minio
 	bash engines/setup.sh
-	cd engines && PATH=$(ENGINES_TOOLS):$$PATH CI=$${CI:-} $(GO) test -tags engines -count=1 -timeout 14m -v -run 'TestEngines|TestDevTables' .
+	cd engines && PATH=$(ENGINES_TOOLS):$$PATH CI=$${CI:-} $(GO) test -tags engines -count=1 -timeout 14m -v -run 'TestEngines|TestDevTables|TestMaintenanceUnderPlannedScan' .
 
 $(ENGINES_TOOLS)/minio:
 	GOBIN=$(ENGINES_TOOLS) $(GO) install github.com/minio/minio@v0.0.0-20260212201848-7aac2a2c5b7c

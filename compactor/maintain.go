@@ -45,8 +45,9 @@ type IcebergMaintainConfig struct {
 	KeepSnapshots int
 	SnapshotAge   time.Duration
 	// OrphanAge is how old a file under a table's location that nothing
-	// references must be before it is deleted: more than the longest
-	// append or rewrite; 0 deletes none.
+	// references must be before it is deleted, and how long a snapshot
+	// is kept after it was superseded (for the scans planned of it): more
+	// than the longest append, rewrite or query; 0 deletes none.
 	OrphanAge time.Duration
 	// RewriteMinFiles: a day partition with more than this many small
 	// files (under three quarters of the target file size) is rewritten;
@@ -366,7 +367,7 @@ func (c *Compactor) maintainOne(ctx context.Context, t metadata.Topic, ic metada
 		}
 	}
 	m, err := s.maintain(ctx, t.Name, iceberg.MaintainOptions{KeepSnapshots: mc.KeepSnapshots,
-		MaxSnapshotAge: mc.SnapshotAge, OrphanAge: orphanAge})
+		MaxSnapshotAge: mc.SnapshotAge, OrphanAge: orphanAge, KeepSuperseded: mc.OrphanAge})
 	c.im.expired.WithLabelValues(labels...).Add(float64(m.ExpiredSnapshots))
 	c.im.orphans.WithLabelValues(labels...).Add(float64(m.OrphanFiles))
 	if err != nil {

@@ -115,7 +115,11 @@ func (c *cluster) startFloe(t *testing.T, ctx context.Context, cmd, path string,
 		if listen, err = services.FreeAddr(); err != nil {
 			t.Fatal(err)
 		}
-		args = append(args, "-listen", listen)
+		kafka, err := services.FreeAddr() // never the default :9092, which another run may hold
+		if err != nil {
+			t.Fatal(err)
+		}
+		args = append(args, "-listen", listen, "-kafka-listen", kafka)
 	}
 	args = append(args, extra...)
 	logPath := filepath.Join(c.dir, cmd+".log")

@@ -19,6 +19,12 @@ type MaintainOptions struct {
 	// MaxSnapshotAge expires snapshots older than this beyond the
 	// KeepSnapshots most recent; 0 expires every one beyond them.
 	MaxSnapshotAge time.Duration
+	// KeepSuperseded keeps, beyond MaxSnapshotAge, every snapshot
+	// superseded (by the next commit) less than this ago: a reader that
+	// planned a scan of a snapshot while it was current reads its files
+	// for that long after (floe's compactor passes its orphan age). 0:
+	// none.
+	KeepSuperseded time.Duration
 	// OrphanAge is the age past which a file under the table's location
 	// that no snapshot or metadata file references is deleted. It must
 	// exceed the longest append or rewrite (a file written but not yet
@@ -32,11 +38,11 @@ type MaintainOptions struct {
 	ExpireBefore time.Time
 }
 
-// DefaultMaintainOptions keeps the last 10 snapshots and those of the
-// last day, deletes files orphaned for a day, and rewrites a day's small
+// DefaultMaintainOptions keeps the last 10 snapshots, those of the last
+// day and those superseded within it, deletes files orphaned for a day, and rewrites a day's small
 // files once it has more than 10.
 func DefaultMaintainOptions() MaintainOptions {
-	return MaintainOptions{KeepSnapshots: 10, MaxSnapshotAge: 24 * time.Hour, OrphanAge: 24 * time.Hour,
+	return MaintainOptions{KeepSnapshots: 10, MaxSnapshotAge: 24 * time.Hour, OrphanAge: 24 * time.Hour, KeepSuperseded: 24 * time.Hour,
 		Rewrite: &RewriteOptions{MinFiles: 10}}
 }
 
@@ -67,7 +73,7 @@ func (w *Writer) Maintain(ctx context.Context, topic string, opts MaintainOption
 // maintain is Maintain on topic's table of kind k.
 func (w *Writer) maintain(ctx context.Context, topic string, k tableKind, opts MaintainOptions) (MaintainResult, error) {
 	var res MaintainResult
-	if opts.KeepSnapshots < 1 || opts.MaxSnapshotAge < 0 || opts.OrphanAge < 0 {
+	if opts.KeepSnapshots < 1 || opts.MaxSnapshotAge < 0 || opts.OrphanAge < 0 || opts.KeepSuperseded < 0 {
 		return res, fmt.Errorf("%w: maintain options %+v", ErrInvalidConfig, opts)
 	}
 	if !opts.ExpireBefore.IsZero() {
@@ -93,8 +99,16 @@ func (w *Writer) maintain(ctx context.Context, topic string, k tableKind, opts M
 		return res, err
 	}
 	before := len(tbl.Metadata().Snapshots())
+	var commits []int64
+	for _, s := range tbl.Metadata().Snapshots() {
+		commits = append(commits, s.TimestampMs)
+	}
+	// The commit deletes the files only the expired snapshots reference
+	// (iceberg-go's post-commit step): a snapshot superseded within
+	// KeepSuperseded stays, for the scans planned of it.
+	maxAge := snapshotMaxAge(commits, time.Now(), opts.MaxSnapshotAge, opts.KeepSuperseded)
 	tx := tbl.NewTransaction()
-	if err := tx.ExpireSnapshots(table.WithRetainLast(opts.KeepSnapshots), table.WithOlderThan(opts.MaxSnapshotAge)); err != nil {
+	if err := tx.ExpireSnapshots(table.WithRetainLast(opts.KeepSnapshots), table.WithOlderThan(maxAge)); err != nil {
 		return res, fmt.Errorf("iceberg: expire snapshots of %v: %w", tbl.Identifier(), err)
 	}
 	expired, err := tx.Commit(ctx)

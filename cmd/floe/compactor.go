@@ -120,7 +120,7 @@ func runCompactorOn(ctx context.Context, conf Config, d compactor.Config, ready 
 	}
 	defer closeIce()
 	if d.Iceberg != nil {
-		h, err := icebergREST(d.Iceberg, s3TableConfig(s3c.Endpoint, s3c.Region, s3c.PathStyle), log)
+		h, err := icebergREST(d.Iceberg, conf.Iceberg, s3TableConfig(s3c.Endpoint, s3c.Region, s3c.PathStyle), log)
 		if err != nil {
 			return err
 		}
@@ -177,7 +177,7 @@ func devCompactor(cs CompactorSettings, ice IcebergSettings, dataDir string, res
 			return nil, err
 		}
 		if cfg.Iceberg != nil { // the read-only Iceberg REST catalog (icebergrest.go)
-			h, err := icebergREST(cfg.Iceberg, nil, log)
+			h, err := icebergREST(cfg.Iceberg, ice, nil, log)
 			if err != nil {
 				closeIce()
 				return nil, err

@@ -395,6 +395,11 @@ func (c *Config) validate(command string) error {
 			return fmt.Errorf("s3: %w", err)
 		}
 	}
+	if strings.Contains(sections, "iceberg") {
+		if err := c.Iceberg.validate(); err != nil {
+			return err
+		}
+	}
 	if strings.Contains(sections, "compactor") {
 		cc := c.Compactor
 		switch {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/floe-broker/floe/compactor"
 	"github.com/floe-broker/floe/iceberg"
+	"github.com/floe-broker/floe/iceberg/rest"
 	"github.com/floe-broker/floe/objectstore/s3store"
 )
 
@@ -26,21 +27,34 @@ type IcebergSettings struct {
 	// Table maintenance (compactor/maintain.go).
 	MaintainInterval  time.Duration `yaml:"maintain_interval" flag:"iceberg-maintain-interval" check:"nonneg" help:"least time between two maintenances of a table: snapshot expiry, small-file rewrite, orphan deletion, the table's retention (0: no maintenance)"`
 	KeepSnapshots     int           `yaml:"keep_snapshots" flag:"iceberg-keep-snapshots" check:"positive" help:"snapshots a table keeps at least"`
-	SnapshotAge       time.Duration `yaml:"snapshot_age" flag:"iceberg-snapshot-age" check:"nonneg" help:"snapshots older than this expire, beyond the kept ones"`
-	OrphanAge         time.Duration `yaml:"orphan_age" flag:"iceberg-orphan-age" check:"nonneg" help:"a file under a table's location that nothing references is deleted once this old (more than the longest append; 0: never)"`
+	SnapshotAge       time.Duration `yaml:"snapshot_age" flag:"iceberg-snapshot-age" check:"nonneg" help:"snapshots older than this expire, beyond the kept ones and those superseded within orphan_age"`
+	OrphanAge         time.Duration `yaml:"orphan_age" flag:"iceberg-orphan-age" check:"nonneg" help:"a file under a table's location that nothing references is deleted once this old, and a snapshot superseded less than this ago is kept, for the queries planned of it (more than the longest append and the longest query; 0: never)"`
 	RewriteMinFiles   int           `yaml:"rewrite_min_files" flag:"iceberg-rewrite-min-files" check:"nonneg" help:"rewrite a day partition's small files (under 3/4 of the target size) once it has more than this many (0: no rewrite)"`
 	RewriteMaxBytes   int64         `yaml:"rewrite_max_bytes" flag:"iceberg-rewrite-max-bytes" check:"nonneg" help:"bytes of small files one maintenance rewrites at most (0: twice the target file size; the rows of the files are held in memory)"`
 	DropDeletedTopics bool          `yaml:"drop_deleted_topics" flag:"iceberg-drop-deleted-topics" help:"drop the tables of deleted topics (their rows are lost); false keeps them"`
+	// The read-only REST catalog on the HTTP listener (icebergrest.go).
+	RESTMaxRequestBytes int64 `yaml:"rest_max_request_bytes" flag:"iceberg-rest-max-request-bytes" check:"nonneg" help:"REST catalog (/iceberg): largest request body, bytes; every endpoint is a GET, a larger body gets 413 (0: none)"`
+	RESTMaxPathBytes    int   `yaml:"rest_max_path_bytes" flag:"iceberg-rest-max-path-bytes" check:"positive" help:"REST catalog (/iceberg): longest request path and query, bytes (at least 64); a longer one gets 400"`
 }
 
 // DefaultIcebergSettings are the defaults: tables on, namespace and
 // catalog floe, warehouse prefix iceberg.
 func DefaultIcebergSettings() IcebergSettings {
-	m := compactor.DefaultIcebergMaintainConfig()
+	m, r := compactor.DefaultIcebergMaintainConfig(), rest.DefaultConfig()
 	return IcebergSettings{Enabled: true, Namespace: iceberg.DefaultNamespace, Catalog: iceberg.DefaultCatalogName, Prefix: "iceberg",
 		TargetFileSize: iceberg.DefaultTargetFileSize, MaxBytes: compactor.DefaultConfig().IcebergMaxBytes,
 		MaintainInterval: m.Interval, KeepSnapshots: m.KeepSnapshots, SnapshotAge: m.SnapshotAge, OrphanAge: m.OrphanAge,
-		RewriteMinFiles: m.RewriteMinFiles, RewriteMaxBytes: m.RewriteMaxBytes, DropDeletedTopics: m.DropDeletedTopics}
+		RewriteMinFiles: m.RewriteMinFiles, RewriteMaxBytes: m.RewriteMaxBytes, DropDeletedTopics: m.DropDeletedTopics,
+		RESTMaxRequestBytes: r.MaxRequestBytes, RESTMaxPathBytes: r.MaxPathBytes}
+}
+
+// validate checks the settings' rules beyond their ranges, naming the
+// setting.
+func (s IcebergSettings) validate() error {
+	if s.RESTMaxPathBytes < rest.MinPathBytes {
+		return fmt.Errorf("iceberg.rest_max_path_bytes: %d must be at least %d", s.RESTMaxPathBytes, rest.MinPathBytes)
+	}
+	return nil
 }
 
 // maintainConfig is the compactor's table maintenance of the settings.

@@ -15,12 +15,20 @@ import (
 // the catalog URI an engine is given is http://HOST:PORT/iceberg.
 const icebergRESTPath = "/iceberg"
 
-// icebergREST returns the REST catalog over w's catalog; tableConfig is
-// what every loaded table tells an engine's FileIO (no secrets).
-func icebergREST(w *iceberg.Writer, tableConfig map[string]string, log *slog.Logger) (http.Handler, error) {
+// icebergREST returns the REST catalog over w's catalog, with the limits
+// of s; tableConfig is what every loaded table tells an engine's FileIO
+// (no secrets).
+func icebergREST(w *iceberg.Writer, s IcebergSettings, tableConfig map[string]string, log *slog.Logger) (http.Handler, error) {
+	return rest.New(w.Catalog(), s.restConfig(tableConfig, log))
+}
+
+// restConfig is the REST catalog's configuration of the settings.
+func (s IcebergSettings) restConfig(tableConfig map[string]string, log *slog.Logger) rest.Config {
 	cfg := rest.DefaultConfig()
 	cfg.Prefix, cfg.TableConfig, cfg.Logger = icebergRESTPath, tableConfig, log
-	return rest.New(w.Catalog(), cfg)
+	cfg.MaxRequestBytes, cfg.MaxPathBytes = s.RESTMaxRequestBytes, s.RESTMaxPathBytes
+	cfg.MaxRequestName, cfg.MaxPathName = "iceberg.rest_max_request_bytes", "iceberg.rest_max_path_bytes"
+	return cfg
 }
 
 // s3TableConfig is the S3 settings an engine reading the warehouse needs

@@ -17,6 +17,7 @@
 package rest
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -50,6 +51,10 @@ type Config struct {
 	MaxRequestBytes int64
 	// MaxPathBytes bounds the request path and query (400 above it).
 	MaxPathBytes int
+	// MaxRequestName and MaxPathName are what the 413 and 400 answers
+	// call the two bounds (the settings that set them; empty: the
+	// fields' names here).
+	MaxRequestName, MaxPathName string
 	// TableConfig is sent with every loaded table (the spec's
 	// LoadTableResult.config): settings an engine's FileIO needs, such as
 	// s3.endpoint and s3.path-style-access. Never secrets.
@@ -64,6 +69,10 @@ func DefaultConfig() Config {
 	return Config{Prefix: "/iceberg", MaxRequestBytes: 1 << 20, MaxPathBytes: 8 << 10}
 }
 
+// MinPathBytes is the least Config.MaxPathBytes: room for the longest
+// fixed path (the prefix and /v1/namespaces/NS/tables/TABLE of short names).
+const MinPathBytes = 64
+
 // ErrInvalidConfig is returned by New for a bad Config.
 var ErrInvalidConfig = errors.New("rest: invalid config")
 
@@ -73,8 +82,8 @@ func (c Config) validate() error {
 		return fmt.Errorf("%w: Prefix %q must start with / and not end with one", ErrInvalidConfig, c.Prefix)
 	case c.MaxRequestBytes < 0:
 		return fmt.Errorf("%w: MaxRequestBytes %d must not be negative", ErrInvalidConfig, c.MaxRequestBytes)
-	case c.MaxPathBytes < 64:
-		return fmt.Errorf("%w: MaxPathBytes %d must be at least 64", ErrInvalidConfig, c.MaxPathBytes)
+	case c.MaxPathBytes < MinPathBytes:
+		return fmt.Errorf("%w: MaxPathBytes %d must be at least %d", ErrInvalidConfig, c.MaxPathBytes, MinPathBytes)
 	}
 	return nil
 }
@@ -185,12 +194,12 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if len(r.URL.RawPath)+len(r.URL.Path)+len(r.URL.RawQuery) > 2*h.cfg.MaxPathBytes ||
 		len(r.URL.EscapedPath())+len(r.URL.RawQuery) > h.cfg.MaxPathBytes {
 		writeError(w, http.StatusBadRequest, "BadRequestException",
-			fmt.Sprintf("request path over %d bytes (rest.Config.MaxPathBytes)", h.cfg.MaxPathBytes))
+			fmt.Sprintf("request path over %d bytes (%s)", h.cfg.MaxPathBytes, cmp.Or(h.cfg.MaxPathName, "rest.Config.MaxPathBytes")))
 		return
 	}
 	if r.ContentLength > h.cfg.MaxRequestBytes {
 		writeError(w, http.StatusRequestEntityTooLarge, "BadRequestException",
-			fmt.Sprintf("request body of %d bytes over %d (rest.Config.MaxRequestBytes)", r.ContentLength, h.cfg.MaxRequestBytes))
+			fmt.Sprintf("request body of %d bytes over %d (%s)", r.ContentLength, h.cfg.MaxRequestBytes, cmp.Or(h.cfg.MaxRequestName, "rest.Config.MaxRequestBytes")))
 		return
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, h.cfg.MaxRequestBytes)
