@@ -177,19 +177,29 @@ func (p page) matches(name string) bool {
 // most PassPartitions partitions together (at least one topic): the
 // topics past that show the figures of the background passes, so that a
 // page of huge topics costs one pass's work, not twenty.
-func (c *Console) apiTopics(w http.ResponseWriter, r *http.Request) {
-	pg, err := pageOf(r, defaultListLimit, maxListLimit)
+// open starts an API request: its page (400 if malformed), the agent
+// (503 while it starts) and a context bounded by RequestTimeout; ok is
+// false once the request is answered.
+func (c *Console) open(w http.ResponseWriter, r *http.Request, def, max int) (pg page, ctx context.Context, cancel context.CancelFunc, src Source, ok bool) {
+	pg, err := pageOf(r, def, max)
 	if err != nil {
 		c.replyError(w, http.StatusBadRequest, err.Error(), nil)
-		return
+		return pg, nil, nil, nil, false
 	}
-	ctx, cancel := context.WithTimeout(r.Context(), c.opts.RequestTimeout)
-	defer cancel()
-	src := c.source()
-	if src == nil {
+	if src = c.source(); src == nil {
 		c.fail(w, errStarting)
+		return pg, nil, nil, nil, false
+	}
+	ctx, cancel = context.WithTimeout(r.Context(), c.opts.RequestTimeout)
+	return pg, ctx, cancel, src, true
+}
+
+func (c *Console) apiTopics(w http.ResponseWriter, r *http.Request) {
+	pg, ctx, cancel, src, ok := c.open(w, r, defaultListLimit, maxListLimit)
+	if !ok {
 		return
 	}
+	defer cancel()
 	list, err := listTopics(ctx, src)
 	if err != nil {
 		c.fail(w, err)
@@ -235,18 +245,11 @@ func (c *Console) apiTopics(w http.ResponseWriter, r *http.Request) {
 }
 
 func (c *Console) apiTopic(w http.ResponseWriter, r *http.Request) {
-	pg, err := pageOf(r, defaultPartitionLimit, maxPartitionLimit)
-	if err != nil {
-		c.replyError(w, http.StatusBadRequest, err.Error(), nil)
+	pg, ctx, cancel, src, ok := c.open(w, r, defaultPartitionLimit, maxPartitionLimit)
+	if !ok {
 		return
 	}
-	ctx, cancel := context.WithTimeout(r.Context(), c.opts.RequestTimeout)
 	defer cancel()
-	src := c.source()
-	if src == nil {
-		c.fail(w, errStarting)
-		return
-	}
 	d, err := src.DescribeTopic(ctx, &floev1.DescribeTopicRequest{Name: r.URL.Query().Get("name")})
 	if err != nil {
 		c.fail(w, err)
@@ -294,18 +297,11 @@ func trailing(d *floev1.DescribeTopicResponse) int64 {
 }
 
 func (c *Console) apiGroups(w http.ResponseWriter, r *http.Request) {
-	pg, err := pageOf(r, defaultListLimit, maxListLimit)
-	if err != nil {
-		c.replyError(w, http.StatusBadRequest, err.Error(), nil)
+	pg, ctx, cancel, src, ok := c.open(w, r, defaultListLimit, maxListLimit)
+	if !ok {
 		return
 	}
-	ctx, cancel := context.WithTimeout(r.Context(), c.opts.RequestTimeout)
 	defer cancel()
-	src := c.source()
-	if src == nil {
-		c.fail(w, errStarting)
-		return
-	}
 	list, err := src.ListGroups(ctx, &floev1.ListGroupsRequest{})
 	if err != nil {
 		c.fail(w, err)
@@ -329,18 +325,11 @@ func (c *Console) apiGroups(w http.ResponseWriter, r *http.Request) {
 }
 
 func (c *Console) apiGroup(w http.ResponseWriter, r *http.Request) {
-	pg, err := pageOf(r, defaultPartitionLimit, maxPartitionLimit)
-	if err != nil {
-		c.replyError(w, http.StatusBadRequest, err.Error(), nil)
+	pg, ctx, cancel, src, ok := c.open(w, r, defaultPartitionLimit, maxPartitionLimit)
+	if !ok {
 		return
 	}
-	ctx, cancel := context.WithTimeout(r.Context(), c.opts.RequestTimeout)
 	defer cancel()
-	src := c.source()
-	if src == nil {
-		c.fail(w, errStarting)
-		return
-	}
 	d, err := src.DescribeGroup(ctx, &floev1.DescribeGroupRequest{Group: r.URL.Query().Get("name")})
 	if err != nil {
 		c.fail(w, err)
