@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -85,7 +86,9 @@ func cacheTool(t *testing.T, env string) string {
 }
 
 // TestKcat: kcat (librdkafka) produces idempotently with keys and headers,
-// lz4-compressed, and consumes everything back.
+// lz4-compressed, and consumes everything back to the end of the log (-e:
+// librdkafka must see each partition's end, TestFetchEmptyRecordsNotNull),
+// then again in a group that commits.
 func TestKcat(t *testing.T) {
 	b := startBroker(t, nil)
 	createTopic(t, newClient(t, b), "kcat", 3)
@@ -103,8 +106,20 @@ func TestKcat(t *testing.T) {
 		t.Fatalf("kcat produce: %v\n%s", err, out)
 	}
 	want := sentLines(n, func(int) string { return "src=kcat,empty=" })
-	sameLines(t, "kcat", want, runTool(t, "kcat", "-b", b.addr, "-C", "-t", "kcat", "-o", "beginning", "-c", fmt.Sprint(n), "-q", "-f", "%k\t%s\t%h\n"))
+	sameLines(t, "kcat", want, runTool(t, "kcat", "-b", b.addr, "-C", "-t", "kcat", "-o", "beginning", "-e", "-q", "-f", "%k\t%s\t%h\n"))
 	sameLines(t, "franz-go", want, kgoLines(t, b, "kcat", n))
+	// And in a group (balanced consumer, offsets committed at exit).
+	sameLines(t, "kcat -G", want, runTool(t, "kcat", "-b", b.addr, "-G", "kcat-group", "-X", "auto.offset.reset=earliest",
+		"-e", "-q", "-f", "%k\t%s\t%h\n", "kcat"))
+	offs, err := kadm.NewClient(newClient(t, b)).FetchOffsets(context.Background(), "kcat-group")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := int64(0)
+	offs.Each(func(o kadm.OffsetResponse) { sum += o.At })
+	if sum != n {
+		t.Fatalf("kcat-group committed %d records, want %d", sum, n)
+	}
 }
 
 // TestConfluentKafkaPython: confluent-kafka-python produces idempotently
