@@ -182,3 +182,50 @@ func sameMap(a, b map[string]string) bool {
 	}
 	return true
 }
+
+// TestAdminDeleteOffsets: kadm's DeleteOffsets removes one partition's
+// committed position of a group without members (the other stays, as
+// FetchOffsets shows); a group with a live member is
+// GROUP_SUBSCRIBED_TO_TOPIC, an unknown group GROUP_ID_NOT_FOUND.
+func TestAdminDeleteOffsets(t *testing.T) {
+	b := startBroker(t, nil)
+	cl := newClient(t, b)
+	adm := kadm.NewClient(cl)
+	ctx := context.Background()
+	createTopic(t, cl, "od", 2)
+	var os kadm.Offsets
+	os.Add(kadm.Offset{Topic: "od", Partition: 0, At: 0, LeaderEpoch: -1})
+	os.Add(kadm.Offset{Topic: "od", Partition: 1, At: 0, LeaderEpoch: -1})
+	if err := adm.CommitAllOffsets(ctx, "od-group", os); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := adm.DeleteOffsets(ctx, "od-group", kadm.TopicsSet{"od": {0: {}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e, ok := resp.Lookup("od", 0); !ok || e != nil {
+		t.Fatalf("delete od/0: %v %v", ok, e)
+	}
+	got, err := adm.FetchOffsets(ctx, "od-group")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := got.Lookup("od", 0); ok {
+		t.Errorf("od/0 still has a position: %+v", got)
+	}
+	if o, ok := got.Lookup("od", 1); !ok || o.At != 0 {
+		t.Errorf("od/1 lost its position: %+v", got)
+	}
+	if _, err := adm.DeleteOffsets(ctx, "no-such-group", kadm.TopicsSet{"od": {0: {}}}); !errors.Is(err, kerr.GroupIDNotFound) {
+		t.Errorf("unknown group: %v, want GROUP_ID_NOT_FOUND", err)
+	}
+	// A live classic member.
+	gctx, cancel := context.WithCancel(ctx)
+	g := startGroupConsumer(t, gctx, b, "od-live", "od")
+	t.Cleanup(func() { cancel(); g.stop() })
+	waitFor(t, "a stable member", func() bool { return describeGroup(t, cl, "od-live").State == "Stable" })
+	resp, err = adm.DeleteOffsets(ctx, "od-live", kadm.TopicsSet{"od": {1: {}}})
+	if e, _ := resp.Lookup("od", 1); err != nil || !errors.Is(e, kerr.GroupSubscribedToTopic) {
+		t.Errorf("live group: %v %v, want GROUP_SUBSCRIBED_TO_TOPIC", err, e)
+	}
+}

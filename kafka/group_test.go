@@ -107,7 +107,7 @@ func TestKgoGroupRebalance(t *testing.T) {
 	})
 	second := make([]*kgo.Record, 300)
 	for i := range second {
-		second[i] = &kgo.Record{Topic: topic, Key: fmt.Appendf(nil, "k2-%d", i), Value: fmt.Appendf(nil, "second %d", i), Timestamp: time.UnixMilli(1800000000000 + int64(i))}
+		second[i] = &kgo.Record{Topic: topic, Key: fmt.Appendf(nil, "k2-%d", i), Value: fmt.Appendf(nil, "second %d", i), Timestamp: time.UnixMilli(1750000000000 + int64(i))}
 	}
 	produceAll(t, admin, second)
 	all3 := func() []*kgo.Record {
