@@ -44,12 +44,23 @@ test: tools
 
 # Kafka clients other than Go's against the Kafka listener: Apache Kafka's
 # Java client (kafka/testdata/java/pom.xml's version, from Maven Central,
-# cached in ~/.cache/floe/m2), run with Java 17. franz-go and sarama run in
-# make test.
+# cached in ~/.cache/floe/m2), run with Java 17; kcat (Debian's, librdkafka);
+# confluent-kafka-python (PyPI, in a venv under ~/.cache/floe keyed by its
+# version); kafkajs (npm, pinned, under ~/.cache/floe). franz-go and sarama
+# run in make test.
 KAFKA_M2 ?= $(HOME)/.cache/floe/m2
+CONFLUENT_KAFKA_PY ?= 2.16.1
+KAFKAJS ?= 2.2.4
+KAFKA_PY_VENV = $(HOME)/.cache/floe/py-confluent-kafka-$(CONFLUENT_KAFKA_PY)
+KAFKAJS_DIR = $(HOME)/.cache/floe/npm-kafkajs-$(KAFKAJS)
 test-kafka:
 	mvn -q -f kafka/testdata/java/pom.xml -Dmaven.repo.local=$(KAFKA_M2) dependency:build-classpath -Dmdep.outputFile=$(KAFKA_M2)/floe-kafka-java.cp
-	FLOE_KAFKA_JAVA_CP=$$(cat $(KAFKA_M2)/floe-kafka-java.cp) CI=$${CI:-} $(GO) test -tags kafkajava -count=1 -timeout 10m -run 'TestJavaClient' ./kafka/
+	[ -x $(KAFKA_PY_VENV)/bin/python ] && $(KAFKA_PY_VENV)/bin/python -c 'import confluent_kafka' 2>/dev/null || \
+		{ python3 -m venv $(KAFKA_PY_VENV) && $(KAFKA_PY_VENV)/bin/pip install -q confluent-kafka==$(CONFLUENT_KAFKA_PY); }
+	[ -d $(KAFKAJS_DIR)/node_modules/kafkajs ] || \
+		{ mkdir -p $(KAFKAJS_DIR) && npm install --no-audit --no-fund --prefix $(KAFKAJS_DIR) kafkajs@$(KAFKAJS); }
+	FLOE_KAFKA_JAVA_CP=$$(cat $(KAFKA_M2)/floe-kafka-java.cp) FLOE_KAFKA_PYTHON=$(KAFKA_PY_VENV)/bin/python FLOE_KAFKAJS_DIR=$(KAFKAJS_DIR) \
+		CI=$${CI:-} $(GO) test -tags 'kafkajava kafkaclients' -count=1 -timeout 10m -run 'TestJavaClient|TestKcat|TestConfluentKafkaPython|TestKafkaJS' ./kafka/
 
 # The Dockerfile, the Helm chart and the compose file, checked statically
 # (no container engine or cluster needed).

@@ -204,3 +204,8 @@ func (a *Agent) KafkaDescribeGroup(ctx context.Context, group string) (metadata.
 func (a *Agent) KafkaDeleteGroup(ctx context.Context, group string) error {
 	return toStatus(a.meta.DeleteGroup(ctx, group))
 }
+
+// KafkaDeleteOffsets deletes a group's positions of some partitions.
+func (a *Agent) KafkaDeleteOffsets(ctx context.Context, group string, partitions []metadata.TopicPartition) error {
+	return toStatus(a.meta.DeleteOffsets(ctx, group, partitions))
+}

@@ -66,7 +66,7 @@ func fetch(ctx context.Context, s *Server, cc *conn, req *kmsg.FetchRequest) kms
 		for pi, rp := range rt.Partitions {
 			sp := &st.Partitions[pi]
 			*sp = kmsg.NewFetchResponseTopicPartition()
-			sp.Partition = rp.Partition
+			sp.Partition, sp.RecordBatches = rp.Partition, noRecords
 			sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = -1, -1, -1
 			fp := fetchPart{tp: metadata.TopicPartition{TopicID: t.ID, Partition: rp.Partition}, offset: rp.FetchOffset,
 				max: int(rp.PartitionMaxBytes), out: sp}
@@ -90,6 +90,10 @@ func fetch(ctx context.Context, s *Server, cc *conn, req *kmsg.FetchRequest) kms
 	}
 }
 
+// noRecords are a partition's records without data: empty, never null
+// (size -1), which librdkafka refuses as a bad message set.
+var noRecords = []byte{}
+
 // readable lists the partitions of parts that are read.
 func readable(parts []fetchPart) []metadata.TopicPartition {
 	out := make([]metadata.TopicPartition, 0, len(parts))
@@ -112,7 +116,7 @@ func (s *Server) fetchOnce(ctx context.Context, parts []fetchPart, total int) (i
 			continue
 		}
 		sp := p.out
-		sp.RecordBatches, sp.ErrorCode = nil, 0
+		sp.RecordBatches, sp.ErrorCode = noRecords, 0
 		sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = -1, -1, -1
 		left := total - got
 		if left <= 0 && got > 0 {

@@ -121,7 +121,8 @@ func (c *conn) read(ctx, srvCtx context.Context, queue chan<- *inflight, budget 
 			return ctx.Err()
 		}
 		if r.unsupported {
-			f.resp = unsupportedVersions()
+			c.s.log.Debug("kafka: unsupported api or version", "client", c.client(), "api", kmsg.NameForKey(r.key), "version", r.version)
+			f.resp = unsupportedResponse(r.key, r.version)
 			close(f.done)
 			continue
 		}

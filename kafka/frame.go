@@ -52,18 +52,18 @@ type header struct {
 // request is a decoded frame.
 type request struct {
 	header
-	// req is the request, nil when the version is not served (req is
-	// then unsupported, only possible for ApiVersions).
+	// req is the request, nil when unsupported.
 	req kmsg.Request
-	// unsupported: the API is known but the version is not served.
+	// unsupported: kmsg knows the API key but this server does not serve
+	// the key or the version; the body is not decoded and the request
+	// gets unsupportedResponse.
 	unsupported bool
 }
 
 // parseRequest decodes a frame (its size prefix removed). A frame that does
-// not decode, or names an API this server does not serve, is an error
-// wrapping ErrMalformed; an ApiVersions request of a version not served
-// comes back with unsupported set (it gets a v0 error answer). It never
-// panics.
+// not decode, or names an API key kmsg does not know, is an error wrapping
+// ErrMalformed; a known key or version this server does not serve comes
+// back with unsupported set, its body undecoded. It never panics.
 func parseRequest(frame []byte) (request, error) {
 	var out request
 	if len(frame) < 8 {
@@ -79,16 +79,12 @@ func parseRequest(frame []byte) (request, error) {
 	if !b.Ok() {
 		return out, fmt.Errorf("%w: short client id in %s v%d header", ErrMalformed, kmsg.NameForKey(out.key), out.version)
 	}
-	api, ok := apis[out.key]
-	if !ok {
-		return out, fmt.Errorf("%w: api key %d (%s) is not served", ErrMalformed, out.key, kmsg.NameForKey(out.key))
+	if kmsg.RequestForKey(out.key) == nil || out.version < 0 {
+		return out, fmt.Errorf("%w: api key %d v%d is not a Kafka API", ErrMalformed, out.key, out.version)
 	}
-	if out.version < api.min || out.version > api.max {
-		if out.key == kmsg.ApiVersions.Int16() {
-			out.unsupported = true
-			return out, nil
-		}
-		return out, fmt.Errorf("%w: %s v%d is not served (v%d to v%d are)", ErrMalformed, kmsg.NameForKey(out.key), out.version, api.min, api.max)
+	if api, ok := apis[out.key]; !ok || out.version < api.min || out.version > api.max {
+		out.unsupported = true
+		return out, nil
 	}
 	req := kmsg.RequestForKey(out.key)
 	req.SetVersion(out.version)

@@ -302,3 +302,45 @@ func TestGroupAdmin(t *testing.T) {
 		t.Fatalf("groups after delete: %+v", lr.Groups)
 	}
 }
+
+// TestFetchEmptyRecordsNotNull: a partition answered without data carries
+// empty records (size 0), never null (size -1), at every version Fetch
+// serves: librdkafka (kcat -e, confluent-kafka) fails such a partition as
+// "invalid MessageSetSize -1" and never reports reaching its end.
+func TestFetchEmptyRecordsNotNull(t *testing.T) {
+	b := startBroker(t, nil)
+	cl := newClient(t, b)
+	createTopic(t, cl, "empty-fetch", 1)
+	for v := int16(4); v <= 12; v++ {
+		req := kmsg.NewPtrFetchRequest()
+		req.SetVersion(v)
+		req.MaxWaitMillis, req.MinBytes, req.MaxBytes = 10, 1, 1<<20
+		rt := kmsg.NewFetchRequestTopic()
+		rt.Topic = "empty-fetch"
+		for _, p := range []int32{0, 7} { // at the end, and an unknown partition
+			rp := kmsg.NewFetchRequestTopicPartition()
+			rp.Partition, rp.PartitionMaxBytes = p, 1<<20
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		req.Topics = append(req.Topics, rt)
+		c := dialRaw(t, b.addr)
+		c.send(req, 1)
+		_, body, err := c.recv()
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp := req.ResponseKind().(*kmsg.FetchResponse)
+		resp.SetVersion(v)
+		if resp.IsFlexible() {
+			body = body[1:]
+		}
+		if err := resp.ReadFrom(body); err != nil {
+			t.Fatalf("v%d: %v", v, err)
+		}
+		for _, p := range resp.Topics[0].Partitions {
+			if p.RecordBatches == nil {
+				t.Fatalf("Fetch v%d partition %d (error %d): null records", v, p.Partition, p.ErrorCode)
+			}
+		}
+	}
+}

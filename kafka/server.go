@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/floe-broker/floe/agent"
+	floev1 "github.com/floe-broker/floe/api/floe/v1"
 	"github.com/floe-broker/floe/metadata"
 )
 
@@ -35,6 +36,11 @@ type Backend interface {
 	KafkaListGroups(ctx context.Context) ([]metadata.GroupListing, error)
 	KafkaDescribeGroup(ctx context.Context, group string) (metadata.GroupDescription, error)
 	KafkaDeleteGroup(ctx context.Context, group string) error
+	KafkaDeleteOffsets(ctx context.Context, group string, partitions []metadata.TopicPartition) error
+	// The gRPC TopicService's own methods: the Kafka APIs of the same
+	// name map onto them one to one.
+	AlterTopicConfig(ctx context.Context, req *floev1.AlterTopicConfigRequest) (*floev1.AlterTopicConfigResponse, error)
+	DeleteRecords(ctx context.Context, req *floev1.DeleteRecordsRequest) (*floev1.DeleteRecordsResponse, error)
 }
 
 var _ Backend = (*agent.Agent)(nil)

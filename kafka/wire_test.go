@@ -158,7 +158,7 @@ func TestMalformedFrame(t *testing.T) {
 	for i, f := range [][]byte{
 		frame(3, 12, 1, "bad-metadata", []byte{0xff, 0xff, 0xff}, true), // a truncated Metadata
 		frame(999, 0, 1, "bad-key", nil, false),                         // an unknown API
-		frame(0, 1, 1, "old-produce", []byte{0, 0}, false),              // Produce v1: not served
+		frame(0, -1, 1, "neg-version", []byte{0, 0}, false),             // a negative version
 		{0, 0, 0, 9, 0, 18, 0, 0, 0, 0, 0, 1, 0x7f},                     // a client id past the frame
 	} {
 		bad := dialRaw(t, b.addr)
@@ -171,7 +171,7 @@ func TestMalformedFrame(t *testing.T) {
 	}
 	waitFor(t, "log lines naming the clients", func() bool {
 		l := logOf(t)
-		return strings.Contains(l, "bad-metadata@") && strings.Contains(l, "bad-key@") && strings.Contains(l, "old-produce@") && strings.Contains(l, "bad request")
+		return strings.Contains(l, "bad-metadata@") && strings.Contains(l, "bad-key@") && strings.Contains(l, "neg-version@") && strings.Contains(l, "bad request")
 	})
 	req := kmsg.NewPtrApiVersionsRequest()
 	good.send(req, 5)

@@ -298,6 +298,11 @@ type GroupStore interface {
 	// positions. ErrGroupNotEmpty while members are live; ErrGroupNotFound.
 	DeleteGroup(ctx context.Context, group string) error
 
+	// DeleteOffsets removes the group's positions of partitions (Kafka's
+	// OffsetDelete); partitions without one are no error.
+	// ErrGroupNotEmpty while members are live; ErrGroupNotFound.
+	DeleteOffsets(ctx context.Context, group string, partitions []TopicPartition) error
+
 	// ResetOffsets computes new positions (see ResetSpec) and, unless
 	// DryRun, commits them in one transaction; it returns the plan sorted
 	// by (topic id, partition). ErrGroupNotEmpty while members are live

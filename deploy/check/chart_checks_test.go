@@ -12,6 +12,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -80,21 +81,26 @@ func checkRendering(t *testing.T, r rendered, want check) {
 		t.Errorf("%d PDBs, want none", len(r.pdbs))
 	}
 
-	// Services: gRPC (of the type asked), headless gRPC, HTTP (ClusterIP).
+	// Services: gRPC and Kafka (of the type asked), headless gRPC and
+	// Kafka, HTTP (ClusterIP).
 	comp := r.deployments[r.full+"-compactor"]
-	grpcPort, httpPort := containerPort(t, c, "grpc"), containerPort(t, c, "http")
-	checkService(t, r, r.full+"-agent", want.serviceType, pod, c, "grpc", comp)
-	checkService(t, r, r.full+"-agent-headless", corev1.ServiceTypeClusterIP, pod, c, "grpc", comp)
+	grpcPort, httpPort, kafkaPort := containerPort(t, c, "grpc"), containerPort(t, c, "http"), containerPort(t, c, "kafka")
+	checkService(t, r, r.full+"-agent", want.serviceType, pod, c, comp, "grpc", "kafka")
+	checkService(t, r, r.full+"-agent-headless", corev1.ServiceTypeClusterIP, pod, c, comp, "grpc", "kafka")
 	if h := r.services[r.full+"-agent-headless"]; h != nil && h.Spec.ClusterIP != corev1.ClusterIPNone {
 		t.Errorf("headless Service clusterIP %q, want None", h.Spec.ClusterIP)
 	}
-	checkService(t, r, r.full+"-agent-http", corev1.ServiceTypeClusterIP, pod, c, "http", comp)
+	checkService(t, r, r.full+"-agent-http", corev1.ServiceTypeClusterIP, pod, c, comp, "http")
 	if !slices.Contains(c.Args, fmt.Sprintf("-listen=:%d", grpcPort)) {
 		t.Errorf("agent args %v do not listen on the gRPC container port %d", c.Args, grpcPort)
 	}
 	if !slices.Contains(c.Args, fmt.Sprintf("-metrics-listen=:%d", httpPort)) {
 		t.Errorf("agent args %v do not serve HTTP on the container port %d", c.Args, httpPort)
 	}
+	if !slices.Contains(c.Args, fmt.Sprintf("-kafka-listen=:%d", kafkaPort)) {
+		t.Errorf("agent args %v do not serve Kafka on the container port %d", c.Args, kafkaPort)
+	}
+	checkAdvertisedHost(t, c, want.kafkaAdvertisedHost)
 	checkProbes(t, c)
 
 	// Drain: preStop sleep (exec: every Kubernetes version runs it), then
@@ -132,6 +138,9 @@ func checkRendering(t *testing.T, r rendered, want check) {
 	checkEnv(t, r, c, want)
 	checkSecurity(t, pod.Spec, c)
 	checkNetworkPolicies(t, r, want.networkPolicy)
+	if want.networkPolicy {
+		checkKafkaLikeGRPC(t, r.policies[r.full+"-agent"], grpcPort, kafkaPort)
+	}
 	checkHelmTest(t, r, want.image)
 	checkPodMonitors(t, r)
 
@@ -173,7 +182,7 @@ func checkRendering(t *testing.T, r rendered, want check) {
 		t.Errorf("compactor args %v do not serve HTTP on its container port %d", cc.Args, cport)
 	}
 	// Reachable for scraping: a ClusterIP Service on its HTTP port.
-	checkService(t, r, r.full+"-compactor", corev1.ServiceTypeClusterIP, comp.Spec.Template, &cc, "http", agent)
+	checkService(t, r, r.full+"-compactor", corev1.ServiceTypeClusterIP, comp.Spec.Template, &cc, agent, "http")
 }
 
 // checkHPA: the HPA scales the agent Deployment on CPU, which the agent
@@ -210,7 +219,7 @@ func checkHPA(t *testing.T, h autoscalingv2.HorizontalPodAutoscalerSpec, agent *
 
 // checkService: Service name exists, of type typ, selects the pods of tmpl
 // and not those of other, its port named port targets the container's.
-func checkService(t *testing.T, r rendered, name string, typ corev1.ServiceType, tmpl corev1.PodTemplateSpec, c *corev1.Container, port string, other *appsv1.Deployment) {
+func checkService(t *testing.T, r rendered, name string, typ corev1.ServiceType, tmpl corev1.PodTemplateSpec, c *corev1.Container, other *appsv1.Deployment, ports ...string) {
 	t.Helper()
 	svc := r.services[name]
 	if svc == nil {
@@ -227,9 +236,58 @@ func checkService(t *testing.T, r rendered, name string, typ corev1.ServiceType,
 	if other != nil && sel.Matches(labels.Set(other.Spec.Template.Labels)) {
 		t.Errorf("Service %s also selects %s pods", name, other.Name)
 	}
-	if len(svc.Spec.Ports) != 1 || svc.Spec.Ports[0].Name != port ||
-		resolvePort(t, c, svc.Spec.Ports[0].TargetPort) != containerPort(t, c, port) || svc.Spec.Ports[0].Port != containerPort(t, c, port) {
-		t.Errorf("Service %s ports %+v: want only %s, on the container's port %d", name, svc.Spec.Ports, port, containerPort(t, c, port))
+	if len(svc.Spec.Ports) != len(ports) {
+		t.Errorf("Service %s ports %+v: want only %v", name, svc.Spec.Ports, ports)
+		return
+	}
+	for i, port := range ports {
+		sp := svc.Spec.Ports[i]
+		if sp.Name != port || resolvePort(t, c, sp.TargetPort) != containerPort(t, c, port) || sp.Port != containerPort(t, c, port) {
+			t.Errorf("Service %s port %+v: want %s, on the container's port %d", name, sp, port, containerPort(t, c, port))
+		}
+	}
+}
+
+// checkKafkaLikeGRPC: the agent NetworkPolicy lets the Kafka port be
+// reached by exactly the peers that reach gRPC (one rule opens both).
+func checkKafkaLikeGRPC(t *testing.T, np *networkingv1.NetworkPolicy, grpcPort, kafkaPort int32) {
+	t.Helper()
+	if np == nil {
+		t.Error("no agent NetworkPolicy")
+		return
+	}
+	for _, rule := range np.Spec.Ingress {
+		var grpc, kafka bool
+		for _, p := range rule.Ports {
+			grpc = grpc || (p.Port != nil && p.Port.IntValue() == int(grpcPort))
+			kafka = kafka || (p.Port != nil && p.Port.IntValue() == int(kafkaPort))
+		}
+		if grpc != kafka {
+			t.Errorf("agent NetworkPolicy rule %+v opens one of gRPC (%d) and Kafka (%d) without the other", rule.Ports, grpcPort, kafkaPort)
+		}
+	}
+}
+
+// checkAdvertisedHost: the agent tells Kafka clients to come back to the
+// host given, by default its own pod IP from the downward API (so that a
+// client reaches the pod it was told about, not any pod behind a Service).
+func checkAdvertisedHost(t *testing.T, c *corev1.Container, want string) {
+	t.Helper()
+	if want != "" {
+		if !slices.Contains(c.Args, "-kafka-advertised-host="+want) {
+			t.Errorf("agent args %v do not advertise %s to Kafka clients", c.Args, want)
+		}
+		if slices.ContainsFunc(c.Env, func(e corev1.EnvVar) bool { return e.Name == "FLOE_KAFKA_ADVERTISED_HOST" }) {
+			t.Errorf("agent env %+v also sets FLOE_KAFKA_ADVERTISED_HOST", c.Env)
+		}
+		return
+	}
+	i := slices.IndexFunc(c.Env, func(e corev1.EnvVar) bool { return e.Name == "FLOE_KAFKA_ADVERTISED_HOST" })
+	if i < 0 || c.Env[i].ValueFrom == nil || c.Env[i].ValueFrom.FieldRef == nil || c.Env[i].ValueFrom.FieldRef.FieldPath != "status.podIP" {
+		t.Errorf("agent env %+v: want FLOE_KAFKA_ADVERTISED_HOST from status.podIP", c.Env)
+	}
+	if slices.ContainsFunc(c.Args, func(a string) bool { return strings.HasPrefix(a, "-kafka-advertised-host") }) {
+		t.Errorf("agent args %v override the pod IP advertised to Kafka clients", c.Args)
 	}
 }
 

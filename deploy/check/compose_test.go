@@ -159,6 +159,7 @@ func TestComposeFile(t *testing.T) {
 
 	var agents []string
 	compactors := 0
+	advertised := map[string]int{} // Kafka host ports the agents advertise
 	for name, s := range f.Services {
 		if len(s.Command) == 0 {
 			continue
@@ -169,6 +170,7 @@ func TestComposeFile(t *testing.T) {
 			agents = append(agents, name)
 			env, flags = agentEnv, agentFlags
 			checkHealth(t, name, s, "7071", "/readyz")
+			advertised[checkComposeKafka(t, name, s)]++
 		case "compactor":
 			compactors++
 			env, flags = compEnv, compFlags
@@ -200,6 +202,44 @@ func TestComposeFile(t *testing.T) {
 	if len(agents) != 2 || compactors != 1 {
 		t.Errorf("agents %v and %d compactors, want 2 and 1", agents, compactors)
 	}
+	for p, n := range advertised {
+		if n > 1 {
+			t.Errorf("%d agents advertise Kafka port %s: a client would be sent to the wrong one", n, p)
+		}
+	}
+}
+
+// checkComposeKafka: an agent serves Kafka (-kafka-listen=:P), publishes
+// it on a host port H, and tells clients 127.0.0.1:H, so that a client on
+// the host reaches the agent it was told about. It returns H.
+func checkComposeKafka(t *testing.T, name string, s composeService) string {
+	t.Helper()
+	arg := func(flag string) string {
+		for _, a := range s.Command {
+			if v, ok := strings.CutPrefix(a, "-"+flag+"="); ok {
+				return v
+			}
+		}
+		return ""
+	}
+	listen := strings.TrimPrefix(arg("kafka-listen"), ":")
+	if listen == "" {
+		t.Errorf("service %s does not serve Kafka (-kafka-listen=:PORT)", name)
+		return ""
+	}
+	host := ""
+	for _, p := range s.Ports {
+		if h, c, ok := strings.Cut(p, ":"); ok && c == listen {
+			host = h
+		}
+	}
+	if host == "" {
+		t.Errorf("service %s publishes no host port for Kafka's %s: %v", name, listen, s.Ports)
+	}
+	if arg("kafka-advertised-host") != "127.0.0.1" || arg("kafka-advertised-port") != host {
+		t.Errorf("service %s advertises %s:%s to Kafka clients, want 127.0.0.1:%s (its published port)", name, arg("kafka-advertised-host"), arg("kafka-advertised-port"), host)
+	}
+	return host
 }
 
 // minioService returns the S3 server's service name, port and root keys.

@@ -282,7 +282,7 @@ func TestDockerfileRuntimeStage(t *testing.T) {
 	if uid == "" || uid == "0" || strings.Trim(uid, "0123456789") != "" {
 		t.Errorf("USER %q: want a numeric non-root uid (Kubernetes' runAsNonRoot checks it)", user)
 	}
-	for _, p := range []string{"7070", "7071"} {
+	for _, p := range []string{"7070", "7071", "9092"} {
 		if !slices.Contains(exposed, p) {
 			t.Errorf("EXPOSE %v lacks %s", exposed, p)
 		}

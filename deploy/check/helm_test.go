@@ -238,6 +238,8 @@ type check struct {
 	extraAgentArgs  []string
 	serviceType     corev1.ServiceType
 	serviceAccount  string
+	// kafkaAdvertisedHost: "" means the pod IP (the default).
+	kafkaAdvertisedHost string
 }
 
 // chartAppVersion is the appVersion of deploy/helm/floe/Chart.yaml.
@@ -289,9 +291,10 @@ func TestHelmChartOwnSecretsNoHPA(t *testing.T) {
 		pgSecret: "rel-floe-postgres", pgKey: "url", s3Secret: "rel-floe-s3",
 		envPresent: []string{"FLOE_POSTGRES_URL", "FLOE_S3_BUCKET", "FLOE_S3_PREFIX", "FLOE_S3_ENDPOINT",
 			"AWS_REGION", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"},
-		extraAgentArgs: []string{"-linger=100ms", "-cache-bytes=536870912"},
-		serviceType:    corev1.ServiceTypeClusterIP,
-		serviceAccount: "floe-runner",
+		extraAgentArgs:      []string{"-linger=100ms", "-cache-bytes=536870912"},
+		serviceType:         corev1.ServiceTypeClusterIP,
+		serviceAccount:      "floe-runner",
+		kafkaAdvertisedHost: "kafka.example.com",
 	})
 	pg := r.secrets["rel-floe-postgres"]
 	if pg == nil || pg.StringData["url"] != "postgres://floe:pw@db.example.com:5432/floe?sslmode=require" {

@@ -35,6 +35,7 @@ func TestHelmChartNotes(t *testing.T) {
 	for _, want := range []string{
 		"floe-agent.streams.svc:7070",
 		"dns:///floe-agent-headless.streams.svc:7070",
+		"bootstrap.servers=floe-agent.streams.svc:9092",
 		"port-forward svc/floe-agent-http 7071",
 		"http://127.0.0.1:7071/console/",
 		"helm test floe",

@@ -24,6 +24,7 @@ var groupTests = []struct {
 	{"GroupSimpleCommit", testGroupSimpleCommit},
 	{"GroupResetAndCopy", testGroupResetAndCopy},
 	{"GroupDelete", testGroupDelete},
+	{"GroupDeleteOffsets", testGroupDeleteOffsets},
 	{"GroupLagInputs", testGroupLagInputs},
 	{"GroupValidation", testGroupValidation},
 	{"GroupExpiredMember", testGroupExpiredMember},       // groups_liveness.go
@@ -501,6 +502,35 @@ func testGroupDelete(t *testing.T, s metadata.Store) {
 	}
 	if err := s.DeleteGroup(ctx(t), "del"); !errors.Is(err, metadata.ErrGroupNotFound) {
 		t.Errorf("second delete: %v", err)
+	}
+}
+
+func testGroupDeleteOffsets(t *testing.T, s metadata.Store) {
+	tpc := createTopic(t, s, "delofs", 2)
+	r := joinStable(t, s, "delofs", "m", "delofs")
+	if err := s.CommitOffsets(ctx(t), metadata.CommitOffsetsRequest{Group: "delofs", MemberID: "m", MemberEpoch: r.MemberEpoch,
+		Offsets: []metadata.OffsetCommit{{TopicID: tpc.ID, Partition: 0, Offset: 0}, {TopicID: tpc.ID, Partition: 1, Offset: 0}}}); err != nil {
+		t.Fatal(err)
+	}
+	p0 := []metadata.TopicPartition{{TopicID: tpc.ID, Partition: 0}}
+	if err := s.DeleteOffsets(ctx(t), "delofs", p0); !errors.Is(err, metadata.ErrGroupNotEmpty) {
+		t.Fatalf("delete offsets with a live member: %v", err)
+	}
+	if _, err := s.Heartbeat(ctx(t), metadata.HeartbeatRequest{Group: "delofs", MemberID: "m", MemberEpoch: metadata.LeaveEpoch}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.DeleteOffsets(ctx(t), "delofs", p0); err != nil {
+		t.Fatalf("delete offsets: %v", err)
+	}
+	got, err := s.FetchOffsets(ctx(t), "delofs", nil)
+	if err != nil || len(got) != 1 || got[0].Partition != 1 {
+		t.Fatalf("positions after deleting partition 0's: %+v, %v", got, err)
+	}
+	if err := s.DeleteOffsets(ctx(t), "delofs", p0); err != nil {
+		t.Errorf("deleting a position already gone: %v", err)
+	}
+	if err := s.DeleteOffsets(ctx(t), "none", p0); !errors.Is(err, metadata.ErrGroupNotFound) {
+		t.Errorf("delete offsets of an unknown group: %v", err)
 	}
 }
 

@@ -52,6 +52,12 @@ func (s *Store) DeleteGroup(ctx context.Context, group string) error {
 	return err
 }
 
+// DeleteOffsets implements metadata.Store.
+func (s *Store) DeleteOffsets(ctx context.Context, group string, partitions []metadata.TopicPartition) error {
+	_, err := call(ctx, s, OpGroupAdmin, func() (struct{}, error) { return struct{}{}, s.inner.DeleteOffsets(ctx, group, partitions) })
+	return err
+}
+
 // ResetOffsets implements metadata.Store.
 func (s *Store) ResetOffsets(ctx context.Context, req metadata.ResetOffsetsRequest) ([]metadata.OffsetReset, error) {
 	return call(ctx, s, OpGroupAdmin, func() ([]metadata.OffsetReset, error) { return s.inner.ResetOffsets(ctx, req) })

@@ -374,14 +374,7 @@ func (s *Store) DeleteGroup(ctx context.Context, name string) error {
 		return err
 	}
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		g, now, err := loadGroup(ctx, tx, name, true)
-		if err != nil {
-			return err
-		}
-		if g == nil {
-			return fmt.Errorf("%w: %q", metadata.ErrGroupNotFound, name)
-		}
-		if err := group.RequireEmpty(g, now, "wait for its members to leave or expire"); err != nil {
+		if err := requireEmptyGroup(ctx, tx, name, "wait for its members to leave or expire"); err != nil {
 			return err
 		}
 		b := &pgx.Batch{}
@@ -394,4 +387,38 @@ func (s *Store) DeleteGroup(ctx context.Context, name string) error {
 		return s.wrap("delete group "+name, err)
 	}
 	return nil
+}
+
+// DeleteOffsets implements metadata.Store.
+func (s *Store) DeleteOffsets(ctx context.Context, name string, partitions []metadata.TopicPartition) error {
+	if err := group.ValidateName("group", name); err != nil {
+		return err
+	}
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if err := requireEmptyGroup(ctx, tx, name, "positions are deleted only while no member consumes"); err != nil {
+			return err
+		}
+		b := &pgx.Batch{}
+		for _, tp := range partitions {
+			b.Queue("DELETE FROM group_offsets WHERE group_name = $1 AND topic_id = $2 AND partition = $3", name, tp.TopicID, tp.Partition)
+		}
+		return tx.SendBatch(ctx, b).Close()
+	})
+	if err != nil {
+		return s.wrap("delete offsets of group "+name, err)
+	}
+	return nil
+}
+
+// requireEmptyGroup fails unless group name exists without live members
+// (its row locked for the transaction).
+func requireEmptyGroup(ctx context.Context, tx pgx.Tx, name, what string) error {
+	g, now, err := loadGroup(ctx, tx, name, true)
+	if err != nil {
+		return err
+	}
+	if g == nil {
+		return fmt.Errorf("%w: %q", metadata.ErrGroupNotFound, name)
+	}
+	return group.RequireEmpty(g, now, what)
 }

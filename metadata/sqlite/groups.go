@@ -304,14 +304,7 @@ func (s *Store) DeleteGroup(ctx context.Context, name string) error {
 		return err
 	}
 	err := s.write(ctx, func(tx *sql.Tx) error {
-		g, err := loadGroup(ctx, tx, name)
-		if err != nil {
-			return err
-		}
-		if g == nil {
-			return fmt.Errorf("%w: %q", metadata.ErrGroupNotFound, name)
-		}
-		if err := group.RequireEmpty(g, time.Now().UnixMilli(), "wait for its members to leave or expire"); err != nil {
+		if err := requireEmptyGroup(ctx, tx, name, "wait for its members to leave or expire"); err != nil {
 			return err
 		}
 		for _, q := range []string{"DELETE FROM group_members WHERE group_name = ?",
@@ -323,4 +316,39 @@ func (s *Store) DeleteGroup(ctx context.Context, name string) error {
 		return nil
 	})
 	return s.wrap("delete group "+name, err)
+}
+
+// DeleteOffsets implements metadata.Store.
+func (s *Store) DeleteOffsets(ctx context.Context, name string, partitions []metadata.TopicPartition) error {
+	if err := group.ValidateName("group", name); err != nil {
+		return err
+	}
+	if err := s.checkOpen(); err != nil {
+		return err
+	}
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		if err := requireEmptyGroup(ctx, tx, name, "positions are deleted only while no member consumes"); err != nil {
+			return err
+		}
+		for _, tp := range partitions {
+			if _, err := tx.ExecContext(ctx, "DELETE FROM group_offsets WHERE group_name = ? AND topic_id = ? AND partition = ?",
+				name, tp.TopicID, tp.Partition); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	return s.wrap("delete offsets of group "+name, err)
+}
+
+// requireEmptyGroup fails unless group name exists without live members.
+func requireEmptyGroup(ctx context.Context, tx *sql.Tx, name, what string) error {
+	g, err := loadGroup(ctx, tx, name)
+	if err != nil {
+		return err
+	}
+	if g == nil {
+		return fmt.Errorf("%w: %q", metadata.ErrGroupNotFound, name)
+	}
+	return group.RequireEmpty(g, time.Now().UnixMilli(), what)
 }
