@@ -1,11 +1,7 @@
 package main_test
 
 import (
-	"net/http"
-	"os/exec"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -17,45 +13,8 @@ import (
 func startCompactorProc(t *testing.T, args ...string) *proc {
 	t.Helper()
 	p := &proc{metrics: freeAddr(t), logs: &strings.Builder{}, done: make(chan struct{})}
-	p.cmd = exec.Command(floeBin, append(append([]string{"compactor"}, args...), "-metrics-listen", p.metrics)...)
-	var mu sync.Mutex
-	p.mu = &mu
-	p.cmd.Stdout = lockedWriter{&mu, p.logs}
-	p.cmd.Stderr = lockedWriter{&mu, p.logs}
-	p.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := p.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() { _ = p.cmd.Wait(); close(p.done) }()
-	t.Cleanup(func() {
-		_ = p.cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-p.done:
-		case <-time.After(20 * time.Second):
-			_ = p.cmd.Process.Kill()
-			<-p.done
-		}
-		if t.Failed() {
-			t.Logf("logs of floe compactor:\n%s", p.logText())
-		}
-	})
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		if resp, err := http.Get("http://" + p.metrics + "/healthz"); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == 200 {
-				return p
-			}
-		}
-		select {
-		case <-p.done:
-			t.Fatalf("floe compactor exited before /healthz answered:\n%s", p.logText())
-		case <-time.After(100 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("floe compactor: /healthz did not answer 200:\n%s", p.logText())
-		}
-	}
+	launch(t, p, "/healthz", append(append([]string{"compactor"}, args...), "-metrics-listen", p.metrics))
+	return p
 }
 
 // TestCompactorListensBeforeItsStores: floe compactor started while

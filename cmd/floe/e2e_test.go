@@ -95,11 +95,19 @@ func startFloeWait(t *testing.T, path string, args ...string) *proc {
 		args = append(args, "-metrics-listen", p.metrics)
 	}
 	args = append(args, "-linger", "20ms", "-ready-interval", "200ms")
+	launch(t, p, path, args)
+	return p
+}
+
+// launch starts floe with args as p's process, stopped at the test's end
+// (SIGTERM, SIGKILL after 20 s) with its logs shown if the test failed,
+// and waits until path on p's metrics address answers 200.
+func launch(t *testing.T, p *proc, path string, args []string) {
+	t.Helper()
 	p.cmd = exec.Command(floeBin, args...)
-	var mu sync.Mutex
-	p.mu = &mu
-	p.cmd.Stdout = lockedWriter{&mu, p.logs}
-	p.cmd.Stderr = lockedWriter{&mu, p.logs}
+	p.mu = &sync.Mutex{}
+	p.cmd.Stdout = lockedWriter{p.mu, p.logs}
+	p.cmd.Stderr = lockedWriter{p.mu, p.logs}
 	p.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -114,29 +122,24 @@ func startFloeWait(t *testing.T, path string, args ...string) *proc {
 			<-p.done
 		}
 		if t.Failed() {
-			mu.Lock()
-			t.Logf("logs of %v:\n%s", args, p.logs.String())
-			mu.Unlock()
+			t.Logf("logs of %v:\n%s", args, p.logText())
 		}
 	})
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		resp, err := http.Get("http://" + p.metrics + path)
-		if err == nil {
+		if resp, err := http.Get("http://" + p.metrics + path); err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == 200 {
-				return p
+				return
 			}
 		}
 		select {
 		case <-p.done:
-			mu.Lock()
-			defer mu.Unlock()
-			t.Fatalf("floe %v exited at start:\n%s", args, p.logs.String())
+			t.Fatalf("floe %v exited before %s answered 200:\n%s", args, path, p.logText())
 		case <-time.After(100 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("floe %v: %s did not answer 200", args, path)
+			t.Fatalf("floe %v: %s did not answer 200:\n%s", args, path, p.logText())
 		}
 	}
 }

@@ -27,46 +27,74 @@ type S3Server struct {
 // StartVersitygw starts versitygw on a free loopback port, building it
 // into ToolsDir on first use.
 func StartVersitygw(ctx context.Context, log *slog.Logger) (*S3Server, error) {
-	bin, err := Tool(ctx, "versitygw", VersitygwModule, log)
+	const access, secret = "floebenchaccess", "floebenchsecretkey"
+	return startS3(ctx, s3Spec{name: "versitygw", module: VersitygwModule, access: access, secret: secret, timeout: 20 * time.Second,
+		args: func(addr, data string) ([]string, error) {
+			return []string{"--access", access, "--secret", secret, "--port", addr, "--quiet", "--keep-alive", "posix", data}, nil
+		},
+		ready: func(ctx context.Context, addr string, p *Process) error { return WaitHTTP(ctx, "http://"+addr, p) },
+	}, log)
+}
+
+// s3Spec is how startS3 runs one S3 server binary.
+type s3Spec struct {
+	name, module   string // the tool's name in ToolsDir and its module@version
+	access, secret string
+	env            []string // the process's environment (nil: this one's)
+	timeout        time.Duration
+	// args is the command line serving on addr with its data under data
+	// (it may take more free addresses).
+	args func(addr, data string) ([]string, error)
+	// ready waits until the server on addr answers.
+	ready func(ctx context.Context, addr string, p *Process) error
+}
+
+// startS3 builds the server into ToolsDir on first use and starts it on a
+// free loopback port, trying three ports (one may be taken before the
+// server binds it).
+func startS3(ctx context.Context, sp s3Spec, log *slog.Logger) (*S3Server, error) {
+	bin, err := Tool(ctx, sp.name, sp.module, log)
 	if err != nil {
 		return nil, err
 	}
-	dir, err := os.MkdirTemp("", "floe-versitygw-")
+	dir, err := os.MkdirTemp("", "floe-"+sp.name+"-")
 	if err != nil {
-		return nil, fmt.Errorf("services: versitygw temp dir: %w", err)
+		return nil, fmt.Errorf("services: %s temp dir: %w", sp.name, err)
 	}
 	data := filepath.Join(dir, "data")
 	if err := os.MkdirAll(data, 0o755); err != nil {
 		_ = os.RemoveAll(dir)
-		return nil, fmt.Errorf("services: versitygw data dir: %w", err)
+		return nil, fmt.Errorf("services: %s data dir: %w", sp.name, err)
 	}
-	const access, secret = "floebenchaccess", "floebenchsecretkey"
 	var lastErr error
-	for range 3 { // a free port may be taken before versitygw binds it
+	for range 3 {
 		addr, err := FreeAddr()
 		if err != nil {
 			lastErr = err
 			continue
 		}
-		proc, err := Start(ProcessSpec{Path: bin,
-			Args:    []string{"--access", access, "--secret", secret, "--port", addr, "--quiet", "--keep-alive", "posix", data},
-			LogPath: filepath.Join(dir, "versitygw.log")})
+		args, err := sp.args(addr, data)
 		if err != nil {
 			lastErr = err
 			continue
 		}
-		wctx, cancel := context.WithTimeout(ctx, 20*time.Second)
-		err = WaitHTTP(wctx, "http://"+addr, proc)
+		proc, err := Start(ProcessSpec{Path: bin, Env: sp.env, Args: args, LogPath: filepath.Join(dir, sp.name+".log")})
+		if err != nil {
+			lastErr = err
+			continue
+		}
+		wctx, cancel := context.WithTimeout(ctx, sp.timeout)
+		err = sp.ready(wctx, addr, proc)
 		cancel()
 		if err != nil {
 			proc.Stop(syscall.SIGTERM, 5*time.Second)
 			lastErr = err
 			continue
 		}
-		return &S3Server{Endpoint: "http://" + addr, Region: "us-east-1", AccessKey: access, SecretKey: secret, dir: dir, proc: proc}, nil
+		return &S3Server{Endpoint: "http://" + addr, Region: "us-east-1", AccessKey: sp.access, SecretKey: sp.secret, dir: dir, proc: proc}, nil
 	}
 	_ = os.RemoveAll(dir)
-	return nil, fmt.Errorf("services: versitygw: %w", lastErr)
+	return nil, fmt.Errorf("services: %s: %w", sp.name, lastErr)
 }
 
 // Client returns an S3 client of the server (path-style addressing).
