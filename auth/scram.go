@@ -55,6 +55,12 @@ func NewScramCredential(user string, m ScramMechanism, password string, salt []b
 	if h == nil {
 		return ScramCredential{}, fmt.Errorf("%w: SCRAM mechanism %d", ErrInvalid, m)
 	}
+	return deriveScram(h, user, m, password, salt, iterations)
+}
+
+// deriveScram is NewScramCredential for any hash (the tests check it
+// against RFC 5802's SHA-1 example too).
+func deriveScram(h func() hash.Hash, user string, m ScramMechanism, password string, salt []byte, iterations int) (ScramCredential, error) {
 	if iterations < MinScramIterations {
 		return ScramCredential{}, fmt.Errorf("%w: SCRAM iterations %d below %d", ErrInvalid, iterations, MinScramIterations)
 	}
