@@ -105,3 +105,39 @@ func ParsePermission(s string) (Permission, error) {
 }
 
 func normalName(s string) string { return strings.ToUpper(strings.ReplaceAll(s, "-", "_")) }
+
+// Validate checks a token before it is stored.
+func (t Token) Validate() error {
+	if !ValidTokenID(t.ID) {
+		return fmt.Errorf("%w: token id %q must be 16 lowercase hex digits", ErrInvalid, t.ID)
+	}
+	if _, err := ParsePrincipal(t.Principal); err != nil {
+		return err
+	}
+	if len(t.Hash) != 32 {
+		return fmt.Errorf("%w: token %s: hash of %d bytes, want a SHA-256", ErrInvalid, t.ID, len(t.Hash))
+	}
+	return nil
+}
+
+// MaxUserNameLen bounds a SCRAM user name (as a principal's name).
+const MaxUserNameLen = 255
+
+// Validate checks a SCRAM credential before it is stored: a user name, a
+// known mechanism, Kafka's iteration floor, and keys of the hash's size.
+func (c ScramCredential) Validate() error {
+	h := c.Mechanism.New()
+	switch {
+	case c.User == "" || len(c.User) > MaxUserNameLen:
+		return fmt.Errorf("%w: SCRAM user %q must be 1 to %d bytes", ErrInvalid, c.User, MaxUserNameLen)
+	case h == nil:
+		return fmt.Errorf("%w: SCRAM mechanism %d", ErrInvalid, c.Mechanism)
+	case c.Iterations < MinScramIterations:
+		return fmt.Errorf("%w: SCRAM iterations %d below %d", ErrInvalid, c.Iterations, MinScramIterations)
+	case len(c.Salt) == 0:
+		return fmt.Errorf("%w: SCRAM salt is empty", ErrInvalid)
+	case len(c.StoredKey) != h().Size() || len(c.ServerKey) != h().Size():
+		return fmt.Errorf("%w: SCRAM keys of %d and %d bytes, want %d for %s", ErrInvalid, len(c.StoredKey), len(c.ServerKey), h().Size(), c.Mechanism)
+	}
+	return nil
+}

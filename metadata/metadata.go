@@ -11,6 +11,8 @@ import (
 	"fmt"
 	"time"
 	"unicode/utf8"
+
+	"github.com/floe-broker/floe/auth"
 )
 
 var (
@@ -199,6 +201,10 @@ type Store interface {
 	GroupStore      // consumer groups (groups.go)
 	RetentionStore  // retention, deletion, leases, merging (retention.go)
 	CompactionStore // keyed compaction (compaction.go)
+	auth.Store      // tokens, SCRAM credentials, ACLs
+	// ACLChanges (auth.ACLWatcher) announces ACL changes, so that the
+	// agents' ACL caches reload.
+	auth.ACLWatcher
 
 	CreateTopic(ctx context.Context, spec TopicSpec) (Topic, error)
 	// DeleteTopic removes the topic; its batches become unreadable.

@@ -68,6 +68,7 @@ func Run(t *testing.T, open func(t *testing.T) metadata.Store) {
 	tests = append(tests, retentionTests...)
 	tests = append(tests, compactionTests...) // compaction.go
 	tests = append(tests, icebergTests...)    // iceberg.go
+	tests = append(tests, authTests...)       // auth.go
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			before := goleak.IgnoreCurrent()

@@ -25,6 +25,13 @@ func (s *Store) Notices(ctx context.Context) (<-chan metadata.Notice, error) {
 	if err != nil {
 		return nil, err
 	}
+	s.awaitListener(ctx)
+	return ch, nil
+}
+
+// awaitListener starts the listener if needed and waits (up to
+// ConnectTimeout) until it listens.
+func (s *Store) awaitListener(ctx context.Context) {
 	ready := s.startListener()
 	timer := time.NewTimer(s.opts.ConnectTimeout)
 	defer timer.Stop()
@@ -35,7 +42,6 @@ func (s *Store) Notices(ctx context.Context) (<-chan metadata.Notice, error) {
 	case <-ctx.Done():
 	case <-s.ctx.Done():
 	}
-	return ch, nil
 }
 
 // startListener starts the listener once and returns the channel closed
@@ -68,6 +74,7 @@ func (s *Store) listen(ready chan struct{}) {
 		err := s.listenOnce(ctx, func() {
 			if connected {
 				s.hub.Publish(metadata.Notice{All: true})
+				s.aclSignal.Publish()
 			} else {
 				connected = true
 				close(ready)
@@ -98,8 +105,9 @@ func (s *Store) listenOnce(ctx context.Context, listening func()) error {
 		return err
 	}
 	defer conn.Close(context.Background())
-	refs := refsChannel(s.opts.NotifyChannel)
-	if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{s.opts.NotifyChannel}.Sanitize()+"; LISTEN "+pgx.Identifier{refs}.Sanitize()); err != nil {
+	refs, acls := refsChannel(s.opts.NotifyChannel), aclChannel(s.opts.NotifyChannel)
+	if _, err := conn.Exec(ctx, "LISTEN "+pgx.Identifier{s.opts.NotifyChannel}.Sanitize()+"; LISTEN "+pgx.Identifier{refs}.Sanitize()+
+		"; LISTEN "+pgx.Identifier{acls}.Sanitize()); err != nil {
 		return err
 	}
 	listening()
@@ -107,6 +115,10 @@ func (s *Store) listenOnce(ctx context.Context, listening func()) error {
 		n, err := conn.WaitForNotification(ctx)
 		if err != nil {
 			return err
+		}
+		if n.Channel == acls {
+			s.aclSignal.Publish()
+			continue
 		}
 		if n.Channel == refs {
 			if notice, ok := ParseRefsPayload(n.Payload); ok {

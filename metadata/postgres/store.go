@@ -105,18 +105,20 @@ func (o Options) validate() error {
 
 // Store is a metadata.Store on PostgreSQL. It is safe for concurrent use.
 type Store struct {
-	opts     Options
-	pool     *pgxpool.Pool
-	connCfg  *pgx.ConnConfig // for the listener's own connection
-	hub      *notify.Hub
-	notifier *notifier       // nil with NotifyInCommit
-	ctx      context.Context // ends at Close; parent of the listener
-	cancel   context.CancelFunc
-	listenMu sync.Mutex    // protects ready and orders listener starts with Close
-	ready    chan struct{} // closed once the listener first listens; nil before it starts
-	wg       sync.WaitGroup
-	closeMu  sync.Mutex
-	closed   bool
+	opts    Options
+	pool    *pgxpool.Pool
+	connCfg *pgx.ConnConfig // for the listener's own connection
+	hub     *notify.Hub
+	// aclSignal announces ACL changes (auth.go).
+	aclSignal *notify.Signal
+	notifier  *notifier       // nil with NotifyInCommit
+	ctx       context.Context // ends at Close; parent of the listener
+	cancel    context.CancelFunc
+	listenMu  sync.Mutex    // protects ready and orders listener starts with Close
+	ready     chan struct{} // closed once the listener first listens; nil before it starts
+	wg        sync.WaitGroup
+	closeMu   sync.Mutex
+	closed    bool
 }
 
 var _ metadata.Store = (*Store)(nil)
@@ -157,12 +159,13 @@ func Open(ctx context.Context, dsn string, opts Options) (*Store, error) {
 	}
 	sctx, scancel := context.WithCancel(context.Background())
 	s := &Store{
-		opts:    opts,
-		pool:    pool,
-		connCfg: cfg.ConnConfig.Copy(),
-		hub:     notify.New(notify.DefaultBuffer),
-		ctx:     sctx,
-		cancel:  scancel,
+		opts:      opts,
+		pool:      pool,
+		connCfg:   cfg.ConnConfig.Copy(),
+		hub:       notify.New(notify.DefaultBuffer),
+		aclSignal: notify.NewSignal(),
+		ctx:       sctx,
+		cancel:    scancel,
 	}
 	if !opts.NotifyInCommit {
 		s.notifier = newNotifier(pool, opts.NotifyChannel, opts.Logger)
@@ -247,6 +250,7 @@ func (s *Store) Close() error {
 	s.listenMu.Unlock()
 	s.wg.Wait()
 	s.hub.Close()
+	s.aclSignal.Close()
 	s.pool.Close()
 	return nil
 }

@@ -83,11 +83,13 @@ func WithReadConns(n int) Option { return func(o *Options) { o.ReadConns = n } }
 // Store is a metadata.Store on one SQLite file. It is safe for concurrent
 // use by many goroutines of one process.
 type Store struct {
-	opts    Options
-	w       *sql.DB // one connection, BEGIN IMMEDIATE
-	r       *sql.DB // read-only pool
-	hub     *notify.Hub
-	tempDir string // removed at Close when the path was ":memory:"
+	opts Options
+	w    *sql.DB // one connection, BEGIN IMMEDIATE
+	r    *sql.DB // read-only pool
+	hub  *notify.Hub
+	// aclSignal announces ACL changes (auth.go).
+	aclSignal *notify.Signal
+	tempDir   string // removed at Close when the path was ":memory:"
 
 	closeMu sync.Mutex
 	closed  bool
@@ -109,7 +111,7 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 	if strings.ContainsAny(path, "?#") {
 		return nil, fmt.Errorf("metadata: sqlite path %q must not contain '?' or '#'", path)
 	}
-	s := &Store{opts: o, hub: notify.New(notify.DefaultBuffer)}
+	s := &Store{opts: o, hub: notify.New(notify.DefaultBuffer), aclSignal: notify.NewSignal()}
 	if path == "" || path == ":memory:" {
 		dir, err := os.MkdirTemp("", "floe-sqlite-")
 		if err != nil {
@@ -250,6 +252,7 @@ func (s *Store) Close() error {
 	s.closed = true
 	s.closeMu.Unlock()
 	s.hub.Close()
+	s.aclSignal.Close()
 	return s.closeDBs()
 }
 
