@@ -106,6 +106,7 @@ func (a *Agent) Register(s grpc.ServiceRegistrar) {
 	floev1.RegisterTopicServiceServer(s, a)
 	floev1.RegisterLogServiceServer(s, a)
 	floev1.RegisterGroupServiceServer(s, a)
+	floev1.RegisterAdminServiceServer(s, &adminServer{store: a.meta, maxACLs: a.cfg.MaxACLs}) // admin.go
 }
 
 // OnCommit is the batcher's hook: it caches the file, records its batches

@@ -31,6 +31,7 @@ type harness struct {
 	c     *client.Client
 	store *objectstore.Faulty
 	mem   *objectstore.Memory
+	meta  *sqlite.Store
 }
 
 func start(t *testing.T, mutate func(*agent.Config, *batcher.Config)) *harness {
@@ -78,7 +79,7 @@ func start(t *testing.T, mutate func(*agent.Config, *batcher.Config)) *harness {
 		wg.Wait()
 		meta.Close()
 	})
-	return &harness{c: c, store: store, mem: mem}
+	return &harness{c: c, store: store, mem: mem, meta: meta}
 }
 
 func code(err error) codes.Code { return status.Code(err) }

@@ -85,6 +85,10 @@ type Config struct {
 	// within MaxSubscribePartitions): past it a subscription is refused
 	// with ResourceExhausted.
 	MaxSubscribedPartitions int
+	// MaxACLs bounds the ACLs the store holds, checked by the admin
+	// service's CreateAcls (ResourceExhausted naming max_acls); agents'
+	// ACL caches hold as many (auth.CacheConfig.MaxACLs).
+	MaxACLs int
 
 	// The gRPC edge (grpclimits.go; validated by validateGRPC in
 	// config_grpc.go).
@@ -199,6 +203,7 @@ func DefaultConfig() Config {
 		MaxTopics:                10000,
 		MaxPartitionsPerTopic:    10000,
 		MaxTotalPartitions:       100000,
+		MaxACLs:                  10000,
 		MaxSubscribedPartitions:  16384,
 
 		GRPCMaxRecvInFlightBytes: 512 << 20,
@@ -266,6 +271,8 @@ func (c Config) validate() error {
 		return fmt.Errorf("agent: config MaxTopics %d must be positive", c.MaxTopics)
 	case c.MaxPartitionsPerTopic <= 0 || c.MaxPartitionsPerTopic > metadata.MaxPartitions:
 		return fmt.Errorf("agent: config MaxPartitionsPerTopic %d must be within 1..%d", c.MaxPartitionsPerTopic, metadata.MaxPartitions)
+	case c.MaxACLs < 1:
+		return fmt.Errorf("agent: config MaxACLs %d must be positive", c.MaxACLs)
 	case c.MaxTotalPartitions < c.MaxPartitionsPerTopic:
 		return fmt.Errorf("agent: config MaxTotalPartitions %d must be at least MaxPartitionsPerTopic (%d)", c.MaxTotalPartitions, c.MaxPartitionsPerTopic)
 	case c.MaxSubscribedPartitions < c.MaxSubscribePartitions:

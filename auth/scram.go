@@ -13,6 +13,14 @@ import (
 // MinScramIterations is Kafka's floor (4096).
 const MinScramIterations = 4096
 
+// DefaultScramIterations is what a credential gets when none is asked for,
+// and MaxScramIterations the most accepted (each login of the user costs
+// that many HMACs on the agent).
+const (
+	DefaultScramIterations = 8192
+	MaxScramIterations     = 1000000
+)
+
 // New returns the mechanism's hash.
 func (m ScramMechanism) New() func() hash.Hash {
 	switch m {

@@ -28,6 +28,9 @@ usage:
   floe group    list|describe|reset|copy|delete [flags] [GROUP]
   floe lag      [GROUP] [flags]         print consumer group lag
   floe table    describe|scan TOPIC [flags]   look at a topic's Iceberg table
+  floe token    create|list|revoke [flags] [ID]   manage bearer tokens
+  floe user     create|list|delete [flags] [NAME] manage SCRAM users
+  floe acl      add|list|remove [flags]     manage ACLs
   floe version                          print the version, commit and Go version
 
 Run 'floe COMMAND -h' for a command's arguments and flags.
@@ -79,6 +82,12 @@ func dispatch(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		return runLag(ctx, rest, stdout, stderr)
 	case "table":
 		return runTable(ctx, rest, stdout, stderr) // table.go
+	case "token":
+		return runToken(ctx, rest, stdout, stderr) // token.go
+	case "user":
+		return runUser(ctx, rest, stdin, stdout, stderr) // user.go
+	case "acl":
+		return runACL(ctx, rest, stdout, stderr) // acl.go
 	case "version", "--version", "-version":
 		c := newCommand("floe version", "", "Print the version, commit and Go version of this binary.", 0, 0)
 		if _, err := c.parse(rest, stdout); err != nil {

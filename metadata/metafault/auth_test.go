@@ -7,8 +7,8 @@ import (
 
 	"github.com/floe-broker/floe/auth"
 	"github.com/floe-broker/floe/metadata"
-	"github.com/floe-broker/floe/metadata/metafault"
 	"github.com/floe-broker/floe/metadata/metadatatest"
+	"github.com/floe-broker/floe/metadata/metafault"
 	"github.com/floe-broker/floe/metadata/sqlite"
 )
 

@@ -185,6 +185,280 @@ func (ResetSpec) EnumDescriptor() ([]byte, []int) {
 	return file_floe_v1_floe_proto_rawDescGZIP(), []int{2}
 }
 
+type ScramMechanism int32
+
+const (
+	ScramMechanism_SCRAM_MECHANISM_UNSPECIFIED ScramMechanism = 0
+	ScramMechanism_SCRAM_SHA_256               ScramMechanism = 1
+	ScramMechanism_SCRAM_SHA_512               ScramMechanism = 2
+)
+
+// Enum value maps for ScramMechanism.
+var (
+	ScramMechanism_name = map[int32]string{
+		0: "SCRAM_MECHANISM_UNSPECIFIED",
+		1: "SCRAM_SHA_256",
+		2: "SCRAM_SHA_512",
+	}
+	ScramMechanism_value = map[string]int32{
+		"SCRAM_MECHANISM_UNSPECIFIED": 0,
+		"SCRAM_SHA_256":               1,
+		"SCRAM_SHA_512":               2,
+	}
+)
+
+func (x ScramMechanism) Enum() *ScramMechanism {
+	p := new(ScramMechanism)
+	*p = x
+	return p
+}
+
+func (x ScramMechanism) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (ScramMechanism) Descriptor() protoreflect.EnumDescriptor {
+	return file_floe_v1_floe_proto_enumTypes[3].Descriptor()
+}
+
+func (ScramMechanism) Type() protoreflect.EnumType {
+	return &file_floe_v1_floe_proto_enumTypes[3]
+}
+
+func (x ScramMechanism) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use ScramMechanism.Descriptor instead.
+func (ScramMechanism) EnumDescriptor() ([]byte, []int) {
+	return file_floe_v1_floe_proto_rawDescGZIP(), []int{3}
+}
+
+type AclResourceType int32
+
+const (
+	AclResourceType_ACL_RESOURCE_TYPE_UNSPECIFIED      AclResourceType = 0
+	AclResourceType_ACL_RESOURCE_TYPE_TOPIC            AclResourceType = 1
+	AclResourceType_ACL_RESOURCE_TYPE_GROUP            AclResourceType = 2
+	AclResourceType_ACL_RESOURCE_TYPE_CLUSTER          AclResourceType = 3
+	AclResourceType_ACL_RESOURCE_TYPE_TRANSACTIONAL_ID AclResourceType = 4
+)
+
+// Enum value maps for AclResourceType.
+var (
+	AclResourceType_name = map[int32]string{
+		0: "ACL_RESOURCE_TYPE_UNSPECIFIED",
+		1: "ACL_RESOURCE_TYPE_TOPIC",
+		2: "ACL_RESOURCE_TYPE_GROUP",
+		3: "ACL_RESOURCE_TYPE_CLUSTER",
+		4: "ACL_RESOURCE_TYPE_TRANSACTIONAL_ID",
+	}
+	AclResourceType_value = map[string]int32{
+		"ACL_RESOURCE_TYPE_UNSPECIFIED":      0,
+		"ACL_RESOURCE_TYPE_TOPIC":            1,
+		"ACL_RESOURCE_TYPE_GROUP":            2,
+		"ACL_RESOURCE_TYPE_CLUSTER":          3,
+		"ACL_RESOURCE_TYPE_TRANSACTIONAL_ID": 4,
+	}
+)
+
+func (x AclResourceType) Enum() *AclResourceType {
+	p := new(AclResourceType)
+	*p = x
+	return p
+}
+
+func (x AclResourceType) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (AclResourceType) Descriptor() protoreflect.EnumDescriptor {
+	return file_floe_v1_floe_proto_enumTypes[4].Descriptor()
+}
+
+func (AclResourceType) Type() protoreflect.EnumType {
+	return &file_floe_v1_floe_proto_enumTypes[4]
+}
+
+func (x AclResourceType) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use AclResourceType.Descriptor instead.
+func (AclResourceType) EnumDescriptor() ([]byte, []int) {
+	return file_floe_v1_floe_proto_rawDescGZIP(), []int{4}
+}
+
+type AclPatternType int32
+
+const (
+	AclPatternType_ACL_PATTERN_TYPE_UNSPECIFIED AclPatternType = 0
+	// The name exactly; "*" every resource of the type.
+	AclPatternType_ACL_PATTERN_TYPE_LITERAL AclPatternType = 1
+	// Every name that starts with the ACL's name.
+	AclPatternType_ACL_PATTERN_TYPE_PREFIXED AclPatternType = 2
+)
+
+// Enum value maps for AclPatternType.
+var (
+	AclPatternType_name = map[int32]string{
+		0: "ACL_PATTERN_TYPE_UNSPECIFIED",
+		1: "ACL_PATTERN_TYPE_LITERAL",
+		2: "ACL_PATTERN_TYPE_PREFIXED",
+	}
+	AclPatternType_value = map[string]int32{
+		"ACL_PATTERN_TYPE_UNSPECIFIED": 0,
+		"ACL_PATTERN_TYPE_LITERAL":     1,
+		"ACL_PATTERN_TYPE_PREFIXED":    2,
+	}
+)
+
+func (x AclPatternType) Enum() *AclPatternType {
+	p := new(AclPatternType)
+	*p = x
+	return p
+}
+
+func (x AclPatternType) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (AclPatternType) Descriptor() protoreflect.EnumDescriptor {
+	return file_floe_v1_floe_proto_enumTypes[5].Descriptor()
+}
+
+func (AclPatternType) Type() protoreflect.EnumType {
+	return &file_floe_v1_floe_proto_enumTypes[5]
+}
+
+func (x AclPatternType) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use AclPatternType.Descriptor instead.
+func (AclPatternType) EnumDescriptor() ([]byte, []int) {
+	return file_floe_v1_floe_proto_rawDescGZIP(), []int{5}
+}
+
+type AclOperation int32
+
+const (
+	AclOperation_ACL_OPERATION_UNSPECIFIED      AclOperation = 0
+	AclOperation_ACL_OPERATION_ALL              AclOperation = 1
+	AclOperation_ACL_OPERATION_READ             AclOperation = 2
+	AclOperation_ACL_OPERATION_WRITE            AclOperation = 3
+	AclOperation_ACL_OPERATION_CREATE           AclOperation = 4
+	AclOperation_ACL_OPERATION_DELETE           AclOperation = 5
+	AclOperation_ACL_OPERATION_ALTER            AclOperation = 6
+	AclOperation_ACL_OPERATION_DESCRIBE         AclOperation = 7
+	AclOperation_ACL_OPERATION_DESCRIBE_CONFIGS AclOperation = 8
+	AclOperation_ACL_OPERATION_ALTER_CONFIGS    AclOperation = 9
+)
+
+// Enum value maps for AclOperation.
+var (
+	AclOperation_name = map[int32]string{
+		0: "ACL_OPERATION_UNSPECIFIED",
+		1: "ACL_OPERATION_ALL",
+		2: "ACL_OPERATION_READ",
+		3: "ACL_OPERATION_WRITE",
+		4: "ACL_OPERATION_CREATE",
+		5: "ACL_OPERATION_DELETE",
+		6: "ACL_OPERATION_ALTER",
+		7: "ACL_OPERATION_DESCRIBE",
+		8: "ACL_OPERATION_DESCRIBE_CONFIGS",
+		9: "ACL_OPERATION_ALTER_CONFIGS",
+	}
+	AclOperation_value = map[string]int32{
+		"ACL_OPERATION_UNSPECIFIED":      0,
+		"ACL_OPERATION_ALL":              1,
+		"ACL_OPERATION_READ":             2,
+		"ACL_OPERATION_WRITE":            3,
+		"ACL_OPERATION_CREATE":           4,
+		"ACL_OPERATION_DELETE":           5,
+		"ACL_OPERATION_ALTER":            6,
+		"ACL_OPERATION_DESCRIBE":         7,
+		"ACL_OPERATION_DESCRIBE_CONFIGS": 8,
+		"ACL_OPERATION_ALTER_CONFIGS":    9,
+	}
+)
+
+func (x AclOperation) Enum() *AclOperation {
+	p := new(AclOperation)
+	*p = x
+	return p
+}
+
+func (x AclOperation) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (AclOperation) Descriptor() protoreflect.EnumDescriptor {
+	return file_floe_v1_floe_proto_enumTypes[6].Descriptor()
+}
+
+func (AclOperation) Type() protoreflect.EnumType {
+	return &file_floe_v1_floe_proto_enumTypes[6]
+}
+
+func (x AclOperation) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use AclOperation.Descriptor instead.
+func (AclOperation) EnumDescriptor() ([]byte, []int) {
+	return file_floe_v1_floe_proto_rawDescGZIP(), []int{6}
+}
+
+type AclPermission int32
+
+const (
+	AclPermission_ACL_PERMISSION_UNSPECIFIED AclPermission = 0
+	AclPermission_ACL_PERMISSION_ALLOW       AclPermission = 1
+	AclPermission_ACL_PERMISSION_DENY        AclPermission = 2
+)
+
+// Enum value maps for AclPermission.
+var (
+	AclPermission_name = map[int32]string{
+		0: "ACL_PERMISSION_UNSPECIFIED",
+		1: "ACL_PERMISSION_ALLOW",
+		2: "ACL_PERMISSION_DENY",
+	}
+	AclPermission_value = map[string]int32{
+		"ACL_PERMISSION_UNSPECIFIED": 0,
+		"ACL_PERMISSION_ALLOW":       1,
+		"ACL_PERMISSION_DENY":        2,
+	}
+)
+
+func (x AclPermission) Enum() *AclPermission {
+	p := new(AclPermission)
+	*p = x
+	return p
+}
+
+func (x AclPermission) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (AclPermission) Descriptor() protoreflect.EnumDescriptor {
+	return file_floe_v1_floe_proto_enumTypes[7].Descriptor()
+}
+
+func (AclPermission) Type() protoreflect.EnumType {
+	return &file_floe_v1_floe_proto_enumTypes[7]
+}
+
+func (x AclPermission) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use AclPermission.Descriptor instead.
+func (AclPermission) EnumDescriptor() ([]byte, []int) {
+	return file_floe_v1_floe_proto_rawDescGZIP(), []int{7}
+}
+
 type Topic struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Id            int64                  `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
@@ -2244,8 +2518,10 @@ type SubscribeResponse struct {
 	Assignment *GroupAssignment `protobuf:"bytes,4,opt,name=assignment,proto3" json:"assignment,omitempty"`
 	// With SubscribeRequest.batches: as FetchResponse.batches.
 	Batches []byte `protobuf:"bytes,5,opt,name=batches,proto3" json:"batches,omitempty"`
-	// With SubscribeRequest.batches: the offset to read next in this
-	// partition (past the last record sent, or past a compacted gap).
+	// With SubscribeRequest.batches, and with records in a group
+	// subscription: the offset to read next in this partition (past the
+	// last record sent, or past a compacted gap). A group member's position
+	// is it once the message's last record is handed over.
 	NextOffset    int64 `protobuf:"varint,6,opt,name=next_offset,json=nextOffset,proto3" json:"next_offset,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -4527,6 +4803,1142 @@ func (x *GroupAssignment) GetPending() int32 {
 	return 0
 }
 
+type TokenInfo struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The public part of the token ("floe_<id>_<secret>").
+	Id string `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	// "User:NAME".
+	Principal   string `protobuf:"bytes,2,opt,name=principal,proto3" json:"principal,omitempty"`
+	CreatedAtMs int64  `protobuf:"varint,3,opt,name=created_at_ms,json=createdAtMs,proto3" json:"created_at_ms,omitempty"`
+	// 0: never expires.
+	ExpiresAtMs   int64 `protobuf:"varint,4,opt,name=expires_at_ms,json=expiresAtMs,proto3" json:"expires_at_ms,omitempty"`
+	Revoked       bool  `protobuf:"varint,5,opt,name=revoked,proto3" json:"revoked,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TokenInfo) Reset() {
+	*x = TokenInfo{}
+	mi := &file_floe_v1_floe_proto_msgTypes[64]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TokenInfo) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TokenInfo) ProtoMessage() {}
+
+func (x *TokenInfo) ProtoReflect() protoreflect.Message {
+	mi := &file_floe_v1_floe_proto_msgTypes[64]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TokenInfo.ProtoReflect.Descriptor instead.
+func (*TokenInfo) Descriptor() ([]byte, []int) {
+	return file_floe_v1_floe_proto_rawDescGZIP(), []int{64}
+}
+
+func (x *TokenInfo) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *TokenInfo) GetPrincipal() string {
+	if x != nil {
+		return x.Principal
+	}
+	return ""
+}
+
+func (x *TokenInfo) GetCreatedAtMs() int64 {
+	if x != nil {
+		return x.CreatedAtMs
+	}
+	return 0
+}
+
+func (x *TokenInfo) GetExpiresAtMs() int64 {
+	if x != nil {
+		return x.ExpiresAtMs
+	}
+	return 0
+}
+
+func (x *TokenInfo) GetRevoked() bool {
+	if x != nil {
+		return x.Revoked
+	}
+	return false
+}
+
+type CreateTokenRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// "User:NAME".
+	Principal string `protobuf:"bytes,1,opt,name=principal,proto3" json:"principal,omitempty"`
+	// Lifetime; 0: never expires.
+	TtlMs         int64 `protobuf:"varint,2,opt,name=ttl_ms,json=ttlMs,proto3" json:"ttl_ms,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CreateTokenRequest) Reset() {
+	*x = CreateTokenRequest{}
+	mi := &file_floe_v1_floe_proto_msgTypes[65]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CreateTokenRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CreateTokenRequest) ProtoMessage() {}
+
+func (x *CreateTokenRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_floe_v1_floe_proto_msgTypes[65]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CreateTokenRequest.ProtoReflect.Descriptor instead.
+func (*CreateTokenRequest) Descriptor() ([]byte, []int) {
+	return file_floe_v1_floe_proto_rawDescGZIP(), []int{65}
+}
+
+func (x *CreateTokenRequest) GetPrincipal() string {
+	if x != nil {
+		return x.Principal
+	}
+	return ""
+}
+
+func (x *CreateTokenRequest) GetTtlMs() int64 {
+	if x != nil {
+		return x.TtlMs
+	}
+	return 0
+}
+
+type CreateTokenResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The token to present as "authorization: Bearer <token>"; shown once.
+	Token         string     `protobuf:"bytes,1,opt,name=token,proto3" json:"token,omitempty"`
+	Info          *TokenInfo `protobuf:"bytes,2,opt,name=info,proto3" json:"info,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CreateTokenResponse) Reset() {
+	*x = CreateTokenResponse{}
+	mi := &file_floe_v1_floe_proto_msgTypes[66]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CreateTokenResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CreateTokenResponse) ProtoMessage() {}
+
+func (x *CreateTokenResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_floe_v1_floe_proto_msgTypes[66]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CreateTokenResponse.ProtoReflect.Descriptor instead.
+func (*CreateTokenResponse) Descriptor() ([]byte, []int) {
+	return file_floe_v1_floe_proto_rawDescGZIP(), []int{66}
+}
+
+func (x *CreateTokenResponse) GetToken() string {
+	if x != nil {
+		return x.Token
+	}
+	return ""
+}
+
+func (x *CreateTokenResponse) GetInfo() *TokenInfo {
+	if x != nil {
+		return x.Info
+	}
+	return nil
+}
+
+type ListTokensRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListTokensRequest) Reset() {
+	*x = ListTokensRequest{}
+	mi := &file_floe_v1_floe_proto_msgTypes[67]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListTokensRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListTokensRequest) ProtoMessage() {}
+
+func (x *ListTokensRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_floe_v1_floe_proto_msgTypes[67]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListTokensRequest.ProtoReflect.Descriptor instead.
+func (*ListTokensRequest) Descriptor() ([]byte, []int) {
+	return file_floe_v1_floe_proto_rawDescGZIP(), []int{67}
+}
+
+type ListTokensResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Tokens        []*TokenInfo           `protobuf:"bytes,1,rep,name=tokens,proto3" json:"tokens,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListTokensResponse) Reset() {
+	*x = ListTokensResponse{}
+	mi := &file_floe_v1_floe_proto_msgTypes[68]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListTokensResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListTokensResponse) ProtoMessage() {}
+
+func (x *ListTokensResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_floe_v1_floe_proto_msgTypes[68]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListTokensResponse.ProtoReflect.Descriptor instead.
+func (*ListTokensResponse) Descriptor() ([]byte, []int) {
+	return file_floe_v1_floe_proto_rawDescGZIP(), []int{68}
+}
+
+func (x *ListTokensResponse) GetTokens() []*TokenInfo {
+	if x != nil {
+		return x.Tokens
+	}
+	return nil
+}
+
+type RevokeTokenRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RevokeTokenRequest) Reset() {
+	*x = RevokeTokenRequest{}
+	mi := &file_floe_v1_floe_proto_msgTypes[69]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RevokeTokenRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RevokeTokenRequest) ProtoMessage() {}
+
+func (x *RevokeTokenRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_floe_v1_floe_proto_msgTypes[69]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RevokeTokenRequest.ProtoReflect.Descriptor instead.
+func (*RevokeTokenRequest) Descriptor() ([]byte, []int) {
+	return file_floe_v1_floe_proto_rawDescGZIP(), []int{69}
+}
+
+func (x *RevokeTokenRequest) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+type RevokeTokenResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RevokeTokenResponse) Reset() {
+	*x = RevokeTokenResponse{}
+	mi := &file_floe_v1_floe_proto_msgTypes[70]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RevokeTokenResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RevokeTokenResponse) ProtoMessage() {}
+
+func (x *RevokeTokenResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_floe_v1_floe_proto_msgTypes[70]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RevokeTokenResponse.ProtoReflect.Descriptor instead.
+func (*RevokeTokenResponse) Descriptor() ([]byte, []int) {
+	return file_floe_v1_floe_proto_rawDescGZIP(), []int{70}
+}
+
+type UpsertUserRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The user name, without "User:".
+	Name      string         `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Mechanism ScramMechanism `protobuf:"varint,2,opt,name=mechanism,proto3,enum=floe.v1.ScramMechanism" json:"mechanism,omitempty"`
+	// Sent over the connection (use TLS); never stored.
+	Password string `protobuf:"bytes,3,opt,name=password,proto3" json:"password,omitempty"`
+	// PBKDF2 iterations; 0: 8192. At least 4096, at most 1000000.
+	Iterations    int32 `protobuf:"varint,4,opt,name=iterations,proto3" json:"iterations,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UpsertUserRequest) Reset() {
+	*x = UpsertUserRequest{}
+	mi := &file_floe_v1_floe_proto_msgTypes[71]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UpsertUserRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UpsertUserRequest) ProtoMessage() {}
+
+func (x *UpsertUserRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_floe_v1_floe_proto_msgTypes[71]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UpsertUserRequest.ProtoReflect.Descriptor instead.
+func (*UpsertUserRequest) Descriptor() ([]byte, []int) {
+	return file_floe_v1_floe_proto_rawDescGZIP(), []int{71}
+}
+
+func (x *UpsertUserRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *UpsertUserRequest) GetMechanism() ScramMechanism {
+	if x != nil {
+		return x.Mechanism
+	}
+	return ScramMechanism_SCRAM_MECHANISM_UNSPECIFIED
+}
+
+func (x *UpsertUserRequest) GetPassword() string {
+	if x != nil {
+		return x.Password
+	}
+	return ""
+}
+
+func (x *UpsertUserRequest) GetIterations() int32 {
+	if x != nil {
+		return x.Iterations
+	}
+	return 0
+}
+
+type UpsertUserResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UpsertUserResponse) Reset() {
+	*x = UpsertUserResponse{}
+	mi := &file_floe_v1_floe_proto_msgTypes[72]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UpsertUserResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UpsertUserResponse) ProtoMessage() {}
+
+func (x *UpsertUserResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_floe_v1_floe_proto_msgTypes[72]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UpsertUserResponse.ProtoReflect.Descriptor instead.
+func (*UpsertUserResponse) Descriptor() ([]byte, []int) {
+	return file_floe_v1_floe_proto_rawDescGZIP(), []int{72}
+}
+
+type UserInfo struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Mechanism     ScramMechanism         `protobuf:"varint,2,opt,name=mechanism,proto3,enum=floe.v1.ScramMechanism" json:"mechanism,omitempty"`
+	Iterations    int32                  `protobuf:"varint,3,opt,name=iterations,proto3" json:"iterations,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UserInfo) Reset() {
+	*x = UserInfo{}
+	mi := &file_floe_v1_floe_proto_msgTypes[73]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UserInfo) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UserInfo) ProtoMessage() {}
+
+func (x *UserInfo) ProtoReflect() protoreflect.Message {
+	mi := &file_floe_v1_floe_proto_msgTypes[73]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UserInfo.ProtoReflect.Descriptor instead.
+func (*UserInfo) Descriptor() ([]byte, []int) {
+	return file_floe_v1_floe_proto_rawDescGZIP(), []int{73}
+}
+
+func (x *UserInfo) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *UserInfo) GetMechanism() ScramMechanism {
+	if x != nil {
+		return x.Mechanism
+	}
+	return ScramMechanism_SCRAM_MECHANISM_UNSPECIFIED
+}
+
+func (x *UserInfo) GetIterations() int32 {
+	if x != nil {
+		return x.Iterations
+	}
+	return 0
+}
+
+type ListUsersRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListUsersRequest) Reset() {
+	*x = ListUsersRequest{}
+	mi := &file_floe_v1_floe_proto_msgTypes[74]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListUsersRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListUsersRequest) ProtoMessage() {}
+
+func (x *ListUsersRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_floe_v1_floe_proto_msgTypes[74]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListUsersRequest.ProtoReflect.Descriptor instead.
+func (*ListUsersRequest) Descriptor() ([]byte, []int) {
+	return file_floe_v1_floe_proto_rawDescGZIP(), []int{74}
+}
+
+type ListUsersResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Users         []*UserInfo            `protobuf:"bytes,1,rep,name=users,proto3" json:"users,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListUsersResponse) Reset() {
+	*x = ListUsersResponse{}
+	mi := &file_floe_v1_floe_proto_msgTypes[75]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListUsersResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListUsersResponse) ProtoMessage() {}
+
+func (x *ListUsersResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_floe_v1_floe_proto_msgTypes[75]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListUsersResponse.ProtoReflect.Descriptor instead.
+func (*ListUsersResponse) Descriptor() ([]byte, []int) {
+	return file_floe_v1_floe_proto_rawDescGZIP(), []int{75}
+}
+
+func (x *ListUsersResponse) GetUsers() []*UserInfo {
+	if x != nil {
+		return x.Users
+	}
+	return nil
+}
+
+type DeleteUserRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Name  string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// UNSPECIFIED: every mechanism of the user.
+	Mechanism     ScramMechanism `protobuf:"varint,2,opt,name=mechanism,proto3,enum=floe.v1.ScramMechanism" json:"mechanism,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeleteUserRequest) Reset() {
+	*x = DeleteUserRequest{}
+	mi := &file_floe_v1_floe_proto_msgTypes[76]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeleteUserRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeleteUserRequest) ProtoMessage() {}
+
+func (x *DeleteUserRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_floe_v1_floe_proto_msgTypes[76]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeleteUserRequest.ProtoReflect.Descriptor instead.
+func (*DeleteUserRequest) Descriptor() ([]byte, []int) {
+	return file_floe_v1_floe_proto_rawDescGZIP(), []int{76}
+}
+
+func (x *DeleteUserRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *DeleteUserRequest) GetMechanism() ScramMechanism {
+	if x != nil {
+		return x.Mechanism
+	}
+	return ScramMechanism_SCRAM_MECHANISM_UNSPECIFIED
+}
+
+type DeleteUserResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Deleted       int32                  `protobuf:"varint,1,opt,name=deleted,proto3" json:"deleted,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeleteUserResponse) Reset() {
+	*x = DeleteUserResponse{}
+	mi := &file_floe_v1_floe_proto_msgTypes[77]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeleteUserResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeleteUserResponse) ProtoMessage() {}
+
+func (x *DeleteUserResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_floe_v1_floe_proto_msgTypes[77]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeleteUserResponse.ProtoReflect.Descriptor instead.
+func (*DeleteUserResponse) Descriptor() ([]byte, []int) {
+	return file_floe_v1_floe_proto_rawDescGZIP(), []int{77}
+}
+
+func (x *DeleteUserResponse) GetDeleted() int32 {
+	if x != nil {
+		return x.Deleted
+	}
+	return 0
+}
+
+// Acl is one entry, Kafka's model: deny wins over allow.
+type Acl struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// "User:NAME" or "User:*".
+	Principal string `protobuf:"bytes,1,opt,name=principal,proto3" json:"principal,omitempty"`
+	// "*" (empty reads as "*"); floe does not filter by host.
+	Host         string          `protobuf:"bytes,2,opt,name=host,proto3" json:"host,omitempty"`
+	ResourceType AclResourceType `protobuf:"varint,3,opt,name=resource_type,json=resourceType,proto3,enum=floe.v1.AclResourceType" json:"resource_type,omitempty"`
+	PatternType  AclPatternType  `protobuf:"varint,4,opt,name=pattern_type,json=patternType,proto3,enum=floe.v1.AclPatternType" json:"pattern_type,omitempty"`
+	// The resource name; "kafka-cluster" for the cluster.
+	Name          string        `protobuf:"bytes,5,opt,name=name,proto3" json:"name,omitempty"`
+	Operation     AclOperation  `protobuf:"varint,6,opt,name=operation,proto3,enum=floe.v1.AclOperation" json:"operation,omitempty"`
+	Permission    AclPermission `protobuf:"varint,7,opt,name=permission,proto3,enum=floe.v1.AclPermission" json:"permission,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Acl) Reset() {
+	*x = Acl{}
+	mi := &file_floe_v1_floe_proto_msgTypes[78]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Acl) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Acl) ProtoMessage() {}
+
+func (x *Acl) ProtoReflect() protoreflect.Message {
+	mi := &file_floe_v1_floe_proto_msgTypes[78]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Acl.ProtoReflect.Descriptor instead.
+func (*Acl) Descriptor() ([]byte, []int) {
+	return file_floe_v1_floe_proto_rawDescGZIP(), []int{78}
+}
+
+func (x *Acl) GetPrincipal() string {
+	if x != nil {
+		return x.Principal
+	}
+	return ""
+}
+
+func (x *Acl) GetHost() string {
+	if x != nil {
+		return x.Host
+	}
+	return ""
+}
+
+func (x *Acl) GetResourceType() AclResourceType {
+	if x != nil {
+		return x.ResourceType
+	}
+	return AclResourceType_ACL_RESOURCE_TYPE_UNSPECIFIED
+}
+
+func (x *Acl) GetPatternType() AclPatternType {
+	if x != nil {
+		return x.PatternType
+	}
+	return AclPatternType_ACL_PATTERN_TYPE_UNSPECIFIED
+}
+
+func (x *Acl) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *Acl) GetOperation() AclOperation {
+	if x != nil {
+		return x.Operation
+	}
+	return AclOperation_ACL_OPERATION_UNSPECIFIED
+}
+
+func (x *Acl) GetPermission() AclPermission {
+	if x != nil {
+		return x.Permission
+	}
+	return AclPermission_ACL_PERMISSION_UNSPECIFIED
+}
+
+// AclFilter selects ACLs: unset fields match anything.
+type AclFilter struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Principal     string                 `protobuf:"bytes,1,opt,name=principal,proto3" json:"principal,omitempty"`
+	ResourceType  AclResourceType        `protobuf:"varint,2,opt,name=resource_type,json=resourceType,proto3,enum=floe.v1.AclResourceType" json:"resource_type,omitempty"`
+	PatternType   AclPatternType         `protobuf:"varint,3,opt,name=pattern_type,json=patternType,proto3,enum=floe.v1.AclPatternType" json:"pattern_type,omitempty"`
+	Name          string                 `protobuf:"bytes,4,opt,name=name,proto3" json:"name,omitempty"`
+	Operation     AclOperation           `protobuf:"varint,5,opt,name=operation,proto3,enum=floe.v1.AclOperation" json:"operation,omitempty"`
+	Permission    AclPermission          `protobuf:"varint,6,opt,name=permission,proto3,enum=floe.v1.AclPermission" json:"permission,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AclFilter) Reset() {
+	*x = AclFilter{}
+	mi := &file_floe_v1_floe_proto_msgTypes[79]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AclFilter) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AclFilter) ProtoMessage() {}
+
+func (x *AclFilter) ProtoReflect() protoreflect.Message {
+	mi := &file_floe_v1_floe_proto_msgTypes[79]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AclFilter.ProtoReflect.Descriptor instead.
+func (*AclFilter) Descriptor() ([]byte, []int) {
+	return file_floe_v1_floe_proto_rawDescGZIP(), []int{79}
+}
+
+func (x *AclFilter) GetPrincipal() string {
+	if x != nil {
+		return x.Principal
+	}
+	return ""
+}
+
+func (x *AclFilter) GetResourceType() AclResourceType {
+	if x != nil {
+		return x.ResourceType
+	}
+	return AclResourceType_ACL_RESOURCE_TYPE_UNSPECIFIED
+}
+
+func (x *AclFilter) GetPatternType() AclPatternType {
+	if x != nil {
+		return x.PatternType
+	}
+	return AclPatternType_ACL_PATTERN_TYPE_UNSPECIFIED
+}
+
+func (x *AclFilter) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *AclFilter) GetOperation() AclOperation {
+	if x != nil {
+		return x.Operation
+	}
+	return AclOperation_ACL_OPERATION_UNSPECIFIED
+}
+
+func (x *AclFilter) GetPermission() AclPermission {
+	if x != nil {
+		return x.Permission
+	}
+	return AclPermission_ACL_PERMISSION_UNSPECIFIED
+}
+
+type CreateAclsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Acls          []*Acl                 `protobuf:"bytes,1,rep,name=acls,proto3" json:"acls,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CreateAclsRequest) Reset() {
+	*x = CreateAclsRequest{}
+	mi := &file_floe_v1_floe_proto_msgTypes[80]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CreateAclsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CreateAclsRequest) ProtoMessage() {}
+
+func (x *CreateAclsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_floe_v1_floe_proto_msgTypes[80]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CreateAclsRequest.ProtoReflect.Descriptor instead.
+func (*CreateAclsRequest) Descriptor() ([]byte, []int) {
+	return file_floe_v1_floe_proto_rawDescGZIP(), []int{80}
+}
+
+func (x *CreateAclsRequest) GetAcls() []*Acl {
+	if x != nil {
+		return x.Acls
+	}
+	return nil
+}
+
+type CreateAclsResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CreateAclsResponse) Reset() {
+	*x = CreateAclsResponse{}
+	mi := &file_floe_v1_floe_proto_msgTypes[81]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CreateAclsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CreateAclsResponse) ProtoMessage() {}
+
+func (x *CreateAclsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_floe_v1_floe_proto_msgTypes[81]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CreateAclsResponse.ProtoReflect.Descriptor instead.
+func (*CreateAclsResponse) Descriptor() ([]byte, []int) {
+	return file_floe_v1_floe_proto_rawDescGZIP(), []int{81}
+}
+
+type ListAclsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Filter        *AclFilter             `protobuf:"bytes,1,opt,name=filter,proto3" json:"filter,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListAclsRequest) Reset() {
+	*x = ListAclsRequest{}
+	mi := &file_floe_v1_floe_proto_msgTypes[82]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListAclsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListAclsRequest) ProtoMessage() {}
+
+func (x *ListAclsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_floe_v1_floe_proto_msgTypes[82]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListAclsRequest.ProtoReflect.Descriptor instead.
+func (*ListAclsRequest) Descriptor() ([]byte, []int) {
+	return file_floe_v1_floe_proto_rawDescGZIP(), []int{82}
+}
+
+func (x *ListAclsRequest) GetFilter() *AclFilter {
+	if x != nil {
+		return x.Filter
+	}
+	return nil
+}
+
+type ListAclsResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Acls          []*Acl                 `protobuf:"bytes,1,rep,name=acls,proto3" json:"acls,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListAclsResponse) Reset() {
+	*x = ListAclsResponse{}
+	mi := &file_floe_v1_floe_proto_msgTypes[83]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListAclsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListAclsResponse) ProtoMessage() {}
+
+func (x *ListAclsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_floe_v1_floe_proto_msgTypes[83]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListAclsResponse.ProtoReflect.Descriptor instead.
+func (*ListAclsResponse) Descriptor() ([]byte, []int) {
+	return file_floe_v1_floe_proto_rawDescGZIP(), []int{83}
+}
+
+func (x *ListAclsResponse) GetAcls() []*Acl {
+	if x != nil {
+		return x.Acls
+	}
+	return nil
+}
+
+type DeleteAclsRequest struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Filter *AclFilter             `protobuf:"bytes,1,opt,name=filter,proto3" json:"filter,omitempty"`
+	// An empty filter selects every ACL: refused unless all is set.
+	All           bool `protobuf:"varint,2,opt,name=all,proto3" json:"all,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeleteAclsRequest) Reset() {
+	*x = DeleteAclsRequest{}
+	mi := &file_floe_v1_floe_proto_msgTypes[84]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeleteAclsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeleteAclsRequest) ProtoMessage() {}
+
+func (x *DeleteAclsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_floe_v1_floe_proto_msgTypes[84]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeleteAclsRequest.ProtoReflect.Descriptor instead.
+func (*DeleteAclsRequest) Descriptor() ([]byte, []int) {
+	return file_floe_v1_floe_proto_rawDescGZIP(), []int{84}
+}
+
+func (x *DeleteAclsRequest) GetFilter() *AclFilter {
+	if x != nil {
+		return x.Filter
+	}
+	return nil
+}
+
+func (x *DeleteAclsRequest) GetAll() bool {
+	if x != nil {
+		return x.All
+	}
+	return false
+}
+
+type DeleteAclsResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Deleted       []*Acl                 `protobuf:"bytes,1,rep,name=deleted,proto3" json:"deleted,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeleteAclsResponse) Reset() {
+	*x = DeleteAclsResponse{}
+	mi := &file_floe_v1_floe_proto_msgTypes[85]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeleteAclsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeleteAclsResponse) ProtoMessage() {}
+
+func (x *DeleteAclsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_floe_v1_floe_proto_msgTypes[85]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeleteAclsResponse.ProtoReflect.Descriptor instead.
+func (*DeleteAclsResponse) Descriptor() ([]byte, []int) {
+	return file_floe_v1_floe_proto_rawDescGZIP(), []int{85}
+}
+
+func (x *DeleteAclsResponse) GetDeleted() []*Acl {
+	if x != nil {
+		return x.Deleted
+	}
+	return nil
+}
+
 var File_floe_v1_floe_proto protoreflect.FileDescriptor
 
 const file_floe_v1_floe_proto_rawDesc = "" +
@@ -4896,7 +6308,78 @@ const file_floe_v1_floe_proto_rawDesc = "" +
 	"partitions\x18\x03 \x03(\v2\x1a.floe.v1.AssignedPartitionR\n" +
 	"partitions\x12\x18\n" +
 	"\arevoked\x18\x04 \x03(\x05R\arevoked\x12\x18\n" +
-	"\apending\x18\x05 \x01(\x05R\apending*|\n" +
+	"\apending\x18\x05 \x01(\x05R\apending\"\x9b\x01\n" +
+	"\tTokenInfo\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1c\n" +
+	"\tprincipal\x18\x02 \x01(\tR\tprincipal\x12\"\n" +
+	"\rcreated_at_ms\x18\x03 \x01(\x03R\vcreatedAtMs\x12\"\n" +
+	"\rexpires_at_ms\x18\x04 \x01(\x03R\vexpiresAtMs\x12\x18\n" +
+	"\arevoked\x18\x05 \x01(\bR\arevoked\"I\n" +
+	"\x12CreateTokenRequest\x12\x1c\n" +
+	"\tprincipal\x18\x01 \x01(\tR\tprincipal\x12\x15\n" +
+	"\x06ttl_ms\x18\x02 \x01(\x03R\x05ttlMs\"S\n" +
+	"\x13CreateTokenResponse\x12\x14\n" +
+	"\x05token\x18\x01 \x01(\tR\x05token\x12&\n" +
+	"\x04info\x18\x02 \x01(\v2\x12.floe.v1.TokenInfoR\x04info\"\x13\n" +
+	"\x11ListTokensRequest\"@\n" +
+	"\x12ListTokensResponse\x12*\n" +
+	"\x06tokens\x18\x01 \x03(\v2\x12.floe.v1.TokenInfoR\x06tokens\"$\n" +
+	"\x12RevokeTokenRequest\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\"\x15\n" +
+	"\x13RevokeTokenResponse\"\x9a\x01\n" +
+	"\x11UpsertUserRequest\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x125\n" +
+	"\tmechanism\x18\x02 \x01(\x0e2\x17.floe.v1.ScramMechanismR\tmechanism\x12\x1a\n" +
+	"\bpassword\x18\x03 \x01(\tR\bpassword\x12\x1e\n" +
+	"\n" +
+	"iterations\x18\x04 \x01(\x05R\n" +
+	"iterations\"\x14\n" +
+	"\x12UpsertUserResponse\"u\n" +
+	"\bUserInfo\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x125\n" +
+	"\tmechanism\x18\x02 \x01(\x0e2\x17.floe.v1.ScramMechanismR\tmechanism\x12\x1e\n" +
+	"\n" +
+	"iterations\x18\x03 \x01(\x05R\n" +
+	"iterations\"\x12\n" +
+	"\x10ListUsersRequest\"<\n" +
+	"\x11ListUsersResponse\x12'\n" +
+	"\x05users\x18\x01 \x03(\v2\x11.floe.v1.UserInfoR\x05users\"^\n" +
+	"\x11DeleteUserRequest\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x125\n" +
+	"\tmechanism\x18\x02 \x01(\x0e2\x17.floe.v1.ScramMechanismR\tmechanism\".\n" +
+	"\x12DeleteUserResponse\x12\x18\n" +
+	"\adeleted\x18\x01 \x01(\x05R\adeleted\"\xb3\x02\n" +
+	"\x03Acl\x12\x1c\n" +
+	"\tprincipal\x18\x01 \x01(\tR\tprincipal\x12\x12\n" +
+	"\x04host\x18\x02 \x01(\tR\x04host\x12=\n" +
+	"\rresource_type\x18\x03 \x01(\x0e2\x18.floe.v1.AclResourceTypeR\fresourceType\x12:\n" +
+	"\fpattern_type\x18\x04 \x01(\x0e2\x17.floe.v1.AclPatternTypeR\vpatternType\x12\x12\n" +
+	"\x04name\x18\x05 \x01(\tR\x04name\x123\n" +
+	"\toperation\x18\x06 \x01(\x0e2\x15.floe.v1.AclOperationR\toperation\x126\n" +
+	"\n" +
+	"permission\x18\a \x01(\x0e2\x16.floe.v1.AclPermissionR\n" +
+	"permission\"\xa5\x02\n" +
+	"\tAclFilter\x12\x1c\n" +
+	"\tprincipal\x18\x01 \x01(\tR\tprincipal\x12=\n" +
+	"\rresource_type\x18\x02 \x01(\x0e2\x18.floe.v1.AclResourceTypeR\fresourceType\x12:\n" +
+	"\fpattern_type\x18\x03 \x01(\x0e2\x17.floe.v1.AclPatternTypeR\vpatternType\x12\x12\n" +
+	"\x04name\x18\x04 \x01(\tR\x04name\x123\n" +
+	"\toperation\x18\x05 \x01(\x0e2\x15.floe.v1.AclOperationR\toperation\x126\n" +
+	"\n" +
+	"permission\x18\x06 \x01(\x0e2\x16.floe.v1.AclPermissionR\n" +
+	"permission\"5\n" +
+	"\x11CreateAclsRequest\x12 \n" +
+	"\x04acls\x18\x01 \x03(\v2\f.floe.v1.AclR\x04acls\"\x14\n" +
+	"\x12CreateAclsResponse\"=\n" +
+	"\x0fListAclsRequest\x12*\n" +
+	"\x06filter\x18\x01 \x01(\v2\x12.floe.v1.AclFilterR\x06filter\"4\n" +
+	"\x10ListAclsResponse\x12 \n" +
+	"\x04acls\x18\x01 \x03(\v2\f.floe.v1.AclR\x04acls\"Q\n" +
+	"\x11DeleteAclsRequest\x12*\n" +
+	"\x06filter\x18\x01 \x01(\v2\x12.floe.v1.AclFilterR\x06filter\x12\x10\n" +
+	"\x03all\x18\x02 \x01(\bR\x03all\"<\n" +
+	"\x12DeleteAclsResponse\x12&\n" +
+	"\adeleted\x18\x01 \x03(\v2\f.floe.v1.AclR\adeleted*|\n" +
 	"\vCompression\x12\x14\n" +
 	"\x10COMPRESSION_NONE\x10\x00\x12\x14\n" +
 	"\x10COMPRESSION_GZIP\x10\x01\x12\x16\n" +
@@ -4914,7 +6397,36 @@ const file_floe_v1_floe_proto_rawDesc = "" +
 	"\x11RESET_SPEC_LATEST\x10\x02\x12\x18\n" +
 	"\x14RESET_SPEC_TIMESTAMP\x10\x03\x12\x15\n" +
 	"\x11RESET_SPEC_OFFSET\x10\x04\x12\x14\n" +
-	"\x10RESET_SPEC_SHIFT\x10\x052\xe2\x03\n" +
+	"\x10RESET_SPEC_SHIFT\x10\x05*W\n" +
+	"\x0eScramMechanism\x12\x1f\n" +
+	"\x1bSCRAM_MECHANISM_UNSPECIFIED\x10\x00\x12\x11\n" +
+	"\rSCRAM_SHA_256\x10\x01\x12\x11\n" +
+	"\rSCRAM_SHA_512\x10\x02*\xb5\x01\n" +
+	"\x0fAclResourceType\x12!\n" +
+	"\x1dACL_RESOURCE_TYPE_UNSPECIFIED\x10\x00\x12\x1b\n" +
+	"\x17ACL_RESOURCE_TYPE_TOPIC\x10\x01\x12\x1b\n" +
+	"\x17ACL_RESOURCE_TYPE_GROUP\x10\x02\x12\x1d\n" +
+	"\x19ACL_RESOURCE_TYPE_CLUSTER\x10\x03\x12&\n" +
+	"\"ACL_RESOURCE_TYPE_TRANSACTIONAL_ID\x10\x04*o\n" +
+	"\x0eAclPatternType\x12 \n" +
+	"\x1cACL_PATTERN_TYPE_UNSPECIFIED\x10\x00\x12\x1c\n" +
+	"\x18ACL_PATTERN_TYPE_LITERAL\x10\x01\x12\x1d\n" +
+	"\x19ACL_PATTERN_TYPE_PREFIXED\x10\x02*\xa3\x02\n" +
+	"\fAclOperation\x12\x1d\n" +
+	"\x19ACL_OPERATION_UNSPECIFIED\x10\x00\x12\x15\n" +
+	"\x11ACL_OPERATION_ALL\x10\x01\x12\x16\n" +
+	"\x12ACL_OPERATION_READ\x10\x02\x12\x17\n" +
+	"\x13ACL_OPERATION_WRITE\x10\x03\x12\x18\n" +
+	"\x14ACL_OPERATION_CREATE\x10\x04\x12\x18\n" +
+	"\x14ACL_OPERATION_DELETE\x10\x05\x12\x17\n" +
+	"\x13ACL_OPERATION_ALTER\x10\x06\x12\x1a\n" +
+	"\x16ACL_OPERATION_DESCRIBE\x10\a\x12\"\n" +
+	"\x1eACL_OPERATION_DESCRIBE_CONFIGS\x10\b\x12\x1f\n" +
+	"\x1bACL_OPERATION_ALTER_CONFIGS\x10\t*b\n" +
+	"\rAclPermission\x12\x1e\n" +
+	"\x1aACL_PERMISSION_UNSPECIFIED\x10\x00\x12\x18\n" +
+	"\x14ACL_PERMISSION_ALLOW\x10\x01\x12\x17\n" +
+	"\x13ACL_PERMISSION_DENY\x10\x022\xe2\x03\n" +
 	"\fTopicService\x12H\n" +
 	"\vCreateTopic\x12\x1b.floe.v1.CreateTopicRequest\x1a\x1c.floe.v1.CreateTopicResponse\x12H\n" +
 	"\vDeleteTopic\x12\x1b.floe.v1.DeleteTopicRequest\x1a\x1c.floe.v1.DeleteTopicResponse\x12E\n" +
@@ -4942,7 +6454,22 @@ const file_floe_v1_floe_proto_rawDesc = "" +
 	"\rDescribeGroup\x12\x1d.floe.v1.DescribeGroupRequest\x1a\x1e.floe.v1.DescribeGroupResponse\x12H\n" +
 	"\vDeleteGroup\x12\x1b.floe.v1.DeleteGroupRequest\x1a\x1c.floe.v1.DeleteGroupResponse\x12K\n" +
 	"\fResetOffsets\x12\x1c.floe.v1.ResetOffsetsRequest\x1a\x1d.floe.v1.ResetOffsetsResponse\x12H\n" +
-	"\vCopyOffsets\x12\x1b.floe.v1.CopyOffsetsRequest\x1a\x1c.floe.v1.CopyOffsetsResponseB0Z.github.com/floe-broker/floe/api/floe/v1;floev1b\x06proto3"
+	"\vCopyOffsets\x12\x1b.floe.v1.CopyOffsetsRequest\x1a\x1c.floe.v1.CopyOffsetsResponse2\x8a\x05\n" +
+	"\fAdminService\x12H\n" +
+	"\vCreateToken\x12\x1b.floe.v1.CreateTokenRequest\x1a\x1c.floe.v1.CreateTokenResponse\x12E\n" +
+	"\n" +
+	"ListTokens\x12\x1a.floe.v1.ListTokensRequest\x1a\x1b.floe.v1.ListTokensResponse\x12H\n" +
+	"\vRevokeToken\x12\x1b.floe.v1.RevokeTokenRequest\x1a\x1c.floe.v1.RevokeTokenResponse\x12E\n" +
+	"\n" +
+	"UpsertUser\x12\x1a.floe.v1.UpsertUserRequest\x1a\x1b.floe.v1.UpsertUserResponse\x12B\n" +
+	"\tListUsers\x12\x19.floe.v1.ListUsersRequest\x1a\x1a.floe.v1.ListUsersResponse\x12E\n" +
+	"\n" +
+	"DeleteUser\x12\x1a.floe.v1.DeleteUserRequest\x1a\x1b.floe.v1.DeleteUserResponse\x12E\n" +
+	"\n" +
+	"CreateAcls\x12\x1a.floe.v1.CreateAclsRequest\x1a\x1b.floe.v1.CreateAclsResponse\x12?\n" +
+	"\bListAcls\x12\x18.floe.v1.ListAclsRequest\x1a\x19.floe.v1.ListAclsResponse\x12E\n" +
+	"\n" +
+	"DeleteAcls\x12\x1a.floe.v1.DeleteAclsRequest\x1a\x1b.floe.v1.DeleteAclsResponseB0Z.github.com/floe-broker/floe/api/floe/v1;floev1b\x06proto3"
 
 var (
 	file_floe_v1_floe_proto_rawDescOnce sync.Once
@@ -4956,173 +6483,237 @@ func file_floe_v1_floe_proto_rawDescGZIP() []byte {
 	return file_floe_v1_floe_proto_rawDescData
 }
 
-var file_floe_v1_floe_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_floe_v1_floe_proto_msgTypes = make([]protoimpl.MessageInfo, 68)
+var file_floe_v1_floe_proto_enumTypes = make([]protoimpl.EnumInfo, 8)
+var file_floe_v1_floe_proto_msgTypes = make([]protoimpl.MessageInfo, 90)
 var file_floe_v1_floe_proto_goTypes = []any{
 	(Compression)(0),                     // 0: floe.v1.Compression
 	(OffsetSpec)(0),                      // 1: floe.v1.OffsetSpec
 	(ResetSpec)(0),                       // 2: floe.v1.ResetSpec
-	(*Topic)(nil),                        // 3: floe.v1.Topic
-	(*PartitionInfo)(nil),                // 4: floe.v1.PartitionInfo
-	(*CreateTopicRequest)(nil),           // 5: floe.v1.CreateTopicRequest
-	(*CreateTopicResponse)(nil),          // 6: floe.v1.CreateTopicResponse
-	(*DeleteTopicRequest)(nil),           // 7: floe.v1.DeleteTopicRequest
-	(*DeleteTopicResponse)(nil),          // 8: floe.v1.DeleteTopicResponse
-	(*ListTopicsRequest)(nil),            // 9: floe.v1.ListTopicsRequest
-	(*ListTopicsResponse)(nil),           // 10: floe.v1.ListTopicsResponse
-	(*DescribeTopicRequest)(nil),         // 11: floe.v1.DescribeTopicRequest
-	(*DescribeTopicResponse)(nil),        // 12: floe.v1.DescribeTopicResponse
-	(*IcebergOutput)(nil),                // 13: floe.v1.IcebergOutput
-	(*TopicStorage)(nil),                 // 14: floe.v1.TopicStorage
-	(*DeletionQueue)(nil),                // 15: floe.v1.DeletionQueue
-	(*AlterTopicConfigRequest)(nil),      // 16: floe.v1.AlterTopicConfigRequest
-	(*AlterTopicConfigResponse)(nil),     // 17: floe.v1.AlterTopicConfigResponse
-	(*DeleteRecordsRequest)(nil),         // 18: floe.v1.DeleteRecordsRequest
-	(*DeleteRecordsResponse)(nil),        // 19: floe.v1.DeleteRecordsResponse
-	(*Header)(nil),                       // 20: floe.v1.Header
-	(*Record)(nil),                       // 21: floe.v1.Record
-	(*ProduceRequest)(nil),               // 22: floe.v1.ProduceRequest
-	(*ProduceResponse)(nil),              // 23: floe.v1.ProduceResponse
-	(*ProduceStreamRequest)(nil),         // 24: floe.v1.ProduceStreamRequest
-	(*ProduceStreamResponse)(nil),        // 25: floe.v1.ProduceStreamResponse
-	(*InitProducerRequest)(nil),          // 26: floe.v1.InitProducerRequest
-	(*InitProducerResponse)(nil),         // 27: floe.v1.InitProducerResponse
-	(*FetchRequest)(nil),                 // 28: floe.v1.FetchRequest
-	(*FetchResponse)(nil),                // 29: floe.v1.FetchResponse
-	(*StartPosition)(nil),                // 30: floe.v1.StartPosition
-	(*SubscribeRequest)(nil),             // 31: floe.v1.SubscribeRequest
-	(*SubscribeResponse)(nil),            // 32: floe.v1.SubscribeResponse
-	(*PartitionBatches)(nil),             // 33: floe.v1.PartitionBatches
-	(*ProduceBatchesRequest)(nil),        // 34: floe.v1.ProduceBatchesRequest
-	(*PartitionProduceResult)(nil),       // 35: floe.v1.PartitionProduceResult
-	(*ProduceBatchesResponse)(nil),       // 36: floe.v1.ProduceBatchesResponse
-	(*ProduceBatchesStreamRequest)(nil),  // 37: floe.v1.ProduceBatchesStreamRequest
-	(*ProduceBatchesStreamResponse)(nil), // 38: floe.v1.ProduceBatchesStreamResponse
-	(*ListOffsetsRequest)(nil),           // 39: floe.v1.ListOffsetsRequest
-	(*PartitionOffset)(nil),              // 40: floe.v1.PartitionOffset
-	(*ListOffsetsResponse)(nil),          // 41: floe.v1.ListOffsetsResponse
-	(*TopicPartition)(nil),               // 42: floe.v1.TopicPartition
-	(*GroupHeartbeatRequest)(nil),        // 43: floe.v1.GroupHeartbeatRequest
-	(*GroupHeartbeatResponse)(nil),       // 44: floe.v1.GroupHeartbeatResponse
-	(*OffsetCommit)(nil),                 // 45: floe.v1.OffsetCommit
-	(*CommitOffsetsRequest)(nil),         // 46: floe.v1.CommitOffsetsRequest
-	(*CommitOffsetsResponse)(nil),        // 47: floe.v1.CommitOffsetsResponse
-	(*FetchOffsetsRequest)(nil),          // 48: floe.v1.FetchOffsetsRequest
-	(*CommittedOffset)(nil),              // 49: floe.v1.CommittedOffset
-	(*FetchOffsetsResponse)(nil),         // 50: floe.v1.FetchOffsetsResponse
-	(*ListGroupsRequest)(nil),            // 51: floe.v1.ListGroupsRequest
-	(*GroupListing)(nil),                 // 52: floe.v1.GroupListing
-	(*ListGroupsResponse)(nil),           // 53: floe.v1.ListGroupsResponse
-	(*DescribeGroupRequest)(nil),         // 54: floe.v1.DescribeGroupRequest
-	(*GroupMember)(nil),                  // 55: floe.v1.GroupMember
-	(*PartitionLag)(nil),                 // 56: floe.v1.PartitionLag
-	(*DescribeGroupResponse)(nil),        // 57: floe.v1.DescribeGroupResponse
-	(*DeleteGroupRequest)(nil),           // 58: floe.v1.DeleteGroupRequest
-	(*DeleteGroupResponse)(nil),          // 59: floe.v1.DeleteGroupResponse
-	(*ResetOffsetsRequest)(nil),          // 60: floe.v1.ResetOffsetsRequest
-	(*OffsetResetPlan)(nil),              // 61: floe.v1.OffsetResetPlan
-	(*ResetOffsetsResponse)(nil),         // 62: floe.v1.ResetOffsetsResponse
-	(*CopyOffsetsRequest)(nil),           // 63: floe.v1.CopyOffsetsRequest
-	(*CopyOffsetsResponse)(nil),          // 64: floe.v1.CopyOffsetsResponse
-	(*AssignedPartition)(nil),            // 65: floe.v1.AssignedPartition
-	(*GroupAssignment)(nil),              // 66: floe.v1.GroupAssignment
-	nil,                                  // 67: floe.v1.Topic.ConfigEntry
-	nil,                                  // 68: floe.v1.CreateTopicRequest.ConfigEntry
-	nil,                                  // 69: floe.v1.AlterTopicConfigRequest.SetEntry
-	nil,                                  // 70: floe.v1.SubscribeRequest.OffsetsEntry
+	(ScramMechanism)(0),                  // 3: floe.v1.ScramMechanism
+	(AclResourceType)(0),                 // 4: floe.v1.AclResourceType
+	(AclPatternType)(0),                  // 5: floe.v1.AclPatternType
+	(AclOperation)(0),                    // 6: floe.v1.AclOperation
+	(AclPermission)(0),                   // 7: floe.v1.AclPermission
+	(*Topic)(nil),                        // 8: floe.v1.Topic
+	(*PartitionInfo)(nil),                // 9: floe.v1.PartitionInfo
+	(*CreateTopicRequest)(nil),           // 10: floe.v1.CreateTopicRequest
+	(*CreateTopicResponse)(nil),          // 11: floe.v1.CreateTopicResponse
+	(*DeleteTopicRequest)(nil),           // 12: floe.v1.DeleteTopicRequest
+	(*DeleteTopicResponse)(nil),          // 13: floe.v1.DeleteTopicResponse
+	(*ListTopicsRequest)(nil),            // 14: floe.v1.ListTopicsRequest
+	(*ListTopicsResponse)(nil),           // 15: floe.v1.ListTopicsResponse
+	(*DescribeTopicRequest)(nil),         // 16: floe.v1.DescribeTopicRequest
+	(*DescribeTopicResponse)(nil),        // 17: floe.v1.DescribeTopicResponse
+	(*IcebergOutput)(nil),                // 18: floe.v1.IcebergOutput
+	(*TopicStorage)(nil),                 // 19: floe.v1.TopicStorage
+	(*DeletionQueue)(nil),                // 20: floe.v1.DeletionQueue
+	(*AlterTopicConfigRequest)(nil),      // 21: floe.v1.AlterTopicConfigRequest
+	(*AlterTopicConfigResponse)(nil),     // 22: floe.v1.AlterTopicConfigResponse
+	(*DeleteRecordsRequest)(nil),         // 23: floe.v1.DeleteRecordsRequest
+	(*DeleteRecordsResponse)(nil),        // 24: floe.v1.DeleteRecordsResponse
+	(*Header)(nil),                       // 25: floe.v1.Header
+	(*Record)(nil),                       // 26: floe.v1.Record
+	(*ProduceRequest)(nil),               // 27: floe.v1.ProduceRequest
+	(*ProduceResponse)(nil),              // 28: floe.v1.ProduceResponse
+	(*ProduceStreamRequest)(nil),         // 29: floe.v1.ProduceStreamRequest
+	(*ProduceStreamResponse)(nil),        // 30: floe.v1.ProduceStreamResponse
+	(*InitProducerRequest)(nil),          // 31: floe.v1.InitProducerRequest
+	(*InitProducerResponse)(nil),         // 32: floe.v1.InitProducerResponse
+	(*FetchRequest)(nil),                 // 33: floe.v1.FetchRequest
+	(*FetchResponse)(nil),                // 34: floe.v1.FetchResponse
+	(*StartPosition)(nil),                // 35: floe.v1.StartPosition
+	(*SubscribeRequest)(nil),             // 36: floe.v1.SubscribeRequest
+	(*SubscribeResponse)(nil),            // 37: floe.v1.SubscribeResponse
+	(*PartitionBatches)(nil),             // 38: floe.v1.PartitionBatches
+	(*ProduceBatchesRequest)(nil),        // 39: floe.v1.ProduceBatchesRequest
+	(*PartitionProduceResult)(nil),       // 40: floe.v1.PartitionProduceResult
+	(*ProduceBatchesResponse)(nil),       // 41: floe.v1.ProduceBatchesResponse
+	(*ProduceBatchesStreamRequest)(nil),  // 42: floe.v1.ProduceBatchesStreamRequest
+	(*ProduceBatchesStreamResponse)(nil), // 43: floe.v1.ProduceBatchesStreamResponse
+	(*ListOffsetsRequest)(nil),           // 44: floe.v1.ListOffsetsRequest
+	(*PartitionOffset)(nil),              // 45: floe.v1.PartitionOffset
+	(*ListOffsetsResponse)(nil),          // 46: floe.v1.ListOffsetsResponse
+	(*TopicPartition)(nil),               // 47: floe.v1.TopicPartition
+	(*GroupHeartbeatRequest)(nil),        // 48: floe.v1.GroupHeartbeatRequest
+	(*GroupHeartbeatResponse)(nil),       // 49: floe.v1.GroupHeartbeatResponse
+	(*OffsetCommit)(nil),                 // 50: floe.v1.OffsetCommit
+	(*CommitOffsetsRequest)(nil),         // 51: floe.v1.CommitOffsetsRequest
+	(*CommitOffsetsResponse)(nil),        // 52: floe.v1.CommitOffsetsResponse
+	(*FetchOffsetsRequest)(nil),          // 53: floe.v1.FetchOffsetsRequest
+	(*CommittedOffset)(nil),              // 54: floe.v1.CommittedOffset
+	(*FetchOffsetsResponse)(nil),         // 55: floe.v1.FetchOffsetsResponse
+	(*ListGroupsRequest)(nil),            // 56: floe.v1.ListGroupsRequest
+	(*GroupListing)(nil),                 // 57: floe.v1.GroupListing
+	(*ListGroupsResponse)(nil),           // 58: floe.v1.ListGroupsResponse
+	(*DescribeGroupRequest)(nil),         // 59: floe.v1.DescribeGroupRequest
+	(*GroupMember)(nil),                  // 60: floe.v1.GroupMember
+	(*PartitionLag)(nil),                 // 61: floe.v1.PartitionLag
+	(*DescribeGroupResponse)(nil),        // 62: floe.v1.DescribeGroupResponse
+	(*DeleteGroupRequest)(nil),           // 63: floe.v1.DeleteGroupRequest
+	(*DeleteGroupResponse)(nil),          // 64: floe.v1.DeleteGroupResponse
+	(*ResetOffsetsRequest)(nil),          // 65: floe.v1.ResetOffsetsRequest
+	(*OffsetResetPlan)(nil),              // 66: floe.v1.OffsetResetPlan
+	(*ResetOffsetsResponse)(nil),         // 67: floe.v1.ResetOffsetsResponse
+	(*CopyOffsetsRequest)(nil),           // 68: floe.v1.CopyOffsetsRequest
+	(*CopyOffsetsResponse)(nil),          // 69: floe.v1.CopyOffsetsResponse
+	(*AssignedPartition)(nil),            // 70: floe.v1.AssignedPartition
+	(*GroupAssignment)(nil),              // 71: floe.v1.GroupAssignment
+	(*TokenInfo)(nil),                    // 72: floe.v1.TokenInfo
+	(*CreateTokenRequest)(nil),           // 73: floe.v1.CreateTokenRequest
+	(*CreateTokenResponse)(nil),          // 74: floe.v1.CreateTokenResponse
+	(*ListTokensRequest)(nil),            // 75: floe.v1.ListTokensRequest
+	(*ListTokensResponse)(nil),           // 76: floe.v1.ListTokensResponse
+	(*RevokeTokenRequest)(nil),           // 77: floe.v1.RevokeTokenRequest
+	(*RevokeTokenResponse)(nil),          // 78: floe.v1.RevokeTokenResponse
+	(*UpsertUserRequest)(nil),            // 79: floe.v1.UpsertUserRequest
+	(*UpsertUserResponse)(nil),           // 80: floe.v1.UpsertUserResponse
+	(*UserInfo)(nil),                     // 81: floe.v1.UserInfo
+	(*ListUsersRequest)(nil),             // 82: floe.v1.ListUsersRequest
+	(*ListUsersResponse)(nil),            // 83: floe.v1.ListUsersResponse
+	(*DeleteUserRequest)(nil),            // 84: floe.v1.DeleteUserRequest
+	(*DeleteUserResponse)(nil),           // 85: floe.v1.DeleteUserResponse
+	(*Acl)(nil),                          // 86: floe.v1.Acl
+	(*AclFilter)(nil),                    // 87: floe.v1.AclFilter
+	(*CreateAclsRequest)(nil),            // 88: floe.v1.CreateAclsRequest
+	(*CreateAclsResponse)(nil),           // 89: floe.v1.CreateAclsResponse
+	(*ListAclsRequest)(nil),              // 90: floe.v1.ListAclsRequest
+	(*ListAclsResponse)(nil),             // 91: floe.v1.ListAclsResponse
+	(*DeleteAclsRequest)(nil),            // 92: floe.v1.DeleteAclsRequest
+	(*DeleteAclsResponse)(nil),           // 93: floe.v1.DeleteAclsResponse
+	nil,                                  // 94: floe.v1.Topic.ConfigEntry
+	nil,                                  // 95: floe.v1.CreateTopicRequest.ConfigEntry
+	nil,                                  // 96: floe.v1.AlterTopicConfigRequest.SetEntry
+	nil,                                  // 97: floe.v1.SubscribeRequest.OffsetsEntry
 }
 var file_floe_v1_floe_proto_depIdxs = []int32{
-	67, // 0: floe.v1.Topic.config:type_name -> floe.v1.Topic.ConfigEntry
-	68, // 1: floe.v1.CreateTopicRequest.config:type_name -> floe.v1.CreateTopicRequest.ConfigEntry
-	3,  // 2: floe.v1.CreateTopicResponse.topic:type_name -> floe.v1.Topic
-	3,  // 3: floe.v1.ListTopicsResponse.topics:type_name -> floe.v1.Topic
-	3,  // 4: floe.v1.DescribeTopicResponse.topic:type_name -> floe.v1.Topic
-	4,  // 5: floe.v1.DescribeTopicResponse.partitions:type_name -> floe.v1.PartitionInfo
-	14, // 6: floe.v1.DescribeTopicResponse.storage:type_name -> floe.v1.TopicStorage
-	15, // 7: floe.v1.DescribeTopicResponse.deletion_queue:type_name -> floe.v1.DeletionQueue
-	13, // 8: floe.v1.DescribeTopicResponse.iceberg:type_name -> floe.v1.IcebergOutput
-	69, // 9: floe.v1.AlterTopicConfigRequest.set:type_name -> floe.v1.AlterTopicConfigRequest.SetEntry
-	3,  // 10: floe.v1.AlterTopicConfigResponse.topic:type_name -> floe.v1.Topic
-	20, // 11: floe.v1.Record.headers:type_name -> floe.v1.Header
-	21, // 12: floe.v1.ProduceRequest.records:type_name -> floe.v1.Record
+	94, // 0: floe.v1.Topic.config:type_name -> floe.v1.Topic.ConfigEntry
+	95, // 1: floe.v1.CreateTopicRequest.config:type_name -> floe.v1.CreateTopicRequest.ConfigEntry
+	8,  // 2: floe.v1.CreateTopicResponse.topic:type_name -> floe.v1.Topic
+	8,  // 3: floe.v1.ListTopicsResponse.topics:type_name -> floe.v1.Topic
+	8,  // 4: floe.v1.DescribeTopicResponse.topic:type_name -> floe.v1.Topic
+	9,  // 5: floe.v1.DescribeTopicResponse.partitions:type_name -> floe.v1.PartitionInfo
+	19, // 6: floe.v1.DescribeTopicResponse.storage:type_name -> floe.v1.TopicStorage
+	20, // 7: floe.v1.DescribeTopicResponse.deletion_queue:type_name -> floe.v1.DeletionQueue
+	18, // 8: floe.v1.DescribeTopicResponse.iceberg:type_name -> floe.v1.IcebergOutput
+	96, // 9: floe.v1.AlterTopicConfigRequest.set:type_name -> floe.v1.AlterTopicConfigRequest.SetEntry
+	8,  // 10: floe.v1.AlterTopicConfigResponse.topic:type_name -> floe.v1.Topic
+	25, // 11: floe.v1.Record.headers:type_name -> floe.v1.Header
+	26, // 12: floe.v1.ProduceRequest.records:type_name -> floe.v1.Record
 	0,  // 13: floe.v1.ProduceRequest.compression:type_name -> floe.v1.Compression
-	22, // 14: floe.v1.ProduceStreamRequest.request:type_name -> floe.v1.ProduceRequest
-	23, // 15: floe.v1.ProduceStreamResponse.response:type_name -> floe.v1.ProduceResponse
-	21, // 16: floe.v1.FetchResponse.records:type_name -> floe.v1.Record
-	30, // 17: floe.v1.SubscribeRequest.start:type_name -> floe.v1.StartPosition
-	70, // 18: floe.v1.SubscribeRequest.offsets:type_name -> floe.v1.SubscribeRequest.OffsetsEntry
-	21, // 19: floe.v1.SubscribeResponse.records:type_name -> floe.v1.Record
-	66, // 20: floe.v1.SubscribeResponse.assignment:type_name -> floe.v1.GroupAssignment
-	33, // 21: floe.v1.ProduceBatchesRequest.partitions:type_name -> floe.v1.PartitionBatches
-	35, // 22: floe.v1.ProduceBatchesResponse.results:type_name -> floe.v1.PartitionProduceResult
-	34, // 23: floe.v1.ProduceBatchesStreamRequest.request:type_name -> floe.v1.ProduceBatchesRequest
-	36, // 24: floe.v1.ProduceBatchesStreamResponse.response:type_name -> floe.v1.ProduceBatchesResponse
+	27, // 14: floe.v1.ProduceStreamRequest.request:type_name -> floe.v1.ProduceRequest
+	28, // 15: floe.v1.ProduceStreamResponse.response:type_name -> floe.v1.ProduceResponse
+	26, // 16: floe.v1.FetchResponse.records:type_name -> floe.v1.Record
+	35, // 17: floe.v1.SubscribeRequest.start:type_name -> floe.v1.StartPosition
+	97, // 18: floe.v1.SubscribeRequest.offsets:type_name -> floe.v1.SubscribeRequest.OffsetsEntry
+	26, // 19: floe.v1.SubscribeResponse.records:type_name -> floe.v1.Record
+	71, // 20: floe.v1.SubscribeResponse.assignment:type_name -> floe.v1.GroupAssignment
+	38, // 21: floe.v1.ProduceBatchesRequest.partitions:type_name -> floe.v1.PartitionBatches
+	40, // 22: floe.v1.ProduceBatchesResponse.results:type_name -> floe.v1.PartitionProduceResult
+	39, // 23: floe.v1.ProduceBatchesStreamRequest.request:type_name -> floe.v1.ProduceBatchesRequest
+	41, // 24: floe.v1.ProduceBatchesStreamResponse.response:type_name -> floe.v1.ProduceBatchesResponse
 	1,  // 25: floe.v1.ListOffsetsRequest.spec:type_name -> floe.v1.OffsetSpec
-	40, // 26: floe.v1.ListOffsetsResponse.offsets:type_name -> floe.v1.PartitionOffset
-	42, // 27: floe.v1.GroupHeartbeatRequest.owned:type_name -> floe.v1.TopicPartition
-	42, // 28: floe.v1.GroupHeartbeatResponse.assigned:type_name -> floe.v1.TopicPartition
-	45, // 29: floe.v1.CommitOffsetsRequest.offsets:type_name -> floe.v1.OffsetCommit
-	42, // 30: floe.v1.FetchOffsetsRequest.partitions:type_name -> floe.v1.TopicPartition
-	49, // 31: floe.v1.FetchOffsetsResponse.offsets:type_name -> floe.v1.CommittedOffset
-	52, // 32: floe.v1.ListGroupsResponse.groups:type_name -> floe.v1.GroupListing
-	42, // 33: floe.v1.GroupMember.assigned:type_name -> floe.v1.TopicPartition
-	42, // 34: floe.v1.GroupMember.revoking:type_name -> floe.v1.TopicPartition
-	42, // 35: floe.v1.GroupMember.target:type_name -> floe.v1.TopicPartition
-	55, // 36: floe.v1.DescribeGroupResponse.members:type_name -> floe.v1.GroupMember
-	56, // 37: floe.v1.DescribeGroupResponse.partitions:type_name -> floe.v1.PartitionLag
-	42, // 38: floe.v1.ResetOffsetsRequest.partitions:type_name -> floe.v1.TopicPartition
+	45, // 26: floe.v1.ListOffsetsResponse.offsets:type_name -> floe.v1.PartitionOffset
+	47, // 27: floe.v1.GroupHeartbeatRequest.owned:type_name -> floe.v1.TopicPartition
+	47, // 28: floe.v1.GroupHeartbeatResponse.assigned:type_name -> floe.v1.TopicPartition
+	50, // 29: floe.v1.CommitOffsetsRequest.offsets:type_name -> floe.v1.OffsetCommit
+	47, // 30: floe.v1.FetchOffsetsRequest.partitions:type_name -> floe.v1.TopicPartition
+	54, // 31: floe.v1.FetchOffsetsResponse.offsets:type_name -> floe.v1.CommittedOffset
+	57, // 32: floe.v1.ListGroupsResponse.groups:type_name -> floe.v1.GroupListing
+	47, // 33: floe.v1.GroupMember.assigned:type_name -> floe.v1.TopicPartition
+	47, // 34: floe.v1.GroupMember.revoking:type_name -> floe.v1.TopicPartition
+	47, // 35: floe.v1.GroupMember.target:type_name -> floe.v1.TopicPartition
+	60, // 36: floe.v1.DescribeGroupResponse.members:type_name -> floe.v1.GroupMember
+	61, // 37: floe.v1.DescribeGroupResponse.partitions:type_name -> floe.v1.PartitionLag
+	47, // 38: floe.v1.ResetOffsetsRequest.partitions:type_name -> floe.v1.TopicPartition
 	2,  // 39: floe.v1.ResetOffsetsRequest.spec:type_name -> floe.v1.ResetSpec
-	61, // 40: floe.v1.ResetOffsetsResponse.plan:type_name -> floe.v1.OffsetResetPlan
-	65, // 41: floe.v1.GroupAssignment.partitions:type_name -> floe.v1.AssignedPartition
-	5,  // 42: floe.v1.TopicService.CreateTopic:input_type -> floe.v1.CreateTopicRequest
-	7,  // 43: floe.v1.TopicService.DeleteTopic:input_type -> floe.v1.DeleteTopicRequest
-	9,  // 44: floe.v1.TopicService.ListTopics:input_type -> floe.v1.ListTopicsRequest
-	11, // 45: floe.v1.TopicService.DescribeTopic:input_type -> floe.v1.DescribeTopicRequest
-	16, // 46: floe.v1.TopicService.AlterTopicConfig:input_type -> floe.v1.AlterTopicConfigRequest
-	18, // 47: floe.v1.TopicService.DeleteRecords:input_type -> floe.v1.DeleteRecordsRequest
-	22, // 48: floe.v1.LogService.Produce:input_type -> floe.v1.ProduceRequest
-	24, // 49: floe.v1.LogService.ProduceStream:input_type -> floe.v1.ProduceStreamRequest
-	26, // 50: floe.v1.LogService.InitProducer:input_type -> floe.v1.InitProducerRequest
-	28, // 51: floe.v1.LogService.Fetch:input_type -> floe.v1.FetchRequest
-	31, // 52: floe.v1.LogService.Subscribe:input_type -> floe.v1.SubscribeRequest
-	39, // 53: floe.v1.LogService.ListOffsets:input_type -> floe.v1.ListOffsetsRequest
-	34, // 54: floe.v1.LogService.ProduceBatches:input_type -> floe.v1.ProduceBatchesRequest
-	37, // 55: floe.v1.LogService.ProduceBatchesStream:input_type -> floe.v1.ProduceBatchesStreamRequest
-	43, // 56: floe.v1.GroupService.Heartbeat:input_type -> floe.v1.GroupHeartbeatRequest
-	46, // 57: floe.v1.GroupService.CommitOffsets:input_type -> floe.v1.CommitOffsetsRequest
-	48, // 58: floe.v1.GroupService.FetchOffsets:input_type -> floe.v1.FetchOffsetsRequest
-	51, // 59: floe.v1.GroupService.ListGroups:input_type -> floe.v1.ListGroupsRequest
-	54, // 60: floe.v1.GroupService.DescribeGroup:input_type -> floe.v1.DescribeGroupRequest
-	58, // 61: floe.v1.GroupService.DeleteGroup:input_type -> floe.v1.DeleteGroupRequest
-	60, // 62: floe.v1.GroupService.ResetOffsets:input_type -> floe.v1.ResetOffsetsRequest
-	63, // 63: floe.v1.GroupService.CopyOffsets:input_type -> floe.v1.CopyOffsetsRequest
-	6,  // 64: floe.v1.TopicService.CreateTopic:output_type -> floe.v1.CreateTopicResponse
-	8,  // 65: floe.v1.TopicService.DeleteTopic:output_type -> floe.v1.DeleteTopicResponse
-	10, // 66: floe.v1.TopicService.ListTopics:output_type -> floe.v1.ListTopicsResponse
-	12, // 67: floe.v1.TopicService.DescribeTopic:output_type -> floe.v1.DescribeTopicResponse
-	17, // 68: floe.v1.TopicService.AlterTopicConfig:output_type -> floe.v1.AlterTopicConfigResponse
-	19, // 69: floe.v1.TopicService.DeleteRecords:output_type -> floe.v1.DeleteRecordsResponse
-	23, // 70: floe.v1.LogService.Produce:output_type -> floe.v1.ProduceResponse
-	25, // 71: floe.v1.LogService.ProduceStream:output_type -> floe.v1.ProduceStreamResponse
-	27, // 72: floe.v1.LogService.InitProducer:output_type -> floe.v1.InitProducerResponse
-	29, // 73: floe.v1.LogService.Fetch:output_type -> floe.v1.FetchResponse
-	32, // 74: floe.v1.LogService.Subscribe:output_type -> floe.v1.SubscribeResponse
-	41, // 75: floe.v1.LogService.ListOffsets:output_type -> floe.v1.ListOffsetsResponse
-	36, // 76: floe.v1.LogService.ProduceBatches:output_type -> floe.v1.ProduceBatchesResponse
-	38, // 77: floe.v1.LogService.ProduceBatchesStream:output_type -> floe.v1.ProduceBatchesStreamResponse
-	44, // 78: floe.v1.GroupService.Heartbeat:output_type -> floe.v1.GroupHeartbeatResponse
-	47, // 79: floe.v1.GroupService.CommitOffsets:output_type -> floe.v1.CommitOffsetsResponse
-	50, // 80: floe.v1.GroupService.FetchOffsets:output_type -> floe.v1.FetchOffsetsResponse
-	53, // 81: floe.v1.GroupService.ListGroups:output_type -> floe.v1.ListGroupsResponse
-	57, // 82: floe.v1.GroupService.DescribeGroup:output_type -> floe.v1.DescribeGroupResponse
-	59, // 83: floe.v1.GroupService.DeleteGroup:output_type -> floe.v1.DeleteGroupResponse
-	62, // 84: floe.v1.GroupService.ResetOffsets:output_type -> floe.v1.ResetOffsetsResponse
-	64, // 85: floe.v1.GroupService.CopyOffsets:output_type -> floe.v1.CopyOffsetsResponse
-	64, // [64:86] is the sub-list for method output_type
-	42, // [42:64] is the sub-list for method input_type
-	42, // [42:42] is the sub-list for extension type_name
-	42, // [42:42] is the sub-list for extension extendee
-	0,  // [0:42] is the sub-list for field type_name
+	66, // 40: floe.v1.ResetOffsetsResponse.plan:type_name -> floe.v1.OffsetResetPlan
+	70, // 41: floe.v1.GroupAssignment.partitions:type_name -> floe.v1.AssignedPartition
+	72, // 42: floe.v1.CreateTokenResponse.info:type_name -> floe.v1.TokenInfo
+	72, // 43: floe.v1.ListTokensResponse.tokens:type_name -> floe.v1.TokenInfo
+	3,  // 44: floe.v1.UpsertUserRequest.mechanism:type_name -> floe.v1.ScramMechanism
+	3,  // 45: floe.v1.UserInfo.mechanism:type_name -> floe.v1.ScramMechanism
+	81, // 46: floe.v1.ListUsersResponse.users:type_name -> floe.v1.UserInfo
+	3,  // 47: floe.v1.DeleteUserRequest.mechanism:type_name -> floe.v1.ScramMechanism
+	4,  // 48: floe.v1.Acl.resource_type:type_name -> floe.v1.AclResourceType
+	5,  // 49: floe.v1.Acl.pattern_type:type_name -> floe.v1.AclPatternType
+	6,  // 50: floe.v1.Acl.operation:type_name -> floe.v1.AclOperation
+	7,  // 51: floe.v1.Acl.permission:type_name -> floe.v1.AclPermission
+	4,  // 52: floe.v1.AclFilter.resource_type:type_name -> floe.v1.AclResourceType
+	5,  // 53: floe.v1.AclFilter.pattern_type:type_name -> floe.v1.AclPatternType
+	6,  // 54: floe.v1.AclFilter.operation:type_name -> floe.v1.AclOperation
+	7,  // 55: floe.v1.AclFilter.permission:type_name -> floe.v1.AclPermission
+	86, // 56: floe.v1.CreateAclsRequest.acls:type_name -> floe.v1.Acl
+	87, // 57: floe.v1.ListAclsRequest.filter:type_name -> floe.v1.AclFilter
+	86, // 58: floe.v1.ListAclsResponse.acls:type_name -> floe.v1.Acl
+	87, // 59: floe.v1.DeleteAclsRequest.filter:type_name -> floe.v1.AclFilter
+	86, // 60: floe.v1.DeleteAclsResponse.deleted:type_name -> floe.v1.Acl
+	10, // 61: floe.v1.TopicService.CreateTopic:input_type -> floe.v1.CreateTopicRequest
+	12, // 62: floe.v1.TopicService.DeleteTopic:input_type -> floe.v1.DeleteTopicRequest
+	14, // 63: floe.v1.TopicService.ListTopics:input_type -> floe.v1.ListTopicsRequest
+	16, // 64: floe.v1.TopicService.DescribeTopic:input_type -> floe.v1.DescribeTopicRequest
+	21, // 65: floe.v1.TopicService.AlterTopicConfig:input_type -> floe.v1.AlterTopicConfigRequest
+	23, // 66: floe.v1.TopicService.DeleteRecords:input_type -> floe.v1.DeleteRecordsRequest
+	27, // 67: floe.v1.LogService.Produce:input_type -> floe.v1.ProduceRequest
+	29, // 68: floe.v1.LogService.ProduceStream:input_type -> floe.v1.ProduceStreamRequest
+	31, // 69: floe.v1.LogService.InitProducer:input_type -> floe.v1.InitProducerRequest
+	33, // 70: floe.v1.LogService.Fetch:input_type -> floe.v1.FetchRequest
+	36, // 71: floe.v1.LogService.Subscribe:input_type -> floe.v1.SubscribeRequest
+	44, // 72: floe.v1.LogService.ListOffsets:input_type -> floe.v1.ListOffsetsRequest
+	39, // 73: floe.v1.LogService.ProduceBatches:input_type -> floe.v1.ProduceBatchesRequest
+	42, // 74: floe.v1.LogService.ProduceBatchesStream:input_type -> floe.v1.ProduceBatchesStreamRequest
+	48, // 75: floe.v1.GroupService.Heartbeat:input_type -> floe.v1.GroupHeartbeatRequest
+	51, // 76: floe.v1.GroupService.CommitOffsets:input_type -> floe.v1.CommitOffsetsRequest
+	53, // 77: floe.v1.GroupService.FetchOffsets:input_type -> floe.v1.FetchOffsetsRequest
+	56, // 78: floe.v1.GroupService.ListGroups:input_type -> floe.v1.ListGroupsRequest
+	59, // 79: floe.v1.GroupService.DescribeGroup:input_type -> floe.v1.DescribeGroupRequest
+	63, // 80: floe.v1.GroupService.DeleteGroup:input_type -> floe.v1.DeleteGroupRequest
+	65, // 81: floe.v1.GroupService.ResetOffsets:input_type -> floe.v1.ResetOffsetsRequest
+	68, // 82: floe.v1.GroupService.CopyOffsets:input_type -> floe.v1.CopyOffsetsRequest
+	73, // 83: floe.v1.AdminService.CreateToken:input_type -> floe.v1.CreateTokenRequest
+	75, // 84: floe.v1.AdminService.ListTokens:input_type -> floe.v1.ListTokensRequest
+	77, // 85: floe.v1.AdminService.RevokeToken:input_type -> floe.v1.RevokeTokenRequest
+	79, // 86: floe.v1.AdminService.UpsertUser:input_type -> floe.v1.UpsertUserRequest
+	82, // 87: floe.v1.AdminService.ListUsers:input_type -> floe.v1.ListUsersRequest
+	84, // 88: floe.v1.AdminService.DeleteUser:input_type -> floe.v1.DeleteUserRequest
+	88, // 89: floe.v1.AdminService.CreateAcls:input_type -> floe.v1.CreateAclsRequest
+	90, // 90: floe.v1.AdminService.ListAcls:input_type -> floe.v1.ListAclsRequest
+	92, // 91: floe.v1.AdminService.DeleteAcls:input_type -> floe.v1.DeleteAclsRequest
+	11, // 92: floe.v1.TopicService.CreateTopic:output_type -> floe.v1.CreateTopicResponse
+	13, // 93: floe.v1.TopicService.DeleteTopic:output_type -> floe.v1.DeleteTopicResponse
+	15, // 94: floe.v1.TopicService.ListTopics:output_type -> floe.v1.ListTopicsResponse
+	17, // 95: floe.v1.TopicService.DescribeTopic:output_type -> floe.v1.DescribeTopicResponse
+	22, // 96: floe.v1.TopicService.AlterTopicConfig:output_type -> floe.v1.AlterTopicConfigResponse
+	24, // 97: floe.v1.TopicService.DeleteRecords:output_type -> floe.v1.DeleteRecordsResponse
+	28, // 98: floe.v1.LogService.Produce:output_type -> floe.v1.ProduceResponse
+	30, // 99: floe.v1.LogService.ProduceStream:output_type -> floe.v1.ProduceStreamResponse
+	32, // 100: floe.v1.LogService.InitProducer:output_type -> floe.v1.InitProducerResponse
+	34, // 101: floe.v1.LogService.Fetch:output_type -> floe.v1.FetchResponse
+	37, // 102: floe.v1.LogService.Subscribe:output_type -> floe.v1.SubscribeResponse
+	46, // 103: floe.v1.LogService.ListOffsets:output_type -> floe.v1.ListOffsetsResponse
+	41, // 104: floe.v1.LogService.ProduceBatches:output_type -> floe.v1.ProduceBatchesResponse
+	43, // 105: floe.v1.LogService.ProduceBatchesStream:output_type -> floe.v1.ProduceBatchesStreamResponse
+	49, // 106: floe.v1.GroupService.Heartbeat:output_type -> floe.v1.GroupHeartbeatResponse
+	52, // 107: floe.v1.GroupService.CommitOffsets:output_type -> floe.v1.CommitOffsetsResponse
+	55, // 108: floe.v1.GroupService.FetchOffsets:output_type -> floe.v1.FetchOffsetsResponse
+	58, // 109: floe.v1.GroupService.ListGroups:output_type -> floe.v1.ListGroupsResponse
+	62, // 110: floe.v1.GroupService.DescribeGroup:output_type -> floe.v1.DescribeGroupResponse
+	64, // 111: floe.v1.GroupService.DeleteGroup:output_type -> floe.v1.DeleteGroupResponse
+	67, // 112: floe.v1.GroupService.ResetOffsets:output_type -> floe.v1.ResetOffsetsResponse
+	69, // 113: floe.v1.GroupService.CopyOffsets:output_type -> floe.v1.CopyOffsetsResponse
+	74, // 114: floe.v1.AdminService.CreateToken:output_type -> floe.v1.CreateTokenResponse
+	76, // 115: floe.v1.AdminService.ListTokens:output_type -> floe.v1.ListTokensResponse
+	78, // 116: floe.v1.AdminService.RevokeToken:output_type -> floe.v1.RevokeTokenResponse
+	80, // 117: floe.v1.AdminService.UpsertUser:output_type -> floe.v1.UpsertUserResponse
+	83, // 118: floe.v1.AdminService.ListUsers:output_type -> floe.v1.ListUsersResponse
+	85, // 119: floe.v1.AdminService.DeleteUser:output_type -> floe.v1.DeleteUserResponse
+	89, // 120: floe.v1.AdminService.CreateAcls:output_type -> floe.v1.CreateAclsResponse
+	91, // 121: floe.v1.AdminService.ListAcls:output_type -> floe.v1.ListAclsResponse
+	93, // 122: floe.v1.AdminService.DeleteAcls:output_type -> floe.v1.DeleteAclsResponse
+	92, // [92:123] is the sub-list for method output_type
+	61, // [61:92] is the sub-list for method input_type
+	61, // [61:61] is the sub-list for extension type_name
+	61, // [61:61] is the sub-list for extension extendee
+	0,  // [0:61] is the sub-list for field type_name
 }
 
 func init() { file_floe_v1_floe_proto_init() }
@@ -5143,10 +6734,10 @@ func file_floe_v1_floe_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_floe_v1_floe_proto_rawDesc), len(file_floe_v1_floe_proto_rawDesc)),
-			NumEnums:      3,
-			NumMessages:   68,
+			NumEnums:      8,
+			NumMessages:   90,
 			NumExtensions: 0,
-			NumServices:   3,
+			NumServices:   4,
 		},
 		GoTypes:           file_floe_v1_floe_proto_goTypes,
 		DependencyIndexes: file_floe_v1_floe_proto_depIdxs,
