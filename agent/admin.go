@@ -31,6 +31,10 @@ type adminServer struct {
 	maxACLs int
 }
 
+// AdminServer returns the agent's AdminService, for servers that register
+// services themselves (Register adds it).
+func (a *Agent) AdminServer() floev1.AdminServiceServer { return a.admin }
+
 // invalidField is InvalidArgument naming the request's field.
 func invalidField(rpc, field string, err error) error {
 	return status.Errorf(codes.InvalidArgument, "%s: %s: %v", rpc, field, err)

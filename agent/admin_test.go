@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"google.golang.org/grpc/codes"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/floe-broker/floe/agent"
 	floev1 "github.com/floe-broker/floe/api/floe/v1"
@@ -150,9 +151,9 @@ func TestAdminACLs(t *testing.T) {
 		t.Fatalf("stored ACLs do not allow: %+v", d)
 	}
 	more := func(name string) *floev1.Acl {
-		m := *read
+		m := proto.Clone(read).(*floev1.Acl)
 		m.Name = name
-		return &m
+		return m
 	}
 	if _, err := a.CreateAcls(ctx, &floev1.CreateAclsRequest{Acls: []*floev1.Acl{more("a"), more("b")}}); code(err) != codes.ResourceExhausted ||
 		!strings.Contains(err.Error(), "max_acls") {
@@ -161,14 +162,14 @@ func TestAdminACLs(t *testing.T) {
 	if list, _ := a.ListAcls(ctx, &floev1.ListAclsRequest{}); len(list.GetAcls()) != 2 {
 		t.Fatalf("a refused create stored ACLs: %v", list)
 	}
-	bad := *read
+	bad := proto.Clone(read).(*floev1.Acl)
 	bad.Principal = "alice"
 	for _, c := range []struct {
 		req   *floev1.CreateAclsRequest
 		field string
 	}{
 		{&floev1.CreateAclsRequest{}, "acls"},
-		{&floev1.CreateAclsRequest{Acls: []*floev1.Acl{more("ok"), &bad}}, "acls[1]"},
+		{&floev1.CreateAclsRequest{Acls: []*floev1.Acl{more("ok"), bad}}, "acls[1]"},
 		{&floev1.CreateAclsRequest{Acls: []*floev1.Acl{{Principal: "User:a", ResourceType: 9}}}, "acls[0]"},
 	} {
 		if _, err := a.CreateAcls(ctx, c.req); code(err) != codes.InvalidArgument || !strings.Contains(err.Error(), c.field) {

@@ -58,6 +58,8 @@ type Agent struct {
 	streamMem *streamBudget
 	// readers counts the partitions subscriptions read (topics_limits.go).
 	readers *partitionReaders
+	// admin is the AdminService (admin.go).
+	admin *adminServer
 }
 
 // Options are an Agent's collaborators.
@@ -97,6 +99,7 @@ func New(cfg Config, meta metadata.Store, store ObjectReader, producer Producer,
 	a.loads = readpath.NewLoader(store, a.cache, cfg.readPath())
 	a.index = readpath.NewIndex(cfg.IndexMaxPartitions, cfg.IndexMaxBatches)
 	a.grp = newGroups(a, opts.Registry)
+	a.admin = &adminServer{store: meta, maxACLs: cfg.MaxACLs}
 	return a, nil
 }
 
@@ -106,7 +109,7 @@ func (a *Agent) Register(s grpc.ServiceRegistrar) {
 	floev1.RegisterTopicServiceServer(s, a)
 	floev1.RegisterLogServiceServer(s, a)
 	floev1.RegisterGroupServiceServer(s, a)
-	floev1.RegisterAdminServiceServer(s, &adminServer{store: a.meta, maxACLs: a.cfg.MaxACLs}) // admin.go
+	floev1.RegisterAdminServiceServer(s, a.admin) // admin.go
 }
 
 // OnCommit is the batcher's hook: it caches the file, records its batches

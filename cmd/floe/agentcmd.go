@@ -71,6 +71,7 @@ func setEdgeLimits(ac *agent.Config, a AgentSettings) {
 	ac.MaxTopicConfigEntryBytes, ac.MaxTopicConfigBytes = a.TopicConfigEntryBytes, a.TopicConfigBytes
 	ac.MaxTopics, ac.MaxPartitionsPerTopic, ac.MaxTotalPartitions = a.MaxTopics, a.MaxPartitionsPerTopic, a.MaxTotalPartitions
 	ac.MaxSubscribedPartitions = a.MaxSubscribedPartitions
+	ac.MaxACLs = a.MaxACLs
 	ac.GRPCMaxRecvInFlightBytes, ac.MaxConnections = a.GRPCMaxRecvInflightBytes, a.GRPCMaxConnections
 	ac.GRPCMaxConnectionIdle, ac.GRPCMaxConnectionAge, ac.GRPCMaxConnectionAgeGrace = a.GRPCMaxConnectionIdle, a.GRPCMaxConnectionAge, a.GRPCMaxConnectionAgeGrace
 	ac.GRPCKeepaliveTime, ac.GRPCKeepaliveTimeout, ac.GRPCKeepaliveMinTime = a.GRPCKeepaliveTime, a.GRPCKeepaliveTimeout, a.GRPCKeepaliveMinTime

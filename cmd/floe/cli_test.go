@@ -51,6 +51,12 @@ func TestHelpOfEveryCommand(t *testing.T) {
 		{[]string{"lag"}, "usage: floe lag [GROUP] [flags]"},
 		{[]string{"table", "describe"}, "usage: floe table describe TOPIC [flags]"},
 		{[]string{"config", "print"}, "usage: floe config print"},
+		{[]string{"token"}, "usage: floe token create|list|revoke"},
+		{[]string{"token", "create"}, "usage: floe token create [flags]"},
+		{[]string{"token", "revoke"}, "usage: floe token revoke ID [flags]"},
+		{[]string{"user", "create"}, "usage: floe user create NAME [flags]"},
+		{[]string{"acl"}, "usage: floe acl add|list|remove"},
+		{[]string{"acl", "remove"}, "usage: floe acl remove [flags]"},
 	}
 	for _, c := range cases {
 		for _, h := range []string{"-h", "-help", "--help"} {
@@ -125,6 +131,11 @@ func TestBadArgumentsAreOneLine(t *testing.T) {
 		{[]string{"consume", "a", "-o", "xml"}, `"xml" is neither an output format`},
 		{[]string{"consume", "a", "-from", "soon"}, `"soon" is not earliest`},
 		{[]string{"consume", "a", "-addr", "x,,y"}, "empty address"},
+		{[]string{"token"}, "a subcommand is required"},
+		{[]string{"user", "frob"}, `unknown subcommand "frob"`},
+		{[]string{"user", "delete"}, "missing argument NAME"},
+		{[]string{"token", "create", "-principal", "User:a", "-ttl", "-1h"}, "is negative"},
+		{[]string{"acl", "list", "-prefixed", "-literal"}, "exclude each other"},
 		{[]string{"dev", "-ready-interval", "0s"}, "server.ready_interval: 0s must be positive (set by flag -ready-interval)"},
 	}
 	for _, c := range cases {

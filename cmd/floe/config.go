@@ -90,6 +90,7 @@ type AgentSettings struct {
 	MaxTopics                 int           `yaml:"max_topics" flag:"max-topics" check:"positive" help:"most topics (checked at create)"`
 	MaxPartitionsPerTopic     int           `yaml:"max_partitions_per_topic" flag:"max-partitions-per-topic" check:"positive" help:"most partitions of one topic (at most 100000)"`
 	MaxTotalPartitions        int           `yaml:"max_total_partitions" flag:"max-total-partitions" check:"positive" help:"most partitions of all topics together (checked at create)"`
+	MaxACLs                   int           `yaml:"max_acls" flag:"max-acls" check:"positive" help:"most ACLs in the store (checked by the admin service's CreateAcls); an agent's ACL cache holding more allows superusers only"`
 	MaxSubscribedPartitions   int           `yaml:"max_subscribed_partitions" flag:"max-subscribed-partitions" check:"positive" help:"most partitions all subscriptions of the agent read at once (plain and group)"`
 	GRPCMaxRecvInflightBytes  int64         `yaml:"grpc_max_recv_inflight_bytes" flag:"grpc-max-recv-inflight-bytes" check:"positive" help:"receive budget: each gRPC stream takes the receive limit (max_request_bytes + 128 KiB) of it while it may be receiving; past it new streams get ResourceExhausted"`
 	GRPCMaxConnections        int           `yaml:"grpc_max_connections" flag:"grpc-max-connections" check:"nonneg" help:"most gRPC connections open at once; past it a connection is closed at once (0: no limit)"`
@@ -176,7 +177,7 @@ func DefaultServerConfig(command string) Config {
 			TimestampBeforeMax: ad.TimestampBeforeMax, TimestampAfterMax: ad.TimestampAfterMax,
 			TopicConfigEntryBytes: ad.MaxTopicConfigEntryBytes, TopicConfigBytes: ad.MaxTopicConfigBytes,
 			MaxTopics: ad.MaxTopics, MaxPartitionsPerTopic: ad.MaxPartitionsPerTopic, MaxTotalPartitions: ad.MaxTotalPartitions,
-			MaxSubscribedPartitions: ad.MaxSubscribedPartitions, GRPCMaxRecvInflightBytes: ad.GRPCMaxRecvInFlightBytes,
+			MaxSubscribedPartitions: ad.MaxSubscribedPartitions, MaxACLs: ad.MaxACLs, GRPCMaxRecvInflightBytes: ad.GRPCMaxRecvInFlightBytes,
 			GRPCMaxConnections: ad.MaxConnections, GRPCMaxConnectionIdle: ad.GRPCMaxConnectionIdle,
 			GRPCMaxConnectionAge: ad.GRPCMaxConnectionAge, GRPCMaxConnectionAgeGrace: ad.GRPCMaxConnectionAgeGrace,
 			GRPCKeepaliveTime: ad.GRPCKeepaliveTime, GRPCKeepaliveTimeout: ad.GRPCKeepaliveTimeout, GRPCKeepaliveMinTime: ad.GRPCKeepaliveMinTime},

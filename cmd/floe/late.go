@@ -34,27 +34,34 @@ func (l *lateAgent) register(s *grpc.Server) {
 	s.RegisterService(l.desc(&floev1.GroupService_ServiceDesc), &struct {
 		floev1.UnimplementedGroupServiceServer
 	}{})
+	s.RegisterService(l.descOf(&floev1.AdminService_ServiceDesc, func(a *agent.Agent) any { return a.AdminServer() }), &struct {
+		floev1.UnimplementedAdminServiceServer
+	}{})
 }
 
 // set makes the services answer through a.
 func (l *lateAgent) set(a *agent.Agent) { l.ag.Store(a) }
 
-func (l *lateAgent) srv() any {
-	if a := l.ag.Load(); a != nil {
-		return a
-	}
-	return nil
-}
-
 // desc returns a copy of d whose handlers call the agent once set.
 func (l *lateAgent) desc(d *grpc.ServiceDesc) *grpc.ServiceDesc {
+	return l.descOf(d, func(a *agent.Agent) any { return a })
+}
+
+// descOf is desc for a service the agent serves through pick(agent).
+func (l *lateAgent) descOf(d *grpc.ServiceDesc, pick func(*agent.Agent) any) *grpc.ServiceDesc {
+	srv := func() any {
+		if a := l.ag.Load(); a != nil {
+			return pick(a)
+		}
+		return nil
+	}
 	out := *d
 	out.Methods = make([]grpc.MethodDesc, len(d.Methods))
 	for i, m := range d.Methods {
 		h := m.Handler
 		out.Methods[i] = grpc.MethodDesc{MethodName: m.MethodName,
 			Handler: func(_ any, ctx context.Context, dec func(any) error, ic grpc.UnaryServerInterceptor) (any, error) {
-				srv := l.srv()
+				srv := srv()
 				if srv == nil {
 					return nil, errStarting
 				}
@@ -65,7 +72,7 @@ func (l *lateAgent) desc(d *grpc.ServiceDesc) *grpc.ServiceDesc {
 	for i, sd := range d.Streams {
 		h := sd.Handler
 		sd.Handler = func(_ any, stream grpc.ServerStream) error {
-			srv := l.srv()
+			srv := srv()
 			if srv == nil {
 				return errStarting
 			}

@@ -35,7 +35,7 @@ func TestLateAgentAnswersEveryMethodUnavailable(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	n := 0
-	for _, d := range []grpc.ServiceDesc{floev1.TopicService_ServiceDesc, floev1.LogService_ServiceDesc, floev1.GroupService_ServiceDesc} {
+	for _, d := range []grpc.ServiceDesc{floev1.TopicService_ServiceDesc, floev1.LogService_ServiceDesc, floev1.GroupService_ServiceDesc, floev1.AdminService_ServiceDesc} {
 		for _, m := range d.Methods {
 			err := conn.Invoke(ctx, "/"+d.ServiceName+"/"+m.MethodName, &emptypb.Empty{}, &emptypb.Empty{})
 			if status.Code(err) != codes.Unavailable {
