@@ -64,3 +64,40 @@ func TestACLChannelName(t *testing.T) {
 		t.Errorf("aclChannel of a %d-byte name = %q", len(long), got)
 	}
 }
+
+// TestACLChangesAfterReconnect kills the listener's connection: ACL
+// changes announced meanwhile are lost, so the store signals a change once
+// it listens again, and later changes are announced.
+func TestACLChangesAfterReconnect(t *testing.T) {
+	s := open(t, testenv.Postgres(t))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	ch, err := s.ACLChanges(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var killed int
+	if err := s.pool.QueryRow(ctx, `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
+		WHERE query LIKE 'LISTEN %' AND pid <> pg_backend_pid()`).Scan(&killed); err != nil || killed != 1 {
+		t.Fatalf("terminated %d listeners (%v), want 1", killed, err)
+	}
+	select {
+	case <-ch:
+	case <-ctx.Done():
+		t.Fatal("no ACL change signalled after the listener reconnected")
+	}
+	// Drain a change the reconnect may have merged, then one more change.
+	select {
+	case <-ch:
+	default:
+	}
+	if err := s.CreateACLs(ctx, []auth.ACL{{Principal: "User:a", Resource: auth.ResourceGroup, Pattern: auth.PatternLiteral,
+		Name: "g", Operation: auth.OpRead, Permission: auth.Allow}}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-ch:
+	case <-ctx.Done():
+		t.Fatal("no ACL change announced after the reconnect")
+	}
+}
