@@ -94,7 +94,7 @@ type Reader struct {
 	cfg    Config
 	sem    chan struct{}
 
-	mu     sync.Mutex               // protects loaded
+	mu     sync.Mutex              // protects loaded
 	loaded map[string]*loadedTable // topic -> its table as last loaded
 }
 
