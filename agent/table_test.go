@@ -13,8 +13,8 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	floev1 "github.com/floe-broker/floe/api/floe/v1"
 	"github.com/floe-broker/floe/agent"
+	floev1 "github.com/floe-broker/floe/api/floe/v1"
 	"github.com/floe-broker/floe/client"
 	"github.com/floe-broker/floe/compactor"
 	"github.com/floe-broker/floe/iceberg"
