@@ -140,11 +140,15 @@ func tableCompactor(t *testing.T, meta metadata.Store, store objectstore.Store, 
 }
 
 // reader starts an agent that serves the table (a fresh one: its read
-// index never saw the raw files that went).
-func (e *tableEnv) reader(t *testing.T) *client.Client {
+// index never saw the raw files that went); mut changes the table
+// reader's config.
+func (e *tableEnv) reader(t *testing.T, mut func(*tableread.Config)) *client.Client {
 	t.Helper()
 	cfg := tableread.DefaultConfig()
 	cfg.MaxBatchBytes = 2048 // several batches a read
+	if mut != nil {
+		mut(&cfg)
+	}
 	r, err := tableread.New(e.w, cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -175,7 +179,7 @@ func (e *tableEnv) check(t *testing.T, how string, p int32, got []*floev1.Record
 // and a group; ListOffsets earliest is the table's first offset.
 func TestReadBelowRawLogStart(t *testing.T) {
 	e := newTableEnv(t)
-	c := e.reader(t)
+	c := e.reader(t, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	lo, err := c.Log.ListOffsets(ctx, &floev1.ListOffsetsRequest{Topic: e.topic, Spec: floev1.OffsetSpec_OFFSET_SPEC_EARLIEST})
@@ -273,9 +277,8 @@ func TestReadBelowRawLogStart(t *testing.T) {
 // still give every record once and in order.
 func TestReadBelowRawLogStartWhileMaintained(t *testing.T) {
 	e := newTableEnv(t)
-	// More appends make more small files to rewrite: a second table pass
-	// of what came since.
-	c := e.reader(t)
+	// No read-ahead: every read scans the table's files.
+	c := e.reader(t, func(c *tableread.Config) { c.ReadaheadBytes = 0 })
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	var wg sync.WaitGroup
@@ -334,7 +337,7 @@ func TestReadBelowRawLogStartWhileMaintained(t *testing.T) {
 // decode is DataLoss to the reader, never a wrong record.
 func TestReadBelowRawLogStartCorrupt(t *testing.T) {
 	e := newTableEnv(t)
-	c := e.reader(t)
+	c := e.reader(t, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	corruptDataFiles(ctx, t, e.w, e.topic)

@@ -29,32 +29,66 @@ func window(p int32, lo, hi int64) icego.BooleanExpression {
 
 // scanRows reads tbl's rows of partition p with offsets in [lo, hi),
 // sorted by offset and checked (sortRows). A file that does not decode
-// is ErrDataLoss.
-func scanRows(ctx context.Context, tbl *table.Table, p int32, lo, hi int64) ([]iceberg.Row, error) {
+// is ErrDataLoss. With otherBudget > 0 the scan takes every partition's
+// rows of [lo, hi) (a row group holds many partitions: decoding it costs
+// the same) and returns, in others, those of the partitions whose rows
+// all fit in otherBudget bytes, each sorted and checked: their next reads
+// need no scan.
+func scanRows(ctx context.Context, tbl *table.Table, p int32, lo, hi, otherBudget int64) (rows []iceberg.Row, others map[int32][]iceberg.Row, err error) {
 	if tbl.CurrentSnapshot() == nil {
-		return nil, nil
+		return nil, nil, nil
 	}
-	scan := tbl.Scan(table.WithRowFilter(window(p, lo, hi)), table.WithSelectedFields(rowColumns...), table.WithMaxConcurrency(1))
+	filter := window(p, lo, hi)
+	if otherBudget > 0 {
+		filter = icego.NewAnd(icego.GreaterThanEqual(icego.Reference(iceberg.ColOffset), lo), icego.LessThan(icego.Reference(iceberg.ColOffset), hi))
+		others = map[int32][]iceberg.Row{}
+	}
+	scan := tbl.Scan(table.WithRowFilter(filter), table.WithSelectedFields(rowColumns...), table.WithMaxConcurrency(1))
 	defer scan.Close()
 	_, batches, err := scan.ToArrowRecords(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("tableread: plan partition %d [%d, %d): %w", p, lo, hi, err)
+		return nil, nil, fmt.Errorf("tableread: plan partition %d [%d, %d): %w", p, lo, hi, err)
 	}
-	var rows []iceberg.Row
+	var (
+		got     []iceberg.Row
+		spent   int64
+		dropped = map[int32]bool{}
+	)
 	for rec, err := range batches {
 		if err != nil {
-			return nil, fmt.Errorf("tableread: read partition %d [%d, %d): %w", p, lo, hi, err)
+			return nil, nil, fmt.Errorf("tableread: read partition %d [%d, %d): %w", p, lo, hi, err)
 		}
-		rows, err = iceberg.AppendRows(rows, rec)
+		got, err = iceberg.AppendRows(got[:0], rec)
 		rec.Release()
 		if err != nil {
-			return nil, fmt.Errorf("%w: partition %d [%d, %d): %w", ErrDataLoss, p, lo, hi, err)
+			return nil, nil, fmt.Errorf("%w: partition %d [%d, %d): %w", ErrDataLoss, p, lo, hi, err)
+		}
+		for _, r := range got {
+			switch {
+			case r.Partition == p || others == nil:
+				rows = append(rows, r) // another partition here fails sortRows
+			case dropped[r.Partition]:
+			case spent+int64(rowSize(&r)) > otherBudget:
+				for _, o := range others[r.Partition] {
+					spent -= int64(rowSize(&o))
+				}
+				delete(others, r.Partition)
+				dropped[r.Partition] = true
+			default:
+				others[r.Partition] = append(others[r.Partition], r)
+				spent += int64(rowSize(&r))
+			}
 		}
 	}
 	if err := sortRows(rows, p, lo, hi); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return rows, nil
+	for q, qr := range others {
+		if err := sortRows(qr, q, lo, hi); err != nil {
+			return nil, nil, err
+		}
+	}
+	return rows, others, nil
 }
 
 // firstOffset returns the first offset tbl holds of partition p (-1:

@@ -23,6 +23,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"math"
 	"net"
 	"sort"
@@ -60,11 +61,20 @@ type Config struct {
 	TableTTL time.Duration
 	// MaxBatchBytes bounds one rebuilt batch (one record at least).
 	MaxBatchBytes int
+	// WindowBytes is about how many bytes of rows one scan reads (at
+	// least a read's budget): the rows past the answer are kept for the
+	// partition's next read (readahead.go). A read holds at most this
+	// many bytes of rows decoded (and its row groups).
+	WindowBytes int
+	// ReadaheadBytes bounds the rows kept across all partitions; 0 keeps
+	// none.
+	ReadaheadBytes int64
 }
 
-// DefaultConfig returns the defaults: 4 reads, 5 s, 1 MiB.
+// DefaultConfig returns the defaults: 4 reads, 5 s, batches of 1 MiB,
+// windows of 8 MiB, 64 MiB kept.
 func DefaultConfig() Config {
-	return Config{MaxReads: 4, TableTTL: 5 * time.Second, MaxBatchBytes: 1 << 20}
+	return Config{MaxReads: 4, TableTTL: 5 * time.Second, MaxBatchBytes: 1 << 20, WindowBytes: 8 << 20, ReadaheadBytes: 64 << 20}
 }
 
 func (c Config) validate() error {
@@ -75,6 +85,10 @@ func (c Config) validate() error {
 		return fmt.Errorf("%w: TableTTL %v must be positive", ErrInvalidConfig, c.TableTTL)
 	case c.MaxBatchBytes <= 0:
 		return fmt.Errorf("%w: MaxBatchBytes %d must be positive", ErrInvalidConfig, c.MaxBatchBytes)
+	case c.WindowBytes < 0:
+		return fmt.Errorf("%w: WindowBytes %d must not be negative", ErrInvalidConfig, c.WindowBytes)
+	case c.ReadaheadBytes < 0:
+		return fmt.Errorf("%w: ReadaheadBytes %d must not be negative", ErrInvalidConfig, c.ReadaheadBytes)
 	}
 	return nil
 }
@@ -93,6 +107,9 @@ type Reader struct {
 	tables Tables
 	cfg    Config
 	sem    chan struct{}
+	ahead  *readahead
+	// stripes serialise the scans of one topic's table (by name hash).
+	stripes [64]chan struct{}
 
 	mu     sync.Mutex              // protects loaded
 	loaded map[string]*loadedTable // topic -> its table as last loaded
@@ -117,7 +134,12 @@ func New(tables Tables, cfg Config) (*Reader, error) {
 	if tables == nil {
 		return nil, fmt.Errorf("%w: no tables", ErrInvalidConfig)
 	}
-	return &Reader{tables: tables, cfg: cfg, sem: make(chan struct{}, cfg.MaxReads), loaded: map[string]*loadedTable{}}, nil
+	r := &Reader{tables: tables, cfg: cfg, sem: make(chan struct{}, cfg.MaxReads), loaded: map[string]*loadedTable{},
+		ahead: newReadahead(cfg.ReadaheadBytes, 30*time.Second)}
+	for i := range r.stripes {
+		r.stripes[i] = make(chan struct{}, 1)
+	}
+	return r, nil
 }
 
 // table returns topic's table, loaded at most TableTTL ago (fresh:
@@ -153,6 +175,13 @@ func (r *Reader) table(ctx context.Context, topic string, fresh bool) (*loadedTa
 func sameSnapshot(a, b *table.Table) bool {
 	sa, sb := a.CurrentSnapshot(), b.CurrentSnapshot()
 	return sa == nil && sb == nil || sa != nil && sb != nil && sa.SnapshotID == sb.SnapshotID
+}
+
+// stripeOf is topic's stripe.
+func stripeOf(topic string) int {
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(topic))
+	return int(h.Sum32() % 64)
 }
 
 // acquire takes one of the MaxReads read slots.
@@ -199,27 +228,49 @@ func (r *Reader) Read(ctx context.Context, topic string, partition int32, from, 
 	if from >= end {
 		return nil, nil
 	}
+	key := aheadKey{topic, partition}
+	rows, covered := r.ahead.take(key, from, end)
+	if len(rows) > 0 {
+		return r.rebuild(rows, maxBytes)
+	}
+	from = covered // the kept rows say nothing is in [from, covered)
+	// One scan of a topic's table at a time: readers of its partitions
+	// catching up together wait for the scan that reads their rows too.
+	stripe := r.stripes[stripeOf(topic)]
+	select {
+	case stripe <- struct{}{}:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	defer func() { <-stripe }()
+	if rows, covered = r.ahead.take(key, from, end); len(rows) > 0 {
+		return r.rebuild(rows, maxBytes)
+	}
+	from = covered
 	release, err := r.acquire(ctx)
 	if err != nil {
 		return nil, err
 	}
 	defer release()
-	var rows []iceberg.Row
 	err = r.retried(ctx, topic, func(lt *loadedTable) error {
 		rows = nil
-		window := windowOffsets(maxBytes, int(lt.rowBytes.Load()))
+		window := windowOffsets(max(maxBytes, r.cfg.WindowBytes), int(lt.rowBytes.Load()))
 		for lo := from; lo < end; lo, window = lo+window, window*2 {
 			hi := min(end, lo+window)
 			if hi < lo { // overflow
 				hi = end
 			}
-			got, err := scanRows(ctx, lt.tbl, partition, lo, hi)
+			got, others, err := scanRows(ctx, lt.tbl, partition, lo, hi, r.cfg.ReadaheadBytes/2)
 			if err != nil {
 				return err
+			}
+			for q, qr := range others {
+				r.ahead.putIfAbsent(aheadKey{topic, q}, lo, hi, qr)
 			}
 			if len(got) > 0 {
 				rows = got
 				lt.learn(rows)
+				r.ahead.put(key, lo, hi, rows)
 				return nil
 			}
 		}

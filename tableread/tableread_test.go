@@ -208,3 +208,32 @@ func TestReadCorruptFile(t *testing.T) {
 		t.Fatalf("Read of a corrupt file: %d batches, %v; want ErrDataLoss", len(bs), err)
 	}
 }
+
+// TestReadahead: a scan keeps the rows past its answer, of its partition
+// and the others it decoded, within ReadaheadBytes; the kept rows serve
+// the next reads exactly as the table does.
+func TestReadahead(t *testing.T) {
+	w, _ := icetest.Open(t, icetest.SQLiteConfig(t), iceberg.Options{})
+	ctx := ctxT(t)
+	rows, wm := rowsOf(3, 0, 300, nil)
+	if _, err := w.Append(ctx, "t", rows, wm); err != nil {
+		t.Fatal(err)
+	}
+	for _, limit := range []int64{0, 4000, 64 << 20} {
+		cfg := tableread.DefaultConfig()
+		cfg.ReadaheadBytes = limit
+		r, err := tableread.New(w, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for p := range int32(3) {
+			got := readAll(t, r, "t", p, 0, 300, 1000)
+			if len(got) != 300 || got[0].Offset != 0 || got[299].Offset != 299 {
+				t.Fatalf("limit %d partition %d: %d records", limit, p, len(got))
+			}
+			if held := tableread.Held(r); held > limit || limit >= 64<<20 && held == 0 {
+				t.Fatalf("limit %d: %d bytes kept", limit, held)
+			}
+		}
+	}
+}
