@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -60,12 +61,19 @@ type Agent struct {
 	readers *partitionReaders
 	// admin is the AdminService (admin.go).
 	admin *adminServer
+
+	tables    TableReader  // offsets below the raw log start (table.go); nil: none
+	tableOnce sync.Once    // makes tableSeen
+	tableSeen *tableTopics // topics whose table serves them
 }
 
 // Options are an Agent's collaborators.
 type Options struct {
 	Logger   *slog.Logger
 	Registry prometheus.Registerer
+	// Tables serves offsets below the raw log start of topics that set
+	// retention.raw.ms from their Iceberg tables (nil: OutOfRange there).
+	Tables TableReader
 }
 
 // New builds an agent. Call Run to follow commit notices and OnCommit from
@@ -92,6 +100,7 @@ func New(cfg Config, meta metadata.Store, store ObjectReader, producer Producer,
 
 		streamMem: newStreamBudget(cfg.StreamBufferBytes),
 		readers:   &partitionReaders{max: int64(cfg.MaxSubscribedPartitions)},
+		tables:    opts.Tables,
 	}
 	// A topic the read index watches is re-read by the index poll, which
 	// drops it once gone: its name need not be looked up again meanwhile.

@@ -92,7 +92,7 @@ func (a *Agent) ListOffsets(ctx context.Context, req *floev1.ListOffsetsRequest)
 	}
 	resp := &floev1.ListOffsetsResponse{}
 	for _, p := range parts {
-		off, err := a.meta.ListOffset(ctx, t.ID, p, spec, req.GetTimestampMs())
+		off, err := a.listOffset(ctx, t.ID, p, spec, req.GetTimestampMs())
 		if err != nil {
 			a.topics.forgetIfGone(req.GetTopic(), err)
 			return nil, toStatus(err)
@@ -220,7 +220,7 @@ func (a *Agent) resolveStart(ctx context.Context, topicID int64, p int32, sp *fl
 	case nil, *floev1.StartPosition_Latest:
 		return a.meta.ListOffset(ctx, topicID, p, metadata.OffsetLatest, 0)
 	case *floev1.StartPosition_Earliest:
-		return a.meta.ListOffset(ctx, topicID, p, metadata.OffsetEarliest, 0)
+		return a.listOffset(ctx, topicID, p, metadata.OffsetEarliest, 0)
 	case *floev1.StartPosition_Offset:
 		return pos.Offset, nil
 	case *floev1.StartPosition_TimestampMs:

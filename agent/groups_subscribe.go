@@ -423,7 +423,9 @@ func (s *groupSession) starts(ctx context.Context, ps []int32) (map[int32][2]int
 		if !ok {
 			start = st.HighWatermark
 			if s.reset == metadata.OffsetEarliest {
-				start = st.LogStartOffset
+				if start, err = s.a.earliest(ctx, s.topic.ID, p, st.LogStartOffset); err != nil {
+					return nil, fmt.Errorf("group start: %w", err)
+				}
 			}
 		}
 		out[p] = [2]int64{start, st.HighWatermark}

@@ -55,7 +55,7 @@ func (a *Agent) KafkaPartitionStates(ctx context.Context, topicID int64) ([]meta
 
 // KafkaListOffset resolves earliest, latest or a timestamp to an offset.
 func (a *Agent) KafkaListOffset(ctx context.Context, topicID int64, partition int32, spec metadata.OffsetSpec, ts int64) (int64, error) {
-	off, err := a.meta.ListOffset(ctx, topicID, partition, spec, ts)
+	off, err := a.listOffset(ctx, topicID, partition, spec, ts)
 	return off, toStatus(err)
 }
 

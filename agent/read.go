@@ -35,8 +35,17 @@ const maxCoalesceGap = 1 << 20
 // covers the batches: their own CRCs need no second check); bytes of a
 // ranged read, or of a file cached unchecked, are not. It is the one way
 // fetch, subscribe and the batch data plane read the log.
+// Below the raw log start, the topic's table serves (readTable, table.go).
 func (a *Agent) readRange(ctx context.Context, topicID int64, partition int32, offset int64, maxBytes int) (refs []metadata.BatchRef, raw [][]byte, verified []bool, st metadata.PartitionState, err error) {
+	return a.readRangeTurn(ctx, topicID, partition, offset, maxBytes, 0)
+}
+
+// readRangeTurn is readRange on its turn-th move between table and raw log.
+func (a *Agent) readRangeTurn(ctx context.Context, topicID int64, partition int32, offset int64, maxBytes int, turn int) (refs []metadata.BatchRef, raw [][]byte, verified []bool, st metadata.PartitionState, err error) {
 	refs, st, err = a.findBatches(ctx, topicID, partition, offset, int64(maxBytes))
+	if oor := (*metadata.OffsetOutOfRangeError)(nil); errors.As(err, &oor) && offset < oor.LogStartOffset {
+		return a.readTable(ctx, topicID, partition, offset, maxBytes, oor, turn)
+	}
 	if err != nil || len(refs) == 0 {
 		return nil, nil, nil, st, err
 	}

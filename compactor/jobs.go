@@ -46,7 +46,10 @@ func (c *Compactor) retentionPass(ctx context.Context, r *Report) error {
 			c.log.Warn("topic retention waits: table watermark unknown", "topic", t.Name, "err", err)
 			continue
 		}
-		moved, tr, err := c.retainTopic(ctx, t, ret, now.UnixMilli())
+		// The raw files' retention: retention.raw.ms where the table holds
+		// their offsets (metadata.Retention.Raw); the table's own
+		// retention bounds the rest (iceberg.retention.ms).
+		moved, tr, err := c.retainTopic(ctx, t, ret.Raw(), now.UnixMilli())
 		if errors.Is(err, metadata.ErrTopicNotFound) {
 			continue // deleted meanwhile
 		}

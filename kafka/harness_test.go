@@ -53,6 +53,12 @@ func startBroker(t testing.TB, mutate func(*kafka.Config)) *broker {
 // (the caller's: several brokers may share them) until the end of t.
 func startBrokerOn(t testing.TB, meta metadata.Store, store objectstore.Store, mutate func(*kafka.Config)) *broker {
 	t.Helper()
+	return startBrokerWith(t, meta, store, mutate, agent.Options{})
+}
+
+// startBrokerWith is startBrokerOn with the agent's options.
+func startBrokerWith(t testing.TB, meta metadata.Store, store objectstore.Store, mutate func(*kafka.Config), aopts agent.Options) *broker {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	acfg, bcfg := agent.DefaultConfig(), batcher.DefaultConfig()
 	bcfg.Linger = 5 * time.Millisecond
@@ -62,7 +68,7 @@ func startBrokerOn(t testing.TB, meta metadata.Store, store objectstore.Store, m
 	if err != nil {
 		t.Fatal(err)
 	}
-	ag, err = agent.New(acfg, meta, store, b, agent.Options{})
+	ag, err = agent.New(acfg, meta, store, b, aopts)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -169,6 +169,13 @@ func Encode(records []Record, opts EncodeOptions) ([]byte, error) {
 		return nil, fmt.Errorf("kbatch: encode: compressed batch of %d bytes, over the 2 GiB limit", len(b))
 	}
 
+	writeHeader(b, opts, int32(len(records)-1), first, maxTS, len(records))
+	return b, nil
+}
+
+// writeHeader fills the header of batch b, its records written after
+// HeaderSize (base offset 0), and its CRC.
+func writeHeader(b []byte, opts EncodeOptions, lastOffsetDelta int32, first, maxTS int64, count int) {
 	attrs := int16(opts.Compression)
 	if opts.LogAppendTime {
 		attrs |= attrLogAppendTime
@@ -179,15 +186,14 @@ func Encode(records []Record, opts EncodeOptions) ([]byte, error) {
 	be.PutUint32(b[offLeaderEpoch:], math.MaxUint32) // -1
 	b[offMagic] = 2
 	be.PutUint16(b[offAttributes:], uint16(attrs))
-	be.PutUint32(b[offLastOffsetDelta:], uint32(len(records)-1))
+	be.PutUint32(b[offLastOffsetDelta:], uint32(lastOffsetDelta))
 	be.PutUint64(b[offFirstTimestamp:], uint64(first))
 	be.PutUint64(b[offMaxTimestamp:], uint64(maxTS))
 	be.PutUint64(b[offProducerID:], uint64(opts.ProducerID))
 	be.PutUint16(b[offProducerEpoch:], uint16(opts.ProducerEpoch))
 	be.PutUint32(b[offBaseSequence:], uint32(opts.BaseSequence))
-	be.PutUint32(b[offRecordCount:], uint32(len(records)))
+	be.PutUint32(b[offRecordCount:], uint32(count))
 	be.PutUint32(b[offCRC:], crc32.Checksum(b[offAttributes:], castagnoli))
-	return b, nil
 }
 
 func appendRecords(dst []byte, records []Record, first int64) []byte {

@@ -34,8 +34,10 @@ type Iceberg struct {
 	Retention time.Duration
 }
 
-// ParseIceberg reads iceberg.enabled and iceberg.lag from a topic's
-// config, with their defaults for absent keys.
+// ParseIceberg reads iceberg.enabled, iceberg.lag and
+// iceberg.retention.ms from a topic's config, with their defaults for
+// absent keys; iceberg.retention.ms defaults to retention.ms on a topic
+// that sets retention.raw.ms (its table serves its old offsets).
 func ParseIceberg(cfg map[string]string) (Iceberg, error) {
 	ic := Iceberg{Enabled: true, Lag: DefaultIcebergLag, Retention: -1}
 	if v, ok := cfg[ConfigIcebergEnabled]; ok {
@@ -62,6 +64,17 @@ func ParseIceberg(cfg map[string]string) (Iceberg, error) {
 		ic.Retention = -1
 		if ms >= 0 {
 			ic.Retention = durationMs(ms)
+		}
+	} else if _, raw := cfg[ConfigRetentionRawMs]; raw {
+		// The table serves the topic's old offsets (TableServes): it
+		// follows the topic's retention unless told otherwise.
+		ic.Retention = -1
+		r, err := ParseRetention(cfg)
+		if err != nil {
+			return ic, err
+		}
+		if r.Ms >= 0 {
+			ic.Retention = durationMs(r.Ms)
 		}
 	}
 	return ic, nil

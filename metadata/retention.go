@@ -46,6 +46,10 @@ type Retention struct {
 	// never moves it past Hold[partition] (0 when absent), the offsets the
 	// topic's Iceberg table does not hold yet (HoldLogStart).
 	Hold map[int32]int64
+	// RawMs is retention.raw.ms when HasRaw (the topic sets it): how long
+	// the raw files of offsets the table holds are kept (Raw).
+	RawMs  int64
+	HasRaw bool
 }
 
 // ParseRetention reads retention.ms (milliseconds or a duration, -1: for
@@ -73,6 +77,9 @@ func ParseRetention(cfg map[string]string) (Retention, error) {
 		if r.Bytes, err = parseLimit(ConfigRetentionBytes, v); err != nil {
 			return r, err
 		}
+	}
+	if err := parseRawRetention(&r, cfg); err != nil {
+		return r, err
 	}
 	return r, nil
 }
@@ -301,7 +308,8 @@ type RetentionBatch struct {
 // RetentionRule is where one retention pass puts a partition's log
 // start: batches are the partition's live batches (last offset at or
 // after st's log start, base offset below its high watermark) in offset
-// order, cutoffMs is now - r.Ms by the store's clock. The time cursor
+// order, cutoffMs is now - r.Raw().Ms by the store's clock (the time
+// limit of the raw files: retention.raw.ms where a table holds them). The time cursor
 // passes the leading batches appended before cutoffMs among the first
 // RetentionScan (TimeRetentionCursor); the size cut passes the newest
 // batch that makes the bytes from the head exceed r.Bytes; the target is
@@ -309,6 +317,7 @@ type RetentionBatch struct {
 // (RetentionTarget). The backends compute the same in SQL, held to this
 // rule by the conformance suite (metadatatest).
 func RetentionRule(st PartitionState, batches []RetentionBatch, r Retention, cutoffMs int64) int64 {
+	r = r.Raw()
 	var timeCursor, sizeCut int64
 	if r.Ms >= 0 {
 		window := batches[:min(len(batches), RetentionScan)]

@@ -49,6 +49,7 @@ var TopicConfigKeys = []ConfigKey{
 	{ConfigMinCompactionLagMs, KindDuration, "how old a batch is before keyed compaction takes it (default 0)"},
 	{ConfigRetentionBytes, KindBytesOrUnlimited, "bytes kept per partition (default -1: unlimited)"},
 	{ConfigRetentionMs, KindDurationOrNever, "how long records are kept (default 7 days; -1: for ever)"},
+	{ConfigRetentionRawMs, KindDurationOrNever, "how long raw files are kept once the Iceberg table holds them; set, older offsets are read from the table (default: retention.ms)"},
 	{ConfigValueSchema, KindValueSchema, "the JSON Schema values must conform to"},
 }
 

@@ -13,6 +13,7 @@ import (
 	"github.com/floe-broker/floe/compactor"
 	"github.com/floe-broker/floe/kafka"
 	"github.com/floe-broker/floe/objectstore/s3store"
+	"github.com/floe-broker/floe/tableread"
 )
 
 // Config is every setting of floe's server commands (agent, dev,
@@ -79,6 +80,10 @@ type AgentSettings struct {
 	ReplayMinLagRecords  int64         `yaml:"replay_min_lag_records" flag:"replay-min-lag-records" check:"positive" help:"a group reader at least this many records behind the head reads through the replay budget"`
 	GroupRetention       time.Duration `yaml:"group_retention" flag:"group-retention" check:"nonneg" help:"a group without live members and without a commit or heartbeat for this long is deleted with its positions, like Kafka's offsets.retention.minutes (0: never)"`
 	LagMetricsMaxGroups  int           `yaml:"lag_metrics_max_groups" flag:"lag-metrics-max-groups" check:"positive" help:"groups the floe_group_* metrics cover at most: those with the most records behind"`
+	// Reads below the raw log start from the Iceberg tables (tables.go).
+	TableReads          int   `yaml:"table_reads" flag:"table-reads" check:"positive" help:"scans of Iceberg tables at once, for offsets below the raw log start of topics with retention.raw.ms; more wait"`
+	TableWindowBytes    int   `yaml:"table_window_bytes" flag:"table-window-bytes" check:"nonneg" help:"bytes of rows one table scan reads for its partition (at least a read's budget); the rest waits in the table read-ahead"`
+	TableReadaheadBytes int64 `yaml:"table_readahead_bytes" flag:"table-readahead-bytes" check:"nonneg" help:"bytes of table rows kept, across all partitions, for their next reads (a scan decodes whole row groups; 0: none)"`
 
 	// The edges' bounds (docs/operations.md, Limits).
 	MaxReadRecordBytes        int           `yaml:"max_read_record_bytes" flag:"max-read-record-bytes" check:"nonneg" help:"largest stored record a fetch or subscribe decodes, headers counted 10 bytes each (0: max_record_bytes); a batch holding a bigger one is refused with InvalidArgument"`
@@ -162,6 +167,7 @@ var commandSections = map[string][]string{
 // compactor): the packages' own defaults, and local addresses for dev.
 func DefaultServerConfig(command string) Config {
 	bd, ad, cd, sd, kd := batcher.DefaultConfig(), agent.DefaultConfig(), compactor.DefaultConfig(), s3store.DefaultConfig(), kafka.DefaultConfig()
+	td := tableread.DefaultConfig()
 	c := Config{
 		Server: ServerSettings{Listen: ":7070", MetricsListen: ":7071", ReadyInterval: 2 * time.Second, DrainTimeout: 15 * time.Second,
 			HTTPReadHeaderTimeout: defaultHTTPLimits.ReadHeaderTimeout, HTTPWriteTimeout: defaultHTTPLimits.WriteTimeout,
@@ -173,6 +179,7 @@ func DefaultServerConfig(command string) Config {
 			MaxFetchRecords: ad.MaxFetchRecords, MaxLoadingBytes: ad.MaxLoadingBytes, ReadaheadBytes: ad.ReadaheadBytes,
 			ReplayBytesPerSecond: ad.ReplayBytesPerSecond, ReplayMinLagRecords: ad.ReplayMinLagRecords,
 			GroupRetention: ad.GroupRetention, LagMetricsMaxGroups: ad.LagMetricsMaxGroups,
+			TableReads: td.MaxReads, TableWindowBytes: td.WindowBytes, TableReadaheadBytes: td.ReadaheadBytes,
 			MaxReadRecordBytes: ad.MaxReadRecordBytes, StreamBufferBytes: ad.StreamBufferBytes,
 			TimestampBeforeMax: ad.TimestampBeforeMax, TimestampAfterMax: ad.TimestampAfterMax,
 			TopicConfigEntryBytes: ad.MaxTopicConfigEntryBytes, TopicConfigBytes: ad.MaxTopicConfigBytes,

@@ -57,6 +57,9 @@ metadata store), until SIGINT or SIGTERM: for development.`, 0, 0)
 	rest := &lateHandler{} // the Iceberg REST catalog, once the compactor opened it
 	sc.Background = devCompactor(c.Compactor, c.Iceberg, *dataDir, rest)
 	sc.Handlers = map[string]http.Handler{icebergRESTPath + "/": rest}
+	if c.Iceberg.Enabled {
+		sc.Tables = devTables(c.Iceberg, c.Agent, *dataDir)
+	}
 	sc.Ready = printConsoleURL(sc.Ready, stdout)
 	return serve(ctx, sc, open, prometheus.NewRegistry())
 }

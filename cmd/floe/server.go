@@ -58,6 +58,9 @@ type serverConfig struct {
 	// stores once they are open (floe dev's compactor); stop is called
 	// before the stores close.
 	Background func(ctx context.Context, meta metadata.Store, store objectstore.Store, reg prometheus.Registerer, log *slog.Logger) (stop func(), err error)
+	// Tables, optional, opens the reader of offsets below the raw log
+	// start from the topics' Iceberg tables (tables.go).
+	Tables func(ctx context.Context, log *slog.Logger) (agent.TableReader, func(), error)
 	// Handlers, optional, are more handlers of the metrics listener by
 	// pattern (floe dev's Iceberg REST catalog).
 	Handlers map[string]http.Handler
@@ -230,7 +233,17 @@ func runServing(ctx context.Context, sc serverConfig, meta metadata.Store, store
 	if err != nil {
 		return errors.Join(err, stopGRPC(nil, 5*time.Second))
 	}
-	ag, err = agent.New(sc.Agent, meta, store, b, agent.Options{Logger: log, Registry: reg})
+	var tables agent.TableReader
+	if sc.Tables != nil {
+		t, closeTables, err := sc.Tables(ctx, log)
+		if err != nil {
+			_ = b.Close(context.Background())
+			return errors.Join(err, stopGRPC(nil, 5*time.Second))
+		}
+		defer closeTables()
+		tables = t
+	}
+	ag, err = agent.New(sc.Agent, meta, store, b, agent.Options{Logger: log, Registry: reg, Tables: tables})
 	if err != nil {
 		_ = b.Close(context.Background())
 		return errors.Join(err, stopGRPC(nil, 5*time.Second))

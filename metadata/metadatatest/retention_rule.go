@@ -58,6 +58,13 @@ func testRetentionRule(t *testing.T, s metadata.Store) {
 				}
 			}
 		}
+		if rnd.IntN(3) == 0 { // retention.raw.ms: applies where a table holds (Hold)
+			r.HasRaw, r.RawMs = true, []int64{0, 24 * 60 * 60 * 1000}[rnd.IntN(2)]
+			if r.Ms >= 0 {
+				r.RawMs = min(r.RawMs, r.Ms)
+			}
+		}
+		ms := r.Raw().Ms // the time limit the rule applies
 		before := map[int32]metadata.PartitionState{}
 		batches := map[int32][]metadata.RetentionBatch{}
 		var minAppend, maxAppend int64 = 1 << 62, 0
@@ -80,7 +87,7 @@ func testRetentionRule(t *testing.T, s metadata.Store) {
 		// store's clock pass the last append.
 		time.Sleep(3 * time.Millisecond)
 		cutoff := maxAppend + 1 // Ms 0: all expired
-		if r.Ms > 0 {
+		if ms > 0 {
 			cutoff = minAppend - 1 // a day: none
 		}
 		// What the caller knows: nothing (every partition), or a subset
@@ -155,7 +162,7 @@ func testRetentionRule(t *testing.T, s metadata.Store) {
 		if r.Bytes < 0 || len(again) == 0 {
 			continue
 		}
-		if r.Ms == 0 {
+		if ms == 0 {
 			continue // the first pass emptied what it could; a later append time would differ
 		}
 		checks, err = s.RetentionPass(c, tp.ID, r, again)

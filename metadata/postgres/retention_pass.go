@@ -85,6 +85,7 @@ RETURNING p.partition, p.log_start_offset, p.high_watermark`
 // the whole topic: the scan, the size cuts of the partitions over their
 // limit, the moves.
 func (s *Store) RetentionPass(ctx context.Context, topicID int64, r metadata.Retention, known []metadata.RetentionKnown) ([]metadata.RetentionCheck, error) {
+	r = r.Raw() // the raw files' time limit (retention.raw.ms where a table holds them)
 	parts, knownHW := make([]int32, len(known)), make([]int64, len(known))
 	knownBytes := make(map[int32]int64, len(known))
 	for i, k := range known {

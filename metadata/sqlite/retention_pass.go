@@ -50,6 +50,7 @@ SELECT x.last_offset + 1, x.s - x.byte_length
 // RetentionPass checks each partition in one write transaction for the
 // topic.
 func (s *Store) RetentionPass(ctx context.Context, topicID int64, r metadata.Retention, known []metadata.RetentionKnown) ([]metadata.RetentionCheck, error) {
+	r = r.Raw() // the raw files' time limit (retention.raw.ms where a table holds them)
 	if err := s.checkOpen(); err != nil {
 		return nil, err
 	}

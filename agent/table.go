@@ -1,0 +1,182 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/floe-broker/floe/metadata"
+	"github.com/floe-broker/floe/tableread"
+)
+
+// Offsets below a partition's raw log start, served from the topic's
+// Iceberg table: a topic that sets retention.raw.ms lets its raw files
+// age out once the table holds their offsets (metadata.Retention.Raw),
+// and reads below the raw log start come from the table's Parquet files,
+// rebuilt as Kafka v2 batches at their offsets (package tableread).
+// readRange is the one place that turns to the table, so Fetch (records
+// and batches), Subscribe, groups and the Kafka listener serve those
+// offsets as they serve stored batches; ListOffsets earliest reports the
+// table's first offset, and a read below it is OutOfRange with that
+// offset as the log start.
+
+// TableReader reads a topic's table below the raw log start
+// (tableread.Reader).
+type TableReader interface {
+	// Read returns the partition's records from offset from below end,
+	// about maxBytes of them as batches (none: the table holds none in
+	// [from, end)).
+	Read(ctx context.Context, topic string, partition int32, from, end int64, maxBytes int) ([]tableread.Batch, error)
+	// Earliest returns the first offset the table holds of the
+	// partition, false when it holds none below end.
+	Earliest(ctx context.Context, topic string, partition int32, end int64) (int64, bool, error)
+}
+
+// tableTopics remembers, per topic id, its name and whether its table
+// serves its old offsets (metadata.TableServes), for TopicCacheTTL.
+type tableTopics struct {
+	ttl time.Duration
+
+	mu   sync.Mutex // protects byID
+	byID map[int64]tableTopic
+}
+
+type tableTopic struct {
+	name   string
+	serves bool
+	at     time.Time
+}
+
+// maxTableTopics bounds the topics tableTopics remembers.
+const maxTableTopics = 4096
+
+// tableTopic returns topic id's name and whether the table serves it.
+func (a *Agent) tableTopic(ctx context.Context, id int64) (tableTopic, error) {
+	tt := a.tableTopicsCache()
+	tt.mu.Lock()
+	t, ok := tt.byID[id]
+	tt.mu.Unlock()
+	if ok && time.Since(t.at) < tt.ttl {
+		return t, nil
+	}
+	topic, err := a.meta.TopicByID(ctx, id)
+	if err != nil {
+		return tableTopic{}, err
+	}
+	t = tableTopic{name: topic.Name, serves: metadata.TableServes(topic.Config), at: time.Now()}
+	tt.mu.Lock()
+	if len(tt.byID) >= maxTableTopics {
+		clear(tt.byID)
+	}
+	tt.byID[id] = t
+	tt.mu.Unlock()
+	return t, nil
+}
+
+// tableTopicsCache returns the agent's tableTopics, made on first use.
+func (a *Agent) tableTopicsCache() *tableTopics {
+	a.tableOnce.Do(func() { a.tableSeen = &tableTopics{ttl: a.cfg.TopicCacheTTL, byID: map[int64]tableTopic{}} })
+	return a.tableSeen
+}
+
+// maxTableTurns bounds how often one read moves from the table to the
+// raw log and back (the raw log start moving meanwhile).
+const maxTableTurns = 3
+
+// readTable is readRange below the raw log start (oor, what the metadata
+// answered): from the table when it serves the topic, else oor itself.
+// An offset below the table's first is OutOfRange with that first offset
+// as the log start; an offset the table holds nothing from (up to the
+// raw log start) reads the raw log from there.
+func (a *Agent) readTable(ctx context.Context, topicID int64, partition int32, offset int64, maxBytes int, oor *metadata.OffsetOutOfRangeError, turn int) (refs []metadata.BatchRef, raw [][]byte, verified []bool, st metadata.PartitionState, err error) {
+	st = metadata.PartitionState{Partition: partition, LogStartOffset: oor.LogStartOffset, HighWatermark: oor.HighWatermark}
+	if a.tables == nil || turn >= maxTableTurns {
+		return nil, nil, nil, st, oor
+	}
+	tt, err := a.tableTopic(ctx, topicID)
+	if err != nil {
+		return nil, nil, nil, st, err
+	}
+	if !tt.serves {
+		return nil, nil, nil, st, oor
+	}
+	first, ok, err := a.tables.Earliest(ctx, tt.name, partition, oor.LogStartOffset)
+	if err != nil {
+		return nil, nil, nil, st, tableError(tt.name, err)
+	}
+	if !ok {
+		return nil, nil, nil, st, oor // the table holds nothing below the raw log start
+	}
+	st.LogStartOffset = first
+	if offset < first {
+		return nil, nil, nil, st, &metadata.OffsetOutOfRangeError{Offset: offset, LogStartOffset: first, HighWatermark: oor.HighWatermark}
+	}
+	batches, err := a.tables.Read(ctx, tt.name, partition, offset, oor.LogStartOffset, maxBytes)
+	if err != nil {
+		return nil, nil, nil, st, tableError(tt.name, err)
+	}
+	if len(batches) == 0 {
+		// Nothing left in the table up to the raw log start (a compacted
+		// or expired stretch): the raw log from there.
+		refs, raw, verified, rst, err := a.readRangeTurn(ctx, topicID, partition, oor.LogStartOffset, maxBytes, turn+1)
+		rst.LogStartOffset = min(rst.LogStartOffset, first)
+		return refs, raw, verified, rst, err
+	}
+	refs = make([]metadata.BatchRef, len(batches))
+	raw = make([][]byte, len(batches))
+	verified = make([]bool, len(batches))
+	key := "iceberg:" + tt.name
+	for i, b := range batches {
+		refs[i] = metadata.BatchRef{TopicID: topicID, Partition: partition, BaseOffset: b.BaseOffset, LastOffset: b.LastOffset,
+			FileKey: key, ByteLength: int64(len(b.Data)), RecordCount: b.Records, MaxTimestamp: b.MaxTime}
+		// Built here, checksum and all: nothing to verify again.
+		raw[i], verified[i] = b.Data, true
+	}
+	return refs, raw, verified, st, nil
+}
+
+// tableError marks a failed table read: DataLoss for data that does not
+// decode, a store failure (Unavailable) otherwise.
+func tableError(topic string, err error) error {
+	err = fmt.Errorf("agent: read the table of %q: %w", topic, err)
+	if errors.Is(err, tableread.ErrDataLoss) {
+		return &dataLossError{Err: err}
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	return &objectStoreError{err}
+}
+
+// listOffset is metadata.Store.ListOffset, with earliest the table's
+// first offset where the table serves the topic's old offsets.
+func (a *Agent) listOffset(ctx context.Context, topicID int64, partition int32, spec metadata.OffsetSpec, ts int64) (int64, error) {
+	off, err := a.meta.ListOffset(ctx, topicID, partition, spec, ts)
+	if err != nil || spec != metadata.OffsetEarliest {
+		return off, err
+	}
+	return a.earliest(ctx, topicID, partition, off)
+}
+
+// earliest is a partition's first readable offset given its raw log
+// start: the table's first offset where the table serves the topic and
+// holds offsets below it, else rawStart.
+func (a *Agent) earliest(ctx context.Context, topicID int64, partition int32, rawStart int64) (int64, error) {
+	if a.tables == nil {
+		return rawStart, nil
+	}
+	tt, err := a.tableTopic(ctx, topicID)
+	if err != nil || !tt.serves {
+		return rawStart, err
+	}
+	first, ok, err := a.tables.Earliest(ctx, tt.name, partition, rawStart)
+	if err != nil {
+		return 0, tableError(tt.name, err)
+	}
+	if ok {
+		return first, nil
+	}
+	return rawStart, nil
+}

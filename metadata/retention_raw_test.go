@@ -1,0 +1,99 @@
+package metadata
+
+import (
+	"errors"
+	"testing"
+	"time"
+)
+
+func TestRetentionRuleRaw(t *testing.T) {
+	// Batches [0,4] [5,9] [10,14] [15,19] appended at 1000..4000; the
+	// clock at 5000. retention.ms 3500 expires the first batch,
+	// retention.raw.ms 1500 the first three, where the table holds them.
+	var bs []RetentionBatch
+	for i := range int64(4) {
+		bs = append(bs, RetentionBatch{BaseOffset: 5 * i, LastOffset: 5*i + 4, ByteLength: 100, AppendMs: 1000 * (i + 1)})
+	}
+	st := PartitionState{Partition: 3, LogStartOffset: 0, HighWatermark: 20}
+	const now = 5000
+	for _, tc := range []struct {
+		name string
+		r    Retention
+		want int64
+	}{
+		{"no raw setting: retention.ms", Retention{Ms: 3500, Bytes: -1, Hold: map[int32]int64{3: 20}}, 5},
+		{"raw ages out at retention.raw.ms", Retention{Ms: 3500, Bytes: -1, RawMs: 1500, HasRaw: true, Hold: map[int32]int64{3: 20}}, 15},
+		{"raw waits for the table's watermark", Retention{Ms: 3500, Bytes: -1, RawMs: 1500, HasRaw: true, Hold: map[int32]int64{3: 12}}, 12},
+		{"a table holding nothing holds all", Retention{Ms: 3500, Bytes: -1, RawMs: 0, HasRaw: true, Hold: map[int32]int64{}}, 0},
+		{"no table: retention.raw.ms does not apply", Retention{Ms: 3500, Bytes: -1, RawMs: 1500, HasRaw: true}, 5},
+		{"raw 0: everything the table holds", Retention{Ms: -1, Bytes: -1, RawMs: 0, HasRaw: true, Hold: map[int32]int64{3: 17}}, 17},
+		{"size still cuts, within the hold", Retention{Ms: -1, Bytes: 150, RawMs: -1, HasRaw: true, Hold: map[int32]int64{3: 20}}, 15},
+	} {
+		cutoff := int64(now) - tc.r.Raw().Ms
+		if got := RetentionRule(st, bs, tc.r, cutoff); got != tc.want {
+			t.Errorf("%s: RetentionRule = %d, want %d", tc.name, got, tc.want)
+		}
+		if tc.r.Raw().Raw().Ms != tc.r.Raw().Ms {
+			t.Errorf("%s: Raw is not idempotent", tc.name)
+		}
+	}
+}
+
+func TestParseRetentionRaw(t *testing.T) {
+	for _, tc := range []struct {
+		cfg     map[string]string
+		raw     int64
+		has     bool
+		invalid bool
+	}{
+		{map[string]string{}, 0, false, false},
+		{map[string]string{"retention.raw.ms": "1h"}, 3_600_000, true, false},
+		{map[string]string{"retention.ms": "-1", "retention.raw.ms": "-1"}, -1, true, false},
+		{map[string]string{"retention.ms": "-1", "retention.raw.ms": "10"}, 10, true, false},
+		{map[string]string{"retention.ms": "1000", "retention.raw.ms": "1000"}, 1000, true, false},
+		{map[string]string{"retention.ms": "1000", "retention.raw.ms": "1001"}, 0, false, true},
+		{map[string]string{"retention.ms": "1000", "retention.raw.ms": "-1"}, 0, false, true},
+		{map[string]string{"retention.raw.ms": "soon"}, 0, false, true},
+	} {
+		r, err := ParseRetention(tc.cfg)
+		if tc.invalid {
+			if !errors.Is(err, ErrInvalidConfig) {
+				t.Errorf("%v: err %v, want ErrInvalidConfig", tc.cfg, err)
+			}
+			if err := ValidateTopicConfig(tc.cfg); !errors.Is(err, ErrInvalidConfig) {
+				t.Errorf("%v: ValidateTopicConfig %v, want ErrInvalidConfig", tc.cfg, err)
+			}
+			continue
+		}
+		if err != nil || r.RawMs != tc.raw || r.HasRaw != tc.has {
+			t.Errorf("%v: %+v, %v; want raw %d (%v)", tc.cfg, r, err, tc.raw, tc.has)
+		}
+		if err := ValidateTopicConfig(tc.cfg); err != nil {
+			t.Errorf("%v: ValidateTopicConfig %v", tc.cfg, err)
+		}
+	}
+}
+
+func TestTableServesAndItsRetention(t *testing.T) {
+	for _, tc := range []struct {
+		cfg    map[string]string
+		serves bool
+		ret    time.Duration
+	}{
+		{map[string]string{}, false, -1},
+		{map[string]string{"retention.ms": "1h"}, false, -1},
+		{map[string]string{"retention.ms": "1h", "retention.raw.ms": "1m"}, true, time.Hour},
+		{map[string]string{"retention.raw.ms": "1m"}, true, time.Duration(DefaultRetentionMs) * time.Millisecond},
+		{map[string]string{"retention.ms": "-1", "retention.raw.ms": "1m"}, true, -1},
+		{map[string]string{"retention.ms": "1h", "retention.raw.ms": "1m", "iceberg.retention.ms": "2h"}, true, 2 * time.Hour},
+		{map[string]string{"retention.raw.ms": "1m", "iceberg.enabled": "false"}, false, time.Duration(DefaultRetentionMs) * time.Millisecond},
+	} {
+		if got := TableServes(tc.cfg); got != tc.serves {
+			t.Errorf("%v: TableServes = %v", tc.cfg, got)
+		}
+		ic, err := ParseIceberg(tc.cfg)
+		if err != nil || ic.Retention != tc.ret {
+			t.Errorf("%v: table retention %v, %v; want %v", tc.cfg, ic.Retention, err, tc.ret)
+		}
+	}
+}

@@ -1,0 +1,110 @@
+package tableread
+
+import (
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/floe-broker/floe/iceberg"
+)
+
+// The read-ahead: a scan of the table decodes whole row groups whatever
+// its window (a group holds many partitions' offsets), so a read scans a
+// window of WindowBytes (more than one answer's budget) and keeps the
+// rows beyond what it returned for the partition's next read, within
+// ReadaheadBytes across all partitions (the oldest kept go first). A
+// reader catching up then costs one scan per window, not one per answer.
+
+// aheadKey names a partition of a topic.
+type aheadKey struct {
+	topic string
+	part  int32
+}
+
+// ahead is what a scan read of a partition: every row of [lo, hi).
+type ahead struct {
+	lo, hi int64
+	rows   []iceberg.Row // sorted by offset; never written once kept
+	bytes  int64
+	at     time.Time
+}
+
+// readahead holds the kept rows.
+type readahead struct {
+	max int64         // ReadaheadBytes; 0: off
+	ttl time.Duration // rows older than this are not served
+
+	mu    sync.Mutex // protects byKey and total
+	byKey map[aheadKey]*ahead
+	total int64
+}
+
+func newReadahead(maxBytes int64, ttl time.Duration) *readahead {
+	return &readahead{max: maxBytes, ttl: ttl, byKey: map[aheadKey]*ahead{}}
+}
+
+// take returns the kept rows of k from offset from below end, and the
+// offset up to which the kept rows cover the partition (from when none
+// cover it: the caller scans from there).
+func (ra *readahead) take(k aheadKey, from, end int64) ([]iceberg.Row, int64) {
+	ra.mu.Lock()
+	defer ra.mu.Unlock()
+	a, ok := ra.byKey[k]
+	if !ok || from < a.lo || from >= a.hi || time.Since(a.at) > ra.ttl {
+		return nil, from
+	}
+	i := sort.Search(len(a.rows), func(i int) bool { return a.rows[i].Offset >= from })
+	j := sort.Search(len(a.rows), func(i int) bool { return a.rows[i].Offset >= end })
+	if j < i {
+		j = i
+	}
+	return a.rows[i:j], min(a.hi, end)
+}
+
+// putIfAbsent is put, unless k has rows kept that may still serve.
+func (ra *readahead) putIfAbsent(k aheadKey, lo, hi int64, rows []iceberg.Row) {
+	ra.mu.Lock()
+	a, ok := ra.byKey[k]
+	live := ok && time.Since(a.at) <= ra.ttl
+	ra.mu.Unlock()
+	if !live {
+		ra.put(k, lo, hi, rows)
+	}
+}
+
+// put keeps rows, every row of k in [lo, hi), if they fit.
+func (ra *readahead) put(k aheadKey, lo, hi int64, rows []iceberg.Row) {
+	var n int64
+	for i := range rows {
+		n += int64(rowSize(&rows[i]))
+	}
+	ra.mu.Lock()
+	defer ra.mu.Unlock()
+	if old, ok := ra.byKey[k]; ok {
+		ra.total -= old.bytes
+		delete(ra.byKey, k)
+	}
+	if n > ra.max {
+		return
+	}
+	for ra.total+n > ra.max {
+		var oldest aheadKey
+		var at time.Time
+		for key, a := range ra.byKey {
+			if at.IsZero() || a.at.Before(at) {
+				oldest, at = key, a.at
+			}
+		}
+		ra.total -= ra.byKey[oldest].bytes
+		delete(ra.byKey, oldest)
+	}
+	ra.byKey[k] = &ahead{lo: lo, hi: hi, rows: rows, bytes: n, at: time.Now()}
+	ra.total += n
+}
+
+// held returns the bytes kept (tests).
+func (ra *readahead) held() int64 {
+	ra.mu.Lock()
+	defer ra.mu.Unlock()
+	return ra.total
+}

@@ -1,0 +1,152 @@
+package tableread
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"sort"
+
+	"github.com/apache/arrow-go/v18/arrow/array"
+	icego "github.com/apache/iceberg-go"
+	"github.com/apache/iceberg-go/table"
+
+	"github.com/floe-broker/floe/iceberg"
+)
+
+// rowColumns are the columns a read takes (not the typed value_fields).
+var rowColumns = []string{iceberg.ColPartition, iceberg.ColOffset, iceberg.ColTimestamp, iceberg.ColAppendTime,
+	iceberg.ColKey, iceberg.ColValue, iceberg.ColHeaders}
+
+// offsetFieldID is the offset column's field id in floe's layout.
+const offsetFieldID = 2
+
+// window is the filter partition = p AND lo <= offset < hi.
+func window(p int32, lo, hi int64) icego.BooleanExpression {
+	return icego.NewAnd(icego.EqualTo(icego.Reference(iceberg.ColPartition), p),
+		icego.GreaterThanEqual(icego.Reference(iceberg.ColOffset), lo),
+		icego.LessThan(icego.Reference(iceberg.ColOffset), hi))
+}
+
+// scanRows reads tbl's rows of partition p with offsets in [lo, hi),
+// sorted by offset and checked (sortRows). A file that does not decode
+// is ErrDataLoss. With otherBudget > 0 the scan takes every partition's
+// rows of [lo, hi) (a row group holds many partitions: decoding it costs
+// the same) and returns, in others, those of the partitions whose rows
+// all fit in otherBudget bytes, each sorted and checked: their next reads
+// need no scan.
+func scanRows(ctx context.Context, tbl *table.Table, p int32, lo, hi, otherBudget int64) (rows []iceberg.Row, others map[int32][]iceberg.Row, err error) {
+	if tbl.CurrentSnapshot() == nil {
+		return nil, nil, nil
+	}
+	filter := window(p, lo, hi)
+	if otherBudget > 0 {
+		filter = icego.NewAnd(icego.GreaterThanEqual(icego.Reference(iceberg.ColOffset), lo), icego.LessThan(icego.Reference(iceberg.ColOffset), hi))
+		others = map[int32][]iceberg.Row{}
+	}
+	scan := tbl.Scan(table.WithRowFilter(filter), table.WithSelectedFields(rowColumns...), table.WithMaxConcurrency(1))
+	defer scan.Close()
+	_, batches, err := scan.ToArrowRecords(ctx)
+	if err != nil {
+		return nil, nil, fmt.Errorf("tableread: plan partition %d [%d, %d): %w", p, lo, hi, err)
+	}
+	var (
+		got     []iceberg.Row
+		spent   int64
+		dropped = map[int32]bool{}
+	)
+	for rec, err := range batches {
+		if err != nil {
+			return nil, nil, fmt.Errorf("tableread: read partition %d [%d, %d): %w", p, lo, hi, err)
+		}
+		got, err = iceberg.AppendRows(got[:0], rec)
+		rec.Release()
+		if err != nil {
+			return nil, nil, fmt.Errorf("%w: partition %d [%d, %d): %w", ErrDataLoss, p, lo, hi, err)
+		}
+		for _, r := range got {
+			switch {
+			case r.Partition == p || others == nil:
+				rows = append(rows, r) // another partition here fails sortRows
+			case dropped[r.Partition]:
+			case spent+int64(rowSize(&r)) > otherBudget:
+				for _, o := range others[r.Partition] {
+					spent -= int64(rowSize(&o))
+				}
+				delete(others, r.Partition)
+				dropped[r.Partition] = true
+			default:
+				others[r.Partition] = append(others[r.Partition], r)
+				spent += int64(rowSize(&r))
+			}
+		}
+	}
+	if err := sortRows(rows, p, lo, hi); err != nil {
+		return nil, nil, err
+	}
+	for q, qr := range others {
+		if err := sortRows(qr, q, lo, hi); err != nil {
+			return nil, nil, err
+		}
+	}
+	return rows, others, nil
+}
+
+// firstOffset returns the first offset tbl holds of partition p (-1:
+// none): it reads the offset column of the files that may hold p, in the
+// order of their lower bounds, until no file left can hold a lower one.
+func firstOffset(ctx context.Context, tbl *table.Table, p int32) (int64, error) {
+	if tbl.CurrentSnapshot() == nil {
+		return -1, nil
+	}
+	filter := icego.EqualTo(icego.Reference(iceberg.ColPartition), p)
+	scan := tbl.Scan(table.WithRowFilter(filter), table.WithSelectedFields(iceberg.ColPartition, iceberg.ColOffset), table.WithMaxConcurrency(1))
+	defer scan.Close()
+	tasks, err := scan.PlanFiles(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("tableread: plan partition %d: %w", p, err)
+	}
+	lower := func(t table.FileScanTask) int64 {
+		if b, ok := t.File.LowerBoundValues()[offsetFieldID]; ok && len(b) == 8 {
+			return int64(binary.LittleEndian.Uint64(b))
+		}
+		return 0
+	}
+	sort.SliceStable(tasks, func(i, j int) bool { return lower(tasks[i]) < lower(tasks[j]) })
+	best := int64(-1)
+	for _, task := range tasks {
+		if best >= 0 && lower(task) >= best {
+			break
+		}
+		_, batches, err := scan.ReadTasks(ctx, []table.FileScanTask{task})
+		if err != nil {
+			return 0, fmt.Errorf("tableread: read %s: %w", task.File.FilePath(), err)
+		}
+		for rec, err := range batches {
+			if err != nil {
+				return 0, fmt.Errorf("tableread: read %s: %w", task.File.FilePath(), err)
+			}
+			offs, ok1 := rec.Column(int(colIndex(rec.Schema().FieldIndices(iceberg.ColOffset)))).(*array.Int64)
+			parts, ok2 := rec.Column(int(colIndex(rec.Schema().FieldIndices(iceberg.ColPartition)))).(*array.Int32)
+			if !ok1 || !ok2 {
+				rec.Release()
+				return 0, fmt.Errorf("%w: %s does not have floe's layout", ErrDataLoss, task.File.FilePath())
+			}
+			for i := 0; i < offs.Len(); i++ {
+				if parts.Value(i) == p && (best < 0 || offs.Value(i) < best) {
+					best = offs.Value(i)
+				}
+			}
+			rec.Release()
+		}
+	}
+	return best, nil
+}
+
+// colIndex is the one index of a column (0 when absent or ambiguous: the
+// type assertion on it then fails).
+func colIndex(idx []int) int {
+	if len(idx) != 1 {
+		return 0
+	}
+	return idx[0]
+}

@@ -1,0 +1,409 @@
+// Package tableread serves a partition's offsets below its raw log start
+// from the topic's Iceberg table: the Parquet files the compactor wrote
+// (package iceberg), read back through iceberg-go and rebuilt as Kafka v2
+// record batches at their original offsets, with their timestamps, keys,
+// values and headers. A topic opts in with retention.raw.ms
+// (metadata.TableServes); the agent asks the Reader for the offsets the
+// raw files no longer hold, and both front ends serve the batches as
+// they serve stored ones.
+//
+// Which files: a scan of the table's current snapshot with the filter
+// partition = P and FROM <= offset < TO; iceberg-go prunes data files by
+// the manifests' column bounds (the writer keeps min/max of partition and
+// offset) and row groups by their Parquet statistics, so a read touches
+// the row groups holding the window, not the table. The window is sized
+// from the byte budget and the table's bytes per row seen so far.
+//
+// Bounds: at most Config.MaxReads reads at once (each holds at most one
+// window of rows decoded), rebuilt batches of at most MaxBatchBytes, and
+// a response of about the caller's budget (one batch at least).
+package tableread
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"math"
+	"net"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/apache/iceberg-go/table"
+
+	"github.com/floe-broker/floe/iceberg"
+	"github.com/floe-broker/floe/kbatch"
+)
+
+var (
+	// ErrDataLoss marks table data that does not decode or does not hold
+	// what the table's metadata says (a row of another partition or
+	// outside the scanned window, an offset twice): never served.
+	ErrDataLoss = errors.New("tableread: table data is corrupt")
+	// ErrInvalidConfig refuses a Config; the message names the field.
+	ErrInvalidConfig = errors.New("tableread: invalid config")
+)
+
+// Tables loads a topic's table (iceberg.Writer does).
+type Tables interface {
+	Load(ctx context.Context, topic string) (*table.Table, error)
+}
+
+// Config bounds the reader.
+type Config struct {
+	// MaxReads is how many table reads run at once; more wait.
+	MaxReads int
+	// TableTTL is how long a loaded table (its snapshot) serves reads
+	// before it is loaded again. A superseded snapshot's files stay
+	// readable for the compactor's -iceberg-orphan-age (24 h), far more.
+	TableTTL time.Duration
+	// MaxBatchBytes bounds one rebuilt batch (one record at least).
+	MaxBatchBytes int
+	// WindowBytes is about how many bytes of rows one scan reads (at
+	// least a read's budget): the rows past the answer are kept for the
+	// partition's next read (readahead.go). A read holds at most this
+	// many bytes of rows decoded (and its row groups).
+	WindowBytes int
+	// ReadaheadBytes bounds the rows kept across all partitions; 0 keeps
+	// none.
+	ReadaheadBytes int64
+}
+
+// DefaultConfig returns the defaults: 4 reads, 5 s, batches of 1 MiB,
+// windows of 8 MiB, 64 MiB kept.
+func DefaultConfig() Config {
+	return Config{MaxReads: 4, TableTTL: 5 * time.Second, MaxBatchBytes: 1 << 20, WindowBytes: 8 << 20, ReadaheadBytes: 64 << 20}
+}
+
+func (c Config) validate() error {
+	switch {
+	case c.MaxReads <= 0:
+		return fmt.Errorf("%w: MaxReads %d must be positive", ErrInvalidConfig, c.MaxReads)
+	case c.TableTTL <= 0:
+		return fmt.Errorf("%w: TableTTL %v must be positive", ErrInvalidConfig, c.TableTTL)
+	case c.MaxBatchBytes <= 0:
+		return fmt.Errorf("%w: MaxBatchBytes %d must be positive", ErrInvalidConfig, c.MaxBatchBytes)
+	case c.WindowBytes < 0:
+		return fmt.Errorf("%w: WindowBytes %d must not be negative", ErrInvalidConfig, c.WindowBytes)
+	case c.ReadaheadBytes < 0:
+		return fmt.Errorf("%w: ReadaheadBytes %d must not be negative", ErrInvalidConfig, c.ReadaheadBytes)
+	}
+	return nil
+}
+
+// Batch is one rebuilt Kafka v2 batch.
+type Batch struct {
+	Data       []byte // uncompressed, base offset set, CRC valid
+	BaseOffset int64
+	LastOffset int64 // the last record's offset
+	Records    int32
+	MaxTime    int64 // unix ms
+}
+
+// Reader reads tables. It is safe for concurrent use.
+type Reader struct {
+	tables Tables
+	cfg    Config
+	sem    chan struct{}
+	ahead  *readahead
+	// stripes serialise the scans of one topic's table (by name hash).
+	stripes [64]chan struct{}
+
+	mu     sync.Mutex              // protects loaded
+	loaded map[string]*loadedTable // topic -> its table as last loaded
+}
+
+// loadedTable is a table as loaded, and what reads learnt of it.
+type loadedTable struct {
+	tbl      *table.Table
+	at       time.Time
+	earliest map[int32]int64 // per partition: the first offset the snapshot holds (-1: none)
+	rowBytes atomic.Int64    // bytes per row seen by the last read (0: none yet)
+}
+
+// maxLoaded bounds the tables the reader remembers.
+const maxLoaded = 1024
+
+// New returns a reader of tables.
+func New(tables Tables, cfg Config) (*Reader, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	if tables == nil {
+		return nil, fmt.Errorf("%w: no tables", ErrInvalidConfig)
+	}
+	r := &Reader{tables: tables, cfg: cfg, sem: make(chan struct{}, cfg.MaxReads), loaded: map[string]*loadedTable{},
+		ahead: newReadahead(cfg.ReadaheadBytes, 30*time.Second)}
+	for i := range r.stripes {
+		r.stripes[i] = make(chan struct{}, 1)
+	}
+	return r, nil
+}
+
+// table returns topic's table, loaded at most TableTTL ago (fresh:
+// loaded now).
+func (r *Reader) table(ctx context.Context, topic string, fresh bool) (*loadedTable, error) {
+	r.mu.Lock()
+	lt, ok := r.loaded[topic]
+	r.mu.Unlock()
+	if ok && !fresh && time.Since(lt.at) < r.cfg.TableTTL {
+		return lt, nil
+	}
+	tbl, err := r.tables.Load(ctx, topic)
+	if err != nil {
+		return nil, fmt.Errorf("tableread: load the table of %q: %w", topic, err)
+	}
+	nt := &loadedTable{tbl: tbl, at: time.Now(), earliest: map[int32]int64{}}
+	if ok && sameSnapshot(lt.tbl, tbl) {
+		nt.earliest = lt.earliest
+	}
+	if ok {
+		nt.rowBytes.Store(lt.rowBytes.Load())
+	}
+	r.mu.Lock()
+	if len(r.loaded) >= maxLoaded {
+		clear(r.loaded)
+	}
+	r.loaded[topic] = nt
+	r.mu.Unlock()
+	return nt, nil
+}
+
+// sameSnapshot reports whether a and b are at the same current snapshot.
+func sameSnapshot(a, b *table.Table) bool {
+	sa, sb := a.CurrentSnapshot(), b.CurrentSnapshot()
+	return sa == nil && sb == nil || sa != nil && sb != nil && sa.SnapshotID == sb.SnapshotID
+}
+
+// stripeOf is topic's stripe.
+func stripeOf(topic string) int {
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(topic))
+	return int(h.Sum32() % 64)
+}
+
+// acquire takes one of the MaxReads read slots.
+func (r *Reader) acquire(ctx context.Context) (func(), error) {
+	select {
+	case r.sem <- struct{}{}:
+		return func() { <-r.sem }, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// retried runs fn on topic's table, and once more on the table loaded
+// afresh when it fails other than by ctx: a snapshot superseded since it
+// was loaded may name files maintenance removed. A second failure that
+// is not the network's is ErrDataLoss.
+func (r *Reader) retried(ctx context.Context, topic string, fn func(*loadedTable) error) error {
+	var err error
+	for attempt := range 2 {
+		var lt *loadedTable
+		if lt, err = r.table(ctx, topic, attempt > 0); err != nil {
+			return err
+		}
+		if err = fn(lt); err == nil || ctx.Err() != nil {
+			return err
+		}
+		if errors.Is(err, ErrDataLoss) {
+			continue
+		}
+	}
+	var ne net.Error
+	if errors.Is(err, ErrDataLoss) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) || errors.As(err, &ne) {
+		return err
+	}
+	return fmt.Errorf("%w: %w", ErrDataLoss, err)
+}
+
+// Read returns topic's partition's records from offset from, below end
+// (the raw log start), rebuilt as batches in offset order: about
+// maxBytes of them, one batch at least when the table holds any record
+// in [from, end). It returns no batch when it holds none there (the
+// caller reads the raw log from end).
+func (r *Reader) Read(ctx context.Context, topic string, partition int32, from, end int64, maxBytes int) ([]Batch, error) {
+	if from >= end {
+		return nil, nil
+	}
+	key := aheadKey{topic, partition}
+	rows, covered := r.ahead.take(key, from, end)
+	if len(rows) > 0 {
+		return r.rebuild(rows, maxBytes)
+	}
+	from = covered // the kept rows say nothing is in [from, covered)
+	// One scan of a topic's table at a time: readers of its partitions
+	// catching up together wait for the scan that reads their rows too.
+	stripe := r.stripes[stripeOf(topic)]
+	select {
+	case stripe <- struct{}{}:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	defer func() { <-stripe }()
+	if rows, covered = r.ahead.take(key, from, end); len(rows) > 0 {
+		return r.rebuild(rows, maxBytes)
+	}
+	from = covered
+	release, err := r.acquire(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	err = r.retried(ctx, topic, func(lt *loadedTable) error {
+		rows = nil
+		window := windowOffsets(max(maxBytes, r.cfg.WindowBytes), int(lt.rowBytes.Load()))
+		for lo := from; lo < end; lo, window = lo+window, window*2 {
+			hi := min(end, lo+window)
+			if hi < lo { // overflow
+				hi = end
+			}
+			got, others, err := scanRows(ctx, lt.tbl, partition, lo, hi, r.cfg.ReadaheadBytes/2)
+			if err != nil {
+				return err
+			}
+			for q, qr := range others {
+				r.ahead.putIfAbsent(aheadKey{topic, q}, lo, hi, qr)
+			}
+			if len(got) > 0 {
+				rows = got
+				lt.learn(rows)
+				r.ahead.put(key, lo, hi, rows)
+				return nil
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return r.rebuild(rows, maxBytes)
+}
+
+// windowOffsets is how many offsets a read scans first: the budget over
+// the bytes per row seen (1 KiB before any), at least 16.
+func windowOffsets(maxBytes, rowBytes int) int64 {
+	if rowBytes <= 0 {
+		rowBytes = 1024
+	}
+	return max(16, int64(maxBytes/rowBytes)+1)
+}
+
+// learn records the bytes per row of rows: the next window's hint.
+func (lt *loadedTable) learn(rows []iceberg.Row) {
+	var n int
+	for i := range rows {
+		n += rowSize(&rows[i])
+	}
+	lt.rowBytes.Store(int64(max(1, n/len(rows))))
+}
+
+// rowSize is about what a row takes in a rebuilt batch.
+func rowSize(r *iceberg.Row) int {
+	n := 24 + len(r.Key) + len(r.Value)
+	for _, h := range r.Headers {
+		n += 8 + len(h.Key) + len(h.Value)
+	}
+	return n
+}
+
+// rebuild turns rows (sorted, checked) into batches of at most
+// MaxBatchBytes, about maxBytes in all, one at least.
+func (r *Reader) rebuild(rows []iceberg.Row, maxBytes int) ([]Batch, error) {
+	var (
+		out   []Batch
+		total int
+		cur   []kbatch.Record
+		size  int
+	)
+	flush := func() error {
+		if len(cur) == 0 {
+			return nil
+		}
+		data, err := kbatch.EncodeAt(cur, kbatch.DefaultEncodeOptions())
+		if err != nil {
+			return fmt.Errorf("%w: rebuild a batch: %w", ErrDataLoss, err)
+		}
+		b := Batch{Data: data, BaseOffset: cur[0].Offset, LastOffset: cur[len(cur)-1].Offset, Records: int32(len(cur))}
+		for _, rec := range cur {
+			b.MaxTime = max(b.MaxTime, rec.Timestamp)
+		}
+		out = append(out, b)
+		total += len(data)
+		cur, size = nil, 0
+		return nil
+	}
+	for i := range rows {
+		row := &rows[i]
+		n := rowSize(row)
+		if len(cur) > 0 && (size+n > r.cfg.MaxBatchBytes || row.Offset-cur[0].Offset > math.MaxInt32) {
+			if err := flush(); err != nil {
+				return nil, err
+			}
+		}
+		if (len(out) > 0 || len(cur) > 0) && total+size+n > maxBytes {
+			break
+		}
+		cur = append(cur, kbatch.Record{Offset: row.Offset, Timestamp: row.Timestamp.UnixMilli(), Key: row.Key, Value: row.Value, Headers: row.Headers})
+		size += n
+	}
+	if err := flush(); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// Earliest returns the first offset topic's table holds of partition,
+// and false when it holds none below end.
+func (r *Reader) Earliest(ctx context.Context, topic string, partition int32, end int64) (int64, bool, error) {
+	r.mu.Lock()
+	lt, ok := r.loaded[topic]
+	var first int64
+	known := false
+	if ok && time.Since(lt.at) < r.cfg.TableTTL {
+		first, known = lt.earliest[partition]
+	}
+	r.mu.Unlock()
+	if !known {
+		release, err := r.acquire(ctx)
+		if err != nil {
+			return 0, false, err
+		}
+		err = r.retried(ctx, topic, func(lt *loadedTable) error {
+			var err error
+			if first, err = firstOffset(ctx, lt.tbl, partition); err != nil {
+				return err
+			}
+			r.mu.Lock()
+			lt.earliest[partition] = first
+			r.mu.Unlock()
+			return nil
+		})
+		release()
+		if err != nil {
+			return 0, false, err
+		}
+	}
+	if first < 0 || first >= end {
+		return 0, false, nil
+	}
+	return first, true, nil
+}
+
+// sortRows sorts rows by offset and checks them: all of partition, in
+// [lo, hi), no offset twice.
+func sortRows(rows []iceberg.Row, partition int32, lo, hi int64) error {
+	sort.Slice(rows, func(i, j int) bool { return rows[i].Offset < rows[j].Offset })
+	for i := range rows {
+		r := &rows[i]
+		if r.Partition != partition || r.Offset < lo || r.Offset >= hi {
+			return fmt.Errorf("%w: a read of partition %d [%d, %d) got a row of partition %d at offset %d", ErrDataLoss, partition, lo, hi, r.Partition, r.Offset)
+		}
+		if i > 0 && rows[i-1].Offset == r.Offset {
+			return fmt.Errorf("%w: partition %d offset %d twice", ErrDataLoss, partition, r.Offset)
+		}
+	}
+	return nil
+}

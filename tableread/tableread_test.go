@@ -1,0 +1,239 @@
+package tableread_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/floe-broker/floe/iceberg"
+	"github.com/floe-broker/floe/iceberg/icetest"
+	"github.com/floe-broker/floe/internal/testenv"
+	"github.com/floe-broker/floe/kbatch"
+	"github.com/floe-broker/floe/tableread"
+)
+
+func TestMain(m *testing.M) { testenv.Main(m, testenv.VerifyNoLeaks()) }
+
+// rowsOf builds rows of partitions 0..parts-1, offsets [from, to) but
+// those gap leaves out, over three days of timestamps (so that each
+// append writes several files whose offsets interleave).
+func rowsOf(parts int32, from, to int64, gap func(p int32, off int64) bool) ([]iceberg.Row, iceberg.Watermark) {
+	var rows []iceberg.Row
+	wm := iceberg.Watermark{}
+	day := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	for p := range parts {
+		for off := from; off < to; off++ {
+			if gap != nil && gap(p, off) {
+				continue
+			}
+			r := iceberg.Row{Partition: p, Offset: off, Timestamp: day.Add(time.Duration(off%3) * 24 * time.Hour).Add(time.Duration(off) * time.Millisecond),
+				AppendTime: day, Value: []byte(fmt.Sprintf(`{"p":%d,"o":%d,"pad":"%s"}`, p, off, strings.Repeat("x", int(off%50))))}
+			if off%4 != 0 {
+				r.Key = []byte(fmt.Sprintf("k%d", off%7))
+			}
+			if off%5 == 0 {
+				r.Headers = []kbatch.Header{{Key: "h", Value: []byte("v")}, {Key: "null"}}
+			}
+			if off%11 == 0 {
+				r.Value = nil
+			}
+			rows = append(rows, r)
+		}
+		wm[p] = to
+	}
+	return rows, wm
+}
+
+func ctxT(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// readAll reads partition p from offset from below end in reads of
+// budget bytes and returns the records in the order served.
+func readAll(t *testing.T, r *tableread.Reader, topic string, p int32, from, end int64, budget int) []kbatch.Record {
+	t.Helper()
+	var out []kbatch.Record
+	for next := from; next < end; {
+		bs, err := r.Read(ctxT(t), topic, p, next, end, budget)
+		if err != nil {
+			t.Fatalf("Read(%d, %d): %v", p, next, err)
+		}
+		if len(bs) == 0 {
+			break
+		}
+		for _, b := range bs {
+			info, recs, err := kbatch.DecodeStored(b.Data, 1<<24)
+			if err != nil {
+				t.Fatalf("a rebuilt batch does not decode: %v", err)
+			}
+			if info.BaseOffset != b.BaseOffset || int32(len(recs)) != b.Records || recs[len(recs)-1].Offset != b.LastOffset {
+				t.Fatalf("batch %+v does not match its header %+v", b, info)
+			}
+			out = append(out, recs...)
+			next = b.LastOffset + 1
+		}
+	}
+	return out
+}
+
+func TestReadRebuildsRecords(t *testing.T) {
+	for _, be := range icetest.Backends {
+		t.Run(be.Name, func(t *testing.T) {
+			w, _ := icetest.Open(t, be.Config(t), iceberg.Options{})
+			ctx := ctxT(t)
+			const topic = "orders"
+			gap := func(p int32, off int64) bool { return off >= 40 && off < 47 } // a compacted gap
+			rows, wm := rowsOf(2, 0, 120, gap)
+			if _, err := w.Append(ctx, topic, rows, wm); err != nil {
+				t.Fatal(err)
+			}
+			more, wm2 := rowsOf(2, 120, 200, nil)
+			if _, err := w.Append(ctx, topic, more, wm2); err != nil {
+				t.Fatal(err)
+			}
+			cfg := tableread.DefaultConfig()
+			cfg.MaxBatchBytes = 700
+			r, err := tableread.New(w, cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := map[int64]iceberg.Row{}
+			for _, row := range append(rows, more...) {
+				if row.Partition == 1 {
+					want[row.Offset] = row
+				}
+			}
+			for _, budget := range []int{1, 900, 1 << 20} {
+				got := readAll(t, r, topic, 1, 3, 180, budget)
+				var n int
+				for off := int64(3); off < 180; off++ {
+					if _, ok := want[off]; ok {
+						n++
+					}
+				}
+				if len(got) != n {
+					t.Fatalf("budget %d: %d records, want %d", budget, len(got), n)
+				}
+				for i, rec := range got {
+					row, ok := want[rec.Offset]
+					if !ok || i > 0 && rec.Offset <= got[i-1].Offset {
+						t.Fatalf("budget %d: record %d at offset %d: not in the table or out of order", budget, i, rec.Offset)
+					}
+					if rec.Timestamp != row.Timestamp.UnixMilli() || !bytes.Equal(rec.Key, row.Key) || (rec.Key == nil) != (row.Key == nil) ||
+						!bytes.Equal(rec.Value, row.Value) || (rec.Value == nil) != (row.Value == nil) || len(rec.Headers) != len(row.Headers) {
+						t.Fatalf("budget %d: offset %d: %+v, want %+v", budget, rec.Offset, rec, row)
+					}
+					for j, h := range rec.Headers {
+						if h.Key != row.Headers[j].Key || !bytes.Equal(h.Value, row.Headers[j].Value) || (h.Value == nil) != (row.Headers[j].Value == nil) {
+							t.Fatalf("offset %d header %d: %+v, want %+v", rec.Offset, j, h, row.Headers[j])
+						}
+					}
+				}
+			}
+			// A budget bounds a read (one batch at least).
+			bs, err := r.Read(ctx, topic, 1, 0, 200, 2000)
+			if err != nil || len(bs) == 0 {
+				t.Fatalf("Read: %v, %v", bs, err)
+			}
+			var size int
+			for _, b := range bs {
+				size += len(b.Data)
+			}
+			if size > 2000+cfg.MaxBatchBytes {
+				t.Errorf("a read of budget 2000 returned %d bytes", size)
+			}
+			// Inside the gap, the read starts after it; at the end, nothing.
+			if bs, err := r.Read(ctx, topic, 1, 41, 200, 100); err != nil || len(bs) == 0 || bs[0].BaseOffset != 47 {
+				t.Errorf("Read in the gap: %+v, %v; want the batch at 47", bs, err)
+			}
+			if bs, err := r.Read(ctx, topic, 1, 200, 500, 100); err != nil || len(bs) != 0 {
+				t.Errorf("Read past the table: %+v, %v", bs, err)
+			}
+			if first, ok, err := r.Earliest(ctx, topic, 0, 1000); err != nil || !ok || first != 0 {
+				t.Errorf("Earliest = %d, %v, %v; want 0", first, ok, err)
+			}
+			if _, ok, err := r.Earliest(ctx, topic, 7, 1000); err != nil || ok {
+				t.Errorf("Earliest of a partition the table lacks = %v, %v", ok, err)
+			}
+		})
+	}
+}
+
+// TestReadCorruptFile: a data file overwritten with garbage is DataLoss,
+// never a wrong record.
+func TestReadCorruptFile(t *testing.T) {
+	cfg := icetest.SQLiteConfig(t)
+	w, _ := icetest.Open(t, cfg, iceberg.Options{})
+	ctx := ctxT(t)
+	rows, wm := rowsOf(1, 0, 50, nil)
+	if _, err := w.Append(ctx, "t", rows, wm); err != nil {
+		t.Fatal(err)
+	}
+	var files []string
+	_ = filepath.Walk(cfg.Warehouse, func(path string, info os.FileInfo, err error) error {
+		if err == nil && strings.HasSuffix(path, ".parquet") {
+			files = append(files, path)
+		}
+		return nil
+	})
+	if len(files) == 0 {
+		t.Fatal("no data file")
+	}
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := 4; i < len(data)-8; i++ {
+			data[i] ^= 0x5a
+		}
+		if err := os.WriteFile(f, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r, err := tableread.New(w, tableread.DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	bs, err := r.Read(ctx, "t", 0, 0, 50, 1<<20)
+	if !errors.Is(err, tableread.ErrDataLoss) || len(bs) != 0 {
+		t.Fatalf("Read of a corrupt file: %d batches, %v; want ErrDataLoss", len(bs), err)
+	}
+}
+
+// TestReadahead: a scan keeps the rows past its answer, of its partition
+// and the others it decoded, within ReadaheadBytes; the kept rows serve
+// the next reads exactly as the table does.
+func TestReadahead(t *testing.T) {
+	w, _ := icetest.Open(t, icetest.SQLiteConfig(t), iceberg.Options{})
+	ctx := ctxT(t)
+	rows, wm := rowsOf(3, 0, 300, nil)
+	if _, err := w.Append(ctx, "t", rows, wm); err != nil {
+		t.Fatal(err)
+	}
+	for _, limit := range []int64{0, 4000, 64 << 20} {
+		cfg := tableread.DefaultConfig()
+		cfg.ReadaheadBytes = limit
+		r, err := tableread.New(w, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for p := range int32(3) {
+			got := readAll(t, r, "t", p, 0, 300, 1000)
+			if len(got) != 300 || got[0].Offset != 0 || got[299].Offset != 299 {
+				t.Fatalf("limit %d partition %d: %d records", limit, p, len(got))
+			}
+			if held := tableread.Held(r); held > limit || limit >= 64<<20 && held == 0 {
+				t.Fatalf("limit %d: %d bytes kept", limit, held)
+			}
+		}
+	}
+}
