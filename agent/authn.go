@@ -13,8 +13,8 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
-	floev1 "github.com/floe-broker/floe/api/floe/v1"
 	"github.com/floe-broker/floe/access"
+	floev1 "github.com/floe-broker/floe/api/floe/v1"
 	"github.com/floe-broker/floe/auth"
 )
 
