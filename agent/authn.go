@@ -31,18 +31,23 @@ import (
 // answers are filtered to what the principal may describe. Each message
 // of a stream is checked as it arrives; a refused produce-stream request
 // is answered with PermissionDenied and the stream goes on. gRPC health
-// stays open for probes; reflection needs a principal only.
-func (a *Agent) AuthServerOptions(g *access.Guard, v access.TokenVerifier) []grpc.ServerOption {
-	z := &authz{a: a, g: g, v: v}
+// stays open for probes; reflection needs a principal only. topics names
+// the topics a group has offsets for (Agent.GroupTopics; a server built
+// before its agent passes a func that finds it later).
+func AuthServerOptions(g *access.Guard, v access.TokenVerifier, topics GroupTopicsFunc) []grpc.ServerOption {
+	z := &authz{topics: topics, g: g, v: v}
 	return []grpc.ServerOption{grpc.ChainUnaryInterceptor(z.unary), grpc.ChainStreamInterceptor(z.stream)}
 }
 
 // authz holds the interceptors of AuthServerOptions.
 type authz struct {
-	a *Agent
-	g *access.Guard
-	v access.TokenVerifier
+	topics GroupTopicsFunc
+	g      *access.Guard
+	v      access.TokenVerifier
 }
+
+// GroupTopicsFunc names the topics a group has committed offsets for.
+type GroupTopicsFunc func(ctx context.Context, group string) ([]string, error)
 
 const (
 	healthService     = "/grpc.health.v1.Health/"
@@ -98,7 +103,7 @@ func (z *authz) check(ctx context.Context, p auth.Principal, method string, acc 
 		}
 	}
 	if acc.readsGroupTopics != "" {
-		topics, err := z.a.groupTopics(ctx, acc.readsGroupTopics)
+		topics, err := z.topics(ctx, acc.readsGroupTopics)
 		if err != nil {
 			return err
 		}
@@ -115,8 +120,9 @@ func denied(p auth.Principal, op auth.Operation, res auth.Resource) error {
 	return status.Errorf(codes.PermissionDenied, "%s may not %s %s %q", p, op, res.Type, res.Name)
 }
 
-// groupTopics names the topics group has committed offsets for.
-func (a *Agent) groupTopics(ctx context.Context, group string) ([]string, error) {
+// GroupTopics names the topics group has committed offsets for (a
+// GroupTopicsFunc).
+func (a *Agent) GroupTopics(ctx context.Context, group string) ([]string, error) {
 	resp, err := a.FetchOffsets(ctx, &floev1.FetchOffsetsRequest{Group: group})
 	if err != nil {
 		return nil, err

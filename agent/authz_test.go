@@ -75,7 +75,7 @@ func startAuthNode(t *testing.T) *authNode {
 		t.Fatal(err)
 	}
 	lis := bufconn.Listen(1 << 20)
-	gs := grpc.NewServer(append(agent.GRPCServerOptions(acfg, nil), ag.AuthServerOptions(g, v)...)...)
+	gs := grpc.NewServer(append(agent.GRPCServerOptions(acfg, nil), agent.AuthServerOptions(g, v, func(ctx context.Context, group string) ([]string, error) { return ag.GroupTopics(ctx, group) })...)...)
 	ag.Register(gs)
 	var wg sync.WaitGroup
 	wg.Add(2)
