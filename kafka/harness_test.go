@@ -53,6 +53,13 @@ func startBroker(t testing.TB, mutate func(*kafka.Config)) *broker {
 // (the caller's: several brokers may share them) until the end of t.
 func startBrokerOn(t testing.TB, meta metadata.Store, store objectstore.Store, mutate func(*kafka.Config)) *broker {
 	t.Helper()
+	return startBrokerWith(t, meta, store, mutate, kafka.Options{})
+}
+
+// startBrokerWith is startBrokerOn with the server's options (its logger
+// is the test's).
+func startBrokerWith(t testing.TB, meta metadata.Store, store objectstore.Store, mutate func(*kafka.Config), opts kafka.Options) *broker {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	acfg, bcfg := agent.DefaultConfig(), batcher.DefaultConfig()
 	bcfg.Linger = 5 * time.Millisecond
@@ -71,7 +78,8 @@ func startBrokerOn(t testing.TB, meta metadata.Store, store objectstore.Store, m
 	if mutate != nil {
 		mutate(&kcfg)
 	}
-	srv, err := kafka.New(kcfg, ag, kafka.Options{Logger: testLogger(t)})
+	opts.Logger = testLogger(t)
+	srv, err := kafka.New(kcfg, ag, opts)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,7 +16,7 @@ import (
 // "pencil").
 var rfc7677 = struct {
 	clientFirst, serverNonce, serverFirst, clientFinal, serverFinal string
-	salt                                                           string
+	salt                                                            string
 }{
 	clientFirst: "n,,n=user,r=rOprNGfwEbeRWgbNEkqO",
 	serverNonce: "%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0",
