@@ -15,6 +15,7 @@ import (
 	"github.com/floe-broker/floe/access"
 	"github.com/floe-broker/floe/agent"
 	"github.com/floe-broker/floe/auth"
+	"github.com/floe-broker/floe/kafka"
 	"github.com/floe-broker/floe/metadata"
 )
 
@@ -118,4 +119,15 @@ func (l *lateAuth) VerifyToken(ctx context.Context, token string) (auth.Principa
 		return a.v.VerifyToken(ctx, token)
 	}
 	return auth.Principal{}, errors.New("auth: starting: token store not open yet")
+}
+
+// kafkaOptions adds the Kafka listener's SASL and ACL collaborators to
+// opts (none when auth is off: SASL offers no mechanism, the ACL APIs
+// answer SECURITY_DISABLED).
+func (s *serverAuth) kafkaOptions(opts kafka.Options) kafka.Options {
+	if s == nil || !s.guard.Enabled() {
+		return opts
+	}
+	opts.Guard, opts.Credentials, opts.ACLs = s.guard, s.store, s.store
+	return opts
 }

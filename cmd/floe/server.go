@@ -63,6 +63,8 @@ type serverConfig struct {
 	Handlers map[string]http.Handler
 	// Auth are the auth.* settings (authwire.go).
 	Auth AuthSettings
+	// auth is their enforcement, set by serve.
+	auth *serverAuth
 }
 
 // Start-up retries: the first wait, its cap, and the bound of one attempt.
@@ -207,6 +209,7 @@ func serve(ctx context.Context, sc serverConfig, open openFunc, reg *prometheus.
 	if err := sa.open(ctx, meta, log); err != nil {
 		return errors.Join(err, stopGRPC(nil, 5*time.Second))
 	}
+	sc.auth = sa
 	return runServing(ctx, sc, meta, store, reg, late, ready, stopGRPC, lis.Addr().String(), mlis.Addr().String())
 }
 
