@@ -273,3 +273,46 @@ func TestKafkaAdminACLsAndUsers(t *testing.T) {
 		t.Fatalf("carol's credential after deletion: %v", err)
 	}
 }
+
+// TestKafkaDeleteTopicByID: DeleteTopics v6 naming a topic by id only is
+// checked as the topic it names.
+func TestKafkaDeleteTopicByID(t *testing.T) {
+	b := startAuthBroker(t)
+	ctx := context.Background()
+	adm := kadm.NewClient(saslClient(t, b.addr, "SCRAM-SHA-256", "root", "pw-root"))
+	if _, err := adm.CreateTopic(ctx, 1, -1, nil, "victim"); err != nil {
+		t.Fatal(err)
+	}
+	td, err := adm.ListTopics(ctx, "victim")
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := td["victim"].ID
+	del := func(user string) int16 {
+		c := dialRaw(t, b.addr)
+		plainLogin(t, c, user)
+		req := kmsg.NewPtrDeleteTopicsRequest()
+		req.SetVersion(6)
+		req.TimeoutMillis = 5000
+		req.Topics = []kmsg.DeleteTopicsRequestTopic{{TopicID: id}}
+		resp, err := roundTrip(c, req, 3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := resp.(*kmsg.DeleteTopicsResponse)
+		if len(r.Topics) != 1 {
+			t.Fatalf("%s: %+v", user, r)
+		}
+		return r.Topics[0].ErrorCode
+	}
+	if code := del("bob"); code != kerr.TopicAuthorizationFailed.Code {
+		t.Fatalf("bob deleting by id: code %d", code)
+	}
+	if _, err := b.meta.DescribeTopic(ctx, "victim"); err != nil {
+		t.Fatalf("victim after bob: %v", err)
+	}
+	b.st.Allow("User:alice", auth.OpDelete, auth.Topic("victim"))
+	if code := del("alice"); code != 0 {
+		t.Fatalf("alice deleting by id: code %d", code)
+	}
+}

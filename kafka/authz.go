@@ -225,11 +225,11 @@ func clusterRefusal(req kmsg.Request) kmsg.Response {
 func deleteTopicsRule(req kmsg.Request, ck checker) kafkaAuthz {
 	r := req.(*kmsg.DeleteTopicsRequest)
 	deny := func(t string) bool { return !ck.allowed(auth.OpDelete, auth.Topic(t)) }
-	var denied []string
+	var denied []kmsg.DeleteTopicsRequestTopic
 	kept := r.TopicNames[:0]
 	for _, t := range r.TopicNames {
 		if deny(t) {
-			denied = append(denied, t)
+			denied = append(denied, kmsg.DeleteTopicsRequestTopic{Topic: kmsg.StringPtr(t)})
 		} else {
 			kept = append(kept, t)
 		}
@@ -237,9 +237,11 @@ func deleteTopicsRule(req kmsg.Request, ck checker) kafkaAuthz {
 	r.TopicNames = kept
 	keptT := r.Topics[:0]
 	for _, t := range r.Topics {
-		// By id (v6): the handler resolves it; floe checks by name only.
-		if t.Topic != nil && deny(*t.Topic) {
-			denied = append(denied, *t.Topic)
+		// By id (v6): named by resolveTopicIDs before this rule; an id
+		// that names no topic is refused as unauthorized, as Kafka does
+		// for ids it will not reveal.
+		if t.Topic == nil || deny(*t.Topic) {
+			denied = append(denied, t)
 		} else {
 			keptT = append(keptT, t)
 		}
@@ -252,10 +254,26 @@ func deleteTopicsRule(req kmsg.Request, ck checker) kafkaAuthz {
 		out := resp.(*kmsg.DeleteTopicsResponse)
 		for _, t := range denied {
 			st := kmsg.NewDeleteTopicsResponseTopic()
-			st.Topic, st.ErrorCode = kmsg.StringPtr(t), topicDenied
+			st.Topic, st.TopicID, st.ErrorCode = t.Topic, t.TopicID, topicDenied
 			out.Topics = append(out.Topics, st)
 		}
 	}}
+}
+
+// resolveTopicIDs names the topics a DeleteTopics request gives by id
+// only, so that its rule checks them by name.
+func (c *conn) resolveTopicIDs(req kmsg.Request) {
+	r, ok := req.(*kmsg.DeleteTopicsRequest)
+	if !ok {
+		return
+	}
+	for i, t := range r.Topics {
+		if t.Topic == nil && topicIDOf(t.TopicID) > 0 {
+			if tp, err := c.s.be.KafkaTopicByID(c.ctx, topicIDOf(t.TopicID)); err == nil {
+				r.Topics[i].Topic = kmsg.StringPtr(tp.Name)
+			}
+		}
+	}
 }
 
 // metadataRule filters the answer: topics the principal may not DESCRIBE
@@ -600,6 +618,7 @@ func (c *conn) dispatchAuthorized(r request) (func(context.Context) kmsg.Respons
 		resp := authFailed(r.key, r.version)
 		return func(context.Context) kmsg.Response { return resp }, nil
 	}
+	c.resolveTopicIDs(r.req)
 	az := authorizeKafka(r.req, connChecker{s: c.s, p: p})
 	if az.deny != nil {
 		return func(context.Context) kmsg.Response { return az.deny }, nil
