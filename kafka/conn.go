@@ -28,6 +28,11 @@ type conn struct {
 
 	mu       sync.Mutex // protects clientID
 	clientID string
+
+	sasl connAuth // SASL state and principal (conn_auth.go)
+	// closeAfter, set by a handler's synchronous part (on the reader),
+	// closes the connection once that request is answered.
+	closeAfter bool
 }
 
 func newConn(s *Server, nc net.Conn) *conn {
@@ -50,6 +55,7 @@ func (c *conn) client() string {
 type inflight struct {
 	correlation int32
 	weight      int64
+	closeAfter  bool // close the connection once this is answered
 	done        chan struct{}
 	resp        kmsg.Response // set before done closes; nil: no response
 }
@@ -126,12 +132,13 @@ func (c *conn) read(ctx, srvCtx context.Context, queue chan<- *inflight, budget 
 			close(f.done)
 			continue
 		}
-		work, err := c.dispatch(r)
+		work, err := c.dispatchAuthorized(r) // authentication and ACLs (authz.go)
 		if err != nil {
 			f.resp = nil
 			close(f.done)
 			return err
 		}
+		f.closeAfter = c.closeAfter
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -148,6 +155,10 @@ func (c *conn) read(ctx, srvCtx context.Context, queue chan<- *inflight, budget 
 				f.resp.SetVersion(r.version)
 			}
 		}()
+		if f.closeAfter {
+			<-ctx.Done() // read no more: the writer closes once it is answered
+			return ctx.Err()
+		}
 	}
 }
 
@@ -194,7 +205,7 @@ func (c *conn) write(ctx context.Context, cancel context.CancelFunc, queue <-cha
 		if err == nil {
 			err = bw.Flush()
 		}
-		if err != nil {
+		if err != nil || f.closeAfter {
 			failed = true
 			cancel()
 			c.nc.Close()

@@ -53,11 +53,12 @@ func startBroker(t testing.TB, mutate func(*kafka.Config)) *broker {
 // (the caller's: several brokers may share them) until the end of t.
 func startBrokerOn(t testing.TB, meta metadata.Store, store objectstore.Store, mutate func(*kafka.Config)) *broker {
 	t.Helper()
-	return startBrokerWith(t, meta, store, mutate, agent.Options{})
+	return startBrokerWith(t, meta, store, mutate, agent.Options{}, kafka.Options{})
 }
 
-// startBrokerWith is startBrokerOn with the agent's options.
-func startBrokerWith(t testing.TB, meta metadata.Store, store objectstore.Store, mutate func(*kafka.Config), aopts agent.Options) *broker {
+// startBrokerWith is startBrokerOn with the agent's options and the
+// server's (its logger is the test's).
+func startBrokerWith(t testing.TB, meta metadata.Store, store objectstore.Store, mutate func(*kafka.Config), aopts agent.Options, opts kafka.Options) *broker {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	acfg, bcfg := agent.DefaultConfig(), batcher.DefaultConfig()
@@ -77,7 +78,8 @@ func startBrokerWith(t testing.TB, meta metadata.Store, store objectstore.Store,
 	if mutate != nil {
 		mutate(&kcfg)
 	}
-	srv, err := kafka.New(kcfg, ag, kafka.Options{Logger: testLogger(t)})
+	opts.Logger = testLogger(t)
+	srv, err := kafka.New(kcfg, ag, opts)
 	if err != nil {
 		t.Fatal(err)
 	}

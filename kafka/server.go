@@ -9,8 +9,10 @@ import (
 	"sync"
 	"time"
 
+	"github.com/floe-broker/floe/access"
 	"github.com/floe-broker/floe/agent"
 	floev1 "github.com/floe-broker/floe/api/floe/v1"
+	"github.com/floe-broker/floe/auth"
 	"github.com/floe-broker/floe/metadata"
 )
 
@@ -48,6 +50,14 @@ var _ Backend = (*agent.Agent)(nil)
 // Options are a Server's collaborators.
 type Options struct {
 	Logger *slog.Logger
+	// Guard enforces authentication and ACLs (nil or off: every
+	// connection may do everything).
+	Guard *access.Guard
+	// Credentials, for SASL (nil: SaslHandshake offers no mechanism).
+	Credentials Credentials
+	// ACLs backs CreateAcls, DescribeAcls, DeleteAcls and the SCRAM
+	// credential APIs (nil: they answer SECURITY_DISABLED).
+	ACLs auth.Store
 }
 
 // Server serves the Kafka protocol on listeners given to Serve.
@@ -55,6 +65,7 @@ type Server struct {
 	cfg    Config
 	be     Backend
 	log    *slog.Logger
+	opts   Options
 	groups *coordinator  // classic-protocol groups (groups.go)
 	owned  *ownedCache   // KIP-848 members\' owned partitions (68_consumer_group_heartbeat.go)
 	slots  chan struct{} // one per open connection (MaxConnections)
@@ -71,10 +82,13 @@ func New(cfg Config, be Backend, opts Options) (*Server, error) {
 	if be == nil {
 		return nil, errors.New("kafka: a backend is required")
 	}
+	if opts.Guard.Enabled() && opts.Credentials == nil {
+		return nil, errors.New("kafka: authentication is on but no SASL credential store is given")
+	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{cfg: cfg, be: be, log: opts.Logger, slots: make(chan struct{}, cfg.MaxConnections), conns: map[*conn]struct{}{}}
+	s := &Server{cfg: cfg, be: be, log: opts.Logger, opts: opts, slots: make(chan struct{}, cfg.MaxConnections), conns: map[*conn]struct{}{}}
 	s.groups = newCoordinator(s)
 	s.owned = &ownedCache{m: map[memberKey][]metadata.TopicPartition{}, max: cfg.MaxGroups * 10}
 	return s, nil

@@ -99,7 +99,7 @@ func TestKafkaReadsBelowRawLogStart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	reader := startBrokerWith(t, meta, store, nil, agent.Options{Tables: tr})
+	reader := startBrokerWith(t, meta, store, nil, agent.Options{Tables: tr}, kafka.Options{})
 
 	lo := kmsg.NewPtrListOffsetsRequest()
 	lt := kmsg.NewListOffsetsRequestTopic()

@@ -56,13 +56,18 @@ retrying with backoff, one WARN line per attempt.`, 0, 0)
 		return fmt.Errorf("listen on %s: %w", conf.Compactor.MetricsListen, err)
 	}
 	ready := newReadiness(log, "starting")
+	sa, err := newServerAuth(conf.Auth, reg, log) // the listener's auth (authwire.go)
+	if err != nil {
+		mlis.Close()
+		return err
+	}
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
 	mux.Handle("/readyz", ready)
 	rest := &lateHandler{} // the read-only Iceberg REST catalog (icebergrest.go), once the catalog is open
 	mux.Handle(icebergRESTPath+"/", rest)
-	hsrv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	hsrv := &http.Server{Handler: sa.gate.wrap(mux), ReadHeaderTimeout: 5 * time.Second}
 	var wg sync.WaitGroup
 	var serr error
 	wg.Add(1)
@@ -80,7 +85,7 @@ retrying with backoff, one WARN line per attempt.`, 0, 0)
 	}()
 	log.Info("floe compactor listening", "metrics", mlis.Addr().String())
 
-	err = runCompactorOn(ctx, conf, d, ready, reg, rest)
+	err = runCompactorOn(ctx, conf, d, ready, reg, rest, sa)
 	if errors.Is(err, errStartCanceled) {
 		log.Info("floe compactor stopped while waiting for its stores")
 		err = nil
@@ -96,7 +101,7 @@ const compactorReadyInterval = 5 * time.Second
 // with backoff (not ready meanwhile, one WARN line per attempt), then runs
 // the jobs until ctx ends. What waiting cannot fix (refused credentials, a
 // missing bucket) ends the start at once.
-func runCompactorOn(ctx context.Context, conf Config, d compactor.Config, ready *readiness, reg *prometheus.Registry, rest *lateHandler) error {
+func runCompactorOn(ctx context.Context, conf Config, d compactor.Config, ready *readiness, reg *prometheus.Registry, rest *lateHandler, sa *serverAuth) error {
 	log := d.Logger
 	st := &starter{log: log, ready: ready, attempt: startAttempt, backoff: startBackoff, maxBackof: startMaxBackoff}
 	opts := postgres.DefaultOptions()
@@ -107,6 +112,9 @@ func runCompactorOn(ctx context.Context, conf Config, d compactor.Config, ready 
 		return err
 	}
 	defer meta.Close()
+	if err := sa.open(ctx, meta, log); err != nil {
+		return err
+	}
 	probe := withPrefix(s3, conf.S3.Prefix) // readiness probes stay out of the request metrics
 	store := objectstore.WithMetrics(probe, reg)
 	closeIce := func() {}

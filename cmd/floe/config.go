@@ -35,6 +35,7 @@ type Config struct {
 	Dev       DevSettings       `yaml:"dev"`
 	Compactor CompactorSettings `yaml:"compactor"`
 	Iceberg   IcebergSettings   `yaml:"iceberg"`
+	Auth      AuthSettings      `yaml:"auth"`
 }
 
 // ServerSettings are the listeners and start-up of agent and dev.
@@ -158,9 +159,9 @@ type CompactorSettings struct {
 
 // Server commands and the sections each reads.
 var commandSections = map[string][]string{
-	"agent":     {"server", "log", "batcher", "agent", "kafka", "postgres", "s3"},
-	"dev":       {"server", "log", "batcher", "agent", "kafka", "dev", "compactor", "iceberg"},
-	"compactor": {"log", "postgres", "s3", "compactor", "iceberg"},
+	"agent":     {"server", "log", "batcher", "agent", "kafka", "postgres", "s3", "auth"},
+	"dev":       {"server", "log", "batcher", "agent", "kafka", "dev", "compactor", "iceberg", "auth"},
+	"compactor": {"log", "postgres", "s3", "compactor", "iceberg", "auth"},
 }
 
 // DefaultServerConfig returns the defaults of command (agent, dev or
@@ -196,6 +197,7 @@ func DefaultServerConfig(command string) Config {
 			OrphanAge: cd.OrphanAge, MergeSmallBytes: cd.MergeSmallBytes, MergeTargetBytes: cd.MergeTargetBytes, MergeMinAge: cd.MergeMinAge,
 			CompactMaxBytes: cd.CompactMaxBytes, CompactMinAge: cd.CompactMinAge},
 		Iceberg: DefaultIcebergSettings(),
+		Auth:    defaultAuthSettings(),
 	}
 	if command == "dev" {
 		c.Server.Listen, c.Server.MetricsListen = devGRPCAddr, devMetricsAddr
@@ -405,6 +407,11 @@ func (c *Config) validate(command string) error {
 	}
 	if strings.Contains(sections, "iceberg") {
 		if err := c.Iceberg.validate(); err != nil {
+			return err
+		}
+	}
+	if strings.Contains(sections, "auth") {
+		if err := c.Auth.validate(); err != nil {
 			return err
 		}
 	}

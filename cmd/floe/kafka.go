@@ -21,7 +21,7 @@ func startKafka(sc serverConfig, ag *agent.Agent, log *slog.Logger) (stop func()
 		done <- nil
 		return func() <-chan error { return done }, nil
 	}
-	srv, err := kafka.New(sc.Kafka, ag, kafka.Options{Logger: log})
+	srv, err := kafka.New(sc.Kafka, ag, sc.auth.kafkaOptions(kafka.Options{Logger: log}))
 	if err != nil {
 		return nil, err
 	}

@@ -64,6 +64,10 @@ type serverConfig struct {
 	// Handlers, optional, are more handlers of the metrics listener by
 	// pattern (floe dev's Iceberg REST catalog).
 	Handlers map[string]http.Handler
+	// Auth are the auth.* settings (authwire.go).
+	Auth AuthSettings
+	// auth is their enforcement, set by serve.
+	auth *serverAuth
 }
 
 // Start-up retries: the first wait, its cap, and the bound of one attempt.
@@ -95,6 +99,12 @@ func serve(ctx context.Context, sc serverConfig, open openFunc, reg *prometheus.
 	}
 	ready := newReadiness(log, "starting")
 	limits := sc.HTTP.withDefaults()
+	sa, err := newServerAuth(sc.Auth, reg, log)
+	if err != nil {
+		lis.Close()
+		mlis.Close()
+		return err
+	}
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{MaxRequestsInFlight: limits.MaxInFlight}))
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
@@ -103,7 +113,7 @@ func serve(ctx context.Context, sc serverConfig, open openFunc, reg *prometheus.
 	if sc.Pprof {
 		mountPprof(mux)
 	}
-	hsrv := newHTTPServer(mux, limits)
+	hsrv := newHTTPServer(sa.gate.wrap(mux), limits)
 	httpDone := make(chan error, 1)
 	go func() {
 		err := hsrv.Serve(mlis)
@@ -126,8 +136,9 @@ func serve(ctx context.Context, sc serverConfig, open openFunc, reg *prometheus.
 	gate := newDrainGate() // drain.go
 	opts := append(newRPCMetrics(reg).options(), gate.options()...)
 	opts = append(opts, agent.GRPCServerOptions(sc.Agent, log)...)
-	gs := grpc.NewServer(append(opts, grpc.MaxConcurrentStreams(1024))...)
 	late := &lateAgent{}
+	opts = append(opts, sa.grpcOptions(late)...) // authentication and ACLs, after the request ids
+	gs := grpc.NewServer(append(opts, grpc.MaxConcurrentStreams(1024))...)
 	source := func() console.Source {
 		if a := late.ag.Load(); a != nil {
 			return a
@@ -198,6 +209,10 @@ func serve(ctx context.Context, sc serverConfig, open openFunc, reg *prometheus.
 		return err
 	}
 	defer meta.Close()
+	if err := sa.open(ctx, meta, log); err != nil {
+		return errors.Join(err, stopGRPC(nil, 5*time.Second))
+	}
+	sc.auth = sa
 	return runServing(ctx, sc, meta, store, reg, late, ready, stopGRPC, lis.Addr().String(), mlis.Addr().String())
 }
 

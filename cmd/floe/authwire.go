@@ -1,0 +1,133 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync/atomic"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/floe-broker/floe/access"
+	"github.com/floe-broker/floe/agent"
+	"github.com/floe-broker/floe/auth"
+	"github.com/floe-broker/floe/kafka"
+	"github.com/floe-broker/floe/metadata"
+)
+
+// authBackends opens, on a server's metadata store, what enforcement asks
+// of the auth implementation: the ACL answer (a cache of the store's
+// ACLs), the bearer-token verifier, and the store itself (SCRAM
+// credentials and the Kafka ACL APIs). nil: this build has none, and a
+// server with auth.enabled refuses to start.
+var authBackends func(ctx context.Context, meta metadata.Store, log *slog.Logger) (auth.Authorizer, access.TokenVerifier, auth.Store, error)
+
+// errNoAuthBackends refuses auth.enabled in a build without them.
+var errNoAuthBackends = errors.New("auth.enabled: this build has no ACL and token store")
+
+// serverAuth is one server process's enforcement: the Guard every check
+// goes through, built from the settings before the stores are open, and
+// the authorizer and verifier it asks, filled once they are (open). Until
+// then checks are refused and tokens unverifiable (Unavailable, 503).
+type serverAuth struct {
+	guard *access.Guard
+	gate  *httpGate
+	late  *lateAuth
+	store auth.Store // set by open
+}
+
+// newServerAuth builds the enforcement of settings a.
+func newServerAuth(a AuthSettings, reg prometheus.Registerer, log *slog.Logger) (*serverAuth, error) {
+	cfg, err := a.accessConfig()
+	if err != nil {
+		return nil, err
+	}
+	late := &lateAuth{}
+	g, err := access.NewGuard(cfg, late, access.GuardOptions{Logger: log, Registry: reg})
+	if err != nil {
+		return nil, err
+	}
+	gate, err := newHTTPGate(a)
+	if err != nil {
+		return nil, err
+	}
+	gate.set(g, late)
+	return &serverAuth{guard: g, gate: gate, late: late}, nil
+}
+
+// grpcOptions are the interceptors of agent.AuthServerOptions, the
+// agent found through late (nil when auth is off).
+func (s *serverAuth) grpcOptions(late *lateAgent) []grpc.ServerOption {
+	if !s.guard.Enabled() {
+		return nil
+	}
+	return agent.AuthServerOptions(s.guard, s.late, func(ctx context.Context, group string) ([]string, error) {
+		a := late.ag.Load()
+		if a == nil {
+			return nil, status.Error(codes.Unavailable, "starting")
+		}
+		return a.GroupTopics(ctx, group)
+	})
+}
+
+// open fills the authorizer and verifier from meta (nothing when auth is
+// off).
+func (s *serverAuth) open(ctx context.Context, meta metadata.Store, log *slog.Logger) error {
+	if !s.guard.Enabled() {
+		return nil
+	}
+	if authBackends == nil {
+		return errNoAuthBackends
+	}
+	az, v, st, err := authBackends(ctx, meta, log)
+	if err != nil {
+		return fmt.Errorf("auth: %w", err)
+	}
+	s.late.set(az, v)
+	s.store = st
+	return nil
+}
+
+// lateAuth is an auth.Authorizer and access.TokenVerifier that answer once
+// set: before, every check is refused and every token unverifiable.
+type lateAuth struct {
+	p atomic.Pointer[authPair]
+}
+
+type authPair struct {
+	az auth.Authorizer
+	v  access.TokenVerifier
+}
+
+func (l *lateAuth) set(az auth.Authorizer, v access.TokenVerifier) {
+	l.p.Store(&authPair{az: az, v: v})
+}
+
+func (l *lateAuth) Authorize(p auth.Principal, op auth.Operation, res auth.Resource) auth.Decision {
+	if a := l.p.Load(); a != nil {
+		return a.az.Authorize(p, op, res)
+	}
+	return auth.Decision{Reason: "ACLs not loaded yet"}
+}
+
+func (l *lateAuth) VerifyToken(ctx context.Context, token string) (auth.Principal, error) {
+	if a := l.p.Load(); a != nil {
+		return a.v.VerifyToken(ctx, token)
+	}
+	return auth.Principal{}, errors.New("auth: starting: token store not open yet")
+}
+
+// kafkaOptions adds the Kafka listener's SASL and ACL collaborators to
+// opts (none when auth is off: SASL offers no mechanism, the ACL APIs
+// answer SECURITY_DISABLED).
+func (s *serverAuth) kafkaOptions(opts kafka.Options) kafka.Options {
+	if s == nil || !s.guard.Enabled() {
+		return opts
+	}
+	opts.Guard, opts.Credentials, opts.ACLs = s.guard, s.store, s.store
+	return opts
+}

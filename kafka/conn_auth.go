@@ -1,0 +1,79 @@
+package kafka
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"sync"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/floe-broker/floe/access"
+	"github.com/floe-broker/floe/auth"
+)
+
+// Credentials finds a user's stored SCRAM credential (auth.Store does):
+// an error wrapping auth.ErrNotFound when it has none for mech.
+type Credentials interface {
+	ScramCredential(ctx context.Context, user string, mech auth.ScramMechanism) (auth.ScramCredential, error)
+}
+
+// connAuth is a connection's SASL state: the mechanism its handshake
+// chose, the SCRAM exchange under way, and, once authenticated, its
+// principal. The handlers of SaslHandshake and SaslAuthenticate run on the
+// connection's reader (synchronously), so a request after them is
+// dispatched knowing the outcome.
+type connAuth struct {
+	mu            sync.Mutex // protects the fields below
+	mech          string     // from SaslHandshake ("": none yet)
+	scram         *scramServer
+	authenticated bool
+	principal     auth.Principal
+}
+
+func (a *connAuth) get() (auth.Principal, bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.principal, a.authenticated
+}
+
+// saslMechanisms are the mechanisms SaslHandshake offers.
+var saslMechanisms = []string{"PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"}
+
+// preAuthKeys are the APIs a connection may call before authenticating.
+func preAuthKey(key int16) bool {
+	return key == kmsg.ApiVersions.Int16() || key == kmsg.SASLHandshake.Int16() || key == kmsg.SASLAuthenticate.Int16()
+}
+
+// authFailed is the answer to a request made before authentication (the
+// connection closes after it): the key's response with a top-level
+// SASL_AUTHENTICATION_FAILED where it has one.
+func authFailed(key, version int16) kmsg.Response {
+	resp := kmsg.ResponseForKey(key)
+	resp.SetVersion(version)
+	setErrorCode(resp, kerr.SaslAuthenticationFailed.Code)
+	return resp
+}
+
+// principal is the connection's principal (Anonymous before SASL).
+func (c *conn) principal() auth.Principal {
+	if p, ok := c.sasl.get(); ok {
+		return p
+	}
+	return auth.Anonymous
+}
+
+// guard is the server's Guard (nil: auth off).
+func (s *Server) guard() *access.Guard { return s.opts.Guard }
+
+// serverNonce is 24 random bytes, base64 (printable, no ",").
+func serverNonce() string {
+	b := make([]byte, 24)
+	_, _ = rand.Read(b)
+	return base64.RawStdEncoding.EncodeToString(b)
+}
+
+// closeAfterAnswer closes the connection once the request being
+// dispatched is answered (called on the reader).
+func (c *conn) closeAfterAnswer() { c.closeAfter = true }
