@@ -19,6 +19,7 @@ import (
 
 	"github.com/floe-broker/floe/access"
 	"github.com/floe-broker/floe/access/accesstest"
+	"github.com/floe-broker/floe/agent"
 	"github.com/floe-broker/floe/auth"
 	"github.com/floe-broker/floe/kafka"
 	"github.com/floe-broker/floe/metadata/sqlite"

@@ -14,6 +14,7 @@ import (
 	"github.com/floe-broker/floe/iceberg"
 	"github.com/floe-broker/floe/iceberg/icetest"
 	"github.com/floe-broker/floe/internal/testenv"
+	"github.com/floe-broker/floe/kafka"
 	"github.com/floe-broker/floe/metadata/postgres"
 	"github.com/floe-broker/floe/objectstore/s3store"
 	"github.com/floe-broker/floe/tableread"
