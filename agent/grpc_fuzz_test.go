@@ -47,7 +47,8 @@ func agentMethods() []fuzzMethod {
 }
 
 // FuzzRequestValidators sends requests of any bytes to every RPC of an
-// agent (SQLite and the in-memory store): the agent never panics (a
+// agent (SQLite and the in-memory store; the server options floe agent
+// uses): the agent never panics (a
 // panic in a handler ends the process) and answers each with a status a
 // client can act on, never Unknown or Internal.
 func FuzzRequestValidators(f *testing.F) {
@@ -136,7 +137,7 @@ func fuzzAgent(f *testing.F) *grpc.ClientConn {
 		f.Fatal(err)
 	}
 	lis := bufconn.Listen(1 << 20)
-	gs := grpc.NewServer()
+	gs := grpc.NewServer(agent.GRPCServerOptions(acfg, nil)...) // as floe agent serves
 	ag.Register(gs)
 	var wg sync.WaitGroup
 	wg.Add(2)
