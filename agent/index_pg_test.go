@@ -33,7 +33,6 @@ func openPostgres(t testing.TB, dsn string) *postgres.Store {
 	return s
 }
 
-
 // idleLoad is 100 subscriptions over 1,000 partitions and three long
 // polls of a topic nobody produces to, on an agent over PostgreSQL whose
 // statements stmts counts (while on); dbStatements is what PostgreSQL
