@@ -92,7 +92,7 @@ func TestFakeSeqFollowsTheAgent(t *testing.T) {
 		t.Fatal(err)
 	}
 	rnd := mrand.New(mrand.NewPCG(3, 4))
-	next := map[int32]int32{}     // the producer's next sequence per partition
+	next := map[int32]int32{}      // the producer's next sequence per partition
 	sent := map[int32][][2]int32{} // partition -> (base sequence, records) of its batches sent and accepted
 	for i := range 300 {
 		p := rnd.Int32N(3)
