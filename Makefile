@@ -2,7 +2,7 @@ GO ?= go
 TOOLS := $(CURDIR)/.tools
 export PATH := $(TOOLS):$(PATH)
 
-.PHONY: all build run test test-deploy test-engines test-kafka bench bench-report proto tools clean
+.PHONY: all build run test fuzz fuzz-short test-deploy test-engines test-kafka bench bench-report proto tools clean
 
 all: build
 
@@ -40,7 +40,19 @@ $(TOOLS)/helm:
 # (their own module, so that k8s.io/api stays out of the broker's go.mod).
 test: tools
 	CI=$${CI:-} $(GO) test -count=1 -timeout 25m ./...
+	$(MAKE) fuzz-short
 	$(MAKE) test-deploy
+
+# Every fuzz target of the module (.ci/fuzz lists them: func FuzzX in a
+# _test.go file), one after another: fuzz-short for a few seconds each (in
+# make test), fuzz for FUZZTIME each (make fuzz FUZZTIME=1h). Their seed
+# corpora (testdata/fuzz/FuzzX/) run in every go test too.
+FUZZTIME ?= 10m
+fuzz-short:
+	FUZZTIME=3s GO=$(GO) bash .ci/fuzz
+
+fuzz:
+	FUZZTIME=$(FUZZTIME) GO=$(GO) bash .ci/fuzz
 
 # Kafka clients other than Go's against the Kafka listener: Apache Kafka's
 # Java client (kafka/testdata/java/pom.xml's version, from Maven Central,

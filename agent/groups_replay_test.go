@@ -175,4 +175,14 @@ func TestReplayBudget(t *testing.T) {
 	if max := int64(burst + budget*(window+300*time.Millisecond).Seconds() + 1<<20); limited > max {
 		t.Fatalf("replayed %d bytes through a budget that allows %d", limited, max)
 	}
+	// The bucket starts full: the first burst's worth passes at the
+	// link's speed (an eighth of a second here) and needs no refill, so a
+	// replay that got less was held back by something else than the
+	// budget. (What each read is charged, exactly: TestReplayWaitChargesExactly.)
+	if limited < burst {
+		t.Fatalf("replayed %d bytes, less than the bucket's burst of %d", limited, burst)
+	}
+	if unlimited < burst {
+		t.Fatalf("replayed %d bytes with no budget, less than %d", unlimited, burst)
+	}
 }

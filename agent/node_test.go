@@ -25,7 +25,7 @@ type node struct {
 }
 
 // startNode runs an agent until the end of t. The stores are the caller's.
-func startNode(t *testing.T, meta metadata.Store, store objectstore.Store, acfg agent.Config, bcfg batcher.Config, sopts ...grpc.ServerOption) *node {
+func startNode(t testing.TB, meta metadata.Store, store objectstore.Store, acfg agent.Config, bcfg batcher.Config, sopts ...grpc.ServerOption) *node {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	var ag *agent.Agent

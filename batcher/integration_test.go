@@ -32,6 +32,24 @@ func newRealEnv(tb testing.TB, cfg batcher.Config) *realEnv {
 	return newRealEnvS3(tb, cfg, nil)
 }
 
+// realS3 is a store on a fresh bucket of the test S3 server, its
+// configuration adjusted by adjust (optional); closed when tb ends.
+func realS3(tb testing.TB, adjust func(*s3store.Config)) *s3store.Store {
+	tb.Helper()
+	sc := testenv.S3(tb)
+	s3c := s3store.DefaultConfig()
+	s3c.Bucket, s3c.Endpoint, s3c.Region, s3c.AccessKey, s3c.SecretKey, s3c.PathStyle = sc.Bucket, sc.Endpoint, sc.Region, sc.AccessKey, sc.SecretKey, true
+	if adjust != nil {
+		adjust(&s3c)
+	}
+	s3, err := s3store.New(context.Background(), s3c)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { s3.Close() })
+	return s3
+}
+
 // newRealEnvS3 is newRealEnv with the S3 store's configuration adjusted
 // by adjust (optional).
 func newRealEnvS3(tb testing.TB, cfg batcher.Config, adjust func(*s3store.Config)) *realEnv {
@@ -42,19 +60,8 @@ func newRealEnvS3(tb testing.TB, cfg batcher.Config, adjust func(*s3store.Config
 		tb.Fatal(err)
 	}
 	tb.Cleanup(func() { meta.Close() })
-	sc := testenv.S3(tb)
-	s3c := s3store.DefaultConfig()
-	s3c.Bucket, s3c.Endpoint, s3c.Region, s3c.AccessKey, s3c.SecretKey, s3c.PathStyle = sc.Bucket, sc.Endpoint, sc.Region, sc.AccessKey, sc.SecretKey, true
-	if adjust != nil {
-		adjust(&s3c)
-	}
-	s3, err := s3store.New(ctx, s3c)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() { s3.Close() })
-	e := &realEnv{meta: meta, s3: s3}
-	e.faulty = objectstore.WithFaults(s3, objectstore.FaultConfig{})
+	e := &realEnv{meta: meta, s3: realS3(tb, adjust)}
+	e.faulty = objectstore.WithFaults(e.s3, objectstore.FaultConfig{})
 	e.store = &countingStore{Store: e.faulty}
 	e.commit = &countingCommitter{Store: meta}
 	e.b, err = batcher.New(cfg, e.store, e.commit, batcher.Options{})

@@ -61,10 +61,19 @@ func (f *fakeSeq) apply(req *floev1.ProduceRequest) (resp *floev1.ProduceRespons
 	}
 	p := req.GetPartition()
 	seq := req.GetBaseSequence()
-	if req.ProducerId == nil { // a plain producer: no sequence
-		seq = f.next[p]
-	}
 	resp = &floev1.ProduceResponse{}
+	if req.ProducerId == nil { // a plain producer: appended, no sequence (TestFakeSeqFollowsTheAgent)
+		base := int64(len(f.log[p]))
+		for i, r := range req.GetRecords() {
+			f.log[p] = append(f.log[p], string(r.GetValue()))
+			resp.Offsets = append(resp.Offsets, base+int64(i))
+			resp.Partitions = append(resp.Partitions, p)
+		}
+		if f.unknown[n] {
+			return nil, status.Error(codes.Unknown, "outcome unknown"), false
+		}
+		return resp, nil, f.drop[n]
+	}
 	var base int64 = -1
 	for _, r := range f.recent[p] {
 		if int32(r[0]) == seq {

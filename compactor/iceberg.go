@@ -1,6 +1,7 @@
 package compactor
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -188,6 +189,10 @@ func (c *Compactor) icebergAppend(ctx context.Context, t metadata.Topic, ic meta
 	if len(want) == 0 {
 		return have, 0, nil
 	}
+	// The partitions were visited from where the last pass was cut, and
+	// an append takes rows in partition order: each partition's rows are
+	// in offset order already.
+	slices.SortStableFunc(rows, func(a, b iceberg.Row) int { return cmp.Compare(a.Partition, b.Partition) })
 	if err := c.renew(ctx, metadata.IcebergLease(t.Name)); err != nil {
 		return nil, 0, err
 	}

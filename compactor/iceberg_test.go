@@ -279,7 +279,12 @@ func TestIcebergFaults(t *testing.T) {
 }
 
 // TestIcebergTwoCompactors: two compactors with their own catalog
-// connections run at once while records are produced: every offset once.
+// connections run at once while records are produced, and bring both
+// tables up to the log themselves (no third compactor catches up after
+// them): neither pass fails (the table lease lets one of them at a table
+// at a time, the other reports the lease not held), each row is
+// committed by exactly one of them (their reports' rows add up to what
+// was produced), and every offset is in its table exactly once.
 func TestIcebergTwoCompactors(t *testing.T) {
 	iceBackends(t, func(t *testing.T, e iceEnv) {
 		rnd := mrand.New(mrand.NewPCG(5, 6))
@@ -287,35 +292,85 @@ func TestIcebergTwoCompactors(t *testing.T) {
 			createTopic(t, e.env, "b", 2, map[string]string{"iceberg.lag": "0"})}
 		want := []produced{{}, {}}
 		ctx, cancel := context.WithCancel(context.Background())
-		var wg sync.WaitGroup
-		appends := make([]int, 2)
+		defer cancel()
+		var (
+			wg      sync.WaitGroup
+			mu      sync.Mutex // protects the figures below
+			appends = make([]int, 2)
+			rows    = make([]int, 2)
+			notHeld = make([]int, 2)
+			errs    []error
+		)
 		for i := range 2 {
 			w, _ := e.writer(t)
 			c := iceCompactor(t, e, fmt.Sprintf("c%d", i), w, func(c *compactor.Config) { c.IcebergMaxBytes = 3000 })
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
+			wg.Go(func() {
 				for ctx.Err() == nil {
-					r, _ := c.RunOnce(ctx)
+					r, err := c.RunOnce(ctx)
+					mu.Lock()
+					if err != nil && ctx.Err() == nil {
+						errs = append(errs, fmt.Errorf("compactor c%d: %w", i, err))
+					}
 					appends[i] += r.IcebergAppends
+					rows[i] += r.IcebergRows
+					for _, l := range r.NotHeld {
+						if strings.HasPrefix(l, "iceberg/") {
+							notHeld[i]++
+						}
+					}
+					mu.Unlock()
 				}
-			}()
+			})
 		}
 		for range 10 {
 			i := rnd.IntN(2)
 			produce(t, e.env, tps[i].ID, []int32{0, 1}, 1+rnd.IntN(20), want[i], rnd)
 			time.Sleep(time.Duration(rnd.IntN(30)) * time.Millisecond)
 		}
-		time.Sleep(200 * time.Millisecond)
+		// The two keep running until both tables hold the whole log.
+		w, _ := e.writer(t)
+		caughtUp := func() bool {
+			for i, tp := range tps {
+				wm, err := w.Watermark(ctx, tp.Name)
+				if err != nil {
+					return false
+				}
+				for p, offs := range want[i] {
+					if wm[p] < int64(len(offs)) {
+						return false
+					}
+				}
+			}
+			return true
+		}
+		for deadline := time.Now().Add(60 * time.Second); !caughtUp(); time.Sleep(20 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatal("the two compactors did not bring the tables up to the log within 60 s")
+			}
+		}
 		cancel()
 		wg.Wait()
-		w, _ := e.writer(t)
-		c := iceCompactor(t, e, "last", w, nil)
-		runOnce(t, c)
+		for _, err := range errs {
+			t.Errorf("a pass failed: %v", err)
+		}
+		total := 0
+		for i := range want {
+			for _, offs := range want[i] {
+				total += len(offs)
+			}
+		}
+		if rows[0]+rows[1] != total {
+			t.Errorf("the compactors committed %d + %d rows, want %d in all (each row by one of them)", rows[0], rows[1], total)
+		}
+		for i := range 2 {
+			if appends[i] == 0 && notHeld[i] == 0 {
+				t.Errorf("compactor c%d neither appended nor found a table lease held: it did not run", i)
+			}
+		}
 		for i, tp := range tps {
 			checkTable(t, w, tp.Name, want[i])
 		}
-		t.Logf("appends by compactor: %v", appends)
+		t.Logf("appends by compactor: %v, rows %v, table leases not held %v", appends, rows, notHeld)
 	})
 }
 

@@ -146,6 +146,35 @@ func fieldIDs(sc *icego.Schema) map[string]int {
 	return out
 }
 
+// fixedIDs are the fixed columns' field ids (docs/iceberg.md: 1 to 10
+// whatever the schema), written out: the tests do not take them from
+// iceberg.Schema, the function under test.
+var fixedIDs = map[string]int{"partition": 1, "offset": 2, "timestamp": 3, "append_time": 4, "key": 5, "value": 6,
+	"headers": 7, "headers.element": 8, "headers.element.key": 9, "headers.element.value": 10}
+
+// typedV1IDs are typedV1's field ids in a table created with it:
+// value_fields 11, its fields from 12, depth first in declaration order.
+var typedV1IDs = map[string]int{"value_fields": 11, "value_fields.id": 12, "value_fields.name": 13, "value_fields.score": 14,
+	"value_fields.ok": 15, "value_fields.at": 16, "value_fields.user": 17, "value_fields.user.name": 18,
+	"value_fields.user.tags": 19, "value_fields.user.tags.element": 20, "value_fields.nums": 21, "value_fields.nums.element": 22}
+
+// wantIDs checks that ids holds exactly the fields of want with their ids.
+func wantIDs(t *testing.T, what string, ids map[string]int, want ...map[string]int) {
+	t.Helper()
+	n := 0
+	for _, w := range want {
+		for name, id := range w {
+			if ids[name] != id {
+				t.Errorf("%s: field %s has id %d, want %d", what, name, ids[name], id)
+			}
+		}
+		n += len(w)
+	}
+	if len(ids) != n {
+		t.Errorf("%s: %d fields, want %d: %v", what, len(ids), n, ids)
+	}
+}
+
 type typedCase struct {
 	value  string // "" for a null value
 	fields string // value_fields as JSON; "null" when none
@@ -211,14 +240,7 @@ func TestTypedColumns(t *testing.T) {
 			t.Fatal(err)
 		}
 		ids1 := fieldIDs(tbl.Schema())
-		for name, id := range fieldIDs(iceberg.Schema(nil)) {
-			if ids1[name] != id {
-				t.Errorf("fixed column %s has id %d, want %d", name, ids1[name], id)
-			}
-		}
-		if ids1["value_fields"] != 11 || ids1["value_fields.id"] == 0 || ids1["value_fields.user.tags.element"] == 0 {
-			t.Errorf("typed column ids: %v", ids1)
-		}
+		wantIDs(t, "the table created with typedV1", ids1, fixedIDs, typedV1IDs)
 
 		// Evolution: two optional fields, one nested.
 		more := []typedCase{
@@ -237,11 +259,12 @@ func TestTypedColumns(t *testing.T) {
 				t.Errorf("field %s: id %d after evolution, was %d", name, ids2[name], id)
 			}
 		}
-		maxID := slices.Max(slicesValues(ids1))
-		for _, name := range []string{"value_fields.note", "value_fields.user.age"} {
-			if ids2[name] <= maxID {
-				t.Errorf("new field %s: id %d, want a new one above %d", name, ids2[name], maxID)
-			}
+		// The two new fields take the table's next ids, 23 and 24.
+		if n, a := ids2["value_fields.note"], ids2["value_fields.user.age"]; n == a || min(n, a) != 23 || max(n, a) != 24 {
+			t.Errorf("new fields note and user.age: ids %d and %d, want 23 and 24", n, a)
+		}
+		if len(ids2) != len(ids1)+2 {
+			t.Errorf("%d fields after evolution, want %d: %v", len(ids2), len(ids1)+2, ids2)
 		}
 		// A repeated evolution changes nothing.
 		if again, err := w.EnsureTable(ctx, topic, iceberg.WithValueSchema(v2)); err != nil || again.Schema().ID != tbl.Schema().ID {
@@ -312,14 +335,6 @@ func TestTypedColumns(t *testing.T) {
 	})
 }
 
-func slicesValues(m map[string]int) []int {
-	out := make([]int, 0, len(m))
-	for _, v := range m {
-		out = append(out, v)
-	}
-	return out
-}
-
 // A table created before its topic had a schema gets the typed columns
 // added: its first rows read them as null.
 func TestTypedColumnsAddedLater(t *testing.T) {
@@ -373,8 +388,9 @@ func TestSchemaWithValueSchema(t *testing.T) {
 		"user":{"type":"object","properties":{"name":{"type":"string"},"at":{"type":"string","format":"date-time"}}},
 		"tags":{"type":"array","items":{"type":"number"}},
 		"ok":{"type":"boolean"}}}`))
+	wantIDs(t, "Schema(nil)", fieldIDs(iceberg.Schema(nil)), fixedIDs)
 	ids := fieldIDs(sc)
-	for name, id := range fieldIDs(iceberg.Schema(nil)) {
+	for name, id := range fixedIDs {
 		if ids[name] != id {
 			t.Errorf("%s: id %d, want %d", name, ids[name], id)
 		}

@@ -228,25 +228,7 @@ const (
 // flag, environment variables and default, exactly as the code has them.
 func TestSettingsDocumented(t *testing.T) {
 	path := filepath.Join("..", "..", "docs", "operations.md")
-	doc, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
+	if err := checkGeneratedDoc(path, settingsBegin, settingsEnd, settingsTable(), os.Getenv); err != nil {
+		t.Fatalf("%v; run FLOE_UPDATE_DOCS=1 go test -run TestSettingsDocumented ./cmd/floe/ (not under CI). Want:\n%s", err, settingsTable())
 	}
-	text := string(doc)
-	i, j := strings.Index(text, settingsBegin), strings.Index(text, settingsEnd)
-	if i < 0 || j < i {
-		t.Fatalf("%s has no settings table between the markers", path)
-	}
-	want := settingsTable()
-	got := text[i+len(settingsBegin) : j]
-	if got == want {
-		return
-	}
-	if os.Getenv("FLOE_UPDATE_DOCS") == "1" {
-		if err := os.WriteFile(path, []byte(text[:i+len(settingsBegin)]+want+text[j:]), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	t.Fatalf("the settings table of %s differs from the code; run FLOE_UPDATE_DOCS=1 go test -run TestSettingsDocumented ./cmd/floe/. Want:\n%s", path, want)
 }

@@ -1,0 +1,81 @@
+package batcher_test
+
+import (
+	"context"
+	"fmt"
+	mrand "math/rand/v2"
+	"path/filepath"
+	"testing"
+
+	"github.com/floe-broker/floe/metadata"
+	"github.com/floe-broker/floe/metadata/sqlite"
+)
+
+// TestFakeMetaFollowsTheStore holds fakeMeta (faults off) to the real
+// store's CommitFile on generated cases within what the fake models:
+// files of plain batches (fakeMeta models no producer) over several
+// partitions, several in one file to one partition too, some committed again
+// with the same key (a retry). Every answer's base offsets and every
+// partition's high watermark must be the SQLite store's.
+func TestFakeMetaFollowsTheStore(t *testing.T) {
+	ctx := context.Background()
+	real, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "meta.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer real.Close()
+	var topics []metadata.Topic
+	for i := range 2 {
+		tp, err := real.CreateTopic(ctx, metadata.TopicSpec{Name: fmt.Sprintf("t%d", i), Partitions: 3})
+		if err != nil {
+			t.Fatal(err)
+		}
+		topics = append(topics, tp)
+	}
+	fake := newFakeMeta()
+	rnd := mrand.New(mrand.NewPCG(1, 2))
+	var files []metadata.FileCommit
+	for i := range 200 {
+		var f metadata.FileCommit
+		if len(files) > 0 && rnd.IntN(4) == 0 {
+			f = files[rnd.IntN(len(files))] // a retry of an earlier file
+		} else {
+			f = metadata.FileCommit{Key: fmt.Sprintf("v1/files/%02x/f%d", i%256, i)}
+			var at int64
+			for range 1 + rnd.IntN(4) {
+				tp := topics[rnd.IntN(len(topics))]
+				n := int32(1 + rnd.IntN(5))
+				f.Batches = append(f.Batches, metadata.BatchCommit{TopicID: tp.ID, Partition: rnd.Int32N(tp.Partitions),
+					ByteOffset: at, ByteLength: 100, RecordCount: n, MaxTimestamp: 1700000000000,
+					ProducerID: -1, BaseSequence: metadata.NoSequence})
+				at += 100
+			}
+			f.Size = at + 64
+			files = append(files, f)
+		}
+		want, err := real.CommitFile(ctx, f)
+		if err != nil {
+			t.Fatalf("file %d: the store: %v", i, err)
+		}
+		got, err := fake.CommitFile(ctx, f)
+		if err != nil || len(got) != len(want) {
+			t.Fatalf("file %d: fakeMeta answered %d results, %v; the store %d", i, len(got), err, len(want))
+		}
+		for j := range want {
+			if want[j].Err != nil || got[j].BaseOffset != want[j].BaseOffset {
+				t.Fatalf("file %d (%s) batch %d: fakeMeta base offset %d, the store %d (%v)", i, f.Key, j, got[j].BaseOffset, want[j].BaseOffset, want[j].Err)
+			}
+		}
+	}
+	for _, tp := range topics {
+		states, err := real.PartitionStates(ctx, tp.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, st := range states {
+			if h := fake.highWatermark(tp.ID, st.Partition); h != st.HighWatermark {
+				t.Errorf("%s/%d: fakeMeta high watermark %d, the store %d", tp.Name, st.Partition, h, st.HighWatermark)
+			}
+		}
+	}
+}
