@@ -72,6 +72,8 @@ type Report struct {
 	Ops   int            `json:"ops"`
 	Sends map[string]int `json:"sends"` // by outcome
 	Reads int            `json:"reads"`
+	// TableRows counts the rows of the table scans.
+	TableRows int `json:"table_rows"`
 	// Redelivered counts records delivered to a second group member within
 	// the first one's uncommitted window (allowed: at least once).
 	Redelivered int            `json:"redelivered"`
@@ -172,6 +174,7 @@ func Check(ops []Op) *Report {
 		case FinalRead:
 			state(k).final = op
 		case Table:
+			r.TableRows++
 			s := state(k)
 			s.tableRows[op.Offset] = append(s.tableRows[op.Offset], *op)
 		case TableWatermark:

@@ -1,0 +1,215 @@
+// Command floe-chaos is floe's fault campaign (docs/chaos.md).
+//
+//	floe-chaos run [flags]     runs, faults injected, each history checked; a table
+//	floe-chaos check FILE      checks a history written by a failed run
+//
+// It exits 1 when a run shows an anomaly, 2 on a usage or harness error.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"sort"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/floe-broker/floe/chaos"
+	"github.com/floe-broker/floe/chaos/history"
+	"github.com/floe-broker/floe/internal/services"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// errAnomaly is a campaign or history with anomalies.
+var errAnomaly = errors.New("anomalies found")
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprintln(stderr, "floe-chaos: usage: floe-chaos run [flags] | floe-chaos check FILE")
+		return 2
+	}
+	var err error
+	switch args[0] {
+	case "run":
+		err = runCampaign(ctx, args[1:], stdout, stderr)
+	case "check":
+		err = runCheck(args[1:], stdout)
+	default:
+		err = fmt.Errorf("unknown command %q: run or check", args[0])
+	}
+	switch {
+	case err == nil:
+		return 0
+	case errors.Is(err, errAnomaly):
+		fmt.Fprintln(stderr, "floe-chaos:", err)
+		return 1
+	default:
+		fmt.Fprintln(stderr, "floe-chaos:", err)
+		return 2
+	}
+}
+
+func runCheck(args []string, stdout io.Writer) error {
+	if len(args) != 1 {
+		return errors.New("check takes one history file")
+	}
+	f, err := os.Open(args[0])
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	ops, err := history.Decode(f)
+	if err != nil {
+		return err
+	}
+	r := history.Check(ops)
+	t := newTable()
+	t.add(r, nil)
+	t.print(stdout, 1)
+	for _, a := range r.Examples {
+		fmt.Fprintln(stdout, " ", a)
+	}
+	if !r.Valid() {
+		return fmt.Errorf("%w in %s", errAnomaly, args[0])
+	}
+	return nil
+}
+
+func runCampaign(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("floe-chaos run", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	cfg := chaos.DefaultConfig()
+	exe := fs.String("floe", filepath.Join(services.RepoRoot(), "bin", "floe"), "the floe binary the agents and compactor run")
+	runs := fs.Int("runs", 1, "runs at most")
+	budget := fs.Duration("budget", 0, "stop starting runs once this much time has passed (0: no bound)")
+	seed := fs.Uint64("seed", 0, "seed of the first run (each next run adds 1; 0: from the clock)")
+	faults := fs.String("faults", "all", "comma-separated fault kinds, all, or none")
+	verbose := fs.Bool("v", false, "log the harness's warnings")
+	fs.IntVar(&cfg.Agents, "agents", cfg.Agents, "agents")
+	fs.BoolVar(&cfg.Compactor, "compactor", cfg.Compactor, "start a compactor and check the table")
+	fs.DurationVar(&cfg.Duration, "duration", cfg.Duration, "faults and produce of one run")
+	fs.IntVar(&cfg.MaxSends, "max-sends", cfg.MaxSends, "sends per producer and run at most")
+	fs.StringVar(&cfg.OutDir, "out", cfg.OutDir, "folder of the failed runs' histories, seeds and logs")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	cfg.Exe = *exe
+	if _, err := os.Stat(cfg.Exe); err != nil {
+		return fmt.Errorf("no floe binary (make build): %w", err)
+	}
+	if *faults == "none" {
+		cfg.Faults = nil
+	} else {
+		var err error
+		if cfg.Faults, err = chaos.ParseFaults(*faults); err != nil {
+			return err
+		}
+	}
+	if *verbose {
+		cfg.Log = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	}
+	if *seed == 0 {
+		*seed = uint64(time.Now().UnixNano())
+	}
+	start := time.Now()
+	t := newTable()
+	failed := 0
+	n := 0
+	for ; n < *runs && ctx.Err() == nil; n++ {
+		if *budget > 0 && n > 0 && time.Since(start)+cfg.Duration > *budget {
+			break
+		}
+		cfg.Seed = *seed + uint64(n)
+		fmt.Fprintf(stdout, "run %d: seed %d\n", n+1, cfg.Seed)
+		res, err := chaos.Run(ctx, cfg)
+		if err != nil {
+			return fmt.Errorf("run %d (seed %d): %w", n+1, cfg.Seed, err)
+		}
+		t.add(res.Report, res.Invariants)
+		verdict := "ok"
+		if res.Failed() {
+			failed++
+			verdict = fmt.Sprintf("FAILED: anomalies %v invariants %v, history %s", res.Report.Anomalies, res.Invariants, res.HistoryPath)
+		}
+		fmt.Fprintf(stdout, "run %d: seed %d, %d ops, %d faults, %v: %s\n", n+1, cfg.Seed, res.Report.Ops,
+			sum(res.Report.Faults), res.Elapsed.Round(time.Second), verdict)
+	}
+	t.print(stdout, n)
+	fmt.Fprintf(stdout, "elapsed %v\n", time.Since(start).Round(time.Second))
+	if failed > 0 {
+		return fmt.Errorf("%w: %d of %d runs failed (histories under %s)", errAnomaly, failed, n, cfg.OutDir)
+	}
+	return ctx.Err()
+}
+
+func sum(m map[string]int) int {
+	n := 0
+	for _, v := range m {
+		n += v
+	}
+	return n
+}
+
+// table sums reports over runs.
+type table struct {
+	faults, ops, anomalies, invariants map[string]int
+}
+
+func newTable() *table {
+	return &table{faults: map[string]int{}, ops: map[string]int{}, anomalies: map[string]int{}, invariants: map[string]int{}}
+}
+
+func (t *table) add(r *history.Report, inv map[string]int) {
+	for k, v := range r.Faults {
+		t.faults[k] += v
+	}
+	for k, v := range r.Sends {
+		t.ops["send "+k] += v
+	}
+	t.ops["read"] += r.Reads
+	t.ops["table row"] += r.TableRows
+	t.ops["group redelivered (allowed)"] += r.Redelivered
+	t.ops["history ops"] += r.Ops
+	for k, v := range r.Anomalies {
+		t.anomalies[k] += v
+	}
+	for k, v := range inv {
+		t.invariants[k] += v
+	}
+}
+
+func (t *table) print(w io.Writer, runs int) {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(tw, "runs\t%d\n", runs)
+	for _, s := range []struct {
+		title string
+		m     map[string]int
+	}{{"fault", t.faults}, {"operations", t.ops}, {"anomaly", t.anomalies}, {"invariant violated", t.invariants}} {
+		if len(s.m) == 0 {
+			fmt.Fprintf(tw, "%s\tnone\n", s.title)
+			continue
+		}
+		keys := make([]string, 0, len(s.m))
+		for k := range s.m {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			fmt.Fprintf(tw, "%s\t%s\t%d\n", s.title, k, s.m[k])
+		}
+	}
+	_ = tw.Flush()
+}
