@@ -43,6 +43,8 @@ type Config struct {
 	// OutDir receives a failed run's history, seed and logs.
 	OutDir string
 	Log    *slog.Logger
+	// keepOps, for tests, receives the history.
+	keepOps func([]history.Op)
 }
 
 // DefaultConfig is a run of 30 s with three agents and a compactor.
@@ -157,6 +159,9 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	checkInvariants(healCtx, d, cfg.Compactor, res.Invariants)
 
 	ops := rec.Ops()
+	if cfg.keepOps != nil {
+		cfg.keepOps(ops)
+	}
 	res.Report = history.Check(ops)
 	res.Elapsed = time.Since(start)
 	if res.Failed() {
