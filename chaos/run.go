@@ -78,6 +78,15 @@ type Result struct {
 	// HistoryPath is where a failed run's history was written.
 	HistoryPath string
 	Elapsed     time.Duration
+	// Phases is how long the steps after the faults took: heal, final
+	// read, group drain, table, invariants.
+	Phases []Phase
+}
+
+// Phase is one step's duration.
+type Phase struct {
+	Name string
+	Took time.Duration
 }
 
 // Failed reports whether the run found anything wrong.
@@ -137,26 +146,36 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	healCtx, cancel := context.WithTimeout(ctx, 3*time.Minute)
 	defer cancel()
+	mark := time.Now()
+	phase := func(name string) {
+		res.Phases = append(res.Phases, Phase{name, time.Since(mark).Round(100 * time.Millisecond)})
+		mark = time.Now()
+	}
 	if err := d.Heal(healCtx); err != nil {
 		return nil, err
 	}
 	producers.Wait()
+	phase("heal")
 
 	hws, err := w.finalRead(healCtx)
 	if err != nil {
 		return nil, err
 	}
+	phase("final read")
 	w.drainGroup(healCtx, hws)
 	close(stopMembers)
 	members.Wait()
 	stopReaders()
 	readers.Wait()
+	phase("group drain")
 	if cfg.Compactor {
 		if err := w.scanTable(healCtx, d, hws); err != nil {
 			return nil, err
 		}
+		phase("table")
 	}
 	checkInvariants(healCtx, d, cfg.Compactor, res.Invariants)
+	phase("invariants")
 
 	ops := rec.Ops()
 	if cfg.keepOps != nil {

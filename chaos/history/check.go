@@ -76,9 +76,13 @@ type Report struct {
 	TableRows int `json:"table_rows"`
 	// Redelivered counts records delivered to a second group member within
 	// the first one's uncommitted window (allowed: at least once).
-	Redelivered int            `json:"redelivered"`
-	Faults      map[string]int `json:"faults"`
-	Anomalies   map[string]int `json:"anomalies"`
+	Redelivered int `json:"redelivered"`
+	// StaleDeliveries counts records delivered to a member that had lost
+	// its partition without knowing yet (a zombie: its session expired
+	// while it was paused) after the new owner committed past them.
+	StaleDeliveries int            `json:"stale_deliveries"`
+	Faults          map[string]int `json:"faults"`
+	Anomalies       map[string]int `json:"anomalies"`
 	// Examples holds the first MaxExamples anomalies of each kind.
 	Examples []Anomaly `json:"examples"`
 }

@@ -200,3 +200,23 @@ func TestCheckStaleOwner(t *testing.T) {
 		t.Fatalf("two owners to the end: anomalies %v", r.Anomalies)
 	}
 }
+
+// TestCheckZombieDelivery: a member paused past its session timeout loses
+// its partition; the new owner reads and commits past a record; the zombie,
+// resumed, still delivers it before it learns it was revoked. Counted,
+// not flagged (its commits are refused; at least once). Had the zombie kept
+// the partition (never revoked), it would be a committed redelivery.
+func TestCheckZombieDelivery(t *testing.T) {
+	ops := []Op{send("a", 0, OK, 0), send("b", 0, OK, 1),
+		assign("m0", 0), gread("m0", 0, 0, "a"), commit("m0", 0, 1),
+		assign("m1", 0), gread("m1", 0, 1, "b"), commit("m1", 0, 2),
+		gread("m0", 0, 1, "b"), assign("m0")}
+	r := Check(ops)
+	if !r.Valid() || r.StaleDeliveries != 1 {
+		t.Fatalf("zombie: anomalies %v, stale deliveries %d", r.Examples, r.StaleDeliveries)
+	}
+	r = Check(ops[:len(ops)-1])
+	if r.Anomalies[GroupCommittedRedelivery] != 1 {
+		t.Fatalf("not revoked: anomalies %v", r.Anomalies)
+	}
+}

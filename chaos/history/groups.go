@@ -85,8 +85,9 @@ func ownedAt(own map[groupMember]map[tp][]*ownership, m groupMember, k tp, i int
 // checkGroups flags what the groups' histories show: records no member
 // consumed, records delivered to two members that both owned the
 // partition at both deliveries (neither of them a stale owner), and
-// records delivered again after their first reader committed past them.
-// Other second deliveries are counted (Redelivered): at least once.
+// records delivered again to a member that owned the partition (not a
+// stale owner) after their first reader committed past them. Other second
+// deliveries are counted (Redelivered, StaleDeliveries): at least once.
 func checkGroups(r *Report, ops []Op) {
 	own := ownerships(ops)
 	committed := map[groupMember]map[tp]int64{}
@@ -119,7 +120,12 @@ func checkGroups(r *Report, ops []Op) {
 				}
 				pm := groupMember{op.Group, prev.member}
 				prevAtMine, mineAtPrev := ownedAt(own, pm, k, i), ownedAt(own, m, k, prev.index)
+				mine := ownedAt(own, m, k, i)
 				switch {
+				case committed[pm][k] > op.Offset && mine != nil && mine.stale():
+					// A zombie: fenced, it delivers what its stream still
+					// had; its commits are refused.
+					r.StaleDeliveries++
 				case committed[pm][k] > op.Offset:
 					r.flag(Anomaly{Kind: GroupCommittedRedelivery, Topic: k.topic, Partition: k.p, Offset: op.Offset, Value: op.Value,
 						Detail: fmt.Sprintf("group %s: %s read it after %s committed %d", op.Group, op.Member, prev.member, committed[pm][k])})

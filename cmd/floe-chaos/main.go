@@ -94,7 +94,7 @@ func runCampaign(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	cfg := chaos.DefaultConfig()
 	exe := fs.String("floe", filepath.Join(services.RepoRoot(), "bin", "floe"), "the floe binary the agents and compactor run")
 	runs := fs.Int("runs", 1, "runs at most")
-	budget := fs.Duration("budget", 0, "stop starting runs once this much time has passed (0: no bound)")
+	budget := fs.Duration("budget", 0, "start no run that would end past this much time, judged by the last run's (0: no bound)")
 	seed := fs.Uint64("seed", 0, "seed of the first run (each next run adds 1; 0: from the clock)")
 	faults := fs.String("faults", "all", "comma-separated fault kinds, all, or none")
 	verbose := fs.Bool("v", false, "log the harness's warnings")
@@ -128,8 +128,9 @@ func runCampaign(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	t := newTable()
 	failed := 0
 	n := 0
+	var last time.Duration
 	for ; n < *runs && ctx.Err() == nil; n++ {
-		if *budget > 0 && n > 0 && time.Since(start)+cfg.Duration > *budget {
+		if *budget > 0 && n > 0 && time.Since(start)+last > *budget {
 			break
 		}
 		cfg.Seed = *seed + uint64(n)
@@ -138,14 +139,18 @@ func runCampaign(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		if err != nil {
 			return fmt.Errorf("run %d (seed %d): %w", n+1, cfg.Seed, err)
 		}
+		last = res.Elapsed
 		t.add(res.Report, res.Invariants)
+		if len(cfg.Faults) > 0 {
+			t.faultTime += cfg.Duration
+		}
 		verdict := "ok"
 		if res.Failed() {
 			failed++
 			verdict = fmt.Sprintf("FAILED: anomalies %v invariants %v, history %s", res.Report.Anomalies, res.Invariants, res.HistoryPath)
 		}
-		fmt.Fprintf(stdout, "run %d: seed %d, %d ops, %d faults, %v: %s\n", n+1, cfg.Seed, res.Report.Ops,
-			sum(res.Report.Faults), res.Elapsed.Round(time.Second), verdict)
+		fmt.Fprintf(stdout, "run %d: seed %d, %d ops, %d faults, %v (after the faults:%s): %s\n", n+1, cfg.Seed, res.Report.Ops,
+			sum(res.Report.Faults), res.Elapsed.Round(time.Second), phases(res.Phases), verdict)
 	}
 	t.print(stdout, n)
 	fmt.Fprintf(stdout, "elapsed %v\n", time.Since(start).Round(time.Second))
@@ -153,6 +158,14 @@ func runCampaign(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		return fmt.Errorf("%w: %d of %d runs failed (histories under %s)", errAnomaly, failed, n, cfg.OutDir)
 	}
 	return ctx.Err()
+}
+
+func phases(ps []chaos.Phase) string {
+	s := ""
+	for _, p := range ps {
+		s += fmt.Sprintf(" %s %v", p.Name, p.Took)
+	}
+	return s
 }
 
 func sum(m map[string]int) int {
@@ -166,6 +179,7 @@ func sum(m map[string]int) int {
 // table sums reports over runs.
 type table struct {
 	faults, ops, anomalies, invariants map[string]int
+	faultTime                          time.Duration
 }
 
 func newTable() *table {
@@ -182,6 +196,7 @@ func (t *table) add(r *history.Report, inv map[string]int) {
 	t.ops["read"] += r.Reads
 	t.ops["table row"] += r.TableRows
 	t.ops["group redelivered (allowed)"] += r.Redelivered
+	t.ops["group zombie deliveries (allowed)"] += r.StaleDeliveries
 	t.ops["history ops"] += r.Ops
 	for k, v := range r.Anomalies {
 		t.anomalies[k] += v
@@ -194,6 +209,9 @@ func (t *table) add(r *history.Report, inv map[string]int) {
 func (t *table) print(w io.Writer, runs int) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(tw, "runs\t%d\n", runs)
+	if t.faultTime > 0 {
+		fmt.Fprintf(tw, "time under faults\t%v\n", t.faultTime)
+	}
 	for _, s := range []struct {
 		title string
 		m     map[string]int
