@@ -1,7 +1,7 @@
 // Command floe-chaos is floe's fault campaign (docs/chaos.md).
 //
 //	floe-chaos run [flags]     runs, faults injected, each history checked; a table
-//	floe-chaos check FILE      checks a history written by a failed run
+//	floe-chaos check FILE...   checks histories written by failed runs
 //
 // It exits 1 when a run shows an anomaly, 2 on a usage or harness error.
 package main
@@ -38,7 +38,7 @@ var errAnomaly = errors.New("anomalies found")
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
-		fmt.Fprintln(stderr, "floe-chaos: usage: floe-chaos run [flags] | floe-chaos check FILE")
+		fmt.Fprintln(stderr, "floe-chaos: usage: floe-chaos run [flags] | floe-chaos check FILE...")
 		return 2
 	}
 	var err error
@@ -63,29 +63,42 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 }
 
 func runCheck(args []string, stdout io.Writer) error {
-	if len(args) != 1 {
-		return errors.New("check takes one history file")
+	if len(args) == 0 {
+		return errors.New("check takes history files")
 	}
-	f, err := os.Open(args[0])
+	t := newTable()
+	var bad []string
+	for _, path := range args {
+		r, err := checkFile(path)
+		if err != nil {
+			return err
+		}
+		t.add(r, nil)
+		if !r.Valid() {
+			bad = append(bad, path)
+			for _, a := range r.Examples {
+				fmt.Fprintln(stdout, path+":", a)
+			}
+		}
+	}
+	t.print(stdout, len(args))
+	if len(bad) > 0 {
+		return fmt.Errorf("%w in %v", errAnomaly, bad)
+	}
+	return nil
+}
+
+func checkFile(path string) (*history.Report, error) {
+	f, err := os.Open(path)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer f.Close()
 	ops, err := history.Decode(f)
 	if err != nil {
-		return err
+		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	r := history.Check(ops)
-	t := newTable()
-	t.add(r, nil)
-	t.print(stdout, 1)
-	for _, a := range r.Examples {
-		fmt.Fprintln(stdout, " ", a)
-	}
-	if !r.Valid() {
-		return fmt.Errorf("%w in %s", errAnomaly, args[0])
-	}
-	return nil
+	return history.Check(ops), nil
 }
 
 func runCampaign(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -180,6 +193,7 @@ func sum(m map[string]int) int {
 type table struct {
 	faults, ops, anomalies, invariants map[string]int
 	faultTime                          time.Duration
+	invariantsChecked                  bool // by runs, not by check
 }
 
 func newTable() *table {
@@ -201,6 +215,9 @@ func (t *table) add(r *history.Report, inv map[string]int) {
 	for k, v := range r.Anomalies {
 		t.anomalies[k] += v
 	}
+	if inv != nil {
+		t.invariantsChecked = true
+	}
 	for k, v := range inv {
 		t.invariants[k] += v
 	}
@@ -216,6 +233,9 @@ func (t *table) print(w io.Writer, runs int) {
 		title string
 		m     map[string]int
 	}{{"fault", t.faults}, {"operations", t.ops}, {"anomaly", t.anomalies}, {"invariant violated", t.invariants}} {
+		if s.title == "invariant violated" && !t.invariantsChecked {
+			continue
+		}
 		if len(s.m) == 0 {
 			fmt.Fprintf(tw, "%s\tnone\n", s.title)
 			continue
