@@ -37,7 +37,9 @@ const (
 // on the same addresses.
 type proc struct {
 	name    string
+	path    string // the floe binary, or ip (netns exec)
 	args    []string
+	ns      *netns // agents in their own namespace
 	metrics string
 	listen  string // agents: gRPC
 
@@ -59,13 +61,15 @@ type Deployment struct {
 	Compactor *proc
 	Clients   []*client.Client
 
-	exe string
-	log *slog.Logger
+	namespaces []*netns
+	exe        string
+	log        *slog.Logger
 }
 
 // Start starts a deployment of agents agents (and a compactor if
-// compactor) from the floe binary exe.
-func Start(ctx context.Context, exe string, agents int, compactor bool, log *slog.Logger) (_ *Deployment, err error) {
+// compactor) from the floe binary exe; withNetns puts each agent in a
+// network namespace of its own (see netns).
+func Start(ctx context.Context, exe string, agents int, compactor, withNetns bool, log *slog.Logger) (_ *Deployment, err error) {
 	dir, err := os.MkdirTemp("", "floe-chaos-")
 	if err != nil {
 		return nil, fmt.Errorf("chaos: temp dir: %w", err)
@@ -100,24 +104,50 @@ func Start(ctx context.Context, exe string, agents int, compactor bool, log *slo
 	if d.S3Proxy, err = StartS3Proxy(d.S3.Endpoint, log); err != nil {
 		return nil, err
 	}
-	stores := []string{"-postgres-url", proxiedPG, "-s3-bucket", Bucket, "-s3-endpoint", d.S3Proxy.URL(),
-		"-s3-region", d.S3.Region, "-s3-access-key", d.S3.AccessKey, "-s3-secret-key", d.S3.SecretKey, "-s3-path-style",
-		"-log-level", "warn"}
+	storeArgs := func(pgURL, s3URL string) []string {
+		return []string{"-postgres-url", pgURL, "-s3-bucket", Bucket, "-s3-endpoint", s3URL,
+			"-s3-region", d.S3.Region, "-s3-access-key", d.S3.AccessKey, "-s3-secret-key", d.S3.SecretKey, "-s3-path-style",
+			"-log-level", "warn"}
+	}
+	stores := storeArgs(proxiedPG, d.S3Proxy.URL())
 	for i := range agents {
-		listen, err1 := services.FreeAddr()
-		metrics, err2 := services.FreeAddr()
-		if err := errors.Join(err1, err2); err != nil {
-			return nil, err
+		a := &proc{name: "agent-" + strconv.Itoa(i), path: exe}
+		agentStores := stores
+		if withNetns {
+			ns, err := newNetns(i)
+			if err != nil {
+				return nil, err
+			}
+			d.namespaces = append(d.namespaces, ns)
+			pgAddr, err1 := d.PGProxy.Listen(ns.pg)
+			s3URL, err2 := d.S3Proxy.Listen(ns.s3)
+			if err := errors.Join(err1, err2); err != nil {
+				return nil, err
+			}
+			nsPG := *u
+			nsPG.Host = pgAddr
+			agentStores = storeArgs(nsPG.String(), s3URL)
+			// The namespace is empty: fixed ports are free.
+			a.ns, a.listen, a.metrics = ns, ns.agent+":7070", ns.agent+":7071"
+		} else {
+			listen, err1 := services.FreeAddr()
+			metrics, err2 := services.FreeAddr()
+			if err := errors.Join(err1, err2); err != nil {
+				return nil, err
+			}
+			a.listen, a.metrics = listen, metrics
 		}
-		a := &proc{name: "agent-" + strconv.Itoa(i), listen: listen, metrics: metrics,
-			args: append([]string{"agent", "-listen", listen, "-metrics-listen", metrics, "-kafka-listen", "",
-				"-linger", "20ms", "-ready-interval", "200ms", "-commit-timeout", "8s", "-upload-timeout", "8s",
-				"-drain-timeout", "5s"}, stores...)}
+		a.args = append([]string{"agent", "-listen", a.listen, "-metrics-listen", a.metrics, "-kafka-listen", "",
+			"-linger", "20ms", "-ready-interval", "200ms", "-commit-timeout", "8s", "-upload-timeout", "8s",
+			"-drain-timeout", "5s"}, agentStores...)
+		if a.ns != nil {
+			a.path, a.args = "ip", append([]string{"netns", "exec", a.ns.name, exe}, a.args...)
+		}
 		d.Agents = append(d.Agents, a)
 		if err := d.startProc(ctx, a, "/readyz"); err != nil {
 			return nil, err
 		}
-		c, err := client.Dial(listen)
+		c, err := client.Dial(a.listen)
 		if err != nil {
 			return nil, err
 		}
@@ -128,7 +158,7 @@ func Start(ctx context.Context, exe string, agents int, compactor bool, log *slo
 		if err != nil {
 			return nil, err
 		}
-		d.Compactor = &proc{name: "compactor", metrics: metrics,
+		d.Compactor = &proc{name: "compactor", path: exe, metrics: metrics,
 			args: append([]string{"compactor", "-metrics-listen", metrics, "-interval", compactorPeriod.String(),
 				"-lease-ttl", compactorLease.String(), "-grace", compactorGrace.String(), "-orphan-age", orphanAge.String(),
 				"-iceberg-maintain-interval", "0"}, stores...)}
@@ -141,7 +171,7 @@ func Start(ctx context.Context, exe string, agents int, compactor bool, log *slo
 
 // startProc starts p and waits until its metrics listener answers path.
 func (d *Deployment) startProc(ctx context.Context, p *proc, path string) error {
-	sp, err := services.Start(services.ProcessSpec{Path: d.exe, Args: p.args, Dir: d.Dir,
+	sp, err := services.Start(services.ProcessSpec{Path: p.path, Args: p.args, Dir: d.Dir,
 		LogPath: filepath.Join(d.Dir, p.name+".log")})
 	if err != nil {
 		return err
@@ -165,7 +195,7 @@ func (d *Deployment) Kill(p *proc) error {
 	p.mu.Unlock()
 	_ = syscall.Kill(old.Pid(), syscall.SIGCONT) // a paused process dies too
 	old.Stop(syscall.SIGKILL, 5*time.Second)
-	sp, err := services.Start(services.ProcessSpec{Path: d.exe, Args: p.args, Dir: d.Dir,
+	sp, err := services.Start(services.ProcessSpec{Path: p.path, Args: p.args, Dir: d.Dir,
 		LogPath: filepath.Join(d.Dir, p.name+".log")})
 	if err != nil {
 		return err
@@ -193,6 +223,9 @@ func (d *Deployment) Pause(p *proc, stop bool) {
 func (d *Deployment) Heal(ctx context.Context) error {
 	d.S3Proxy.Set(S3Mode{})
 	d.PGProxy.Set(PGMode{})
+	for _, ns := range d.namespaces {
+		ns.heal()
+	}
 	_ = syscall.Kill(-d.PG.Pid(), syscall.SIGCONT)
 	if !pgAlive(ctx, d.PG.AdminURL) {
 		if err := d.PG.Resume(ctx); err != nil {
@@ -261,6 +294,9 @@ func (d *Deployment) Stop() {
 	if d.PG != nil {
 		_ = syscall.Kill(-d.PG.Pid(), syscall.SIGCONT)
 		d.PG.Stop()
+	}
+	for _, ns := range d.namespaces {
+		ns.remove()
 	}
 }
 

@@ -43,7 +43,7 @@ func ParseFaults(s string) ([]string, error) {
 	var out []string
 	for _, k := range strings.Split(s, ",") {
 		found := false
-		for _, f := range AllFaults {
+		for _, f := range append(AllFaults, NetFaults...) {
 			found = found || f == k
 		}
 		if !found {
@@ -70,10 +70,11 @@ func (f *faulter) run(ctx context.Context) {
 			return
 		}
 		kind := f.kinds[f.rng.IntN(len(f.kinds))]
-		if kind == CompactorKill || kind == CompactorPause {
-			if f.d.Compactor == nil {
-				continue
-			}
+		if (kind == CompactorKill || kind == CompactorPause) && f.d.Compactor == nil {
+			continue
+		}
+		if strings.HasPrefix(kind, "net-") && len(f.d.namespaces) == 0 {
+			continue
 		}
 		f.inject(ctx, kind)
 	}
@@ -160,6 +161,18 @@ func (f *faulter) inject(ctx context.Context, kind string) {
 		f.d.S3Proxy.Set(m)
 		sleep(ctx, hold)
 		f.d.S3Proxy.Set(S3Mode{})
+	case NetAgentPG, NetAgentS3, NetClientAgent:
+		ns := f.d.namespaces[f.rng.IntN(len(f.d.namespaces))]
+		detail = fmt.Sprintf("%s for %v", ns.name, hold)
+		record()
+		if err := ns.partition(kind, true); err != nil {
+			f.w.log.Warn("chaos: partition", "err", err)
+			return
+		}
+		sleep(ctx, hold)
+		if err := ns.partition(kind, false); err != nil {
+			f.w.log.Warn("chaos: heal partition", "err", err)
+		}
 	case MemberCrash:
 		record()
 		select {

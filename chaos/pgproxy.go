@@ -30,6 +30,7 @@ type PGMode struct {
 // message framing of the protocol enough to find commits.
 type PGProxy struct {
 	ln     net.Listener
+	extra  []net.Listener // guarded by mu
 	target string
 	log    *slog.Logger
 
@@ -51,8 +52,23 @@ func StartPGProxy(target string, log *slog.Logger) (*PGProxy, error) {
 	}
 	p := &PGProxy{ln: ln, target: target, log: log, conns: map[*pgConn]struct{}{}}
 	p.wg.Add(1)
-	go p.accept()
+	go p.accept(ln)
 	return p, nil
+}
+
+// Listen adds a listener on host (an address of the driver's own, such
+// as a namespace's veth peer) and returns its host:port.
+func (p *PGProxy) Listen(host string) (string, error) {
+	ln, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
+	if err != nil {
+		return "", fmt.Errorf("chaos: postgres proxy: %w", err)
+	}
+	p.mu.Lock()
+	p.extra = append(p.extra, ln)
+	p.mu.Unlock()
+	p.wg.Add(1)
+	go p.accept(ln)
+	return ln.Addr().String(), nil
 }
 
 // Addr is the proxy's host:port.
@@ -83,14 +99,19 @@ func (p *PGProxy) current() PGMode {
 // Close stops the proxy and drops its connections.
 func (p *PGProxy) Close() {
 	_ = p.ln.Close()
+	p.mu.Lock()
+	for _, ln := range p.extra {
+		_ = ln.Close()
+	}
+	p.mu.Unlock()
 	p.Set(PGMode{Refuse: true})
 	p.wg.Wait()
 }
 
-func (p *PGProxy) accept() {
+func (p *PGProxy) accept(ln net.Listener) {
 	defer p.wg.Done()
 	for {
-		c, err := p.ln.Accept()
+		c, err := ln.Accept()
 		if err != nil {
 			return
 		}

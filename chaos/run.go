@@ -40,6 +40,9 @@ type Config struct {
 	Seed uint64
 	// Faults are the kinds injected (none: a run without faults).
 	Faults []string
+	// Netns puts each agent in a network namespace of its own (root
+	// only), for the network partitions (NetFaults).
+	Netns bool
 	// OutDir receives a failed run's history, seed and logs.
 	OutDir string
 	Log    *slog.Logger
@@ -102,7 +105,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	start := time.Now()
 	log := cfg.Log
-	d, err := Start(ctx, cfg.Exe, cfg.Agents, cfg.Compactor, log)
+	d, err := Start(ctx, cfg.Exe, cfg.Agents, cfg.Compactor, cfg.Netns, log)
 	if err != nil {
 		return nil, err
 	}
@@ -140,6 +143,9 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	if len(cfg.Faults) > 0 {
 		f := &faulter{d: d, w: w, rng: rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15)), kinds: cfg.Faults}
+		if cfg.Netns {
+			f.kinds = append(append([]string(nil), f.kinds...), NetFaults...)
+		}
 		f.run(prodCtx)
 	} else {
 		<-prodCtx.Done()

@@ -56,6 +56,17 @@ func StartS3Proxy(target string, log *slog.Logger) (*S3Proxy, error) {
 	return p, nil
 }
 
+// Listen adds a listener on host (an address of the driver's own) and
+// returns its endpoint URL.
+func (p *S3Proxy) Listen(host string) (string, error) {
+	ln, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
+	if err != nil {
+		return "", fmt.Errorf("chaos: S3 proxy: %w", err)
+	}
+	go func() { _ = p.srv.Serve(ln) }()
+	return "http://" + ln.Addr().String(), nil
+}
+
 // URL is the proxy's endpoint.
 func (p *S3Proxy) URL() string { return "http://" + p.ln.Addr().String() }
 
