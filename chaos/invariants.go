@@ -24,6 +24,10 @@ const (
 	// DeletionStuck: files marked for deletion still marked after the
 	// grace period and a margin.
 	DeletionStuck = "deletion-queue-stuck"
+	// GroupNotDrained: a partition whose group position had not reached
+	// its high watermark a minute after the faults ended, although the
+	// members ran.
+	GroupNotDrained = "group-not-drained"
 	// InvariantUnchecked: a check could not run (its store did not answer).
 	InvariantUnchecked = "invariant-unchecked"
 )

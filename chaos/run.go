@@ -168,7 +168,9 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		return nil, err
 	}
 	phase("final read")
-	w.drainGroup(healCtx, hws)
+	if lagging := w.drainGroup(healCtx, hws); lagging > 0 {
+		res.Invariants[GroupNotDrained] += lagging
+	}
 	close(stopMembers)
 	members.Wait()
 	stopReaders()
@@ -258,7 +260,8 @@ func (w *workload) finalRead(ctx context.Context) (map[int32]int64, error) {
 
 // drainGroup waits until the group has committed every partition up to
 // its high watermark (or a minute passed) and records where it stands.
-func (w *workload) drainGroup(ctx context.Context, hws map[int32]int64) {
+// It returns the partitions still behind.
+func (w *workload) drainGroup(ctx context.Context, hws map[int32]int64) int {
 	var last *floev1.DescribeGroupResponse
 	deadline := time.Now().Add(time.Minute)
 	for time.Now().Before(deadline) {
@@ -279,11 +282,22 @@ func (w *workload) drainGroup(ctx context.Context, hws map[int32]int64) {
 			break
 		}
 	}
+	behind := int(w.partitions)
 	for _, pl := range last.GetPartitions() {
-		if pl.GetTopic() == w.topic && pl.GetCommitted() > 0 {
+		if pl.GetTopic() != w.topic {
+			continue
+		}
+		if pl.GetCommitted() >= hws[pl.GetPartition()] {
+			behind--
+		} else {
+			w.log.Warn("chaos: group not drained", "partition", pl.GetPartition(), "committed", pl.GetCommitted(),
+				"high_watermark", hws[pl.GetPartition()], "members", len(last.GetMembers()))
+		}
+		if pl.GetCommitted() > 0 {
 			w.add(history.Op{Type: history.GroupEnd, Group: Group, Partition: pl.GetPartition(), Offset: pl.GetCommitted()})
 		}
 	}
+	return behind
 }
 
 // writeFailure writes a failed run's history, seed, report and logs
