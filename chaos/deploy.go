@@ -36,12 +36,13 @@ const (
 // proc is one floe process (agent or compactor) the deployment restarts
 // on the same addresses.
 type proc struct {
-	name    string
-	path    string // the floe binary, or ip (netns exec)
-	args    []string
-	ns      *netns // agents in their own namespace
-	metrics string
-	listen  string // agents: gRPC
+	name      string
+	path      string // the floe binary, or ip (netns exec)
+	args      []string
+	ns        *netns // agents in their own namespace
+	compactor bool
+	metrics   string
+	listen    string // agents: gRPC
 
 	mu     sync.Mutex // guards p, paused
 	p      *services.Process
@@ -51,25 +52,26 @@ type proc struct {
 // Deployment is PostgreSQL, an S3 server, the proxies in front of them,
 // several agents and a compactor, all started by the driver.
 type Deployment struct {
-	Dir       string
-	PG        *services.Postgres
-	PGURL     string // floe's database, direct
-	S3        *services.S3Server
-	S3Proxy   *S3Proxy
-	PGProxy   *PGProxy
-	Agents    []*proc
-	Compactor *proc
-	Clients   []*client.Client
+	Dir     string
+	PG      *services.Postgres
+	PGURL   string // floe's database, direct
+	S3      *services.S3Server
+	S3Proxy *S3Proxy
+	PGProxy *PGProxy
+	Agents  []*proc
+	// Compactors are two replicas: they share the jobs through leases.
+	Compactors []*proc
+	Clients    []*client.Client
 
 	namespaces []*netns
 	exe        string
 	log        *slog.Logger
 }
 
-// Start starts a deployment of agents agents (and a compactor if
-// compactor) from the floe binary exe; withNetns puts each agent in a
-// network namespace of its own (see netns).
-func Start(ctx context.Context, exe string, agents int, compactor, withNetns bool, log *slog.Logger) (_ *Deployment, err error) {
+// Start starts a deployment of agents agents and compactors compactors
+// from the floe binary exe; withNetns puts each agent in a network
+// namespace of its own (see netns).
+func Start(ctx context.Context, exe string, agents, compactors int, withNetns bool, log *slog.Logger) (_ *Deployment, err error) {
 	dir, err := os.MkdirTemp("", "floe-chaos-")
 	if err != nil {
 		return nil, fmt.Errorf("chaos: temp dir: %w", err)
@@ -153,16 +155,18 @@ func Start(ctx context.Context, exe string, agents int, compactor, withNetns boo
 		}
 		d.Clients = append(d.Clients, c)
 	}
-	if compactor {
+	for i := range compactors {
 		metrics, err := services.FreeAddr()
 		if err != nil {
 			return nil, err
 		}
-		d.Compactor = &proc{name: "compactor", path: exe, metrics: metrics,
-			args: append([]string{"compactor", "-metrics-listen", metrics, "-interval", compactorPeriod.String(),
+		name := "compactor-" + strconv.Itoa(i)
+		c := &proc{name: name, path: exe, metrics: metrics, compactor: true,
+			args: append([]string{"compactor", "-metrics-listen", metrics, "-owner", name, "-interval", compactorPeriod.String(),
 				"-lease-ttl", compactorLease.String(), "-grace", compactorGrace.String(), "-orphan-age", orphanAge.String(),
 				"-iceberg-maintain-interval", "0"}, stores...)}
-		if err := d.startProc(ctx, d.Compactor, "/healthz"); err != nil {
+		d.Compactors = append(d.Compactors, c)
+		if err := d.startProc(ctx, c, "/healthz"); err != nil {
 			return nil, err
 		}
 	}
@@ -238,7 +242,7 @@ func (d *Deployment) Heal(ctx context.Context) error {
 		sp := p.p
 		p.mu.Unlock()
 		path := "/readyz"
-		if p == d.Compactor {
+		if p.compactor {
 			path = "/healthz"
 		}
 		select {
@@ -260,11 +264,7 @@ func (d *Deployment) Heal(ctx context.Context) error {
 }
 
 func (d *Deployment) procs() []*proc {
-	ps := append([]*proc(nil), d.Agents...)
-	if d.Compactor != nil {
-		ps = append(ps, d.Compactor)
-	}
-	return ps
+	return append(append([]*proc(nil), d.Agents...), d.Compactors...)
 }
 
 // Stop stops every process and service the deployment started and

@@ -17,7 +17,7 @@ const (
 	AgentPause        = "agent-pause"
 	AgentPauseSession = "agent-pause-past-session" // its members' sessions expire
 	CompactorKill     = "compactor-kill"
-	CompactorPause    = "compactor-pause-past-lease"
+	CompactorPause    = "compactor-pause-past-lease" // the other replica takes its leases
 	PGRestart         = "pg-restart"
 	PGCrash           = "pg-crash"
 	PGPause           = "pg-pause"
@@ -70,7 +70,7 @@ func (f *faulter) run(ctx context.Context) {
 			return
 		}
 		kind := f.kinds[f.rng.IntN(len(f.kinds))]
-		if (kind == CompactorKill || kind == CompactorPause) && f.d.Compactor == nil {
+		if (kind == CompactorKill || kind == CompactorPause) && len(f.d.Compactors) == 0 {
 			continue
 		}
 		if strings.HasPrefix(kind, "net-") && len(f.d.namespaces) == 0 {
@@ -94,6 +94,10 @@ func sleep(ctx context.Context, d time.Duration) bool {
 func (f *faulter) inject(ctx context.Context, kind string) {
 	hold := time.Duration(500+f.rng.IntN(3500)) * time.Millisecond
 	agent := f.d.Agents[f.rng.IntN(len(f.d.Agents))]
+	var compactor *proc
+	if len(f.d.Compactors) > 0 {
+		compactor = f.d.Compactors[f.rng.IntN(len(f.d.Compactors))]
+	}
 	detail := ""
 	record := func() {
 		f.w.add(history.Op{Type: history.Fault, Value: kind, Detail: detail})
@@ -115,18 +119,18 @@ func (f *faulter) inject(ctx context.Context, kind string) {
 		sleep(ctx, hold)
 		f.d.Pause(agent, false)
 	case CompactorKill:
-		detail = "compactor"
+		detail = compactor.name
 		record()
-		if err := f.d.Kill(f.d.Compactor); err != nil {
+		if err := f.d.Kill(compactor); err != nil {
 			f.w.log.Warn("chaos: restart compactor", "err", err)
 		}
 	case CompactorPause:
 		hold = compactorLease + time.Duration(f.rng.IntN(3000))*time.Millisecond
-		detail = fmt.Sprintf("for %v", hold)
+		detail = fmt.Sprintf("%s for %v", compactor.name, hold)
 		record()
-		f.d.Pause(f.d.Compactor, true)
+		f.d.Pause(compactor, true)
 		sleep(ctx, hold)
-		f.d.Pause(f.d.Compactor, false)
+		f.d.Pause(compactor, false)
 	case PGRestart:
 		record()
 		if err := f.d.PG.Halt(); err == nil {

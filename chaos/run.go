@@ -26,8 +26,8 @@ import (
 type Config struct {
 	// Exe is the floe binary.
 	Exe string
-	// Agents is the number of agents; Compactor starts a compactor (and
-	// the table is checked).
+	// Agents is the number of agents; Compactor starts two compactor
+	// replicas (and the table is checked).
 	Agents    int
 	Compactor bool
 	// Partitions of the topic.
@@ -81,6 +81,9 @@ type Result struct {
 	// HistoryPath is where a failed run's history was written.
 	HistoryPath string
 	Elapsed     time.Duration
+	// Withheld counts the commit answers the PostgreSQL proxy withheld,
+	// AppliedErrors the S3 writes it applied and answered as failed.
+	Withheld, AppliedErrors int64
 	// Phases is how long the steps after the faults took: heal, final
 	// read, group drain, table, invariants.
 	Phases []Phase
@@ -105,7 +108,11 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	start := time.Now()
 	log := cfg.Log
-	d, err := Start(ctx, cfg.Exe, cfg.Agents, cfg.Compactor, cfg.Netns, log)
+	compactors := 0
+	if cfg.Compactor {
+		compactors = 2
+	}
+	d, err := Start(ctx, cfg.Exe, cfg.Agents, compactors, cfg.Netns, log)
 	if err != nil {
 		return nil, err
 	}
@@ -185,6 +192,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	checkInvariants(healCtx, d, cfg.Compactor, res.Invariants)
 	phase("invariants")
 
+	res.Withheld, res.AppliedErrors = d.PGProxy.Withheld.Load(), d.S3Proxy.Applied.Load()
 	ops := rec.Ops()
 	if cfg.keepOps != nil {
 		cfg.keepOps(ops)

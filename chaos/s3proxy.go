@@ -36,6 +36,8 @@ type S3Proxy struct {
 	mu     sync.Mutex // guards mode
 	mode   S3Mode
 	served atomic.Int64
+	// Applied counts the writes forwarded and answered with an error.
+	Applied atomic.Int64
 }
 
 // StartS3Proxy listens on a free loopback port and forwards to target.
@@ -107,6 +109,7 @@ func (p *S3Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case m.ErrorAfterWrite && write:
 		rec := &discard{header: http.Header{}}
 		p.rp.ServeHTTP(rec, r)
+		p.Applied.Add(1)
 		s3Error(w, http.StatusInternalServerError, "InternalError", "We encountered an internal error. Please try again.")
 	default:
 		p.rp.ServeHTTP(w, r)

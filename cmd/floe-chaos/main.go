@@ -112,7 +112,7 @@ func runCampaign(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	faults := fs.String("faults", "all", "comma-separated fault kinds, all, or none (with -netns, the network partitions are added)")
 	verbose := fs.Bool("v", false, "log the harness's warnings")
 	fs.IntVar(&cfg.Agents, "agents", cfg.Agents, "agents")
-	fs.BoolVar(&cfg.Compactor, "compactor", cfg.Compactor, "start a compactor and check the table")
+	fs.BoolVar(&cfg.Compactor, "compactor", cfg.Compactor, "start two compactor replicas and check the table")
 	fs.BoolVar(&cfg.Netns, "netns", cfg.Netns, "put each agent in a network namespace of its own and add the network partitions to the faults (root; ip)")
 	fs.DurationVar(&cfg.Duration, "duration", cfg.Duration, "faults and produce of one run")
 	fs.IntVar(&cfg.MaxSends, "max-sends", cfg.MaxSends, "sends per producer and run at most")
@@ -155,6 +155,8 @@ func runCampaign(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		}
 		last = res.Elapsed
 		t.add(res.Report, res.Invariants)
+		t.ops["postgres commit answers withheld"] += int(res.Withheld)
+		t.ops["s3 writes applied, answered 500"] += int(res.AppliedErrors)
 		if len(cfg.Faults) > 0 {
 			t.faultTime += cfg.Duration
 		}
