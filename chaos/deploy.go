@@ -64,6 +64,12 @@ type Deployment struct {
 	Clients    []*client.Client
 
 	namespaces []*netns
+	// standby, failedOver, adminURL: a synchronous standby, whether it was
+	// promoted, and the current primary's admin URL (set by the fault
+	// loop, read after it, in the run's goroutine).
+	standby    *standby
+	failedOver bool
+	adminURL   string
 	exe        string
 	log        *slog.Logger
 }
@@ -71,7 +77,7 @@ type Deployment struct {
 // Start starts a deployment of agents agents and compactors compactors
 // from the floe binary exe; withNetns puts each agent in a network
 // namespace of its own (see netns).
-func Start(ctx context.Context, exe string, agents, compactors int, withNetns bool, log *slog.Logger) (_ *Deployment, err error) {
+func Start(ctx context.Context, exe string, agents, compactors int, withNetns, withStandby bool, log *slog.Logger) (_ *Deployment, err error) {
 	dir, err := os.MkdirTemp("", "floe-chaos-")
 	if err != nil {
 		return nil, fmt.Errorf("chaos: temp dir: %w", err)
@@ -85,8 +91,14 @@ func Start(ctx context.Context, exe string, agents, compactors int, withNetns bo
 	if d.PG, err = services.StartPostgres(ctx, services.DefaultPostgresConfig()); err != nil {
 		return nil, err
 	}
+	d.adminURL = d.PG.AdminURL
 	if d.PGURL, err = d.PG.CreateDatabase(ctx, "floe"); err != nil {
 		return nil, err
+	}
+	if withStandby {
+		if d.standby, err = startStandby(ctx, d.PG.AdminURL); err != nil {
+			return nil, err
+		}
 	}
 	u, err := url.Parse(d.PGURL)
 	if err != nil {
@@ -231,7 +243,7 @@ func (d *Deployment) Heal(ctx context.Context) error {
 		ns.heal()
 	}
 	_ = syscall.Kill(-d.PG.Pid(), syscall.SIGCONT)
-	if !pgAlive(ctx, d.PG.AdminURL) {
+	if !d.failedOver && !pgAlive(ctx, d.adminURL) {
 		if err := d.PG.Resume(ctx); err != nil {
 			return err
 		}
@@ -294,6 +306,9 @@ func (d *Deployment) Stop() {
 	if d.PG != nil {
 		_ = syscall.Kill(-d.PG.Pid(), syscall.SIGCONT)
 		d.PG.Stop()
+	}
+	if d.standby != nil {
+		d.standby.stop()
 	}
 	for _, ns := range d.namespaces {
 		ns.remove()

@@ -28,6 +28,9 @@ const (
 	S3Latency         = "s3-latency"
 	S3ErrorAfterWrite = "s3-error-after-write"
 	MemberCrash       = "member-crash"
+	// PGFailover: the primary killed, the synchronous standby promoted
+	// (once per run, with Config.Failover).
+	PGFailover = "pg-failover"
 )
 
 // AllFaults is every fault kind, the default mix.
@@ -60,6 +63,8 @@ type faulter struct {
 	w     *workload
 	rng   *rand.Rand
 	kinds []string
+	// failoverAt, when set, is when the failover happens.
+	failoverAt time.Time
 }
 
 // run injects faults until ctx ends, each followed by its repair: a fault
@@ -69,7 +74,20 @@ func (f *faulter) run(ctx context.Context) {
 		if !sleep(ctx, time.Duration(1000+f.rng.IntN(2000))*time.Millisecond) {
 			return
 		}
+		if !f.failoverAt.IsZero() && !f.d.failedOver && time.Now().After(f.failoverAt) {
+			f.w.add(history.Op{Type: history.Fault, Value: PGFailover})
+			if err := f.d.failover(ctx); err != nil {
+				f.w.log.Warn("chaos: failover", "err", err)
+			}
+			continue
+		}
+		if len(f.kinds) == 0 {
+			continue
+		}
 		kind := f.kinds[f.rng.IntN(len(f.kinds))]
+		if f.d.failedOver && (kind == PGRestart || kind == PGCrash || kind == PGPause) {
+			continue // the old primary is gone; the new one is not a services.Postgres
+		}
 		if (kind == CompactorKill || kind == CompactorPause) && len(f.d.Compactors) == 0 {
 			continue
 		}

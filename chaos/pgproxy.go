@@ -34,7 +34,7 @@ type PGProxy struct {
 	target string
 	log    *slog.Logger
 
-	mu    sync.Mutex // guards mode, conns
+	mu    sync.Mutex // guards mode, conns, target
 	mode  PGMode
 	conns map[*pgConn]struct{}
 
@@ -90,6 +90,21 @@ func (p *PGProxy) Set(m PGMode) {
 	}
 }
 
+// SetTarget points new connections at another server (a failover, as a
+// DNS name or a virtual IP moves) and drops the open ones.
+func (p *PGProxy) SetTarget(target string) {
+	p.mu.Lock()
+	p.target = target
+	drop := make([]*pgConn, 0, len(p.conns))
+	for c := range p.conns {
+		drop = append(drop, c)
+	}
+	p.mu.Unlock()
+	for _, c := range drop {
+		c.close()
+	}
+}
+
 func (p *PGProxy) current() PGMode {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -119,7 +134,10 @@ func (p *PGProxy) accept(ln net.Listener) {
 			_ = c.Close()
 			continue
 		}
-		s, err := net.Dial("tcp", p.target)
+		p.mu.Lock()
+		target := p.target
+		p.mu.Unlock()
+		s, err := net.Dial("tcp", target)
 		if err != nil {
 			_ = c.Close()
 			continue

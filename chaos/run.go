@@ -43,6 +43,9 @@ type Config struct {
 	// Netns puts each agent in a network namespace of its own (root
 	// only), for the network partitions (NetFaults).
 	Netns bool
+	// Failover runs PostgreSQL with a synchronous standby and, half-way
+	// through the faults, kills the primary and promotes the standby.
+	Failover bool
 	// OutDir receives a failed run's history, seed and logs.
 	OutDir string
 	Log    *slog.Logger
@@ -84,6 +87,9 @@ type Result struct {
 	// Withheld counts the commit answers the PostgreSQL proxy withheld,
 	// AppliedErrors the S3 writes it applied and answered as failed.
 	Withheld, AppliedErrors int64
+	// FailoverToAck is the time from the primary's kill to the first
+	// acknowledged send after it (0: no failover, or no ack after it).
+	FailoverToAck time.Duration
 	// Phases is how long the steps after the faults took: heal, final
 	// read, group drain, table, invariants.
 	Phases []Phase
@@ -112,12 +118,13 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if cfg.Compactor {
 		compactors = 2
 	}
-	d, err := Start(ctx, cfg.Exe, cfg.Agents, compactors, cfg.Netns, log)
+	d, err := Start(ctx, cfg.Exe, cfg.Agents, compactors, cfg.Netns, cfg.Failover, log)
 	if err != nil {
 		return nil, err
 	}
 	defer d.RemoveDir()
 	defer d.Stop()
+	log.Info("chaos: deployment started", "took", time.Since(start).Round(time.Millisecond))
 	res := &Result{Seed: cfg.Seed, Invariants: map[string]int{}}
 	rec := history.NewRecorder(cfg.MaxOps)
 	w := &workload{clients: d.Clients, rec: rec, topic: topicName, partitions: cfg.Partitions, maxSends: cfg.MaxSends,
@@ -148,8 +155,11 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	for i := range 3 {
 		members.Go(func() { w.member(readCtx, fmt.Sprintf("m%d", i), i, stopMembers) })
 	}
-	if len(cfg.Faults) > 0 {
+	if len(cfg.Faults) > 0 || cfg.Failover {
 		f := &faulter{d: d, w: w, rng: rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15)), kinds: cfg.Faults}
+		if cfg.Failover {
+			f.failoverAt = time.Now().Add(cfg.Duration / 2)
+		}
 		if cfg.Netns {
 			f.kinds = append(append([]string(nil), f.kinds...), NetFaults...)
 		}
@@ -194,6 +204,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 
 	res.Withheld, res.AppliedErrors = d.PGProxy.Withheld.Load(), d.S3Proxy.Applied.Load()
 	ops := rec.Ops()
+	res.FailoverToAck = failoverToAck(ops)
 	if cfg.keepOps != nil {
 		cfg.keepOps(ops)
 	}
@@ -336,4 +347,19 @@ func writeFailure(cfg Config, d *Deployment, ops []history.Op, res *Result) (str
 		}
 	}
 	return path, err
+}
+
+// failoverToAck is the time from the failover fault to the
+// acknowledgement of the first send handed to the client after it.
+func failoverToAck(ops []history.Op) time.Duration {
+	var at int64
+	for _, op := range ops {
+		switch {
+		case op.Type == history.Fault && op.Value == PGFailover:
+			at = op.Time
+		case at != 0 && op.Type == history.Send && op.Outcome == history.OK && op.Start > at:
+			return time.Duration(op.Time - at)
+		}
+	}
+	return 0
 }

@@ -55,6 +55,7 @@ func (w *workload) rotated(i int) []*client.Client {
 type sendTag struct {
 	value, key string
 	partition  int32
+	sent       int64 // unix nanoseconds
 }
 
 // producer sends values one record per request until ctx ends or it sent
@@ -82,7 +83,7 @@ func (w *workload) produceSession(ctx context.Context, name, kind string, seq, a
 			delete(pending, t)
 			mu.Unlock()
 			w.add(history.Op{Type: history.Send, Process: name, Partition: t.partition, Key: t.key, Value: t.value,
-				Outcome: history.OK, Offset: resp.GetOffsets()[0]})
+				Outcome: history.OK, Offset: resp.GetOffsets()[0], Start: t.sent})
 		}}
 	switch kind {
 	case "pipelined":
@@ -99,7 +100,8 @@ func (w *workload) produceSession(ctx context.Context, name, kind string, seq, a
 	defer p.Close()
 	var sendErr error
 	for ; ctx.Err() == nil && seq < w.maxSends; seq++ {
-		t := sendTag{value: fmt.Sprintf("%s-%d", name, seq), key: fmt.Sprintf("k%d", seq%17), partition: int32(seq) % w.partitions}
+		t := sendTag{value: fmt.Sprintf("%s-%d", name, seq), key: fmt.Sprintf("k%d", seq%17), partition: int32(seq) % w.partitions,
+			sent: time.Now().UnixNano()}
 		mu.Lock()
 		pending[t] = true
 		mu.Unlock()
@@ -135,7 +137,7 @@ func (w *workload) produceSession(ctx context.Context, name, kind string, seq, a
 		if !ok {
 			out = history.Unknown // never answered: it may have been stored
 		}
-		w.add(history.Op{Type: history.Send, Process: name, Partition: t.partition, Key: t.key, Value: t.value, Outcome: out})
+		w.add(history.Op{Type: history.Send, Process: name, Partition: t.partition, Key: t.key, Value: t.value, Outcome: out, Start: t.sent})
 	}
 	return seq
 }

@@ -62,8 +62,10 @@ const (
 type Op struct {
 	Type string `json:"type"`
 	// Time is when the driver recorded the op (unix nanoseconds); the
-	// checker uses the line order, not Time.
-	Time int64 `json:"time,omitempty"`
+	// checker uses the line order, not Time. Start, of a send, is when
+	// its request was handed to the client.
+	Time  int64 `json:"time,omitempty"`
+	Start int64 `json:"start,omitempty"`
 	// Process is the client that did it (a producer's or reader's name;
 	// a reader that seeks starts a new name).
 	Process   string `json:"process,omitempty"`

@@ -110,9 +110,10 @@ func runCampaign(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	budget := fs.Duration("budget", 0, "start no run that would end past this much time, judged by the last run's (0: no bound)")
 	seed := fs.Uint64("seed", 0, "seed of the first run (each next run adds 1; 0: from the clock)")
 	faults := fs.String("faults", "all", "comma-separated fault kinds, all, or none (with -netns, the network partitions are added)")
-	verbose := fs.Bool("v", false, "log the harness's warnings")
+	verbose := fs.Bool("v", false, "log the harness's progress and warnings")
 	fs.IntVar(&cfg.Agents, "agents", cfg.Agents, "agents")
 	fs.BoolVar(&cfg.Compactor, "compactor", cfg.Compactor, "start two compactor replicas and check the table")
+	fs.BoolVar(&cfg.Failover, "failover", cfg.Failover, "run PostgreSQL with a synchronous standby; half-way through the faults kill the primary and promote the standby")
 	fs.BoolVar(&cfg.Netns, "netns", cfg.Netns, "put each agent in a network namespace of its own and add the network partitions to the faults (root; ip)")
 	fs.DurationVar(&cfg.Duration, "duration", cfg.Duration, "faults and produce of one run")
 	fs.IntVar(&cfg.MaxSends, "max-sends", cfg.MaxSends, "sends per producer and run at most")
@@ -133,7 +134,7 @@ func runCampaign(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		}
 	}
 	if *verbose {
-		cfg.Log = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+		cfg.Log = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	}
 	if *seed == 0 {
 		*seed = uint64(time.Now().UnixNano())
@@ -164,6 +165,9 @@ func runCampaign(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		if res.Failed() {
 			failed++
 			verdict = fmt.Sprintf("FAILED: anomalies %v invariants %v, history %s", res.Report.Anomalies, res.Invariants, res.HistoryPath)
+		}
+		if res.FailoverToAck > 0 {
+			fmt.Fprintf(stdout, "run %d: failover: first acknowledged send %v after the primary was killed\n", n+1, res.FailoverToAck.Round(time.Millisecond))
 		}
 		fmt.Fprintf(stdout, "run %d: seed %d, %d ops, %d faults, %v (after the faults:%s): %s\n", n+1, cfg.Seed, res.Report.Ops,
 			sum(res.Report.Faults), res.Elapsed.Round(time.Second), phases(res.Phases), verdict)
