@@ -99,7 +99,7 @@ bench-report: build
 # any anomaly (the failed runs' histories, seeds and logs in chaos-out/).
 CHAOS_BUDGET ?= 4m
 CHAOS_DURATION ?= 40s
-chaos: build tools
+chaos: build $(TOOLS)/versitygw
 	$(GO) build -o bin/floe-chaos ./cmd/floe-chaos
 	./bin/floe-chaos run -runs 100 -duration $(CHAOS_DURATION) -budget $(CHAOS_BUDGET) $(CHAOS_FLAGS)
 
