@@ -2,7 +2,7 @@ GO ?= go
 TOOLS := $(CURDIR)/.tools
 export PATH := $(TOOLS):$(PATH)
 
-.PHONY: all build run test fuzz fuzz-short test-deploy test-engines test-kafka bench bench-report proto tools clean
+.PHONY: all build run test fuzz fuzz-short test-deploy test-engines test-kafka bench bench-report proto tools clean chaos
 
 all: build
 
@@ -104,6 +104,16 @@ bench: tools build
 bench-report: build
 	./bin/floe-bench -start dev -workload e2e -sweep -sweep-steps 10,25,50,75,100,125 \
 		-duration 2s -warmup 1s -peer jetstream -peer-sync default -out bench-out
+
+# A bounded fault campaign (docs/chaos.md): runs of CHAOS_DURATION of
+# faults each against three agents, a compactor, PostgreSQL and versitygw,
+# until CHAOS_BUDGET; every history checked, a table printed; non-zero on
+# any anomaly (the failed runs' histories, seeds and logs in chaos-out/).
+CHAOS_BUDGET ?= 4m
+CHAOS_DURATION ?= 40s
+chaos: build $(TOOLS)/versitygw
+	$(GO) build -o bin/floe-chaos ./cmd/floe-chaos
+	./bin/floe-chaos run -runs 100 -duration $(CHAOS_DURATION) -budget $(CHAOS_BUDGET) $(CHAOS_FLAGS)
 
 proto:
 	GOBIN=$(TOOLS) $(GO) install google.golang.org/protobuf/cmd/protoc-gen-go@v1.36.12

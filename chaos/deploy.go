@@ -1,0 +1,332 @@
+package chaos
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/floe-broker/floe/client"
+	"github.com/floe-broker/floe/internal/services"
+)
+
+// Bucket is the S3 bucket a deployment's floe processes use.
+const Bucket = "floe-chaos"
+
+// Timings of the deployment: short enough that the faults' effects (a
+// lease taken over, a session expired, an orphan collected) happen within
+// a run.
+const (
+	SessionTimeout  = 6 * time.Second
+	compactorGrace  = 3 * time.Second
+	orphanAge       = 8 * time.Second
+	compactorLease  = 5 * time.Second
+	compactorPeriod = 300 * time.Millisecond
+)
+
+// proc is one floe process (agent or compactor) the deployment restarts
+// on the same addresses.
+type proc struct {
+	name      string
+	path      string // the floe binary, or ip (netns exec)
+	args      []string
+	ns        *netns // agents in their own namespace
+	compactor bool
+	metrics   string
+	listen    string // agents: gRPC
+
+	mu     sync.Mutex // guards p, paused
+	p      *services.Process
+	paused bool
+}
+
+// Deployment is PostgreSQL, an S3 server, the proxies in front of them,
+// several agents and a compactor, all started by the driver.
+type Deployment struct {
+	Dir     string
+	PG      *services.Postgres
+	PGURL   string // floe's database, direct
+	S3      *services.S3Server
+	S3Proxy *S3Proxy
+	PGProxy *PGProxy
+	Agents  []*proc
+	// Compactors are two replicas: they share the jobs through leases.
+	Compactors []*proc
+	Clients    []*client.Client
+
+	namespaces []*netns
+	// standby, failedOver, adminURL: a synchronous standby, whether it was
+	// promoted, and the current primary's admin URL (set by the fault
+	// loop, read after it, in the run's goroutine).
+	standby    *standby
+	failedOver bool
+	adminURL   string
+	exe        string
+	log        *slog.Logger
+}
+
+// Start starts a deployment of agents agents and compactors compactors
+// from the floe binary exe; withNetns puts each agent in a network
+// namespace of its own (see netns).
+func Start(ctx context.Context, exe string, agents, compactors int, withNetns, withStandby bool, log *slog.Logger) (_ *Deployment, err error) {
+	dir, err := os.MkdirTemp("", "floe-chaos-")
+	if err != nil {
+		return nil, fmt.Errorf("chaos: temp dir: %w", err)
+	}
+	d := &Deployment{Dir: dir, exe: exe, log: log}
+	defer func() {
+		if err != nil {
+			d.Stop()
+		}
+	}()
+	if d.PG, err = services.StartPostgres(ctx, services.DefaultPostgresConfig()); err != nil {
+		return nil, err
+	}
+	d.adminURL = d.PG.AdminURL
+	if d.PGURL, err = d.PG.CreateDatabase(ctx, "floe"); err != nil {
+		return nil, err
+	}
+	if withStandby {
+		if d.standby, err = startStandby(ctx, d.PG.AdminURL); err != nil {
+			return nil, err
+		}
+	}
+	u, err := url.Parse(d.PGURL)
+	if err != nil {
+		return nil, fmt.Errorf("chaos: postgres URL: %w", err)
+	}
+	if d.PGProxy, err = StartPGProxy(u.Host, log); err != nil {
+		return nil, err
+	}
+	u.Host = d.PGProxy.Addr()
+	proxiedPG := u.String()
+	if d.S3, err = services.StartVersitygw(ctx, log); err != nil {
+		return nil, err
+	}
+	if err = d.S3.CreateBucket(ctx, Bucket); err != nil {
+		return nil, err
+	}
+	if d.S3Proxy, err = StartS3Proxy(d.S3.Endpoint, log); err != nil {
+		return nil, err
+	}
+	storeArgs := func(pgURL, s3URL string) []string {
+		return []string{"-postgres-url", pgURL, "-s3-bucket", Bucket, "-s3-endpoint", s3URL,
+			"-s3-region", d.S3.Region, "-s3-access-key", d.S3.AccessKey, "-s3-secret-key", d.S3.SecretKey, "-s3-path-style",
+			"-log-level", "warn"}
+	}
+	stores := storeArgs(proxiedPG, d.S3Proxy.URL())
+	for i := range agents {
+		a := &proc{name: "agent-" + strconv.Itoa(i), path: exe}
+		agentStores := stores
+		if withNetns {
+			ns, err := newNetns(i)
+			if err != nil {
+				return nil, err
+			}
+			d.namespaces = append(d.namespaces, ns)
+			pgAddr, err1 := d.PGProxy.Listen(ns.pg)
+			s3URL, err2 := d.S3Proxy.Listen(ns.s3)
+			if err := errors.Join(err1, err2); err != nil {
+				return nil, err
+			}
+			nsPG := *u
+			nsPG.Host = pgAddr
+			agentStores = storeArgs(nsPG.String(), s3URL)
+			// The namespace is empty: fixed ports are free.
+			a.ns, a.listen, a.metrics = ns, ns.agent+":7070", ns.agent+":7071"
+		} else {
+			listen, err1 := services.FreeAddr()
+			metrics, err2 := services.FreeAddr()
+			if err := errors.Join(err1, err2); err != nil {
+				return nil, err
+			}
+			a.listen, a.metrics = listen, metrics
+		}
+		a.args = append([]string{"agent", "-listen", a.listen, "-metrics-listen", a.metrics, "-kafka-listen", "",
+			"-linger", "20ms", "-ready-interval", "200ms", "-commit-timeout", "8s", "-upload-timeout", "8s",
+			"-drain-timeout", "5s"}, agentStores...)
+		if a.ns != nil {
+			a.path, a.args = "ip", append([]string{"netns", "exec", a.ns.name, exe}, a.args...)
+		}
+		d.Agents = append(d.Agents, a)
+		if err := d.startProc(ctx, a, "/readyz"); err != nil {
+			return nil, err
+		}
+		c, err := client.Dial(a.listen)
+		if err != nil {
+			return nil, err
+		}
+		d.Clients = append(d.Clients, c)
+	}
+	for i := range compactors {
+		metrics, err := services.FreeAddr()
+		if err != nil {
+			return nil, err
+		}
+		name := "compactor-" + strconv.Itoa(i)
+		c := &proc{name: name, path: exe, metrics: metrics, compactor: true,
+			args: append([]string{"compactor", "-metrics-listen", metrics, "-owner", name, "-interval", compactorPeriod.String(),
+				"-lease-ttl", compactorLease.String(), "-grace", compactorGrace.String(), "-orphan-age", orphanAge.String(),
+				"-iceberg-maintain-interval", "0"}, stores...)}
+		d.Compactors = append(d.Compactors, c)
+		if err := d.startProc(ctx, c, "/healthz"); err != nil {
+			return nil, err
+		}
+	}
+	return d, nil
+}
+
+// startProc starts p and waits until its metrics listener answers path.
+func (d *Deployment) startProc(ctx context.Context, p *proc, path string) error {
+	sp, err := services.Start(services.ProcessSpec{Path: p.path, Args: p.args, Dir: d.Dir,
+		LogPath: filepath.Join(d.Dir, p.name+".log")})
+	if err != nil {
+		return err
+	}
+	p.mu.Lock()
+	p.p, p.paused = sp, false
+	p.mu.Unlock()
+	wctx, cancel := context.WithTimeout(ctx, 90*time.Second)
+	defer cancel()
+	if err := services.WaitHTTPOK(wctx, "http://"+p.metrics+path, sp); err != nil {
+		return fmt.Errorf("chaos: %s: %w", p.name, err)
+	}
+	return nil
+}
+
+// Kill SIGKILLs p and starts it again (without waiting for it to be
+// ready: the faults go on meanwhile).
+func (d *Deployment) Kill(p *proc) error {
+	p.mu.Lock()
+	old := p.p
+	p.mu.Unlock()
+	_ = syscall.Kill(old.Pid(), syscall.SIGCONT) // a paused process dies too
+	old.Stop(syscall.SIGKILL, 5*time.Second)
+	sp, err := services.Start(services.ProcessSpec{Path: p.path, Args: p.args, Dir: d.Dir,
+		LogPath: filepath.Join(d.Dir, p.name+".log")})
+	if err != nil {
+		return err
+	}
+	p.mu.Lock()
+	p.p, p.paused = sp, false
+	p.mu.Unlock()
+	return nil
+}
+
+// Pause sends SIGSTOP (stop) or SIGCONT (!stop) to p.
+func (d *Deployment) Pause(p *proc, stop bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	sig := syscall.SIGCONT
+	if stop {
+		sig = syscall.SIGSTOP
+	}
+	_ = syscall.Kill(p.p.Pid(), sig)
+	p.paused = stop
+}
+
+// Heal resumes every paused process, heals the proxies, starts
+// PostgreSQL if it is down, and waits until every process is ready.
+func (d *Deployment) Heal(ctx context.Context) error {
+	d.S3Proxy.Set(S3Mode{})
+	d.PGProxy.Set(PGMode{})
+	for _, ns := range d.namespaces {
+		ns.heal()
+	}
+	_ = syscall.Kill(-d.PG.Pid(), syscall.SIGCONT)
+	if !d.failedOver && !pgAlive(ctx, d.adminURL) {
+		if err := d.PG.Resume(ctx); err != nil {
+			return err
+		}
+	}
+	for _, p := range d.procs() {
+		d.Pause(p, false)
+		p.mu.Lock()
+		sp := p.p
+		p.mu.Unlock()
+		path := "/readyz"
+		if p.compactor {
+			path = "/healthz"
+		}
+		select {
+		case <-sp.Exited():
+			if err := d.startProc(ctx, p, path); err != nil {
+				return err
+			}
+			continue
+		default:
+		}
+		wctx, cancel := context.WithTimeout(ctx, 90*time.Second)
+		err := services.WaitHTTPOK(wctx, "http://"+p.metrics+path, sp)
+		cancel()
+		if err != nil {
+			return fmt.Errorf("chaos: %s not ready after the faults: %w", p.name, err)
+		}
+	}
+	return nil
+}
+
+func (d *Deployment) procs() []*proc {
+	return append(append([]*proc(nil), d.Agents...), d.Compactors...)
+}
+
+// Stop stops every process and service the deployment started and
+// removes its data (kept with keepLogs, for a failed run).
+func (d *Deployment) Stop() {
+	for _, c := range d.Clients {
+		_ = c.Close()
+	}
+	for _, p := range d.procs() {
+		p.mu.Lock()
+		sp := p.p
+		p.mu.Unlock()
+		if sp != nil {
+			_ = syscall.Kill(sp.Pid(), syscall.SIGCONT)
+			sp.Stop(syscall.SIGKILL, 5*time.Second)
+		}
+	}
+	if d.S3Proxy != nil {
+		d.S3Proxy.Close()
+	}
+	if d.PGProxy != nil {
+		d.PGProxy.Close()
+	}
+	if d.S3 != nil {
+		d.S3.Stop()
+	}
+	if d.PG != nil {
+		_ = syscall.Kill(-d.PG.Pid(), syscall.SIGCONT)
+		d.PG.Stop()
+	}
+	if d.standby != nil {
+		d.standby.stop()
+	}
+	for _, ns := range d.namespaces {
+		ns.remove()
+	}
+}
+
+// RemoveDir removes the deployment's logs.
+func (d *Deployment) RemoveDir() { _ = os.RemoveAll(d.Dir) }
+
+// pgAlive reports whether PostgreSQL answers a query.
+func pgAlive(ctx context.Context, dsn string) bool {
+	cctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(cctx, dsn)
+	if err != nil {
+		return false
+	}
+	defer conn.Close(context.Background())
+	_, err = conn.Exec(cctx, "SELECT 1")
+	return err == nil
+}

@@ -1,0 +1,169 @@
+package chaos
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/floe-broker/floe/internal/services"
+)
+
+// standbyName is the standby's application_name, which the primary's
+// synchronous_standby_names names.
+const standbyName = "chaos_standby"
+
+// standby is a synchronous streaming-replication standby of the
+// deployment's PostgreSQL, in a directory of its own, promoted by
+// failover.
+type standby struct {
+	dir      string
+	hostPort string // 127.0.0.1:PORT
+	adminURL string
+	proc     *services.Process
+}
+
+// startStandby copies the primary with pg_basebackup, starts the copy as a
+// standby streaming from it, waits until it streams, and makes it the
+// primary's synchronous standby: from then on a commit is acknowledged
+// only once the standby has flushed it.
+func startStandby(ctx context.Context, primaryAdmin string) (_ *standby, err error) {
+	bin, err := services.PostgresBinDir()
+	if err != nil {
+		return nil, err
+	}
+	cred, err := services.PostgresCredential()
+	if err != nil {
+		return nil, err
+	}
+	pu, err := url.Parse(primaryAdmin)
+	if err != nil {
+		return nil, fmt.Errorf("chaos: primary URL: %w", err)
+	}
+	dir, err := os.MkdirTemp("", "floe-chaos-standby-")
+	if err != nil {
+		return nil, fmt.Errorf("chaos: %w", err)
+	}
+	s := &standby{dir: dir}
+	defer func() {
+		if err != nil {
+			s.stop()
+		}
+	}()
+	if cred != nil {
+		if err := os.Chown(dir, int(cred.Uid), int(cred.Gid)); err != nil {
+			return nil, fmt.Errorf("chaos: %w", err)
+		}
+	}
+	data := filepath.Join(dir, "data")
+	bb := exec.CommandContext(ctx, filepath.Join(bin, "pg_basebackup"), "-h", pu.Hostname(), "-p", pu.Port(),
+		"-U", "postgres", "-D", data, "-R", "-X", "stream", "-c", "fast", "--no-sync")
+	bb.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
+	if out, err := bb.CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("chaos: pg_basebackup: %w\n%s", err, out)
+	}
+	conninfo := fmt.Sprintf("\nprimary_conninfo = 'host=%s port=%s user=postgres application_name=%s'\n",
+		pu.Hostname(), pu.Port(), standbyName)
+	f, err := os.OpenFile(filepath.Join(data, "postgresql.auto.conf"), os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		return nil, fmt.Errorf("chaos: %w", err)
+	}
+	_, err = f.WriteString(conninfo)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return nil, fmt.Errorf("chaos: %w", err)
+	}
+	port, err := services.FreePort()
+	if err != nil {
+		return nil, err
+	}
+	s.hostPort = "127.0.0.1:" + strconv.Itoa(port)
+	s.adminURL = fmt.Sprintf("postgres://postgres@%s/postgres?sslmode=disable", s.hostPort)
+	if s.proc, err = services.Start(services.ProcessSpec{Path: filepath.Join(bin, "postgres"),
+		Args: []string{"-D", data, "-p", strconv.Itoa(port), "-k", dir, "-c", "listen_addresses=127.0.0.1",
+			"-c", "max_connections=200"},
+		Dir: dir, LogPath: filepath.Join(dir, "postgres.log"), Credential: cred}); err != nil {
+		return nil, err
+	}
+	if err := retry(ctx, time.Minute, func(ctx context.Context) error {
+		var streaming bool
+		return withConn(ctx, primaryAdmin, func(c *pgx.Conn) error {
+			if err := c.QueryRow(ctx, "SELECT count(*) > 0 FROM pg_stat_replication WHERE application_name = $1 AND state = 'streaming'",
+				standbyName).Scan(&streaming); err != nil {
+				return err
+			}
+			if !streaming {
+				return fmt.Errorf("chaos: the standby is not streaming yet")
+			}
+			return nil
+		})
+	}); err != nil {
+		return nil, fmt.Errorf("chaos: standby: %w\n%s", err, s.proc.LogTail())
+	}
+	if err := withConn(ctx, primaryAdmin, func(c *pgx.Conn) error {
+		if _, err := c.Exec(ctx, "ALTER SYSTEM SET synchronous_standby_names = '"+standbyName+"'"); err != nil {
+			return err
+		}
+		_, err := c.Exec(ctx, "SELECT pg_reload_conf()")
+		return err
+	}); err != nil {
+		return nil, fmt.Errorf("chaos: synchronous standby: %w", err)
+	}
+	return s, nil
+}
+
+// promote makes the standby a primary and waits until it is one.
+func (s *standby) promote(ctx context.Context) error {
+	return withConn(ctx, s.adminURL, func(c *pgx.Conn) error {
+		var ok bool
+		if err := c.QueryRow(ctx, "SELECT pg_promote(true, 60)").Scan(&ok); err != nil {
+			return fmt.Errorf("chaos: promote: %w", err)
+		}
+		if !ok {
+			return fmt.Errorf("chaos: promote: not promoted within 60 s")
+		}
+		return nil
+	})
+}
+
+func (s *standby) stop() {
+	s.proc.Stop(syscall.SIGINT, 15*time.Second)
+	_ = os.RemoveAll(s.dir)
+}
+
+func withConn(ctx context.Context, dsn string, fn func(*pgx.Conn) error) error {
+	c, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		return err
+	}
+	defer c.Close(context.Background())
+	return fn(c)
+}
+
+// failover kills the primary (every process of it, as a lost host),
+// promotes the standby and points the proxy at it, as a managed
+// service's endpoint moves. It returns when the new primary accepts
+// writes.
+func (d *Deployment) failover(ctx context.Context) error {
+	_ = syscall.Kill(-d.PG.Pid(), syscall.SIGKILL)
+	if err := d.standby.promote(ctx); err != nil {
+		return err
+	}
+	d.PGProxy.SetTarget(d.standby.hostPort)
+	u, err := url.Parse(d.PGURL)
+	if err != nil {
+		return fmt.Errorf("chaos: %w", err)
+	}
+	u.Host = d.standby.hostPort
+	d.PGURL, d.adminURL, d.failedOver = u.String(), d.standby.adminURL, true
+	return nil
+}
