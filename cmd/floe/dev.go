@@ -57,6 +57,6 @@ metadata store), until SIGINT or SIGTERM: for development.`, 0, 0)
 	rest := &lateHandler{} // the Iceberg REST catalog, once the compactor opened it
 	sc.Background = devCompactor(c.Compactor, c.Iceberg, *dataDir, rest)
 	sc.Handlers = map[string]http.Handler{icebergRESTPath + "/": rest}
-	sc.Ready = printConsoleURL(sc.Ready, stdout)
+	sc.Ready = printConsoleURL(sc.Ready, stdout, sc.HTTPTLS.Enabled())
 	return serve(ctx, sc, open, prometheus.NewRegistry())
 }

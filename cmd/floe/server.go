@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"golang.org/x/sync/errgroup"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/reflection"
@@ -24,6 +25,7 @@ import (
 	"github.com/floe-broker/floe/batcher"
 	"github.com/floe-broker/floe/console"
 	"github.com/floe-broker/floe/iceberg"
+	"github.com/floe-broker/floe/internal/tlsconf"
 	"github.com/floe-broker/floe/kafka"
 	"github.com/floe-broker/floe/metadata"
 	"github.com/floe-broker/floe/objectstore"
@@ -52,6 +54,9 @@ type serverConfig struct {
 	Pprof bool
 	// HTTP bounds the HTTP listener (zero fields: defaultHTTPLimits).
 	HTTP httpLimits
+	// GRPCTLS, KafkaTLS and HTTPTLS are the listeners' TLS (tls.go; off
+	// without files).
+	GRPCTLS, KafkaTLS, HTTPTLS tlsconf.Config
 	// Ready, optional, is called with the bound addresses once serving.
 	Ready func(grpcAddr, metricsAddr string)
 	// Background, optional, starts work beside the agent on the same
@@ -90,6 +95,15 @@ func serve(ctx context.Context, sc serverConfig, open openFunc, reg *prometheus.
 		lis.Close()
 		return fmt.Errorf("listen on %s: %w", sc.MetricsAddr, err)
 	}
+	grpcTLS, err := serverTLS(sc.GRPCTLS, "grpc", log)
+	if err == nil {
+		mlis, err = listenTLS(mlis, sc.HTTPTLS, "http", log)
+	}
+	if err != nil {
+		lis.Close()
+		mlis.Close()
+		return err
+	}
 	ready := newReadiness(log, "starting")
 	limits := sc.HTTP.withDefaults()
 	mux := http.NewServeMux()
@@ -123,6 +137,9 @@ func serve(ctx context.Context, sc serverConfig, open openFunc, reg *prometheus.
 	gate := newDrainGate() // drain.go
 	opts := append(newRPCMetrics(reg).options(), gate.options()...)
 	opts = append(opts, agent.GRPCServerOptions(sc.Agent, log)...)
+	if grpcTLS != nil {
+		opts = append(opts, grpc.Creds(credentials.NewTLS(grpcTLS.TLSConfig())))
+	}
 	gs := grpc.NewServer(append(opts, grpc.MaxConcurrentStreams(1024))...)
 	late := &lateAgent{}
 	source := func() console.Source {
