@@ -3,6 +3,7 @@ package main
 import (
 	"flag"
 	"fmt"
+	"regexp"
 	"strconv"
 
 	"google.golang.org/grpc"
@@ -70,4 +71,36 @@ func (c *clientTLS) dialOptions() ([]grpc.DialOption, error) {
 		return nil, err
 	}
 	return []grpc.DialOption{client.WithTLS(cfg)}, nil
+}
+
+// tlsFailures are the texts of a connection whose TLS failed, and how each
+// reads: %s is the agent's address.
+var tlsFailures = []struct {
+	re  *regexp.Regexp
+	say string
+}{
+	{regexp.MustCompile(`first record does not look like a TLS handshake`),
+		"floe at %s does not speak TLS on this port: drop -tls, -ca, -cert and -key (and FLOE_TLS*), or use the agent's TLS port"},
+	{regexp.MustCompile(`server preface: EOF|closed before server preface`),
+		"floe at %s closed the connection before answering gRPC: does it require TLS? add -tls and -ca FILE (the CA of its certificate)"},
+	{regexp.MustCompile(`certificate signed by unknown authority`),
+		"floe at %s presented a certificate no trusted CA signed: set -ca to the CA bundle of the agents' certificates"},
+	{regexp.MustCompile(`x509: certificate is valid for [^,]*|cannot validate certificate for [^ ]*`),
+		"floe at %s presented a certificate for another name: dial a name it holds"},
+	{regexp.MustCompile(`x509: certificate has expired or is not yet valid`),
+		"floe at %s presented a certificate that has expired or is not yet valid: renew the agent's certificate"},
+	{regexp.MustCompile(`remote error: tls: (certificate required|bad certificate|unknown certificate authority|expired certificate|certificate revoked|unsupported certificate|unknown certificate)`),
+		"floe at %s refused the client certificate: -cert and -key must be a valid certificate signed by the agent's client CA"},
+	{regexp.MustCompile(`protocol version not supported|no supported versions`),
+		"floe at %s and this client share no TLS version: floe accepts TLS 1.2 and later"},
+}
+
+// explainTLS reads a failed call's message as a TLS failure, if it is one.
+func explainTLS(msg, addr string) (string, bool) {
+	for _, f := range tlsFailures {
+		if m := f.re.FindString(msg); m != "" {
+			return fmt.Sprintf(f.say, addr) + " (" + m + ")", true
+		}
+	}
+	return "", false
 }
