@@ -16,7 +16,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"golang.org/x/sync/errgroup"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/reflection"
@@ -138,7 +137,7 @@ func serve(ctx context.Context, sc serverConfig, open openFunc, reg *prometheus.
 	opts := append(newRPCMetrics(reg).options(), gate.options()...)
 	opts = append(opts, agent.GRPCServerOptions(sc.Agent, log)...)
 	if grpcTLS != nil {
-		opts = append(opts, grpc.Creds(credentials.NewTLS(grpcTLS.TLSConfig())))
+		opts = append(opts, grpc.Creds(grpcTLS.GRPCCredentials()))
 	}
 	gs := grpc.NewServer(append(opts, grpc.MaxConcurrentStreams(1024))...)
 	late := &lateAgent{}
