@@ -85,9 +85,9 @@ func (s TLSSettings) validate(command string) error {
 		switch {
 		case !used:
 		case l.cert != "" && l.key == "":
-			return fmt.Errorf("%s_key_file: is required with %s_cert_file", l.prefix, l.prefix)
+			return fmt.Errorf("%s_cert_file: needs %s_key_file too", l.prefix, l.prefix)
 		case l.cert == "" && l.key != "":
-			return fmt.Errorf("%s_cert_file: is required with %s_key_file", l.prefix, l.prefix)
+			return fmt.Errorf("%s_key_file: needs %s_cert_file too", l.prefix, l.prefix)
 		case l.cert == "" && l.clientCA != "":
 			return fmt.Errorf("%s_client_ca_file: needs %s_cert_file and %s_key_file (mutual TLS is TLS)", l.prefix, l.prefix, l.prefix)
 		}
