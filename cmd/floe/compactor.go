@@ -55,7 +55,7 @@ retrying with backoff, one WARN line per attempt.`, 0, 0)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", conf.Compactor.MetricsListen, err)
 	}
-	if mlis, err = listenTLS(mlis, conf.TLS.httpTLS(), "http", log); err != nil {
+	if mlis, err = listenTLS(mlis, conf.TLS.httpTLS(), "http", log, newTLSMetrics(reg)); err != nil {
 		return err
 	}
 	exportS3CA(conf.S3.CAFile)

@@ -56,6 +56,7 @@ type serverConfig struct {
 	// GRPCTLS, KafkaTLS and HTTPTLS are the listeners' TLS (tls.go; off
 	// without files).
 	GRPCTLS, KafkaTLS, HTTPTLS tlsconf.Config
+	tlsMetrics                 *tlsMetrics // set by serve
 	// Ready, optional, is called with the bound addresses once serving.
 	Ready func(grpcAddr, metricsAddr string)
 	// Background, optional, starts work beside the agent on the same
@@ -94,9 +95,10 @@ func serve(ctx context.Context, sc serverConfig, open openFunc, reg *prometheus.
 		lis.Close()
 		return fmt.Errorf("listen on %s: %w", sc.MetricsAddr, err)
 	}
-	grpcTLS, err := serverTLS(sc.GRPCTLS, "grpc", log)
+	sc.tlsMetrics = newTLSMetrics(reg)
+	grpcTLS, err := serverTLS(sc.GRPCTLS, "grpc", log, sc.tlsMetrics)
 	if err == nil {
-		mlis, err = listenTLS(mlis, sc.HTTPTLS, "http", log)
+		mlis, err = listenTLS(mlis, sc.HTTPTLS, "http", log, sc.tlsMetrics)
 	}
 	if err != nil {
 		lis.Close()

@@ -95,10 +95,11 @@ func (s TLSSettings) validate(command string) error {
 	return nil
 }
 
-// listenTLS wraps lis in name's TLS when cfg is on (lis itself otherwise);
-// a certificate that does not load closes lis and names the listener.
-func listenTLS(lis net.Listener, cfg tlsconf.Config, name string, log *slog.Logger) (net.Listener, error) {
-	srv, err := serverTLS(cfg, name, log)
+// listenTLS wraps lis in name's TLS when cfg is on (lis itself otherwise),
+// exported by m (optional); a certificate that does not load closes lis
+// and names the listener.
+func listenTLS(lis net.Listener, cfg tlsconf.Config, name string, log *slog.Logger, m *tlsMetrics) (net.Listener, error) {
+	srv, err := serverTLS(cfg, name, log, m)
 	if err != nil || srv == nil {
 		if err != nil {
 			lis.Close()
@@ -108,8 +109,8 @@ func listenTLS(lis net.Listener, cfg tlsconf.Config, name string, log *slog.Logg
 	return srv.Listener(lis), nil
 }
 
-// serverTLS loads name's TLS: nil when it is off.
-func serverTLS(cfg tlsconf.Config, name string, log *slog.Logger) (*tlsconf.Server, error) {
+// serverTLS loads name's TLS, exported by m (optional): nil when it is off.
+func serverTLS(cfg tlsconf.Config, name string, log *slog.Logger, m *tlsMetrics) (*tlsconf.Server, error) {
 	if !cfg.Enabled() {
 		return nil, nil
 	}
@@ -117,6 +118,7 @@ func serverTLS(cfg tlsconf.Config, name string, log *slog.Logger) (*tlsconf.Serv
 	if err != nil {
 		return nil, fmt.Errorf("%s listener TLS: %w", name, err)
 	}
+	m.add(name, srv)
 	return srv, nil
 }
 

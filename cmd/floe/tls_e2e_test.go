@@ -370,8 +370,10 @@ func TestKafkaAndHTTPOverTLS(t *testing.T) {
 	if code, body := httpsGet("https://" + dev.metrics + "/readyz"); code != 200 {
 		t.Fatalf("https /readyz: %d %s", code, body)
 	}
-	if code, body := httpsGet("https://" + dev.metrics + "/metrics"); code != 200 || !strings.Contains(body, "floe_") {
-		t.Fatalf("https /metrics: %d", code)
+	if code, body := httpsGet("https://" + dev.metrics + "/metrics"); code != 200 ||
+		!strings.Contains(body, `floe_tls_certificate_expiry_timestamp_seconds{listener="kafka"}`) ||
+		!strings.Contains(body, `floe_tls_certificate_expiry_timestamp_seconds{listener="http"}`) {
+		t.Fatalf("https /metrics: %d, or no certificate expiry of the kafka and http listeners", code)
 	}
 	resp, err := http.Get("http://" + dev.metrics + "/readyz")
 	if err != nil {

@@ -2,9 +2,35 @@ package main
 
 import (
 	"crypto/tls"
+	"fmt"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/floe-broker/floe/internal/tlsconf"
+	"github.com/floe-broker/floe/internal/tlsconf/tlstest"
 )
+
+// tlsMetricsWithListener registers the TLS metrics with one listener, so
+// that they export samples (their types are read from them).
+func tlsMetricsWithListener(t *testing.T, reg prometheus.Registerer) *tlsMetrics {
+	t.Helper()
+	f, err := tlstest.WriteFiles(t.TempDir(), "metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := tlsconf.DefaultConfig()
+	cfg.CertFile, cfg.KeyFile = f.ServerCert, f.ServerKey
+	srv, err := tlsconf.NewServer(cfg, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := newTLSMetrics(reg)
+	m.add("grpc", srv)
+	return m
+}
 
 // TestTLSSettings: each listener's TLS settings, from the file, the
 // environment and flags, reach its configuration; half a pair, a client CA
@@ -57,5 +83,31 @@ func TestTLSSettings(t *testing.T) {
 	c.TLS.GRPCCertFile = "c"
 	if err := c.TLS.validate("compactor"); err != nil {
 		t.Errorf("compactor checks the gRPC listener's TLS: %v", err)
+	}
+}
+
+// TestTLSMetrics: a TLS listener's certificate expiry is exported, and a
+// plaintext listener exports nothing.
+func TestTLSMetrics(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	m := tlsMetricsWithListener(t, reg)
+	m.add("kafka", nil)
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, mf := range mfs {
+		for _, s := range mf.GetMetric() {
+			v := s.GetGauge().GetValue() + s.GetCounter().GetValue()
+			got = append(got, mf.GetName()+"/"+s.GetLabel()[0].GetValue())
+			if mf.GetName() == "floe_tls_certificate_expiry_timestamp_seconds" && v < float64(time.Now().Unix()) {
+				t.Errorf("expiry %v is in the past", v)
+			}
+		}
+	}
+	want := "[floe_tls_certificate_expiry_timestamp_seconds/grpc floe_tls_reload_failures_total/grpc]"
+	if fmt.Sprint(got) != want {
+		t.Fatalf("exported %v, want %s", got, want)
 	}
 }

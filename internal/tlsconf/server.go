@@ -25,6 +25,7 @@ type Server struct {
 	loaded  []fileStamp // the files' stamps when current was built
 	tried   []fileStamp // the stamps of the last attempt (failed ones included)
 	checked time.Time   // when the files were last looked at
+	failed  uint64      // reloads that did not load
 }
 
 // fileStamp is what tells a changed file: size, modification time and
@@ -81,6 +82,14 @@ func (s *Server) Certificate() *x509.Certificate {
 	return s.config().Certificates[0].Leaf
 }
 
+// FailedReloads counts the changed files that did not load (the previous
+// certificate kept serving).
+func (s *Server) FailedReloads() uint64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.failed
+}
+
 // config returns the current configuration, reloading the files first
 // when ReloadInterval has passed since they were last looked at and they
 // changed.
@@ -99,6 +108,7 @@ func (s *Server) config() *tls.Config {
 	s.tried = stamps
 	next, err := s.build()
 	if err != nil {
+		s.failed++
 		s.log.Warn("tls: new certificate not loaded; the previous one stays", "cert", s.cfg.CertFile, "err", err)
 		return s.current
 	}

@@ -187,6 +187,9 @@ func TestReload(t *testing.T) {
 	if got := issuer(); got != "b test CA" {
 		t.Fatalf("after a mismatched pair: certificate from %q, want the last good one", got)
 	}
+	if n := s.FailedReloads(); n != 1 {
+		t.Fatalf("FailedReloads %d after a mismatched pair, want 1", n)
+	}
 	// Its key arrives: a serves again.
 	copyFile(t, a.ServerKey, cfg.KeyFile)
 	advance()
@@ -203,6 +206,9 @@ func TestReload(t *testing.T) {
 	advance()
 	if got := issuer(); got != "a test CA" {
 		t.Fatalf("after the key was removed: certificate from %q", got)
+	}
+	if n := s.FailedReloads(); n != 2 {
+		t.Fatalf("FailedReloads %d, want 2", n)
 	}
 }
 
