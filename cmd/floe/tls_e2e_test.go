@@ -342,6 +342,7 @@ func TestKafkaAndHTTPOverTLS(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	kafkaTLSRoundTrip(ctx, t, kaddr, tlsClient(t, pki.CAFile, pki.ClientCert, pki.ClientKey))
+	kcatSSL(ctx, t, kaddr, pki) // tls_kafka_e2e_test.go
 	if err := kafkaPing(ctx, kaddr, nil); err == nil {
 		t.Error("plaintext Kafka client to the TLS listener: answered")
 	}

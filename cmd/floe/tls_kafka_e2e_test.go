@@ -5,12 +5,18 @@ import (
 	"crypto/tls"
 	"fmt"
 	"net"
+	"os"
+	"os/exec"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/floe-broker/floe/internal/tlsconf/tlstest"
 )
 
 // kafkaOpts are a franz-go client's options for addr, over TLS when tc is
@@ -78,5 +84,41 @@ func kafkaTLSRoundTrip(ctx context.Context, t *testing.T, addr string, tc *tls.C
 		if v != fmt.Sprintf("v%d", i) {
 			t.Fatalf("consumed %v", got)
 		}
+	}
+}
+
+// kcatSSL: kcat (librdkafka) over SSL with a client certificate produces
+// to and reads back the topic of kafkaTLSRoundTrip; without a certificate
+// it gets nothing.
+func kcatSSL(ctx context.Context, t *testing.T, addr string, pki *tlstest.Files) {
+	t.Helper()
+	if _, err := exec.LookPath("kcat"); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatalf("kcat is not installed (.ci/run installs it): %v", err)
+		}
+		t.Log("kcat not installed: the SSL check of librdkafka is left out")
+		return
+	}
+	ssl := []string{"-b", addr, "-X", "security.protocol=ssl", "-X", "ssl.ca.location=" + pki.CAFile}
+	mtls := append(slices.Clone(ssl), "-X", "ssl.certificate.location="+pki.ClientCert, "-X", "ssl.key.location="+pki.ClientKey)
+	kctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	prod := exec.CommandContext(kctx, "kcat", append(mtls, "-P", "-t", "ktls", "-p", "0")...)
+	prod.Stdin = strings.NewReader("from-kcat\n")
+	if out, err := prod.CombinedOutput(); err != nil {
+		t.Fatalf("kcat produce over SSL: %v\n%s", err, out)
+	}
+	out, err := exec.CommandContext(kctx, "kcat", append(mtls, "-C", "-t", "ktls", "-o", "beginning", "-e", "-q")...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("kcat consume over SSL: %v\n%s", err, out)
+	}
+	if got := strings.Fields(string(out)); len(got) != 11 || got[0] != "v0" || got[10] != "from-kcat" {
+		t.Fatalf("kcat read %q", out)
+	}
+	bctx, bcancel := context.WithTimeout(ctx, 15*time.Second)
+	defer bcancel()
+	out, err = exec.CommandContext(bctx, "kcat", append(ssl, "-m", "5", "-L")...).CombinedOutput()
+	if err == nil && strings.Contains(string(out), "ktls") {
+		t.Fatalf("kcat without a client certificate listed the topics:\n%s", out)
 	}
 }
