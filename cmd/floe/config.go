@@ -128,7 +128,7 @@ type S3Settings struct {
 	SecretKey       string `yaml:"secret_key" flag:"s3-secret-key" secret:"all" help:"S3 secret key (empty: the AWS credential chain, e.g. AWS_SECRET_ACCESS_KEY)"`
 	PathStyle       bool   `yaml:"path_style" flag:"s3-path-style" help:"path-style addressing (most S3-compatible servers)"`
 	UnsignedPayload bool   `yaml:"unsigned_payload" flag:"s3-unsigned-payload" help:"send uploads as UNSIGNED-PAYLOAD over a plain http:// endpoint too (no SigV4 SHA-256 pass over every uploaded byte); over https:// they always are. Only where the network path is trusted"`
-	CAFile          string `yaml:"ca_file" flag:"s3-ca-file" help:"PEM bundle of the CAs that sign the https:// endpoint's certificate, instead of the system's (the Iceberg writer reads it too, as AWS_CA_BUNDLE)"`
+	CAFile          string `yaml:"ca_file" flag:"s3-ca-file" help:"PEM bundle of the CAs that sign the https:// endpoint's certificate, instead of the system's (the Iceberg writer reads it too: it replaces AWS_CA_BUNDLE)"`
 }
 
 // DevSettings are floe dev's own.

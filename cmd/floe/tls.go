@@ -122,10 +122,11 @@ func serverTLS(cfg tlsconf.Config, name string, log *slog.Logger, m *tlsMetrics)
 	return srv, nil
 }
 
-// exportS3CA hands s3.ca_file to the Iceberg writer (iceberg-go's S3 client
-// reads AWS_CA_BUNDLE) unless the environment names a bundle already.
+// exportS3CA hands s3.ca_file to the Iceberg writer: iceberg-go's S3 client
+// reads AWS_CA_BUNDLE, which the setting replaces (it is the explicit one;
+// some systems set AWS_CA_BUNDLE to the system's bundle).
 func exportS3CA(caFile string) {
-	if caFile != "" && os.Getenv("AWS_CA_BUNDLE") == "" {
+	if caFile != "" {
 		_ = os.Setenv("AWS_CA_BUNDLE", caFile)
 	}
 }

@@ -16,8 +16,9 @@ import (
 // TestAgentOutboundTLS: an agent reaches PostgreSQL with
 // sslmode=verify-full and a CA file given in the URL (passed through to
 // pgx as it is) and S3 over HTTPS with -s3-ca-file: it serves produce and
-// fetch. With a foreign CA in either place it refuses to start, in one
-// line naming the certificate problem.
+// fetch, and the compactor, on the same stores, writes a topic's Iceberg
+// table (the Iceberg writer trusts -s3-ca-file too). With a foreign CA in
+// either place the agent refuses to start, naming the certificate problem.
 func TestAgentOutboundTLS(t *testing.T) {
 	dir := t.TempDir()
 	pki, foreign := testPKI(t, dir, "backends"), testPKI(t, dir, "foreign")
@@ -79,7 +80,8 @@ func TestAgentOutboundTLS(t *testing.T) {
 
 	a := startFloe(t, args(pki.CAFile, pki.CAFile)...)
 	c := dialT(t, a.addr)
-	if _, err := c.CreateTopic(ctx, "out", 1, nil); err != nil {
+	startCompactor(t, append(args(pki.CAFile, pki.CAFile)[1:], "-interval", "100ms")...)
+	if _, err := c.CreateTopic(ctx, "out", 1, map[string]string{"iceberg.lag": "0"}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := c.Produce(ctx, "out", 0, client.Value(nil, []byte("over tls"))); err != nil {
@@ -88,5 +90,16 @@ func TestAgentOutboundTLS(t *testing.T) {
 	f, err := c.Fetch(ctx, "out", 0, 0, 1<<20, 0)
 	if err != nil || len(f.GetRecords()) != 1 || string(f.GetRecords()[0].GetValue()) != "over tls" {
 		t.Fatalf("fetch: %v %v", f, err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		out, _, _ := floeCLI(t, "topic", "describe", "out", "-addr", a.addr)
+		if strings.Contains(out, "the table trails the log by 0 offsets") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the compactor wrote no table over TLS:\n%s", out)
+		}
+		time.Sleep(200 * time.Millisecond)
 	}
 }
