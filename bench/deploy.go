@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -29,7 +30,10 @@ type DeployConfig struct {
 	CacheBytes       int64
 	// PostgresDurable keeps the cluster's PostgreSQL fsync on.
 	PostgresDurable bool
-	Logger          *slog.Logger
+	// TLS serves the agents' gRPC listener with TLS, a certificate of a
+	// throwaway CA that Deployment.ClientTLS trusts (tls.go).
+	TLS    bool
+	Logger *slog.Logger
 }
 
 // DefaultDeployConfig returns two agents with floe's defaults.
@@ -62,12 +66,15 @@ type Deployment struct {
 	ProbeStoreName  string
 	ProbeCommitter  Committer
 	ProbeCommitName string
+	// ClientTLS is the clients' TLS with DeployConfig.TLS (nil without).
+	ClientTLS *tls.Config
 
-	cfg    DeployConfig
-	dir    string
-	argsOf []func(grpc, metrics string) []string
-	agents []*services.Process
-	stops  []func()
+	cfg     DeployConfig
+	tlsArgs []string // the agents' TLS flags
+	dir     string
+	argsOf  []func(grpc, metrics string) []string
+	agents  []*services.Process
+	stops   []func()
 }
 
 func (d *Deployment) agentArgs(i int) []string {
@@ -75,10 +82,10 @@ func (d *Deployment) agentArgs(i int) []string {
 }
 
 func (d *Deployment) commonArgs(grpc, metrics string) []string {
-	return []string{"-listen", grpc, "-metrics-listen", metrics, "-kafka-listen", "127.0.0.1:0",
+	return append([]string{"-listen", grpc, "-metrics-listen", metrics, "-kafka-listen", "127.0.0.1:0",
 		"-linger", d.cfg.Linger.String(), "-max-file-bytes", strconv.Itoa(d.cfg.MaxFileBytes),
 		"-max-buffered-bytes", strconv.FormatInt(d.cfg.MaxBufferedBytes, 10),
-		"-cache-bytes", strconv.FormatInt(d.cfg.CacheBytes, 10), "-log-level", "warn"}
+		"-cache-bytes", strconv.FormatInt(d.cfg.CacheBytes, 10), "-log-level", "warn"}, d.tlsArgs...)
 }
 
 // startAgent starts agent i and waits for it to serve.
@@ -180,6 +187,9 @@ func StartDev(ctx context.Context, cfg DeployConfig) (_ *Deployment, err error) 
 			d.Stop()
 		}
 	}()
+	if err := d.setupTLS(); err != nil {
+		return nil, err
+	}
 	if err := d.allocAddrs(1); err != nil {
 		return nil, err
 	}
@@ -219,6 +229,9 @@ func StartCluster(ctx context.Context, cfg DeployConfig) (_ *Deployment, err err
 			d.Stop()
 		}
 	}()
+	if err := d.setupTLS(); err != nil {
+		return nil, err
+	}
 	pcfg := services.DefaultPostgresConfig()
 	pcfg.Durable = cfg.PostgresDurable
 	pg, err := services.StartPostgres(ctx, pcfg)

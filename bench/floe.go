@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -33,6 +35,8 @@ type FloeConfig struct {
 	RecordSize int
 	// MaxInFlight bounds each producer's unanswered requests.
 	MaxInFlight int
+	// TLS, optional, dials the agents with TLS.
+	TLS *tls.Config
 	// Records drives the per-record API (Produce, records in Subscribe)
 	// instead of the batch data plane (ProduceBatches, batches in
 	// Subscribe), for comparison.
@@ -68,8 +72,12 @@ func NewFloeSystem(cfg FloeConfig) (*FloeSystem, error) {
 		return nil, err
 	}
 	s := &FloeSystem{cfg: cfg, scraper: NewScraper(cfg.MetricsAddrs)}
+	var opts []grpc.DialOption
+	if cfg.TLS != nil {
+		opts = append(opts, client.WithTLS(cfg.TLS))
+	}
 	for _, a := range cfg.Addrs {
-		c, err := client.Dial(a)
+		c, err := client.Dial(a, opts...)
 		if err != nil {
 			s.Close()
 			return nil, err

@@ -28,6 +28,7 @@ import (
 
 	"github.com/floe-broker/floe/batcher"
 	"github.com/floe-broker/floe/bench"
+	"github.com/floe-broker/floe/client"
 	"github.com/floe-broker/floe/internal/services"
 	"github.com/floe-broker/floe/objectstore"
 	"github.com/floe-broker/floe/objectstore/s3store"
@@ -97,6 +98,8 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) (err
 	start := fs.String("start", "", "start a deployment: dev (floe dev: local directory + SQLite) or cluster (PostgreSQL + versitygw + -agents agents)")
 	fs.IntVar(&dc.Agents, "agents", dc.Agents, "agents of -start cluster")
 	pgDurable := fs.Bool("postgres-fsync", true, "-start cluster: PostgreSQL with fsync and synchronous commit on")
+	fs.BoolVar(&dc.TLS, "tls", false, "-start: the agents serve gRPC over TLS (a throwaway CA's certificate) and the harness dials with TLS; compare its server CPU per MiB with a run without, at the same -rate")
+	tlsCA := fs.String("tls-ca", "", "-addr: dial the agents with TLS, trusting this PEM CA file")
 	workload := fs.String("workload", string(rc.Workload), "produce, e2e (produce and consume: end-to-end latency) or catchup (read a backlog from the start)")
 	fs.IntVar(&rc.RecordSize, "record-size", rc.RecordSize, "record value size in bytes (floe adds an 8-byte key)")
 	fs.IntVar(&rc.Partitions, "partitions", rc.Partitions, "partitions of the topic created for each run (1 to 10000)")
@@ -208,7 +211,10 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) (err
 			return err
 		}
 		defer d.Stop()
-		fc.Addrs, fc.MetricsAddrs = d.Addrs, d.MetricsAddrs
+		fc.Addrs, fc.MetricsAddrs, fc.TLS = d.Addrs, d.MetricsAddrs, d.ClientTLS
+		if dc.TLS {
+			sc.Deployment += ", gRPC over TLS"
+		}
 		t.ProbeStore, t.ProbeStoreName = d.ProbeStore, d.ProbeStoreName
 		t.ProbeCommitter, t.ProbeCommitName = d.ProbeCommitter, d.ProbeCommitName
 		t.BeforeRead = d.Restart
@@ -223,6 +229,12 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) (err
 		fc.Addrs = splitList(*addrs)
 		fc.MetricsAddrs = splitList(*metrics)
 		sc.Deployment = fmt.Sprintf("existing deployment at %s", *addrs)
+		if *tlsCA != "" {
+			if fc.TLS, err = client.TLSConfig(*tlsCA, "", ""); err != nil {
+				return fmt.Errorf("flag -tls-ca: %w", err)
+			}
+			sc.Deployment += ", gRPC over TLS"
+		}
 		if t.ProbeStore, t.ProbeStoreName, err = probeStoreFlags(ctx, *limitsDir, s3c); err != nil {
 			return err
 		}

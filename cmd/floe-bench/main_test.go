@@ -136,3 +136,30 @@ func TestBenchNotInBroker(t *testing.T) {
 		}
 	}
 }
+
+// TestBenchTLS: -tls runs the agents' gRPC over TLS and the harness
+// dials them with TLS: records flow end to end and the report says so.
+func TestBenchTLS(t *testing.T) {
+	out := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, benchBin, "-start", "dev", "-tls", "-workload", "e2e",
+		"-duration", "1s", "-warmup", "300ms", "-rate", "300", "-partitions", "2",
+		"-limits-duration", "0", "-linger", "50ms", "-quiet", "-out", out)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("floe-bench -tls: %v\nstderr:\n%s", err, stderr.String())
+	}
+	raw, err := os.ReadFile(filepath.Join(out, "report.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep bench.Report
+	if err := json.Unmarshal(raw, &rep); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(rep.Settings.Deployment, "gRPC over TLS") || rep.Floe.Acked == 0 || rep.Floe.Consumed != rep.Floe.Acked {
+		t.Fatalf("over TLS: deployment %q, %d acknowledged, %d consumed", rep.Settings.Deployment, rep.Floe.Acked, rep.Floe.Consumed)
+	}
+}

@@ -32,7 +32,8 @@ func serverConfigOf(c Config, stderr io.Writer) serverConfig {
 		Batcher: batcher.DefaultConfig(), Agent: agent.DefaultConfig(),
 		Logger:    c.logger(stderr),
 		KafkaAddr: c.Kafka.Listen, Kafka: kafka.DefaultConfig(),
-		Auth: c.Auth,
+		Auth:    c.Auth,
+		GRPCTLS: c.TLS.grpcTLS(), KafkaTLS: c.TLS.kafkaTLS(), HTTPTLS: c.TLS.httpTLS(),
 	}
 	k := c.Kafka
 	sc.Kafka.AdvertisedHost, sc.Kafka.AdvertisedPort = k.AdvertisedHost, int32(k.AdvertisedPort)

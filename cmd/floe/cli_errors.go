@@ -37,6 +37,9 @@ func explain(err error, addr string) string {
 	}
 	st := se.GRPCStatus()
 	msg := st.Message()
+	if text, ok := explainTLS(msg, addr); ok { // tlsclient.go
+		return text
+	}
 	switch {
 	case notGRPC.MatchString(msg):
 		return "floe at " + addr + " does not answer gRPC: is it the HTTP (metrics and console) port? " +

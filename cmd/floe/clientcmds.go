@@ -22,7 +22,11 @@ func dial(addrs *addrList) (*client.Client, error) {
 	if err := addrs.check(); err != nil {
 		return nil, err
 	}
-	return client.Dial(addrs.addrs[0])
+	opts, err := addrs.tls.dialOptions()
+	if err != nil {
+		return nil, err
+	}
+	return client.Dial(addrs.addrs[0], opts...)
 }
 
 // dialAll connects to every address, for commands that fail over.
@@ -36,8 +40,12 @@ func dialAll(addrs *addrList) ([]*client.Client, func(), error) {
 	if err := addrs.check(); err != nil {
 		return nil, nil, err
 	}
+	opts, err := addrs.tls.dialOptions()
+	if err != nil {
+		return nil, nil, err
+	}
 	for _, a := range addrs.addrs {
-		c, err := client.Dial(a)
+		c, err := client.Dial(a, opts...)
 		if err != nil {
 			closeAll()
 			return nil, nil, err

@@ -55,6 +55,10 @@ retrying with backoff, one WARN line per attempt.`, 0, 0)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", conf.Compactor.MetricsListen, err)
 	}
+	if mlis, err = listenTLS(mlis, conf.TLS.httpTLS(), "http", log, newTLSMetrics(reg)); err != nil {
+		return err
+	}
+	exportS3CA(conf.S3.CAFile)
 	ready := newReadiness(log, "starting")
 	sa, err := newServerAuth(conf.Auth, reg, log) // the listener's auth (authwire.go)
 	if err != nil {

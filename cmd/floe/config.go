@@ -36,6 +36,7 @@ type Config struct {
 	Compactor CompactorSettings `yaml:"compactor"`
 	Iceberg   IcebergSettings   `yaml:"iceberg"`
 	Auth      AuthSettings      `yaml:"auth"`
+	TLS       TLSSettings       `yaml:"tls"` // tls.go
 }
 
 // ServerSettings are the listeners and start-up of agent and dev.
@@ -134,6 +135,7 @@ type S3Settings struct {
 	SecretKey       string `yaml:"secret_key" flag:"s3-secret-key" secret:"all" help:"S3 secret key (empty: the AWS credential chain, e.g. AWS_SECRET_ACCESS_KEY)"`
 	PathStyle       bool   `yaml:"path_style" flag:"s3-path-style" help:"path-style addressing (most S3-compatible servers)"`
 	UnsignedPayload bool   `yaml:"unsigned_payload" flag:"s3-unsigned-payload" help:"send uploads as UNSIGNED-PAYLOAD over a plain http:// endpoint too (no SigV4 SHA-256 pass over every uploaded byte); over https:// they always are. Only where the network path is trusted"`
+	CAFile          string `yaml:"ca_file" flag:"s3-ca-file" help:"PEM bundle of the CAs that sign the https:// endpoint's certificate, instead of the system's (the Iceberg writer reads it too: it replaces AWS_CA_BUNDLE)"`
 }
 
 // DevSettings are floe dev's own.
@@ -159,9 +161,9 @@ type CompactorSettings struct {
 
 // Server commands and the sections each reads.
 var commandSections = map[string][]string{
-	"agent":     {"server", "log", "batcher", "agent", "kafka", "postgres", "s3", "auth"},
-	"dev":       {"server", "log", "batcher", "agent", "kafka", "dev", "compactor", "iceberg", "auth"},
-	"compactor": {"log", "postgres", "s3", "compactor", "iceberg", "auth"},
+	"agent":     {"server", "log", "batcher", "agent", "kafka", "postgres", "s3", "auth", "tls"},
+	"dev":       {"server", "log", "batcher", "agent", "kafka", "dev", "compactor", "iceberg", "auth", "tls"},
+	"compactor": {"log", "postgres", "s3", "compactor", "iceberg", "auth", "tls"},
 }
 
 // DefaultServerConfig returns the defaults of command (agent, dev or
@@ -198,6 +200,7 @@ func DefaultServerConfig(command string) Config {
 			CompactMaxBytes: cd.CompactMaxBytes, CompactMinAge: cd.CompactMinAge},
 		Iceberg: DefaultIcebergSettings(),
 		Auth:    defaultAuthSettings(),
+		TLS:     DefaultTLSSettings(),
 	}
 	if command == "dev" {
 		c.Server.Listen, c.Server.MetricsListen = devGRPCAddr, devMetricsAddr
@@ -378,6 +381,9 @@ func (c *Config) validate(command string) error {
 	if c.Log.Format != "text" && c.Log.Format != "json" {
 		return fmt.Errorf("log.format: %q must be text or json", c.Log.Format)
 	}
+	if err := c.TLS.validate(command); err != nil {
+		return err
+	}
 	sections := strings.Join(commandSections[command], ",")
 	if strings.Contains(sections, "batcher") {
 		b := c.Batcher
@@ -443,6 +449,6 @@ func (c *Config) s3Config() s3store.Config {
 	s := s3store.DefaultConfig()
 	s.Bucket, s.Endpoint, s.Region = c.S3.Bucket, c.S3.Endpoint, c.S3.Region
 	s.AccessKey, s.SecretKey, s.PathStyle = c.S3.AccessKey, c.S3.SecretKey, c.S3.PathStyle
-	s.UnsignedPayload = c.S3.UnsignedPayload
+	s.UnsignedPayload, s.CAFile = c.S3.UnsignedPayload, c.S3.CAFile
 	return s
 }

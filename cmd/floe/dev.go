@@ -60,6 +60,6 @@ metadata store), until SIGINT or SIGTERM: for development.`, 0, 0)
 	if c.Iceberg.Enabled {
 		sc.Tables = devTables(c.Iceberg, c.Agent, *dataDir)
 	}
-	sc.Ready = printConsoleURL(sc.Ready, stdout)
+	sc.Ready = printConsoleURL(sc.Ready, stdout, sc.HTTPTLS.Enabled())
 	return serve(ctx, sc, open, prometheus.NewRegistry())
 }

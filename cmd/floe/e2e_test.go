@@ -126,8 +126,9 @@ func launch(t *testing.T, p *proc, path string, args []string) {
 		}
 	})
 	deadline := time.Now().Add(30 * time.Second)
+	scheme, get := readyGetter(args) // tls_e2e_test.go
 	for {
-		if resp, err := http.Get("http://" + p.metrics + path); err == nil {
+		if resp, err := get(scheme + p.metrics + path); err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == 200 {
 				return

@@ -5,6 +5,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"strings"
 	"time"
 )
 
@@ -55,13 +56,17 @@ func newHTTPServer(h http.Handler, l httpLimits) *http.Server {
 
 // printConsoleURL wraps ready (optional) to print the console's address
 // once serving: "console: http://127.0.0.1:7071/console/" (an unspecified
-// host as 127.0.0.1).
-func printConsoleURL(ready func(grpcAddr, metricsAddr string), w io.Writer) func(grpcAddr, metricsAddr string) {
+// host as 127.0.0.1); https:// when the listener serves TLS.
+func printConsoleURL(ready func(grpcAddr, metricsAddr string), w io.Writer, https bool) func(grpcAddr, metricsAddr string) {
 	return func(grpcAddr, metricsAddr string) {
 		if ready != nil {
 			ready(grpcAddr, metricsAddr)
 		}
-		fmt.Fprintf(w, "console: %s\n", consoleURL(metricsAddr))
+		u := consoleURL(metricsAddr)
+		if https {
+			u = "https" + strings.TrimPrefix(u, "http")
+		}
+		fmt.Fprintf(w, "console: %s\n", u)
 	}
 }
 

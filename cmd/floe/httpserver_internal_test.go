@@ -103,8 +103,13 @@ func TestConsoleURL(t *testing.T) {
 		}
 	}
 	var out strings.Builder
-	printConsoleURL(nil, &out)("127.0.0.1:7070", "127.0.0.1:7071")
+	printConsoleURL(nil, &out, false)("127.0.0.1:7070", "127.0.0.1:7071")
 	if out.String() != "console: http://127.0.0.1:7071/console/\n" {
 		t.Errorf("printed %q", out.String())
+	}
+	out.Reset()
+	printConsoleURL(nil, &out, true)("127.0.0.1:7070", "127.0.0.1:7071")
+	if out.String() != "console: https://127.0.0.1:7071/console/\n" {
+		t.Errorf("with TLS: printed %q", out.String())
 	}
 }

@@ -29,6 +29,9 @@ func startKafka(sc serverConfig, ag *agent.Agent, log *slog.Logger) (stop func()
 	if err != nil {
 		return nil, fmt.Errorf("listen on %s (kafka.listen): %w", sc.KafkaAddr, err)
 	}
+	if lis, err = listenTLS(lis, sc.KafkaTLS, "kafka", log, sc.tlsMetrics); err != nil {
+		return nil, err
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() { done <- srv.Serve(ctx, lis) }()
 	return func() <-chan error { cancel(); return done }, nil

@@ -86,6 +86,7 @@ func serverMetrics(t *testing.T) []metricDoc {
 		t.Fatal(err)
 	}
 	newRPCMetrics(rec)
+	tlsMetricsWithListener(t, rec) // tls_internal_test.go
 
 	byName := map[string]*metricDoc{}
 	for _, c := range rec.collectors {

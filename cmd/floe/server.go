@@ -24,6 +24,7 @@ import (
 	"github.com/floe-broker/floe/batcher"
 	"github.com/floe-broker/floe/console"
 	"github.com/floe-broker/floe/iceberg"
+	"github.com/floe-broker/floe/internal/tlsconf"
 	"github.com/floe-broker/floe/kafka"
 	"github.com/floe-broker/floe/metadata"
 	"github.com/floe-broker/floe/objectstore"
@@ -52,6 +53,10 @@ type serverConfig struct {
 	Pprof bool
 	// HTTP bounds the HTTP listener (zero fields: defaultHTTPLimits).
 	HTTP httpLimits
+	// GRPCTLS, KafkaTLS and HTTPTLS are the listeners' TLS (tls.go; off
+	// without files).
+	GRPCTLS, KafkaTLS, HTTPTLS tlsconf.Config
+	tlsMetrics                 *tlsMetrics // set by serve
 	// Ready, optional, is called with the bound addresses once serving.
 	Ready func(grpcAddr, metricsAddr string)
 	// Background, optional, starts work beside the agent on the same
@@ -97,6 +102,16 @@ func serve(ctx context.Context, sc serverConfig, open openFunc, reg *prometheus.
 		lis.Close()
 		return fmt.Errorf("listen on %s: %w", sc.MetricsAddr, err)
 	}
+	sc.tlsMetrics = newTLSMetrics(reg)
+	grpcTLS, err := serverTLS(sc.GRPCTLS, "grpc", log, sc.tlsMetrics)
+	if err == nil {
+		mlis, err = listenTLS(mlis, sc.HTTPTLS, "http", log, sc.tlsMetrics)
+	}
+	if err != nil {
+		lis.Close()
+		mlis.Close()
+		return err
+	}
 	ready := newReadiness(log, "starting")
 	limits := sc.HTTP.withDefaults()
 	sa, err := newServerAuth(sc.Auth, reg, log)
@@ -136,6 +151,9 @@ func serve(ctx context.Context, sc serverConfig, open openFunc, reg *prometheus.
 	gate := newDrainGate() // drain.go
 	opts := append(newRPCMetrics(reg).options(), gate.options()...)
 	opts = append(opts, agent.GRPCServerOptions(sc.Agent, log)...)
+	if grpcTLS != nil {
+		opts = append(opts, grpc.Creds(grpcTLS.GRPCCredentials()))
+	}
 	late := &lateAgent{}
 	opts = append(opts, sa.grpcOptions(late)...) // authentication and ACLs, after the request ids
 	gs := grpc.NewServer(append(opts, grpc.MaxConcurrentStreams(1024))...)

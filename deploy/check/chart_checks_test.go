@@ -296,10 +296,15 @@ func checkAdvertisedHost(t *testing.T, c *corev1.Container, want string) {
 func checkProbes(t *testing.T, c *corev1.Container) {
 	t.Helper()
 	httpPort := containerPort(t, c, "http")
+	scheme := corev1.URISchemeHTTP
+	if hasFlag(c, "http-tls-cert") { // tls_test.go
+		scheme = corev1.URISchemeHTTPS
+	}
 	for name, p := range map[string]*corev1.Probe{"startup /healthz": c.StartupProbe, "liveness /healthz": c.LivenessProbe, "readiness /readyz": c.ReadinessProbe} {
 		_, path, _ := strings.Cut(name, " ")
-		if p == nil || p.HTTPGet == nil || p.HTTPGet.Path != path || resolvePort(t, c, p.HTTPGet.Port) != httpPort {
-			t.Errorf("%s probe %s: %+v, want GET %s on port %d", c.Name, name, p, path, httpPort)
+		if p == nil || p.HTTPGet == nil || p.HTTPGet.Path != path || resolvePort(t, c, p.HTTPGet.Port) != httpPort ||
+			p.HTTPGet.Scheme != scheme {
+			t.Errorf("%s probe %s: %+v, want GET %s %s on port %d", c.Name, name, p, scheme, path, httpPort)
 		}
 	}
 	if p := c.StartupProbe; p != nil && p.PeriodSeconds*p.FailureThreshold < 30 {

@@ -20,6 +20,12 @@ type composeFile struct {
 	Name     string                    `yaml:"name"`
 	Services map[string]composeService `yaml:"services"`
 	Volumes  map[string]struct{}       `yaml:"volumes"`
+	Secrets  map[string]composeSecret  `yaml:"secrets"` // compose.tls.yaml
+}
+
+// composeSecret is a secret from a file, mounted at /run/secrets/NAME.
+type composeSecret struct {
+	File string `yaml:"file"`
 }
 
 type composeService struct {
@@ -34,6 +40,7 @@ type composeService struct {
 	Healthcheck     *composeHealthcheck          `yaml:"healthcheck"`
 	Restart         string                       `yaml:"restart"`
 	StopGracePeriod string                       `yaml:"stop_grace_period"`
+	Secrets         []string                     `yaml:"secrets"`
 }
 
 type composeBuild struct {
@@ -54,8 +61,14 @@ type composeHealthcheck struct {
 
 func loadCompose(t *testing.T) (composeFile, string) {
 	t.Helper()
+	return loadComposeFile(t, "compose.yaml")
+}
+
+// loadComposeFile decodes deploy/NAME strictly.
+func loadComposeFile(t *testing.T, name string) (composeFile, string) {
+	t.Helper()
 	dir := filepath.Join(repoRoot(t), "deploy")
-	text, err := os.ReadFile(filepath.Join(dir, "compose.yaml"))
+	text, err := os.ReadFile(filepath.Join(dir, name))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,7 +76,7 @@ func loadCompose(t *testing.T) (composeFile, string) {
 	dec := yaml.NewDecoder(bytes.NewReader(text))
 	dec.KnownFields(true)
 	if err := dec.Decode(&f); err != nil {
-		t.Fatalf("deploy/compose.yaml does not decode strictly: %v", err)
+		t.Fatalf("deploy/%s does not decode strictly: %v", name, err)
 	}
 	return f, dir
 }

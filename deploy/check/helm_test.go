@@ -74,9 +74,19 @@ type podMonitor struct {
 	Spec struct {
 		RawSelector         rawSelector `yaml:"selector"`
 		PodMetricsEndpoints []struct {
-			Port     string `yaml:"port"`
-			Path     string `yaml:"path"`
-			Interval string `yaml:"interval"`
+			Port      string `yaml:"port"`
+			Path      string `yaml:"path"`
+			Interval  string `yaml:"interval"`
+			Scheme    string `yaml:"scheme"`
+			TLSConfig *struct {
+				ServerName string `yaml:"serverName"`
+				CA         struct {
+					Secret struct {
+						Name string `yaml:"name"`
+						Key  string `yaml:"key"`
+					} `yaml:"secret"`
+				} `yaml:"ca"`
+			} `yaml:"tlsConfig"`
 		} `yaml:"podMetricsEndpoints"`
 	} `yaml:"spec"`
 }

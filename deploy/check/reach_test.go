@@ -72,7 +72,11 @@ func checkHelmTest(t *testing.T, r rendered, image string) {
 	if svc == nil {
 		return
 	}
-	want := fmt.Sprintf("http://%s.streams.svc:%d/readyz", svc.Name, svc.Spec.Ports[0].Port)
+	scheme := "http"
+	if agent := r.deployments[r.full+"-agent"]; agent != nil && hasFlag(&agent.Spec.Template.Spec.Containers[0], "http-tls-cert") {
+		scheme = "https" // and the CA of the certificate: checkTLSHelmTest
+	}
+	want := fmt.Sprintf("%s://%s.streams.svc:%d/readyz", scheme, svc.Name, svc.Spec.Ports[0].Port)
 	if c.Image != image || len(c.Command) == 0 || !strings.HasSuffix(c.Command[0], "/floe-probe") || !slices.Contains(c.Command, want) {
 		t.Errorf("helm test %s runs %s %v, want floe-probe of %s asking %s", p.Name, c.Image, c.Command, image, want)
 	}

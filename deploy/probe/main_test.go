@@ -1,8 +1,12 @@
 package main
 
 import (
+	"encoding/pem"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -57,5 +61,28 @@ func TestSleep(t *testing.T) {
 	}
 	if len(slept) != 1 {
 		t.Errorf("refused arguments slept: %v", slept)
+	}
+}
+
+// TestProbeHTTPS: an https:// server is asked with its CA (-ca), or
+// unchecked (-insecure); with neither its unknown certificate fails.
+func TestProbeHTTPS(t *testing.T) {
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	defer srv.Close()
+	ca := filepath.Join(t.TempDir(), "ca.crt")
+	if err := os.WriteFile(ca, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := run([]string{"-ca", ca, srv.URL}, noSleep(t)); err != nil {
+		t.Fatalf("-ca: %v", err)
+	}
+	if err := run([]string{"-insecure", srv.URL}, noSleep(t)); err != nil {
+		t.Fatalf("-insecure: %v", err)
+	}
+	if err := run([]string{srv.URL}, noSleep(t)); err == nil || !strings.Contains(err.Error(), "certificate") {
+		t.Fatalf("an unknown certificate: %v", err)
+	}
+	if err := run([]string{"-ca", filepath.Join(t.TempDir(), "none"), srv.URL}, noSleep(t)); err == nil {
+		t.Fatal("a missing -ca file accepted")
 	}
 }

@@ -29,6 +29,11 @@ type PostgresConfig struct {
 	MaxConnections int
 	// StartTimeout bounds the start.
 	StartTimeout time.Duration
+	// TLS, optional, turns ssl on with this certificate and key (tls.go):
+	// clients may then connect with sslmode=verify-full.
+	TLS *ServerTLS
+
+	extraArgs []string // the postmaster's settings for TLS, set by StartPostgres
 }
 
 // DefaultPostgresConfig returns a durable cluster with 200 connections.
@@ -104,6 +109,11 @@ func StartPostgres(ctx context.Context, cfg PostgresConfig) (*Postgres, error) {
 	if out, err := initdb.CombinedOutput(); err != nil {
 		return fail(fmt.Errorf("services: initdb: %w\n%s", err, out))
 	}
+	if cfg.TLS != nil {
+		if cfg.extraArgs, err = installPostgresTLS(*cfg.TLS, data, cred); err != nil {
+			return fail(err)
+		}
+	}
 	for attempt := 1; ; attempt++ {
 		pg, err := runPostmaster(ctx, cfg, bin, dir, cred)
 		if err == nil {
@@ -127,6 +137,7 @@ func runPostmaster(ctx context.Context, cfg PostgresConfig, bin, dir string, cre
 	if !cfg.Durable {
 		args = append(args, "-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off")
 	}
+	args = append(args, cfg.extraArgs...)
 	logPath := filepath.Join(dir, "postgres.log")
 	_ = os.Remove(logPath) // a failed attempt's log would mislead the next
 	proc, err := Start(ProcessSpec{Path: filepath.Join(bin, "postgres"), Args: args, Dir: dir,

@@ -2,6 +2,8 @@ package services
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -20,8 +22,10 @@ import (
 // server: Client and CreateBucket work, Stop does nothing and Pid is 0.
 type S3Server struct {
 	Endpoint, Region, AccessKey, SecretKey string
-	dir                                    string
-	proc                                   *Process // nil for an existing server
+	// RootCAs, optional, are the CAs Client trusts (a server with TLS).
+	RootCAs *x509.CertPool
+	dir     string
+	proc    *Process // nil for an existing server
 }
 
 // StartVersitygw starts versitygw on a free loopback port, building it
@@ -104,8 +108,18 @@ func (s *S3Server) Client() *s3.Client {
 		BaseEndpoint: aws.String(s.Endpoint),
 		UsePathStyle: true,
 		Credentials:  credentials.NewStaticCredentialsProvider(s.AccessKey, s.SecretKey, ""),
-		HTTPClient:   &http.Client{Timeout: 30 * time.Second},
+		HTTPClient:   &http.Client{Timeout: 30 * time.Second, Transport: s.transport()},
 	})
+}
+
+// transport trusts RootCAs when set.
+func (s *S3Server) transport() http.RoundTripper {
+	if s.RootCAs == nil {
+		return http.DefaultTransport
+	}
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.TLSClientConfig = &tls.Config{MinVersion: tls.VersionTLS12, RootCAs: s.RootCAs}
+	return tr
 }
 
 // CreateBucket creates a bucket.

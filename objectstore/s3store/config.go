@@ -44,6 +44,10 @@ type Config struct {
 	// private link). Either way floe's files carry CRC-32C checksums that
 	// every read verifies.
 	UnsignedPayload bool
+	// CAFile, optional, is a PEM bundle of the CAs that sign an https://
+	// endpoint's certificate, trusted instead of the system's roots (an
+	// S3-compatible server with its own CA).
+	CAFile string
 }
 
 // DefaultConfig returns the defaults: region us-east-1, 5 attempts, at most

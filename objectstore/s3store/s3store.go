@@ -16,11 +16,14 @@ package s3store
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
 	"math"
 	"net/http"
+	"os"
 	"sync/atomic"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -55,10 +58,17 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 	// A BuildableClient, because LoadDefaultConfig may adjust its transport
 	// (a CA bundle from AWS_CA_BUNDLE). The transport is then taken out of
 	// it, so that Close can reach the connection pool.
+	roots, err := loadCAFile(cfg.CAFile)
+	if err != nil {
+		return nil, err
+	}
 	hc := awshttp.NewBuildableClient().
 		WithTransportOptions(func(tr *http.Transport) {
 			tr.MaxIdleConns = 256
 			tr.MaxIdleConnsPerHost = 128
+			if roots != nil {
+				tr.TLSClientConfig = &tls.Config{MinVersion: tls.VersionTLS12, RootCAs: roots}
+			}
 		})
 
 	opts := []func(*config.LoadOptions) error{
@@ -403,4 +413,20 @@ func (s *Store) wrap(op, key string, err error) error {
 // isContextErr reports whether err comes from ctx being done.
 func isContextErr(ctx context.Context, err error) bool {
 	return ctx.Err() != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded))
+}
+
+// loadCAFile reads Config.CAFile (nil for none).
+func loadCAFile(path string) (*x509.CertPool, error) {
+	if path == "" {
+		return nil, nil
+	}
+	pem, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("s3store: CAFile: %w", err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(pem) {
+		return nil, fmt.Errorf("s3store: CAFile %s: no PEM certificate in it", path)
+	}
+	return pool, nil
 }
