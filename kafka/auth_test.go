@@ -98,17 +98,24 @@ func TestKafkaSASL(t *testing.T) {
 			}
 		}
 	}
-	// No SASL at all: the first request past ApiVersions is refused and the
-	// connection closed.
+	// No SASL at all: a request past ApiVersions is refused and the
+	// connection closed — after SASL_AUTHENTICATION_FAILED where the
+	// answer has a top-level code, else without an answer (no empty
+	// Metadata a client could take for "no topics").
 	c := dialRaw(t, b.addr)
-	md := kmsg.NewPtrMetadataRequest()
-	md.SetVersion(9)
-	resp, err := roundTrip(c, md, 1)
-	if err != nil || len(resp.(*kmsg.MetadataResponse).Topics) != 0 {
-		t.Fatalf("anonymous metadata: %+v, %v", resp, err)
+	dc := kmsg.NewPtrDescribeClusterRequest()
+	resp, err := roundTrip(c, dc, 1)
+	if err != nil || resp.(*kmsg.DescribeClusterResponse).ErrorCode != kerr.SaslAuthenticationFailed.Code {
+		t.Fatalf("anonymous DescribeCluster: %+v, %v", resp, err)
 	}
 	if _, _, err := c.recv(); err == nil {
 		t.Fatal("connection left open after an unauthenticated request")
+	}
+	c = dialRaw(t, b.addr)
+	md := kmsg.NewPtrMetadataRequest()
+	md.SetVersion(9)
+	if resp, err := roundTrip(c, md, 1); err == nil {
+		t.Fatalf("anonymous Metadata answered: %+v", resp)
 	}
 }
 

@@ -615,7 +615,7 @@ func (c *conn) dispatchAuthorized(r request) (func(context.Context) kmsg.Respons
 	if !ok && !preAuthKey(r.key) {
 		c.s.log.Info("kafka: request before authentication; closing", "client", c.client(), "api", kmsg.NameForKey(r.key))
 		c.closeAfterAnswer()
-		resp := authFailed(r.key, r.version)
+		resp := authFailed(r.key, r.version) // nil: closed without an answer
 		return func(context.Context) kmsg.Response { return resp }, nil
 	}
 	c.resolveTopicIDs(r.req)

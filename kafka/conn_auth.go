@@ -2,6 +2,7 @@ package kafka
 
 import (
 	"context"
+	"reflect"
 	"crypto/rand"
 	"encoding/base64"
 	"sync"
@@ -47,12 +48,26 @@ func preAuthKey(key int16) bool {
 }
 
 // authFailed is the answer to a request made before authentication (the
-// connection closes after it): the key's response with a top-level
-// SASL_AUTHENTICATION_FAILED where it has one.
+// connection closes after it): the key's response, empty but for a
+// top-level SASL_AUTHENTICATION_FAILED, where the version has that code;
+// nil (no answer, the connection just closes, as Apache Kafka does) where
+// it has none, so that no client takes an empty answer for data.
 func authFailed(key, version int16) kmsg.Response {
 	resp := kmsg.ResponseForKey(key)
 	resp.SetVersion(version)
-	setErrorCode(resp, kerr.SaslAuthenticationFailed.Code)
+	if !setErrorCode(resp, kerr.SaslAuthenticationFailed.Code) {
+		return nil
+	}
+	// The field may exist in kmsg but not at this version: keep the
+	// answer only if the code survives encoding.
+	back := kmsg.ResponseForKey(key)
+	back.SetVersion(version)
+	if err := back.ReadFrom(resp.AppendTo(nil)); err != nil {
+		return nil
+	}
+	if v := reflect.ValueOf(back).Elem().FieldByName("ErrorCode"); v.Int() != int64(kerr.SaslAuthenticationFailed.Code) {
+		return nil
+	}
 	return resp
 }
 
