@@ -2,9 +2,9 @@ package kafka
 
 import (
 	"context"
-	"reflect"
 	"crypto/rand"
 	"encoding/base64"
+	"reflect"
 	"sync"
 
 	"github.com/twmb/franz-go/pkg/kerr"

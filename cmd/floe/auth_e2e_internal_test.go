@@ -5,7 +5,6 @@ import (
 	"errors"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"path/filepath"
 	"testing"
@@ -25,18 +24,9 @@ import (
 	"github.com/floe-broker/floe/access/accesstest"
 	floev1 "github.com/floe-broker/floe/api/floe/v1"
 	"github.com/floe-broker/floe/auth"
+	"github.com/floe-broker/floe/internal/testenv"
 	"github.com/floe-broker/floe/metadata"
 )
-
-func freePort(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
-}
 
 // TestDevWithAuth runs floe dev with auth.enabled (the ACL and token store
 // faked through authBackends) and checks every listener: HTTP probes open
@@ -54,7 +44,7 @@ func TestDevWithAuth(t *testing.T) {
 	authBackends = func(context.Context, metadata.Store, *slog.Logger) (auth.Authorizer, access.TokenVerifier, auth.Store, error) {
 		return st, v, st, nil
 	}
-	grpcAddr, httpAddr, kafkaAddr := freePort(t), freePort(t), freePort(t)
+	grpcAddr, httpAddr, kafkaAddr := testenv.FreeAddr(t), testenv.FreeAddr(t), testenv.FreeAddr(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
