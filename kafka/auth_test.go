@@ -2,8 +2,10 @@ package kafka_test
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
+	"net"
 	"path/filepath"
 	"reflect"
 	"sort"
@@ -34,6 +36,12 @@ type authBroker struct {
 
 func startAuthBroker(t *testing.T) *authBroker {
 	t.Helper()
+	return startAuthBrokerOn(t, nil)
+}
+
+// startAuthBrokerOn is startAuthBroker with a listener wrapper (TLS).
+func startAuthBrokerOn(t *testing.T, wrap func(net.Listener) net.Listener) *authBroker {
+	t.Helper()
 	meta, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "meta.db"))
 	if err != nil {
 		t.Fatal(err)
@@ -53,7 +61,7 @@ func startAuthBroker(t *testing.T) *authBroker {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := startBrokerWith(t, meta, objectstore.NewMemory(), nil, kafka.Options{Guard: g, Credentials: st, ACLs: st})
+	b := startBrokerWith(t, meta, objectstore.NewMemory(), nil, kafka.Options{Guard: g, Credentials: st, ACLs: st}, wrap)
 	return &authBroker{broker: b, st: st}
 }
 
@@ -321,5 +329,44 @@ func TestKafkaDeleteTopicByID(t *testing.T) {
 	b.st.Allow("User:alice", auth.OpDelete, auth.Topic("victim"))
 	if code := del("alice"); code != 0 {
 		t.Fatalf("alice deleting by id: code %d", code)
+	}
+}
+
+// TestKafkaClientCertificate: on a TLS listener that verifies client
+// certificates, a verified certificate names the principal (Kafka's SSL
+// principal) without SASL; without one the connection is refused as
+// unauthenticated.
+func TestKafkaClientCertificate(t *testing.T) {
+	ca := accesstest.Cert(t, "floe-ca", nil)
+	server := accesstest.Cert(t, "bufnet", &ca)
+	b := startAuthBrokerOn(t, func(l net.Listener) net.Listener {
+		return tls.NewListener(l, &tls.Config{Certificates: []tls.Certificate{server}, ClientCAs: accesstest.Pool(ca),
+			ClientAuth: tls.VerifyClientCertIfGiven, MinVersion: tls.VersionTLS12})
+	})
+	dial := func(cert *tls.Certificate) *kadm.Client {
+		cfg := &tls.Config{RootCAs: accesstest.Pool(ca), ServerName: "bufnet", MinVersion: tls.VersionTLS12}
+		if cert != nil {
+			cfg.Certificates = []tls.Certificate{*cert}
+		}
+		cl, err := kgo.NewClient(kgo.SeedBrokers(b.addr), kgo.DialTLSConfig(cfg), kgo.RequestRetries(0))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(cl.Close)
+		return kadm.NewClient(cl)
+	}
+	ctx := context.Background()
+	root := accesstest.Cert(t, "root", &ca)
+	if _, err := dial(&root).CreateTopic(ctx, 1, -1, nil, "orders"); err != nil {
+		t.Fatalf("root by certificate: %v", err)
+	}
+	alice := accesstest.Cert(t, "alice", &ca)
+	b.st.Allow("User:alice", auth.OpDescribe, auth.Topic("orders"))
+	td, err := dial(&alice).ListTopics(ctx)
+	if err != nil || !td.Has("orders") {
+		t.Fatalf("alice by certificate: %v, %v", td.Names(), err)
+	}
+	if _, err := dial(nil).ListTopics(ctx); err == nil {
+		t.Fatal("TLS without a client certificate or SASL listed topics")
 	}
 }

@@ -3,6 +3,7 @@ package kafka
 import (
 	"context"
 	"crypto/rand"
+	"crypto/tls"
 	"encoding/base64"
 	"reflect"
 	"sync"
@@ -71,12 +72,23 @@ func authFailed(key, version int16) kmsg.Response {
 	return resp
 }
 
-// principal is the connection's principal (Anonymous before SASL).
-func (c *conn) principal() auth.Principal {
+// authenticated is the connection's principal: SASL's, else (a TLS
+// connection with a verified client certificate, Kafka's SSL principal)
+// the certificate's by auth.cert_principal; ok false: none yet.
+func (c *conn) authenticated() (auth.Principal, bool) {
 	if p, ok := c.sasl.get(); ok {
-		return p
+		return p, true
 	}
-	return auth.Anonymous
+	tc, ok := c.nc.(interface{ ConnectionState() tls.ConnectionState })
+	if !ok {
+		return auth.Principal{}, false
+	}
+	st := tc.ConnectionState()
+	if len(st.VerifiedChains) == 0 || len(st.VerifiedChains[0]) == 0 {
+		return auth.Principal{}, false
+	}
+	p, err := access.CertPrincipal(st.VerifiedChains[0][0], c.s.guard().Config().CertPrincipal)
+	return p, err == nil
 }
 
 // guard is the server's Guard (nil: auth off).
