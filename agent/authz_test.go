@@ -14,6 +14,7 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 	grpcmd "google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
@@ -43,6 +44,13 @@ type authNode struct {
 }
 
 func startAuthNode(t *testing.T) *authNode {
+	t.Helper()
+	return startAuthNodeWith(t, nil, insecure.NewCredentials())
+}
+
+// startAuthNodeWith serves with server credentials srv (nil: plaintext)
+// and dials with cli.
+func startAuthNodeWith(t *testing.T, srv credentials.TransportCredentials, cli credentials.TransportCredentials) *authNode {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	meta, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "meta.db"))
@@ -75,7 +83,11 @@ func startAuthNode(t *testing.T) *authNode {
 		t.Fatal(err)
 	}
 	lis := bufconn.Listen(1 << 20)
-	gs := grpc.NewServer(append(agent.GRPCServerOptions(acfg, nil), agent.AuthServerOptions(g, v, func(ctx context.Context, group string) ([]string, error) { return ag.GroupTopics(ctx, group) })...)...)
+	sopts := agent.GRPCServerOptions(acfg, nil)
+	if srv != nil {
+		sopts = append(sopts, grpc.Creds(srv))
+	}
+	gs := grpc.NewServer(append(sopts, agent.AuthServerOptions(g, v, func(ctx context.Context, group string) ([]string, error) { return ag.GroupTopics(ctx, group) })...)...)
 	ag.Register(gs)
 	var wg sync.WaitGroup
 	wg.Add(2)
@@ -83,7 +95,7 @@ func startAuthNode(t *testing.T) *authNode {
 	go func() { defer wg.Done(); _ = ag.Run(ctx) }()
 	conn, err := grpc.NewClient("passthrough:///bufnet",
 		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return lis.DialContext(ctx) }),
-		grpc.WithTransportCredentials(insecure.NewCredentials()))
+		grpc.WithTransportCredentials(cli))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"html"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -22,6 +21,7 @@ import (
 
 	floev1 "github.com/floe-broker/floe/api/floe/v1"
 	"github.com/floe-broker/floe/client"
+	"github.com/floe-broker/floe/internal/testenv"
 )
 
 // chromium finds Debian's chromium: under CI=true its absence fails the
@@ -58,15 +58,7 @@ func browse(t *testing.T, bin, url string, extra ...string) []byte {
 	return out.Bytes()
 }
 
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
-}
+func freeAddr(t *testing.T) string { return testenv.FreeAddr(t) }
 
 // lockedBuffer collects a process's output.
 type lockedBuffer struct {

@@ -2,8 +2,10 @@ package kafka_test
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
+	"net"
 	"path/filepath"
 	"reflect"
 	"sort"
@@ -35,6 +37,12 @@ type authBroker struct {
 
 func startAuthBroker(t *testing.T) *authBroker {
 	t.Helper()
+	return startAuthBrokerOn(t, nil)
+}
+
+// startAuthBrokerOn is startAuthBroker with a listener wrapper (TLS).
+func startAuthBrokerOn(t *testing.T, wrap func(net.Listener) net.Listener) *authBroker {
+	t.Helper()
 	meta, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "meta.db"))
 	if err != nil {
 		t.Fatal(err)
@@ -54,7 +62,7 @@ func startAuthBroker(t *testing.T) *authBroker {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := startBrokerWith(t, meta, objectstore.NewMemory(), nil, agent.Options{}, kafka.Options{Guard: g, Credentials: st, ACLs: st})
+	b := startBrokerWith(t, meta, objectstore.NewMemory(), nil, agent.Options{}, kafka.Options{Guard: g, Credentials: st, ACLs: st}, wrap)
 	return &authBroker{broker: b, st: st}
 }
 
@@ -99,17 +107,24 @@ func TestKafkaSASL(t *testing.T) {
 			}
 		}
 	}
-	// No SASL at all: the first request past ApiVersions is refused and the
-	// connection closed.
+	// No SASL at all: a request past ApiVersions is refused and the
+	// connection closed — after SASL_AUTHENTICATION_FAILED where the
+	// answer has a top-level code, else without an answer (no empty
+	// Metadata a client could take for "no topics").
 	c := dialRaw(t, b.addr)
-	md := kmsg.NewPtrMetadataRequest()
-	md.SetVersion(9)
-	resp, err := roundTrip(c, md, 1)
-	if err != nil || len(resp.(*kmsg.MetadataResponse).Topics) != 0 {
-		t.Fatalf("anonymous metadata: %+v, %v", resp, err)
+	dc := kmsg.NewPtrDescribeClusterRequest()
+	resp, err := roundTrip(c, dc, 1)
+	if err != nil || resp.(*kmsg.DescribeClusterResponse).ErrorCode != kerr.SaslAuthenticationFailed.Code {
+		t.Fatalf("anonymous DescribeCluster: %+v, %v", resp, err)
 	}
 	if _, _, err := c.recv(); err == nil {
 		t.Fatal("connection left open after an unauthenticated request")
+	}
+	c = dialRaw(t, b.addr)
+	md := kmsg.NewPtrMetadataRequest()
+	md.SetVersion(9)
+	if resp, err := roundTrip(c, md, 1); err == nil {
+		t.Fatalf("anonymous Metadata answered: %+v", resp)
 	}
 }
 
@@ -315,5 +330,44 @@ func TestKafkaDeleteTopicByID(t *testing.T) {
 	b.st.Allow("User:alice", auth.OpDelete, auth.Topic("victim"))
 	if code := del("alice"); code != 0 {
 		t.Fatalf("alice deleting by id: code %d", code)
+	}
+}
+
+// TestKafkaClientCertificate: on a TLS listener that verifies client
+// certificates, a verified certificate names the principal (Kafka's SSL
+// principal) without SASL; without one the connection is refused as
+// unauthenticated.
+func TestKafkaClientCertificate(t *testing.T) {
+	ca := accesstest.Cert(t, "floe-ca", nil)
+	server := accesstest.Cert(t, "bufnet", &ca)
+	b := startAuthBrokerOn(t, func(l net.Listener) net.Listener {
+		return tls.NewListener(l, &tls.Config{Certificates: []tls.Certificate{server}, ClientCAs: accesstest.Pool(ca),
+			ClientAuth: tls.VerifyClientCertIfGiven, MinVersion: tls.VersionTLS12})
+	})
+	dial := func(cert *tls.Certificate) *kadm.Client {
+		cfg := &tls.Config{RootCAs: accesstest.Pool(ca), ServerName: "bufnet", MinVersion: tls.VersionTLS12}
+		if cert != nil {
+			cfg.Certificates = []tls.Certificate{*cert}
+		}
+		cl, err := kgo.NewClient(kgo.SeedBrokers(b.addr), kgo.DialTLSConfig(cfg), kgo.RequestRetries(0))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(cl.Close)
+		return kadm.NewClient(cl)
+	}
+	ctx := context.Background()
+	root := accesstest.Cert(t, "root", &ca)
+	if _, err := dial(&root).CreateTopic(ctx, 1, -1, nil, "orders"); err != nil {
+		t.Fatalf("root by certificate: %v", err)
+	}
+	alice := accesstest.Cert(t, "alice", &ca)
+	b.st.Allow("User:alice", auth.OpDescribe, auth.Topic("orders"))
+	td, err := dial(&alice).ListTopics(ctx)
+	if err != nil || !td.Has("orders") {
+		t.Fatalf("alice by certificate: %v, %v", td.Names(), err)
+	}
+	if _, err := dial(nil).ListTopics(ctx); err == nil {
+		t.Fatal("TLS without a client certificate or SASL listed topics")
 	}
 }

@@ -603,7 +603,8 @@ func (c connChecker) permits(op auth.Operation, res auth.Resource) bool {
 }
 
 // dispatchAuthorized is dispatch behind authentication and ACLs: with auth
-// on, a request other than ApiVersions and SASL before authentication is
+// on, a request other than ApiVersions and SASL before authentication (by
+// SASL, or a verified TLS client certificate) is
 // answered SASL_AUTHENTICATION_FAILED and the connection closes after it;
 // then authorizeKafka decides what of the request is served.
 func (c *conn) dispatchAuthorized(r request) (func(context.Context) kmsg.Response, error) {
@@ -611,11 +612,11 @@ func (c *conn) dispatchAuthorized(r request) (func(context.Context) kmsg.Respons
 	if !g.Enabled() {
 		return c.dispatch(r)
 	}
-	p, ok := c.sasl.get()
+	p, ok := c.authenticated()
 	if !ok && !preAuthKey(r.key) {
 		c.s.log.Info("kafka: request before authentication; closing", "client", c.client(), "api", kmsg.NameForKey(r.key))
 		c.closeAfterAnswer()
-		resp := authFailed(r.key, r.version)
+		resp := authFailed(r.key, r.version) // nil: closed without an answer
 		return func(context.Context) kmsg.Response { return resp }, nil
 	}
 	c.resolveTopicIDs(r.req)

@@ -196,6 +196,11 @@ func (c *conn) write(ctx context.Context, cancel context.CancelFunc, queue <-cha
 		}
 		budget.Release(f.weight)
 		if failed || f.resp == nil {
+			if f.closeAfter && !failed { // refused without an answer
+				failed = true
+				cancel()
+				c.nc.Close()
+			}
 			continue
 		}
 		buf = appendResponse(buf[:0], f.correlation, f.resp)

@@ -3,7 +3,9 @@ package kafka
 import (
 	"context"
 	"crypto/rand"
+	"crypto/tls"
 	"encoding/base64"
+	"reflect"
 	"sync"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -47,21 +49,46 @@ func preAuthKey(key int16) bool {
 }
 
 // authFailed is the answer to a request made before authentication (the
-// connection closes after it): the key's response with a top-level
-// SASL_AUTHENTICATION_FAILED where it has one.
+// connection closes after it): the key's response, empty but for a
+// top-level SASL_AUTHENTICATION_FAILED, where the version has that code;
+// nil (no answer, the connection just closes, as Apache Kafka does) where
+// it has none, so that no client takes an empty answer for data.
 func authFailed(key, version int16) kmsg.Response {
 	resp := kmsg.ResponseForKey(key)
 	resp.SetVersion(version)
-	setErrorCode(resp, kerr.SaslAuthenticationFailed.Code)
+	if !setErrorCode(resp, kerr.SaslAuthenticationFailed.Code) {
+		return nil
+	}
+	// The field may exist in kmsg but not at this version: keep the
+	// answer only if the code survives encoding.
+	back := kmsg.ResponseForKey(key)
+	back.SetVersion(version)
+	if err := back.ReadFrom(resp.AppendTo(nil)); err != nil {
+		return nil
+	}
+	if v := reflect.ValueOf(back).Elem().FieldByName("ErrorCode"); v.Int() != int64(kerr.SaslAuthenticationFailed.Code) {
+		return nil
+	}
 	return resp
 }
 
-// principal is the connection's principal (Anonymous before SASL).
-func (c *conn) principal() auth.Principal {
+// authenticated is the connection's principal: SASL's, else (a TLS
+// connection with a verified client certificate, Kafka's SSL principal)
+// the certificate's by auth.cert_principal; ok false: none yet.
+func (c *conn) authenticated() (auth.Principal, bool) {
 	if p, ok := c.sasl.get(); ok {
-		return p
+		return p, true
 	}
-	return auth.Anonymous
+	tc, ok := c.nc.(interface{ ConnectionState() tls.ConnectionState })
+	if !ok {
+		return auth.Principal{}, false
+	}
+	st := tc.ConnectionState()
+	if len(st.VerifiedChains) == 0 || len(st.VerifiedChains[0]) == 0 {
+		return auth.Principal{}, false
+	}
+	p, err := access.CertPrincipal(st.VerifiedChains[0][0], c.s.guard().Config().CertPrincipal)
+	return p, err == nil
 }
 
 // guard is the server's Guard (nil: auth off).

@@ -14,6 +14,11 @@
 // base offsets patched; committed offsets are floe's group positions, one
 // state with the gRPC groups. See docs/kafka.md.
 //
+// With authentication on, a connection authenticates with SASL (PLAIN,
+// SCRAM; conn_auth.go, sasl_scram.go) before anything but ApiVersions, and
+// every request passes the one authorization rule of authz.go at the
+// dispatch point (docs/security.md).
+//
 // A connection is served by two goroutines: a reader that reads one frame
 // at a time (refusing frames over Config.MaxFrameBytes from their size
 // prefix, before allocating), decodes it and dispatches it, and a writer

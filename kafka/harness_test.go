@@ -53,12 +53,12 @@ func startBroker(t testing.TB, mutate func(*kafka.Config)) *broker {
 // (the caller's: several brokers may share them) until the end of t.
 func startBrokerOn(t testing.TB, meta metadata.Store, store objectstore.Store, mutate func(*kafka.Config)) *broker {
 	t.Helper()
-	return startBrokerWith(t, meta, store, mutate, agent.Options{}, kafka.Options{})
+	return startBrokerWith(t, meta, store, mutate, agent.Options{}, kafka.Options{}, nil)
 }
 
-// startBrokerWith is startBrokerOn with the agent's options and the
-// server's (its logger is the test's).
-func startBrokerWith(t testing.TB, meta metadata.Store, store objectstore.Store, mutate func(*kafka.Config), aopts agent.Options, opts kafka.Options) *broker {
+// startBrokerWith is startBrokerOn with the agent's options, the server's
+// (its logger is the test's) and a wrapper of its listener (nil: plain TCP).
+func startBrokerWith(t testing.TB, meta metadata.Store, store objectstore.Store, mutate func(*kafka.Config), aopts agent.Options, opts kafka.Options, wrap func(net.Listener) net.Listener) *broker {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	acfg, bcfg := agent.DefaultConfig(), batcher.DefaultConfig()
@@ -86,6 +86,9 @@ func startBrokerWith(t testing.TB, meta metadata.Store, store objectstore.Store,
 	klis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
+	}
+	if wrap != nil {
+		klis = wrap(klis)
 	}
 	lis := bufconn.Listen(1 << 20)
 	gs := grpc.NewServer()

@@ -100,7 +100,7 @@ func TestKafkaReadsBelowRawLogStart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	reader := startBrokerWith(t, meta, store, nil, agent.Options{Tables: tr}, kafka.Options{})
+	reader := startBrokerWith(t, meta, store, nil, agent.Options{Tables: tr}, kafka.Options{}, nil)
 
 	lo := kmsg.NewPtrListOffsetsRequest()
 	lt := kmsg.NewListOffsetsRequestTopic()
