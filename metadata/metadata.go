@@ -199,6 +199,7 @@ type Store interface {
 	GroupStore      // consumer groups (groups.go)
 	RetentionStore  // retention, deletion, leases, merging (retention.go)
 	CompactionStore // keyed compaction (compaction.go)
+	AgentStore      // live agents (agents.go)
 
 	CreateTopic(ctx context.Context, spec TopicSpec) (Topic, error)
 	// DeleteTopic removes the topic; its batches become unreadable.
