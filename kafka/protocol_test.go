@@ -127,7 +127,7 @@ func TestTransactionsRefused(t *testing.T) {
 	init.TransactionalID, init.TransactionTimeoutMillis = &txn, 60000
 	// Sent to the broker itself: kgo would first look for the transaction
 	// coordinator, refused below.
-	raw, err := cl.Broker(0).Request(context.Background(), init)
+	raw, err := cl.SeedBrokers()[0].Request(context.Background(), init)
 	if err != nil {
 		t.Fatal(err)
 	}
