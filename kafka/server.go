@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/floe-broker/floe/agent"
@@ -59,6 +60,7 @@ type Server struct {
 	log    *slog.Logger
 	groups *coordinator  // classic-protocol groups (groups.go)
 	agents *cluster      // the live agents (cluster.go)
+	held   atomic.Int64  // bytes every connection holds (respbudget.go)
 	owned  *ownedCache   // KIP-848 members\' owned partitions (68_consumer_group_heartbeat.go)
 	slots  chan struct{} // one per open connection (MaxConnections)
 
