@@ -109,7 +109,7 @@ type KafkaSettings struct {
 	MaxFrameBytes    int           `yaml:"max_frame_bytes" flag:"kafka-max-frame-bytes" check:"positive" help:"largest Kafka request frame; a larger one closes its connection before anything is read into memory (at least 1024)"`
 	MaxConnections   int           `yaml:"max_connections" flag:"kafka-max-connections" check:"positive" help:"open Kafka client connections; past it new ones are closed at once"`
 	MaxInFlight      int           `yaml:"max_in_flight" flag:"kafka-max-in-flight" check:"positive" help:"unanswered requests per Kafka connection; past it the agent stops reading the connection"`
-	MaxBufferedBytes int64         `yaml:"max_buffered_bytes" flag:"kafka-max-buffered-bytes" check:"positive" help:"request bytes one Kafka connection holds unanswered; past it the agent stops reading the connection (at least max_frame_bytes)"`
+	MaxBufferedBytes int64         `yaml:"max_buffered_bytes" flag:"kafka-max-buffered-bytes" check:"positive" help:"request bytes one Kafka connection holds unanswered, and again response bytes not yet written; past it the agent stops reading the connection (at least max_frame_bytes)"`
 	Zone             string        `yaml:"zone" flag:"kafka-zone" help:"this agent's availability zone: Kafka clients whose client.id holds floe_az=<zone> get this zone's agents as partition leaders"`
 	AgentTTL         time.Duration `yaml:"agent_ttl" flag:"kafka-agent-ttl" check:"positive" help:"how long an agent's heartbeat row lives (it beats every quarter of it): a dead agent leaves the other agents' Kafka Metadata and its classic groups move, this long after its last beat"`
 }
