@@ -344,3 +344,45 @@ func TestFetchEmptyRecordsNotNull(t *testing.T) {
 		}
 	}
 }
+
+// TestListOffsetsMaxTimestamp: v7's -3 answers the first record carrying
+// the log's largest timestamp, inside its batch, with that timestamp; an
+// empty partition answers -1.
+func TestListOffsetsMaxTimestamp(t *testing.T) {
+	b := startBroker(t, nil)
+	cl := newClient(t, b, kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	createTopic(t, cl, "lomax", 2)
+	base := time.UnixMilli(1700000000000)
+	for _, batch := range [][]int64{{1000, 5000, 3000}, {5000, 2000}} {
+		var recs []*kgo.Record
+		for _, d := range batch {
+			recs = append(recs, &kgo.Record{Topic: "lomax", Partition: 0, Value: []byte("v"), Timestamp: base.Add(time.Duration(d) * time.Millisecond)})
+		}
+		if err := cl.ProduceSync(context.Background(), recs...).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	req := kmsg.NewPtrListOffsetsRequest()
+	rt := kmsg.NewListOffsetsRequestTopic()
+	rt.Topic = "lomax"
+	for p := range int32(2) {
+		rp := kmsg.NewListOffsetsRequestTopicPartition()
+		rp.Partition, rp.Timestamp = p, -3
+		rt.Partitions = append(rt.Partitions, rp)
+	}
+	req.Topics = append(req.Topics, rt)
+	resp, err := req.RequestWith(context.Background(), cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.Version < 7 {
+		t.Fatalf("answered at v%d, want 7", resp.Version)
+	}
+	p0, p1 := resp.Topics[0].Partitions[0], resp.Topics[0].Partitions[1]
+	if p0.ErrorCode != 0 || p0.Offset != 1 || p0.Timestamp != base.UnixMilli()+5000 {
+		t.Errorf("partition 0: offset %d timestamp %d code %d; want offset 1 timestamp %d", p0.Offset, p0.Timestamp, p0.ErrorCode, base.UnixMilli()+5000)
+	}
+	if p1.ErrorCode != 0 || p1.Offset != -1 || p1.Timestamp != -1 {
+		t.Errorf("empty partition 1: %+v", p1)
+	}
+}

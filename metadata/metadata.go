@@ -168,6 +168,10 @@ const (
 	OffsetEarliest  OffsetSpec = iota // the log start offset
 	OffsetLatest                      // the high watermark
 	OffsetTimestamp                   // first offset of the first batch whose MaxTimestamp >= ts; the high watermark if none
+	// OffsetMaxTimestamp: the first offset of the first batch holding the
+	// largest MaxTimestamp of the live log; the high watermark if empty.
+	// It reads every batch row of the partition: an admin lookup.
+	OffsetMaxTimestamp
 )
 
 // Notice announces committed data. Receivers must tolerate lost or merged
