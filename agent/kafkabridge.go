@@ -221,3 +221,9 @@ func (a *Agent) KafkaBeatAgent(ctx context.Context, me metadata.AgentInfo, ttl t
 func (a *Agent) KafkaLeaveAgent(ctx context.Context, id string) error {
 	return toStatus(a.meta.LeaveAgent(ctx, id))
 }
+
+// KafkaProducers lists a partition's idempotent producer states.
+func (a *Agent) KafkaProducers(ctx context.Context, topicID int64, partition int32, limit int) ([]metadata.ProducerInfo, error) {
+	ps, err := a.meta.Producers(ctx, topicID, partition, limit)
+	return ps, toStatus(err)
+}

@@ -386,3 +386,40 @@ func TestListOffsetsMaxTimestamp(t *testing.T) {
 		t.Errorf("empty partition 1: %+v", p1)
 	}
 }
+
+// TestDescribeProducers: an idempotent franz-go producer is listed on the
+// partitions it wrote with its id, epoch and last sequence; an unknown
+// partition is UNKNOWN_TOPIC_OR_PARTITION.
+func TestDescribeProducers(t *testing.T) {
+	b := startBroker(t, nil)
+	cl := newClient(t, b, kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	createTopic(t, cl, "dp", 2)
+	for i := range 3 {
+		if err := cl.ProduceSync(context.Background(), &kgo.Record{Topic: "dp", Partition: 0, Value: []byte{byte(i)}}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	id, epoch, err := cl.ProducerID(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := kmsg.NewPtrDescribeProducersRequest()
+	req.Topics = []kmsg.DescribeProducersRequestTopic{{Topic: "dp", Partitions: []int32{0, 1, 7}}}
+	raw, err := cl.SeedBrokers()[0].Request(context.Background(), req) // kgo would shard it by leader
+	if err != nil {
+		t.Fatal(err)
+	}
+	ps := raw.(*kmsg.DescribeProducersResponse).Topics[0].Partitions
+	if len(ps) != 3 || ps[0].ErrorCode != 0 || len(ps[0].ActiveProducers) != 1 {
+		t.Fatalf("partitions: %+v", ps)
+	}
+	if ap := ps[0].ActiveProducers[0]; ap.ProducerID != id || ap.ProducerEpoch != int32(epoch) || ap.LastSequence != 2 {
+		t.Errorf("producer %+v, want id %d epoch %d last sequence 2", ap, id, epoch)
+	}
+	if ps[1].ErrorCode != 0 || len(ps[1].ActiveProducers) != 0 {
+		t.Errorf("partition 1: %+v", ps[1])
+	}
+	if ps[2].ErrorCode != kerr.UnknownTopicOrPartition.Code {
+		t.Errorf("partition 7: code %d", ps[2].ErrorCode)
+	}
+}

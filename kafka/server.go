@@ -40,6 +40,7 @@ type Backend interface {
 	KafkaDeleteOffsets(ctx context.Context, group string, partitions []metadata.TopicPartition) error
 	KafkaBeatAgent(ctx context.Context, a metadata.AgentInfo, ttl time.Duration) ([]metadata.AgentInfo, error)
 	KafkaLeaveAgent(ctx context.Context, id string) error
+	KafkaProducers(ctx context.Context, topicID int64, partition int32, limit int) ([]metadata.ProducerInfo, error)
 	// The gRPC TopicService's own methods: the Kafka APIs of the same
 	// name map onto them one to one.
 	AlterTopicConfig(ctx context.Context, req *floev1.AlterTopicConfigRequest) (*floev1.AlterTopicConfigResponse, error)

@@ -204,6 +204,7 @@ type Store interface {
 	RetentionStore  // retention, deletion, leases, merging (retention.go)
 	CompactionStore // keyed compaction (compaction.go)
 	AgentStore      // live agents (agents.go)
+	ProducerStore   // idempotent producer states (producers.go)
 
 	CreateTopic(ctx context.Context, spec TopicSpec) (Topic, error)
 	// DeleteTopic removes the topic; its batches become unreadable.

@@ -36,6 +36,7 @@ func Run(t *testing.T, open func(t *testing.T) metadata.Store) {
 	}{
 		{"TopicLifecycle", testTopicLifecycle},
 		{"Agents", testAgents},
+		{"Producers", testProducers},
 		{"TopicValidation", testTopicValidation},
 		{"TopicConcurrentCreate", testTopicConcurrentCreate},
 		{"CommitDenseOffsets", testCommitDenseOffsets},
