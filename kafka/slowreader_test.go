@@ -60,6 +60,7 @@ func TestSlowReaderBounded(t *testing.T) {
 		most = max(most, b.srv.BufferedBytes())
 		time.Sleep(20 * time.Millisecond)
 	}
+	t.Logf("the agent held at most %d bytes", most)
 	if bound := int64(budget + maxBytes + 64<<10); most > bound {
 		t.Fatalf("a client that does not read made the agent hold %d bytes, bound %d", most, bound)
 	}
