@@ -55,8 +55,10 @@ fuzz:
 	FUZZTIME=$(FUZZTIME) GO=$(GO) bash .ci/fuzz
 
 # Kafka clients other than Go's against the Kafka listener: Apache Kafka's
-# Java client (kafka/testdata/java/pom.xml's version, from Maven Central,
-# cached in ~/.cache/floe/m2), run with Java 17; kcat (Debian's, librdkafka);
+# Java client and its command-line tools (kafka/testdata/java/pom.xml's
+# version, from Maven Central, cached in ~/.cache/floe/m2), run with Java 17;
+# confluent-kafka-go (librdkafka through cgo, kafka/testdata/confluentgo, a
+# module of its own; the Go module cache holds its static librdkafka); kcat (Debian's, librdkafka);
 # confluent-kafka-python (PyPI, in a venv under ~/.cache/floe keyed by its
 # version); kafkajs (npm, pinned, under ~/.cache/floe). franz-go and sarama
 # run in make test.
@@ -72,7 +74,7 @@ test-kafka:
 	[ -d $(KAFKAJS_DIR)/node_modules/kafkajs ] || \
 		{ mkdir -p $(KAFKAJS_DIR) && npm install --no-audit --no-fund --prefix $(KAFKAJS_DIR) kafkajs@$(KAFKAJS); }
 	FLOE_KAFKA_JAVA_CP=$$(cat $(KAFKA_M2)/floe-kafka-java.cp) FLOE_KAFKA_PYTHON=$(KAFKA_PY_VENV)/bin/python FLOE_KAFKAJS_DIR=$(KAFKAJS_DIR) \
-		CI=$${CI:-} $(GO) test -tags 'kafkajava kafkaclients' -count=1 -timeout 10m -run 'TestJavaClient|TestKcat|TestConfluentKafkaPython|TestKafkaJS' ./kafka/
+		CI=$${CI:-} $(GO) test -tags 'kafkajava kafkaclients' -count=1 -timeout 10m -run 'TestJavaClient|TestKafkaTools|TestKcat|TestConfluentKafkaPython|TestConfluentKafkaGo|TestKafkaJS' ./kafka/
 
 # The Dockerfile, the Helm chart and the compose file, checked statically
 # (no container engine or cluster needed).

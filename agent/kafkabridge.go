@@ -209,3 +209,21 @@ func (a *Agent) KafkaDeleteGroup(ctx context.Context, group string) error {
 func (a *Agent) KafkaDeleteOffsets(ctx context.Context, group string, partitions []metadata.TopicPartition) error {
 	return toStatus(a.meta.DeleteOffsets(ctx, group, partitions))
 }
+
+// KafkaBeatAgent refreshes this agent's row among the live agents and
+// returns them.
+func (a *Agent) KafkaBeatAgent(ctx context.Context, me metadata.AgentInfo, ttl time.Duration) ([]metadata.AgentInfo, error) {
+	live, err := a.meta.BeatAgent(ctx, me, ttl)
+	return live, toStatus(err)
+}
+
+// KafkaLeaveAgent removes this agent's row (a clean shutdown).
+func (a *Agent) KafkaLeaveAgent(ctx context.Context, id string) error {
+	return toStatus(a.meta.LeaveAgent(ctx, id))
+}
+
+// KafkaProducers lists a partition's idempotent producer states.
+func (a *Agent) KafkaProducers(ctx context.Context, topicID int64, partition int32, limit int) ([]metadata.ProducerInfo, error) {
+	ps, err := a.meta.Producers(ctx, topicID, partition, limit)
+	return ps, toStatus(err)
+}

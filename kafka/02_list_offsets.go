@@ -6,21 +6,25 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/floe-broker/floe/kbatch"
 	"github.com/floe-broker/floe/metadata"
 )
 
-// ListOffsets: v1 to v6.
+// ListOffsets: v1 to v7.
 //
 // Timestamp -2 is the log start offset, -1 the high watermark (the last
-// stable offset too: no transactions), any other the first offset of the
-// first batch whose max timestamp is at or after it, or -1 when there is
-// none (as Kafka answers). Answers carry timestamp -1 and leader epoch 0.
-// Deviations: v7's max-timestamp lookup (-3) and v8's earliest-local (-4)
-// are not served (the versions are not offered); a timestamp lookup
-// answers with the offset of the first record of the batch found (Kafka
-// gives the first record at or after the timestamp inside it).
+// stable offset too: no transactions), -3 (v7, KIP-734) the first record
+// carrying the largest timestamp of the log, with that timestamp (-1 for
+// an empty log), any other the first offset of the first batch whose max
+// timestamp is at or after it, or -1 when there is none (as Kafka
+// answers). Other answers carry timestamp -1; all leader epoch 0.
+// Deviations: v8's earliest-local (-4) is not served (the version is not
+// offered); a timestamp lookup answers with the offset of the first record
+// of the batch found (Kafka gives the first record at or after the
+// timestamp inside it); -3 reads every batch row of the partition in the
+// metadata store (an admin lookup, not for a hot path).
 
-func init() { register(kmsg.ListOffsets, 1, 6, async(listOffsets)) }
+func init() { register(kmsg.ListOffsets, 1, 7, async(listOffsets)) }
 
 func listOffsets(ctx context.Context, s *Server, _ *conn, req *kmsg.ListOffsetsRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.ListOffsetsResponse)
@@ -37,6 +41,10 @@ func listOffsets(ctx context.Context, s *Server, _ *conn, req *kmsg.ListOffsetsR
 			case rp.Partition < 0 || rp.Partition >= t.Partitions:
 				sp.ErrorCode = kerr.UnknownTopicOrPartition.Code
 			default:
+				if rp.Timestamp == -3 {
+					sp.Offset, sp.Timestamp, sp.ErrorCode = s.maxTimestampOffset(ctx, t.ID, rp.Partition)
+					break
+				}
 				sp.Offset, sp.ErrorCode = s.listOffset(ctx, t.ID, rp.Partition, rp.Timestamp)
 			}
 			st.Partitions = append(st.Partitions, sp)
@@ -72,4 +80,46 @@ func (s *Server) listOffset(ctx context.Context, topicID int64, p int32, ts int6
 		}
 	}
 	return off, 0
+}
+
+// maxTimestampOffset is the offset and timestamp of the first record with
+// the log's largest timestamp: the store finds its batch, the batch's
+// records say which record it is.
+func (s *Server) maxTimestampOffset(ctx context.Context, topicID int64, p int32) (int64, int64, int16) {
+	off, err := s.be.KafkaListOffset(ctx, topicID, p, metadata.OffsetMaxTimestamp, 0)
+	if err != nil {
+		return -1, -1, errCode(err)
+	}
+	rd, err := s.be.KafkaRead(ctx, topicID, p, off, 1)
+	if err != nil {
+		return -1, -1, errCode(err)
+	}
+	if off >= rd.HighWatermark {
+		return -1, -1, 0 // an empty log
+	}
+	var found bool
+	var at, ts int64
+	err = kbatch.Split(rd.Batches, func(b []byte) error {
+		if found {
+			return nil
+		}
+		info, recs, err := kbatch.Decode(b, s.be.KafkaLimits().MaxRequestBytes)
+		if err != nil {
+			return err
+		}
+		for _, r := range recs {
+			if r.Offset >= off && r.Timestamp == info.MaxTimestamp {
+				found, at, ts = true, r.Offset, r.Timestamp
+				return nil
+			}
+		}
+		return nil
+	})
+	switch {
+	case err != nil:
+		return -1, -1, kerr.CorruptMessage.Code
+	case !found:
+		return off, -1, 0 // a batch whose records disagree with its header: its offset
+	}
+	return at, ts, 0
 }

@@ -14,10 +14,13 @@ import (
 
 // Metadata: v0 to v12.
 //
-// The cluster is one broker, this agent (Config.NodeID, at the advertised
-// address or else the address the client connected to), leader, only
-// replica and only in-sync replica of every partition, with leader epoch
-// 0: every agent answers the same, and each can serve every partition.
+// The brokers are the live agents (cluster.go): this agent at the
+// advertised address or else the address the client connected to, the
+// others at the addresses their rows in the store give. Each partition's
+// leader, only replica and only in-sync replica is the agent leaderOf
+// picks (every agent answers the same; any agent can serve any
+// partition), with leader epoch 0. The controller is the agent with the
+// lowest node id.
 // Topic ids are floe's topic ids in the last 8 bytes of the UUID.
 // Deviations: topics are never auto-created (AllowAutoTopicCreation is
 // ignored: create them with CreateTopics or `floe topic create`); no
@@ -27,9 +30,11 @@ func init() { register(kmsg.Metadata, 0, 12, async(metadataAPI)) }
 
 func metadataAPI(ctx context.Context, s *Server, cc *conn, req *kmsg.MetadataRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.MetadataResponse)
-	resp.Brokers = []kmsg.MetadataResponseBroker{s.broker(cc)}
+	view := s.agents.current()
+	resp.Brokers = s.brokers(cc, view)
 	resp.ClusterID = &s.cfg.ClusterID
-	resp.ControllerID = s.cfg.NodeID
+	resp.ControllerID = view.agents[0].NodeID
+	zone := clientZone(cc.clientIDNow())
 	var topics []metadata.Topic
 	all := req.Topics == nil || (req.Version == 0 && len(req.Topics) == 0)
 	if all {
@@ -66,12 +71,12 @@ func metadataAPI(ctx context.Context, s *Server, cc *conn, req *kmsg.MetadataReq
 		topics = append(topics, t)
 	}
 	for _, t := range topics {
-		resp.Topics = append(resp.Topics, s.topicMetadata(t))
+		resp.Topics = append(resp.Topics, topicMetadata(t, view, zone))
 	}
 	return resp
 }
 
-func (s *Server) topicMetadata(t metadata.Topic) kmsg.MetadataResponseTopic {
+func topicMetadata(t metadata.Topic, view *clusterView, zone string) kmsg.MetadataResponseTopic {
 	mt := kmsg.NewMetadataResponseTopic()
 	name := t.Name
 	mt.Topic = &name
@@ -80,21 +85,36 @@ func (s *Server) topicMetadata(t metadata.Topic) kmsg.MetadataResponseTopic {
 	for p := range mt.Partitions {
 		mp := kmsg.NewMetadataResponseTopicPartition()
 		mp.Partition = int32(p)
-		mp.Leader = s.cfg.NodeID
+		leader := view.self.NodeID
+		if len(view.agents) > 1 {
+			leader = leaderOf(t.ID, int32(p), view.agents, zone).NodeID
+		}
+		mp.Leader = leader
 		mp.LeaderEpoch = 0
-		mp.Replicas = []int32{s.cfg.NodeID}
-		mp.ISR = []int32{s.cfg.NodeID}
+		mp.Replicas = []int32{leader}
+		mp.ISR = []int32{leader}
 		mt.Partitions[p] = mp
 	}
 	return mt
 }
 
-// broker is this agent as Metadata presents it to cc's client.
-func (s *Server) broker(cc *conn) kmsg.MetadataResponseBroker {
-	b := kmsg.NewMetadataResponseBroker()
-	b.NodeID = s.cfg.NodeID
-	b.Host, b.Port = s.advertised(cc)
-	return b
+// brokers are the live agents as Metadata presents them to cc's client:
+// this agent at the address advertised to cc, the others at their rows'.
+func (s *Server) brokers(cc *conn, view *clusterView) []kmsg.MetadataResponseBroker {
+	out := make([]kmsg.MetadataResponseBroker, 0, len(view.agents))
+	for _, a := range view.agents {
+		b := kmsg.NewMetadataResponseBroker()
+		b.NodeID, b.Host, b.Port = a.NodeID, a.Host, a.Port
+		if a.ID == view.self.ID {
+			b.Host, b.Port = s.advertised(cc)
+		}
+		if a.Zone != "" {
+			z := a.Zone
+			b.Rack = &z
+		}
+		out = append(out, b)
+	}
+	return out
 }
 
 // advertised is the host and port clients are told to connect to.

@@ -3,18 +3,24 @@ package kafka
 import (
 	"context"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // LeaveGroup: v0 to v5.
 //
 // Removes members (v3+: several, by member id or instance id); the others
-// rebalance at once.
+// rebalance at once. An agent that does not coordinate the group answers
+// NOT_COORDINATOR.
 
 func init() { register(kmsg.LeaveGroup, 0, 5, async(leaveGroup)) }
 
 func leaveGroup(_ context.Context, s *Server, _ *conn, req *kmsg.LeaveGroupRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.LeaveGroupResponse)
+	if !s.agents.current().ownsGroup(req.Group) {
+		resp.ErrorCode = kerr.NotCoordinator.Code
+		return resp
+	}
 	if req.Version < 3 {
 		resp.ErrorCode = s.groups.leave(req.Group, []string{req.MemberID}, []*string{nil})[0]
 		return resp

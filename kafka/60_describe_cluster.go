@@ -8,17 +8,20 @@ import (
 
 // DescribeCluster: v0 to v1.
 //
-// One broker, this agent (as Metadata shows it), also the controller.
+// The live agents, as Metadata shows them; the controller is the one with
+// the lowest node id.
 
 func init() { register(kmsg.DescribeCluster, 0, 1, async(describeCluster)) }
 
 func describeCluster(_ context.Context, s *Server, cc *conn, req *kmsg.DescribeClusterRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.DescribeClusterResponse)
 	resp.ClusterID = s.cfg.ClusterID
-	resp.ControllerID = s.cfg.NodeID
-	b := kmsg.NewDescribeClusterResponseBroker()
-	b.NodeID = s.cfg.NodeID
-	b.Host, b.Port = s.advertised(cc)
-	resp.Brokers = []kmsg.DescribeClusterResponseBroker{b}
+	view := s.agents.current()
+	resp.ControllerID = view.agents[0].NodeID
+	for _, mb := range s.brokers(cc, view) {
+		b := kmsg.NewDescribeClusterResponseBroker()
+		b.NodeID, b.Host, b.Port, b.Rack = mb.NodeID, mb.Host, mb.Port, mb.Rack
+		resp.Brokers = append(resp.Brokers, b)
+	}
 	return resp
 }

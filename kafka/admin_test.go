@@ -165,7 +165,7 @@ func TestAdminAlterConfigs(t *testing.T) {
 		t.Fatalf("a refused change changed: %v", got)
 	}
 	// Broker configs do not exist in floe.
-	bresp, err := adm.AlterBrokerConfigs(ctx, []kadm.AlterConfig{{Op: kadm.SetConfig, Name: "log.retention.ms", Value: str("1")}}, 0)
+	bresp, err := adm.AlterBrokerConfigs(ctx, []kadm.AlterConfig{{Op: kadm.SetConfig, Name: "log.retention.ms", Value: str("1")}}, nodeOf(t, b))
 	if err != nil || !errors.Is(bresp[0].Err, kerr.InvalidRequest) {
 		t.Fatalf("broker config: %v %+v", err, bresp)
 	}

@@ -13,9 +13,17 @@ type Config struct {
 	// to.
 	AdvertisedHost string
 	AdvertisedPort int32
-	// NodeID is the broker id every agent presents (the same on all
-	// agents: each is the leader of every partition).
+	// NodeID is the broker id this agent presents until its first beat
+	// in the metadata store's agents table gives it its own (cluster.go).
 	NodeID int32
+	// Zone is this agent's availability zone: clients whose client.id
+	// names it (floe_az=<zone>) are given this zone's agents as leaders.
+	Zone string
+	// AgentTTL is how long this agent's row in the agents table lives
+	// after its last beat (it beats every AgentTTL/4): an agent that dies
+	// drops out of the other agents' Metadata, and its classic groups move
+	// to survivors, this long after its last beat.
+	AgentTTL time.Duration
 	// ClusterID is the cluster id Metadata and DescribeCluster report.
 	ClusterID string
 	// MaxFrameBytes bounds one request frame; a larger size prefix closes
@@ -59,6 +67,7 @@ func DefaultConfig() Config {
 		InitialRebalanceDelay: 0,
 		MaxGroups:             10000,
 		MaxGroupMembers:       1000,
+		AgentTTL:              10 * time.Second,
 	}
 }
 
@@ -82,6 +91,10 @@ func (c Config) validate() error {
 		return fmt.Errorf("kafka: config MaxGroups %d must be positive", c.MaxGroups)
 	case c.MaxGroupMembers <= 0:
 		return fmt.Errorf("kafka: config MaxGroupMembers %d must be positive", c.MaxGroupMembers)
+	case c.AgentTTL < 100*time.Millisecond:
+		return fmt.Errorf("kafka: config AgentTTL %v must be at least 100ms", c.AgentTTL)
+	case len(c.Zone) > 255:
+		return fmt.Errorf("kafka: config Zone must be at most 255 bytes")
 	case c.AdvertisedPort < 0:
 		return fmt.Errorf("kafka: config AdvertisedPort %d must not be negative", c.AdvertisedPort)
 	}

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
-	"golang.org/x/sync/semaphore"
 )
 
 // conn is one client connection.
@@ -58,6 +57,11 @@ type inflight struct {
 	closeAfter  bool // close the connection once this is answered
 	done        chan struct{}
 	resp        kmsg.Response // set before done closes; nil: no response
+	// The response budget (respbudget.go): turn closes once this request
+	// is admitted (prev, the previous request's turn, first); respBound is
+	// what it took, respWeight what its response holds.
+	turn, prev            chan struct{}
+	respBound, respWeight int64
 }
 
 // serve runs the connection until the client closes it, a frame is
@@ -69,14 +73,14 @@ func (c *conn) serve(srvCtx context.Context) {
 	stop := context.AfterFunc(ctx, func() { c.nc.Close() })
 	defer stop()
 	queue := make(chan *inflight, c.s.cfg.MaxInFlight)
-	budget := semaphore.NewWeighted(c.s.cfg.MaxBufferedBytes)
+	budget, respBudget := newBudget(c.s.cfg.MaxBufferedBytes), newBudget(c.s.cfg.MaxBufferedBytes)
 	var wg sync.WaitGroup // the handlers' goroutines
 	writerDone := make(chan struct{})
 	go func() {
 		defer close(writerDone)
-		c.write(ctx, cancel, queue, budget)
+		c.write(ctx, cancel, queue, budget, respBudget)
 	}()
-	err := c.read(ctx, srvCtx, queue, budget, &wg)
+	err := c.read(ctx, srvCtx, queue, budget, respBudget, &wg)
 	close(queue)
 	switch {
 	case err == nil, errors.Is(err, io.EOF), ctx.Err() != nil, errors.Is(err, net.ErrClosed):
@@ -94,8 +98,10 @@ func (c *conn) serve(srvCtx context.Context) {
 }
 
 // read reads and dispatches frames until an error.
-func (c *conn) read(ctx, srvCtx context.Context, queue chan<- *inflight, budget *semaphore.Weighted, wg *sync.WaitGroup) error {
+func (c *conn) read(ctx, srvCtx context.Context, queue chan<- *inflight, budget, respBudget *budget, wg *sync.WaitGroup) error {
 	br := bufio.NewReaderSize(c.nc, 64<<10)
+	prev := make(chan struct{})
+	close(prev)
 	for {
 		n, err := readFrameSize(br, c.s.cfg.MaxFrameBytes)
 		if err != nil {
@@ -104,9 +110,10 @@ func (c *conn) read(ctx, srvCtx context.Context, queue chan<- *inflight, budget 
 		if err := budget.Acquire(ctx, int64(n)); err != nil {
 			return err
 		}
+		c.s.held.Add(int64(n))
 		frame := make([]byte, n)
 		if _, err := io.ReadFull(br, frame); err != nil {
-			budget.Release(int64(n))
+			c.release(budget, int64(n))
 			return err
 		}
 		r, err := parseRequest(frame)
@@ -116,14 +123,14 @@ func (c *conn) read(ctx, srvCtx context.Context, queue chan<- *inflight, budget 
 			c.mu.Unlock()
 		}
 		if err != nil {
-			budget.Release(int64(n))
+			c.release(budget, int64(n))
 			return err
 		}
-		f := &inflight{correlation: r.correlation, weight: int64(n), done: make(chan struct{})}
+		f := &inflight{correlation: r.correlation, weight: int64(n), done: make(chan struct{}), prev: prev, turn: prev}
 		select {
 		case queue <- f: // a slot of MaxInFlight
 		case <-ctx.Done():
-			budget.Release(int64(n))
+			c.release(budget, int64(n))
 			return ctx.Err()
 		}
 		if r.unsupported {
@@ -139,10 +146,16 @@ func (c *conn) read(ctx, srvCtx context.Context, queue chan<- *inflight, budget 
 			return err
 		}
 		f.closeAfter = c.closeAfter
+		f.turn, f.respBound = make(chan struct{}), c.responseBound(r)
+		prev = f.turn
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			defer close(f.done)
+			if !c.admit(ctx, respBudget, f) {
+				return
+			}
+			defer c.made(f)
 			defer c.recoverTo(f, r.key)
 			// Produce waits on the server's context: a produce appended
 			// is committed (or not) whatever becomes of the connection.
@@ -184,7 +197,7 @@ func (c *conn) recoverTo(f *inflight, key int16) {
 }
 
 // write answers the requests in order until queue closes.
-func (c *conn) write(ctx context.Context, cancel context.CancelFunc, queue <-chan *inflight, budget *semaphore.Weighted) {
+func (c *conn) write(ctx context.Context, cancel context.CancelFunc, queue <-chan *inflight, budget, respBudget *budget) {
 	bw := bufio.NewWriterSize(c.nc, 64<<10)
 	var buf []byte
 	failed := false
@@ -194,8 +207,9 @@ func (c *conn) write(ctx context.Context, cancel context.CancelFunc, queue <-cha
 		case <-ctx.Done():
 			<-f.done // handlers end with ctx
 		}
-		budget.Release(f.weight)
+		c.release(budget, f.weight)
 		if failed || f.resp == nil {
+			c.written(respBudget, f)
 			if f.closeAfter && !failed { // refused without an answer
 				failed = true
 				cancel()
@@ -210,6 +224,7 @@ func (c *conn) write(ctx context.Context, cancel context.CancelFunc, queue <-cha
 		if err == nil {
 			err = bw.Flush()
 		}
+		c.written(respBudget, f)
 		if err != nil || f.closeAfter {
 			failed = true
 			cancel()

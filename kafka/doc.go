@@ -25,6 +25,14 @@
 // that answers in request order, as Kafka requires. At most
 // Config.MaxInFlight requests per connection are unanswered and at most
 // Config.MaxBufferedBytes of their frames are held; past either the reader
-// stops reading (TCP backpressure). A malformed frame closes its own
-// connection only, with a log line naming the client.
+// stops reading (TCP backpressure). Responses not yet written are bounded
+// by Config.MaxBufferedBytes too: a fetch is admitted, in request order,
+// once its byte bound fits (respbudget.go), so a client that stops reading
+// its socket cannot make the agent buffer without limit. A malformed frame
+// closes its own connection only, with a log line naming the client.
+//
+// Every live agent is a broker (cluster.go): agents learn each other from
+// heartbeat rows in the metadata store, partition leaders and classic
+// group coordinators are placed by pure rendezvous-hashing rules, the
+// same on every agent.
 package kafka

@@ -21,12 +21,16 @@ import (
 // floe's group positions in the metadata store (08_offset_commit.go), one
 // state with the gRPC groups.
 //
-// Membership is held in this agent's memory: a group whose members all
-// left is forgotten (its positions stay in the store). Members of one
-// classic group must talk to the same agent (FindCoordinator answers
-// "this agent"); after an agent restart the members rejoin (their next
-// heartbeat gets UNKNOWN_MEMBER_ID) and carry on from the committed
-// positions.
+// Membership is held in the memory of the group's coordinator, the one
+// agent coordinatorOf picks among the live agents (cluster.go), which
+// FindCoordinator names on every agent: a group whose members all left is
+// forgotten (its positions stay in the store). Another agent answers the
+// group's JoinGroup, SyncGroup, Heartbeat and LeaveGroup with
+// NOT_COORDINATOR, and a coordinator that stops being one (an agent
+// joined, or its view lost it) drops the group and fails its waiters with
+// NOT_COORDINATOR: the members find the new coordinator and rejoin there.
+// After the coordinator dies, members find a survivor once its row's ttl
+// has passed, rejoin and carry on from the committed positions.
 //
 // States, as Kafka names them: Empty (no member, only pending ids),
 // PreparingRebalance (waiting for every member to rejoin, bounded by the
@@ -123,8 +127,17 @@ func (c *coordinator) run(ctx context.Context) {
 			c.mu.Unlock()
 			return
 		case now := <-t.C:
+			view := c.s.agents.current()
 			c.mu.Lock()
 			for _, g := range c.groups {
+				if !view.ownsGroup(g.name) {
+					c.s.log.Info("kafka: group moved to another coordinator", "group", g.name, "coordinator", coordinatorOf(g.name, view.agents, view.self).NodeID)
+					for _, m := range g.members {
+						c.failWaiters(m, kerr.NotCoordinator.Code)
+					}
+					delete(c.groups, g.name)
+					continue
+				}
 				c.tick(g, now)
 			}
 			c.mu.Unlock()
@@ -332,6 +345,8 @@ func (c *coordinator) join(r joinRequest) (<-chan joinResult, joinResult) {
 		return nil, joinResult{code: kerr.InvalidSessionTimeout.Code, memberID: r.memberID}
 	case r.protocolType == "" || len(r.protocols) == 0:
 		return nil, joinResult{code: kerr.InconsistentGroupProtocol.Code, memberID: r.memberID}
+	case !c.s.agents.current().ownsGroup(r.group):
+		return nil, joinResult{code: kerr.NotCoordinator.Code, memberID: r.memberID}
 	}
 	now := time.Now()
 	c.mu.Lock()
@@ -448,6 +463,9 @@ func (c *coordinator) sync(groupName, memberID string, generation int32, assignm
 
 // lookup finds a member of the current generation. Locked.
 func (c *coordinator) lookup(groupName, memberID string, generation int32) (*group, *member, int16) {
+	if !c.s.agents.current().ownsGroup(groupName) {
+		return nil, nil, kerr.NotCoordinator.Code
+	}
 	g, ok := c.groups[groupName]
 	if !ok {
 		return nil, nil, kerr.UnknownMemberID.Code

@@ -5,6 +5,7 @@ import (
 	"net"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -35,6 +36,23 @@ type broker struct {
 	c    *client.Client
 	meta metadata.Store
 	srv  *kafka.Server
+	// kill stops the Kafka listener as a crash would: connections drop,
+	// beats stop and the agent's row is left to expire.
+	kill func()
+}
+
+// crashable is an agent whose Kafka server can be killed: then it does
+// not remove its row from the agents table.
+type crashable struct {
+	*agent.Agent
+	crashed atomic.Bool
+}
+
+func (c *crashable) KafkaLeaveAgent(ctx context.Context, id string) error {
+	if c.crashed.Load() {
+		return nil
+	}
+	return c.Agent.KafkaLeaveAgent(ctx, id)
 }
 
 // startBroker runs an agent with a Kafka listener on SQLite and an
@@ -78,8 +96,9 @@ func startBrokerWith(t testing.TB, meta metadata.Store, store objectstore.Store,
 	if mutate != nil {
 		mutate(&kcfg)
 	}
+	be := &crashable{Agent: ag}
 	opts.Logger = testLogger(t)
-	srv, err := kafka.New(kcfg, ag, opts)
+	srv, err := kafka.New(kcfg, be, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,12 +116,20 @@ func startBrokerWith(t testing.TB, meta metadata.Store, store objectstore.Store,
 	wg.Add(3)
 	go func() { defer wg.Done(); _ = gs.Serve(lis) }()
 	go func() { defer wg.Done(); _ = ag.Run(ctx) }()
+	kctx, kcancel := context.WithCancel(ctx)
+	served := make(chan struct{})
 	go func() {
 		defer wg.Done()
-		if err := srv.Serve(ctx, klis); err != nil {
+		defer close(served)
+		if err := srv.Serve(kctx, klis); err != nil {
 			t.Errorf("kafka serve: %v", err)
 		}
 	}()
+	kill := func() {
+		be.crashed.Store(true)
+		kcancel()
+		<-served
+	}
 	c, err := client.Dial("passthrough:///bufnet",
 		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return lis.DialContext(ctx) }),
 		grpc.WithTransportCredentials(insecure.NewCredentials()))
@@ -116,5 +143,5 @@ func startBrokerWith(t testing.TB, meta metadata.Store, store objectstore.Store,
 		_ = b.Close(context.Background())
 		wg.Wait()
 	})
-	return &broker{addr: klis.Addr().String(), c: c, meta: meta, srv: srv}
+	return &broker{addr: klis.Addr().String(), c: c, meta: meta, srv: srv, kill: kill}
 }

@@ -146,3 +146,49 @@ func TestKIP848SharedWithGRPC(t *testing.T) {
 		t.Fatalf("heartbeat after leaving: %v", kerr.ErrorForCode(r.ErrorCode))
 	}
 }
+
+// TestConsumerGroupDescribe: a KIP-848 group is described from floe's
+// store (state, epoch, each member's epoch, subscription and assignment by
+// topic id and name); a classic group here and an unknown group are
+// GROUP_ID_NOT_FOUND.
+func TestConsumerGroupDescribe(t *testing.T) {
+	b := startBroker(t, nil)
+	cl := newClient(t, b)
+	createTopic(t, cl, "cgd", 3)
+	join := kmsg.NewPtrConsumerGroupHeartbeatRequest()
+	join.Group, join.MemberID, join.MemberEpoch, join.RebalanceTimeoutMillis = "g848", "m1", 0, 30000
+	join.SubscribedTopicNames, join.Topics = []string{"cgd"}, []kmsg.ConsumerGroupHeartbeatRequestTopic{}
+	r := cgHeartbeat(t, cl, join)
+	if r.ErrorCode != 0 || assignedCount(r) != 3 {
+		t.Fatalf("join: %+v", r)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	classic := startGroupConsumer(t, ctx, b, "classic", "cgd")
+	waitFor(t, "the classic group to be stable", func() bool { return describeGroup(t, cl, "classic").State == "Stable" })
+
+	req := kmsg.NewPtrConsumerGroupDescribeRequest()
+	req.Groups = []string{"g848", "classic", "nobody"}
+	resp, err := req.RequestWith(context.Background(), cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := resp.Groups[0]
+	if g.ErrorCode != 0 || g.Group != "g848" || g.State != "Stable" || g.Epoch <= 0 || g.AssignorName != "floe" || len(g.Members) != 1 {
+		t.Fatalf("g848: %+v", g)
+	}
+	m := g.Members[0]
+	if m.MemberID != "m1" || m.MemberEpoch != r.MemberEpoch || len(m.SubscribedTopics) != 1 || m.SubscribedTopics[0] != "cgd" ||
+		len(m.Assignment.TopicPartitions) != 1 || m.Assignment.TopicPartitions[0].Topic != "cgd" ||
+		len(m.Assignment.TopicPartitions[0].Partitions) != 3 || m.Assignment.TopicPartitions[0].TopicID != r.Assignment.Topics[0].TopicID ||
+		len(m.TargetAssignment.TopicPartitions) != 1 {
+		t.Fatalf("member: %+v", m)
+	}
+	for _, g := range resp.Groups[1:] {
+		if g.ErrorCode != kerr.GroupIDNotFound.Code {
+			t.Errorf("%s: code %d, want GROUP_ID_NOT_FOUND", g.Group, g.ErrorCode)
+		}
+	}
+	cancel()
+	classic.stop()
+}

@@ -127,7 +127,7 @@ func TestTransactionsRefused(t *testing.T) {
 	init.TransactionalID, init.TransactionTimeoutMillis = &txn, 60000
 	// Sent to the broker itself: kgo would first look for the transaction
 	// coordinator, refused below.
-	raw, err := cl.Broker(0).Request(context.Background(), init)
+	raw, err := cl.SeedBrokers()[0].Request(context.Background(), init)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -342,5 +342,84 @@ func TestFetchEmptyRecordsNotNull(t *testing.T) {
 				t.Fatalf("Fetch v%d partition %d (error %d): null records", v, p.Partition, p.ErrorCode)
 			}
 		}
+	}
+}
+
+// TestListOffsetsMaxTimestamp: v7's -3 answers the first record carrying
+// the log's largest timestamp, inside its batch, with that timestamp; an
+// empty partition answers -1.
+func TestListOffsetsMaxTimestamp(t *testing.T) {
+	b := startBroker(t, nil)
+	cl := newClient(t, b, kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	createTopic(t, cl, "lomax", 2)
+	base := time.UnixMilli(1700000000000)
+	for _, batch := range [][]int64{{1000, 5000, 3000}, {5000, 2000}} {
+		var recs []*kgo.Record
+		for _, d := range batch {
+			recs = append(recs, &kgo.Record{Topic: "lomax", Partition: 0, Value: []byte("v"), Timestamp: base.Add(time.Duration(d) * time.Millisecond)})
+		}
+		if err := cl.ProduceSync(context.Background(), recs...).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	req := kmsg.NewPtrListOffsetsRequest()
+	rt := kmsg.NewListOffsetsRequestTopic()
+	rt.Topic = "lomax"
+	for p := range int32(2) {
+		rp := kmsg.NewListOffsetsRequestTopicPartition()
+		rp.Partition, rp.Timestamp = p, -3
+		rt.Partitions = append(rt.Partitions, rp)
+	}
+	req.Topics = append(req.Topics, rt)
+	resp, err := req.RequestWith(context.Background(), cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.Version < 7 {
+		t.Fatalf("answered at v%d, want 7", resp.Version)
+	}
+	p0, p1 := resp.Topics[0].Partitions[0], resp.Topics[0].Partitions[1]
+	if p0.ErrorCode != 0 || p0.Offset != 1 || p0.Timestamp != base.UnixMilli()+5000 {
+		t.Errorf("partition 0: offset %d timestamp %d code %d; want offset 1 timestamp %d", p0.Offset, p0.Timestamp, p0.ErrorCode, base.UnixMilli()+5000)
+	}
+	if p1.ErrorCode != 0 || p1.Offset != -1 || p1.Timestamp != -1 {
+		t.Errorf("empty partition 1: %+v", p1)
+	}
+}
+
+// TestDescribeProducers: an idempotent franz-go producer is listed on the
+// partitions it wrote with its id, epoch and last sequence; an unknown
+// partition is UNKNOWN_TOPIC_OR_PARTITION.
+func TestDescribeProducers(t *testing.T) {
+	b := startBroker(t, nil)
+	cl := newClient(t, b, kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	createTopic(t, cl, "dp", 2)
+	for i := range 3 {
+		if err := cl.ProduceSync(context.Background(), &kgo.Record{Topic: "dp", Partition: 0, Value: []byte{byte(i)}}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	id, epoch, err := cl.ProducerID(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := kmsg.NewPtrDescribeProducersRequest()
+	req.Topics = []kmsg.DescribeProducersRequestTopic{{Topic: "dp", Partitions: []int32{0, 1, 7}}}
+	raw, err := cl.SeedBrokers()[0].Request(context.Background(), req) // kgo would shard it by leader
+	if err != nil {
+		t.Fatal(err)
+	}
+	ps := raw.(*kmsg.DescribeProducersResponse).Topics[0].Partitions
+	if len(ps) != 3 || ps[0].ErrorCode != 0 || len(ps[0].ActiveProducers) != 1 {
+		t.Fatalf("partitions: %+v", ps)
+	}
+	if ap := ps[0].ActiveProducers[0]; ap.ProducerID != id || ap.ProducerEpoch != int32(epoch) || ap.LastSequence != 2 {
+		t.Errorf("producer %+v, want id %d epoch %d last sequence 2", ap, id, epoch)
+	}
+	if ps[1].ErrorCode != 0 || len(ps[1].ActiveProducers) != 0 {
+		t.Errorf("partition 1: %+v", ps[1])
+	}
+	if ps[2].ErrorCode != kerr.UnknownTopicOrPartition.Code {
+		t.Errorf("partition 7: code %d", ps[2].ErrorCode)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/floe-broker/floe/access"
@@ -39,6 +40,9 @@ type Backend interface {
 	KafkaDescribeGroup(ctx context.Context, group string) (metadata.GroupDescription, error)
 	KafkaDeleteGroup(ctx context.Context, group string) error
 	KafkaDeleteOffsets(ctx context.Context, group string, partitions []metadata.TopicPartition) error
+	KafkaBeatAgent(ctx context.Context, a metadata.AgentInfo, ttl time.Duration) ([]metadata.AgentInfo, error)
+	KafkaLeaveAgent(ctx context.Context, id string) error
+	KafkaProducers(ctx context.Context, topicID int64, partition int32, limit int) ([]metadata.ProducerInfo, error)
 	// The gRPC TopicService's own methods: the Kafka APIs of the same
 	// name map onto them one to one.
 	AlterTopicConfig(ctx context.Context, req *floev1.AlterTopicConfigRequest) (*floev1.AlterTopicConfigResponse, error)
@@ -67,6 +71,8 @@ type Server struct {
 	log    *slog.Logger
 	opts   Options
 	groups *coordinator  // classic-protocol groups (groups.go)
+	agents *cluster      // the live agents (cluster.go)
+	held   atomic.Int64  // bytes every connection holds (respbudget.go)
 	owned  *ownedCache   // KIP-848 members\' owned partitions (68_consumer_group_heartbeat.go)
 	slots  chan struct{} // one per open connection (MaxConnections)
 
@@ -90,6 +96,7 @@ func New(cfg Config, be Backend, opts Options) (*Server, error) {
 	}
 	s := &Server{cfg: cfg, be: be, log: opts.Logger, opts: opts, slots: make(chan struct{}, cfg.MaxConnections), conns: map[*conn]struct{}{}}
 	s.groups = newCoordinator(s)
+	s.agents = newCluster(s)
 	s.owned = &ownedCache{m: map[memberKey][]metadata.TopicPartition{}, max: cfg.MaxGroups * 10}
 	return s, nil
 }
@@ -101,11 +108,16 @@ func New(cfg Config, be Backend, opts Options) (*Server, error) {
 func (s *Server) Serve(ctx context.Context, lis net.Listener) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	s.agents.start(ctx, lis.Addr())
 	var wg sync.WaitGroup
-	wg.Add(1)
+	wg.Add(2)
 	go func() {
 		defer wg.Done()
 		s.groups.run(ctx)
+	}()
+	go func() {
+		defer wg.Done()
+		s.agents.run(ctx)
 	}()
 	stop := context.AfterFunc(ctx, func() { lis.Close() })
 	defer stop()

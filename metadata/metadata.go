@@ -170,6 +170,10 @@ const (
 	OffsetEarliest  OffsetSpec = iota // the log start offset
 	OffsetLatest                      // the high watermark
 	OffsetTimestamp                   // first offset of the first batch whose MaxTimestamp >= ts; the high watermark if none
+	// OffsetMaxTimestamp: the first offset of the first batch holding the
+	// largest MaxTimestamp of the live log; the high watermark if empty.
+	// It reads every batch row of the partition: an admin lookup.
+	OffsetMaxTimestamp
 )
 
 // Notice announces committed data. Receivers must tolerate lost or merged
@@ -205,6 +209,8 @@ type Store interface {
 	// ACLChanges (auth.ACLWatcher) announces ACL changes, so that the
 	// agents' ACL caches reload.
 	auth.ACLWatcher
+	AgentStore      // live agents (agents.go)
+	ProducerStore   // idempotent producer states (producers.go)
 
 	CreateTopic(ctx context.Context, spec TopicSpec) (Topic, error)
 	// DeleteTopic removes the topic; its batches become unreadable.

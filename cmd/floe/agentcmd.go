@@ -39,6 +39,7 @@ func serverConfigOf(c Config, stderr io.Writer) serverConfig {
 	sc.Kafka.AdvertisedHost, sc.Kafka.AdvertisedPort = k.AdvertisedHost, int32(k.AdvertisedPort)
 	sc.Kafka.MaxFrameBytes, sc.Kafka.MaxConnections, sc.Kafka.MaxInFlight = k.MaxFrameBytes, k.MaxConnections, k.MaxInFlight
 	sc.Kafka.MaxBufferedBytes = k.MaxBufferedBytes
+	sc.Kafka.Zone, sc.Kafka.AgentTTL = k.Zone, k.AgentTTL
 	b, a := c.Batcher, c.Agent
 	sc.Batcher.Linger = b.Linger
 	sc.Batcher.MaxFileBytes = b.MaxFileBytes

@@ -111,13 +111,15 @@ type AgentSettings struct {
 
 // KafkaSettings are the Kafka protocol listener's (package kafka).
 type KafkaSettings struct {
-	Listen           string `yaml:"listen" flag:"kafka-listen" help:"Kafka protocol listen address; empty: no Kafka listener (floe dev: 127.0.0.1:9092)"`
-	AdvertisedHost   string `yaml:"advertised_host" flag:"kafka-advertised-host" help:"host Kafka clients are told to connect to (a Service's name for pods behind it; empty: the address the client connected to)"`
-	AdvertisedPort   int    `yaml:"advertised_port" flag:"kafka-advertised-port" check:"nonneg" help:"port Kafka clients are told to connect to (0: the port the client connected to)"`
-	MaxFrameBytes    int    `yaml:"max_frame_bytes" flag:"kafka-max-frame-bytes" check:"positive" help:"largest Kafka request frame; a larger one closes its connection before anything is read into memory (at least 1024)"`
-	MaxConnections   int    `yaml:"max_connections" flag:"kafka-max-connections" check:"positive" help:"open Kafka client connections; past it new ones are closed at once"`
-	MaxInFlight      int    `yaml:"max_in_flight" flag:"kafka-max-in-flight" check:"positive" help:"unanswered requests per Kafka connection; past it the agent stops reading the connection"`
-	MaxBufferedBytes int64  `yaml:"max_buffered_bytes" flag:"kafka-max-buffered-bytes" check:"positive" help:"request bytes one Kafka connection holds unanswered; past it the agent stops reading the connection (at least max_frame_bytes)"`
+	Listen           string        `yaml:"listen" flag:"kafka-listen" help:"Kafka protocol listen address; empty: no Kafka listener (floe dev: 127.0.0.1:9092)"`
+	AdvertisedHost   string        `yaml:"advertised_host" flag:"kafka-advertised-host" help:"host Kafka clients are told to connect to (a Service's name for pods behind it; empty: the address the client connected to)"`
+	AdvertisedPort   int           `yaml:"advertised_port" flag:"kafka-advertised-port" check:"nonneg" help:"port Kafka clients are told to connect to (0: the port the client connected to)"`
+	MaxFrameBytes    int           `yaml:"max_frame_bytes" flag:"kafka-max-frame-bytes" check:"positive" help:"largest Kafka request frame; a larger one closes its connection before anything is read into memory (at least 1024)"`
+	MaxConnections   int           `yaml:"max_connections" flag:"kafka-max-connections" check:"positive" help:"open Kafka client connections; past it new ones are closed at once"`
+	MaxInFlight      int           `yaml:"max_in_flight" flag:"kafka-max-in-flight" check:"positive" help:"unanswered requests per Kafka connection; past it the agent stops reading the connection"`
+	MaxBufferedBytes int64         `yaml:"max_buffered_bytes" flag:"kafka-max-buffered-bytes" check:"positive" help:"request bytes one Kafka connection holds unanswered, and again response bytes not yet written; past it the agent stops reading the connection (at least max_frame_bytes)"`
+	Zone             string        `yaml:"zone" flag:"kafka-zone" help:"this agent's availability zone: Kafka clients whose client.id holds floe_az=<zone> get this zone's agents as partition leaders"`
+	AgentTTL         time.Duration `yaml:"agent_ttl" flag:"kafka-agent-ttl" check:"positive" help:"how long an agent's heartbeat row lives (it beats every quarter of it): a dead agent leaves the other agents' Kafka Metadata and its classic groups move, this long after its last beat"`
 }
 
 // PostgresSettings locate the metadata store of agent and compactor.
@@ -192,7 +194,7 @@ func DefaultServerConfig(command string) Config {
 			GRPCMaxConnectionAge: ad.GRPCMaxConnectionAge, GRPCMaxConnectionAgeGrace: ad.GRPCMaxConnectionAgeGrace,
 			GRPCKeepaliveTime: ad.GRPCKeepaliveTime, GRPCKeepaliveTimeout: ad.GRPCKeepaliveTimeout, GRPCKeepaliveMinTime: ad.GRPCKeepaliveMinTime},
 		Kafka: KafkaSettings{Listen: ":9092", MaxFrameBytes: kd.MaxFrameBytes, MaxConnections: kd.MaxConnections,
-			MaxInFlight: kd.MaxInFlight, MaxBufferedBytes: kd.MaxBufferedBytes},
+			MaxInFlight: kd.MaxInFlight, MaxBufferedBytes: kd.MaxBufferedBytes, AgentTTL: kd.AgentTTL},
 		S3:  S3Settings{Region: sd.Region},
 		Dev: DevSettings{Data: "./data"},
 		Compactor: CompactorSettings{MetricsListen: ":7072", Interval: cd.Interval, LeaseTTL: cd.LeaseTTL, Grace: cd.Grace,

@@ -178,3 +178,25 @@ func testIdempotentWraparound(t *testing.T, s metadata.Store) {
 	wantDuplicate(t, "wrapping batch retry", commitOne(t, s, idem(tp.ID, 0, pid+1, 0, math.MaxInt32-1, 4)), w)
 	wantAccepted(t, "after the wrapping batch", commitOne(t, s, idem(tp.ID, 0, pid+1, 0, 2, 1)), w+4)
 }
+
+// testProducers: a partition's producer states, by producer id, each with
+// its last batch's sequence and offset; limit bounds them.
+func testProducers(t *testing.T, s metadata.Store) {
+	tp := createTopic(t, s, "producers", 2)
+	pid := producers(t, s, 2)
+	commitOne(t, s, idem(tp.ID, 0, pid+1, 0, 0, 3)) // offsets 0-2
+	commitOne(t, s, idem(tp.ID, 0, pid, 0, 0, 5))   // 3-7
+	commitOne(t, s, idem(tp.ID, 0, pid, 0, 5, 2))   // 8-9
+	commitOne(t, s, idem(tp.ID, 1, pid, 0, 0, 1))   // the other partition
+	got, err := s.Producers(ctx(t), tp.ID, 0, 10)
+	want := []metadata.ProducerInfo{{ProducerID: pid, Epoch: 0, LastSequence: 6, LastBaseOffset: 8}, {ProducerID: pid + 1, LastSequence: 2, LastBaseOffset: 0}}
+	if err != nil || len(got) != 2 || got[0] != want[0] || got[1] != want[1] {
+		t.Fatalf("Producers = %+v, %v; want %+v", got, err, want)
+	}
+	if got, err := s.Producers(ctx(t), tp.ID, 0, 1); err != nil || len(got) != 1 || got[0].ProducerID != pid {
+		t.Fatalf("Producers limit 1 = %+v, %v", got, err)
+	}
+	if got, err := s.Producers(ctx(t), tp.ID, 5, 10); err != nil || len(got) != 0 {
+		t.Fatalf("Producers of an unknown partition = %+v, %v", got, err)
+	}
+}

@@ -125,7 +125,7 @@ func testListOffset(t *testing.T, s metadata.Store) {
 	tp := createTopic(t, s, "times", 2)
 	// Max timestamps are not monotonic, as producers' clocks are not.
 	var batches []metadata.BatchCommit
-	for _, ts := range []int64{100, 300, 200, 400} {
+	for _, ts := range []int64{100, 400, 200, 400} {
 		b := plain(tp.ID, 0, 5)
 		b.MaxTimestamp = ts
 		batches = append(batches, b)
@@ -143,17 +143,16 @@ func testListOffset(t *testing.T, s metadata.Store) {
 		{metadata.OffsetTimestamp, 100, 0},
 		{metadata.OffsetTimestamp, 101, 5},
 		{metadata.OffsetTimestamp, 250, 5},
-		{metadata.OffsetTimestamp, 300, 5},
-		{metadata.OffsetTimestamp, 301, 15},
-		{metadata.OffsetTimestamp, 400, 15},
+		{metadata.OffsetTimestamp, 400, 5},
 		{metadata.OffsetTimestamp, 401, 20}, // beyond all: the high watermark
+		{metadata.OffsetMaxTimestamp, 0, 5}, // the first batch of the largest max timestamp
 	} {
 		got, err := s.ListOffset(c, tp.ID, 0, tc.spec, tc.ts)
 		if err != nil || got != tc.want {
 			t.Errorf("ListOffset(spec %d, ts %d) = %d, %v; want %d", tc.spec, tc.ts, got, err, tc.want)
 		}
 	}
-	for _, spec := range []metadata.OffsetSpec{metadata.OffsetEarliest, metadata.OffsetLatest, metadata.OffsetTimestamp} {
+	for _, spec := range []metadata.OffsetSpec{metadata.OffsetEarliest, metadata.OffsetLatest, metadata.OffsetTimestamp, metadata.OffsetMaxTimestamp} {
 		if got, err := s.ListOffset(c, tp.ID, 1, spec, 0); err != nil || got != 0 {
 			t.Errorf("ListOffset(empty partition, spec %d) = %d, %v; want 0", spec, got, err)
 		}

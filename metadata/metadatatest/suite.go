@@ -35,6 +35,8 @@ func Run(t *testing.T, open func(t *testing.T) metadata.Store) {
 		fn   func(t *testing.T, s metadata.Store)
 	}{
 		{"TopicLifecycle", testTopicLifecycle},
+		{"Agents", testAgents},
+		{"Producers", testProducers},
 		{"TopicValidation", testTopicValidation},
 		{"TopicConcurrentCreate", testTopicConcurrentCreate},
 		{"CommitDenseOffsets", testCommitDenseOffsets},

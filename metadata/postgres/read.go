@@ -163,6 +163,18 @@ func (s *Store) ListOffset(ctx context.Context, topicID int64, partition int32, 
 			return 0, s.wrap("list offset", err)
 		}
 		return max(off, st.LogStartOffset), nil
+	case metadata.OffsetMaxTimestamp:
+		var off int64
+		err := s.pool.QueryRow(ctx, `SELECT base_offset FROM batches
+			WHERE topic_id = $1 AND partition = $2 AND last_offset >= $3 AND base_offset < $4
+			ORDER BY max_timestamp DESC, base_offset LIMIT 1`, topicID, partition, st.LogStartOffset, st.HighWatermark).Scan(&off)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return st.HighWatermark, nil
+		}
+		if err != nil {
+			return 0, s.wrap("list offset", err)
+		}
+		return max(off, st.LogStartOffset), nil
 	default:
 		return 0, fmt.Errorf("metadata: list offset: unknown offset spec %d", spec)
 	}

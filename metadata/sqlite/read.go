@@ -109,6 +109,18 @@ func (s *Store) ListOffset(ctx context.Context, topicID int64, partition int32, 
 			default:
 				off = max(off, st.LogStartOffset)
 			}
+		case metadata.OffsetMaxTimestamp:
+			err := tx.QueryRowContext(ctx, `SELECT base_offset FROM batches
+				WHERE topic_id = ? AND partition = ? AND last_offset >= ? AND base_offset < ?
+				ORDER BY max_timestamp DESC, base_offset LIMIT 1`, topicID, partition, st.LogStartOffset, st.HighWatermark).Scan(&off)
+			switch {
+			case errors.Is(err, sql.ErrNoRows):
+				off = st.HighWatermark
+			case err != nil:
+				return err
+			default:
+				off = max(off, st.LogStartOffset)
+			}
 		default:
 			return fmt.Errorf("unknown offset spec %d", spec)
 		}
