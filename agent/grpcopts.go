@@ -11,12 +11,14 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/encoding"
 	protoenc "google.golang.org/grpc/encoding/proto"
+	"google.golang.org/grpc/experimental"
 	"google.golang.org/grpc/mem"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 
 	floev1 "github.com/floe-broker/floe/api/floe/v1"
+	"github.com/floe-broker/floe/grpcwire"
 )
 
 // recvMargin is what a request may take on the wire beyond MaxRequestBytes:
@@ -67,8 +69,10 @@ func GRPCServerOptions(cfg Config, log *slog.Logger) []grpc.ServerOption {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	g := &guard{log: log, base: encoding.GetCodecV2(protoenc.Name), cfg: cfg, undecoded: make(map[any]error)}
+	pool := grpcwire.NewPool()
+	g := &guard{log: log, base: grpcwire.NewCodec(pool), cfg: cfg, undecoded: make(map[any]error)}
 	return append([]grpc.ServerOption{
+		experimental.BufferPool(pool),
 		grpc.MaxRecvMsgSize(cfg.MaxRecvMsgBytes()),
 		grpc.MaxSendMsgSize(cfg.MaxSendMsgBytes()),
 		grpc.ForceServerCodecV2(g),
@@ -187,15 +191,25 @@ func (g *guard) unary(ctx context.Context, req any, info *grpc.UnaryServerInfo, 
 	if err := g.decodeError(req); err != nil {
 		return nil, err
 	}
+	var slot *fetchSlot
+	if info.FullMethod == floev1.LogService_Fetch_FullMethodName {
+		ctx, slot = withFetchSlot(ctx)
+	}
 	resp, err := handler(ctx, req)
 	if err != nil {
+		if slot != nil {
+			slot.answer(nil) // drops an answer left behind
+		}
 		return nil, publicError(ctx, g.log, info.FullMethod, "", err)
+	}
+	if slot != nil {
+		return slot.answer(resp), nil
 	}
 	return resp, nil
 }
 
 func (g *guard) stream(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
-	ctx := withRequestID(ss.Context())
+	ctx := withZeroCopy(withRequestID(ss.Context()))
 	if err := handler(srv, &guardedStream{ServerStream: ss, ctx: ctx, g: g}); err != nil {
 		return publicError(ctx, g.log, info.FullMethod, "", err)
 	}
