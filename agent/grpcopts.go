@@ -49,11 +49,19 @@ func (c Config) MaxRecvMsgBytes() int { return c.maxWireRequest() + recvMargin }
 // MaxSendMsgBytes is gRPC's send limit for the agent's responses.
 func (c Config) MaxSendMsgBytes() int { return c.MaxFetchBytes + sendMargin }
 
+// grpcWriteBufferSize is what gRPC gathers of a connection's frames before
+// one write to the socket (gRPC's default, 32 KiB, made a catch-up read
+// one write syscall per 32 KiB). It is taken from a pool while the
+// connection writes and given back when it goes idle.
+const grpcWriteBufferSize = 256 << 10
+
 // GRPCServerOptions are the server options the agent's services need:
 //   - receive limit MaxRecvMsgBytes and send limit MaxSendMsgBytes;
 //   - the edge's bounds (grpclimits.go): the receive budget, fixed
 //     flow-control windows, keepalive enforcement, idle and age limits
 //     (wrap the listener in LimitListener for the connection limit);
+//   - the zero-copy codec (grpcwire) with buffers that are not zeroed
+//     (grpcwire.Pool, also the transport's), and a 256 KiB write buffer;
 //   - a codec that refuses, with InvalidArgument, a request over
 //     MaxRequestBytes on the wire (gRPC's refusal would be
 //     ResourceExhausted, "retry later") and one that does not decode
@@ -73,6 +81,7 @@ func GRPCServerOptions(cfg Config, log *slog.Logger) []grpc.ServerOption {
 	g := &guard{log: log, base: grpcwire.NewCodec(pool), cfg: cfg, undecoded: make(map[any]error)}
 	return append([]grpc.ServerOption{
 		experimental.BufferPool(pool),
+		grpc.WriteBufferSize(grpcWriteBufferSize),
 		grpc.MaxRecvMsgSize(cfg.MaxRecvMsgBytes()),
 		grpc.MaxSendMsgSize(cfg.MaxSendMsgBytes()),
 		grpc.ForceServerCodecV2(g),

@@ -105,11 +105,15 @@ func (c *Cache) Acquire(key string) (*Buf, bool) {
 	return b, true
 }
 
-// Has reports whether key is cached (without touching its recency).
+// Has reports whether key is cached, and counts as a use of it (the
+// read-ahead asks for files its readers are about to read).
 func (c *Cache) Has(key string) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	_, ok := c.items[key]
+	el, ok := c.items[key]
+	if ok {
+		c.order.MoveToFront(el)
+	}
 	return ok
 }
 
