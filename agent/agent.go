@@ -122,9 +122,15 @@ func (a *Agent) Register(s grpc.ServiceRegistrar) {
 }
 
 // OnCommit is the batcher's hook: it caches the file, records its batches
-// in the read index and wakes readers.
+// in the read index and wakes readers. The file's buffer goes back to the
+// batcher (f.Release) once it has left the read cache and every answer
+// that references it has been written (readpath.Cache.AddOwned).
 func (a *Agent) OnCommit(f batcher.CommittedFile) {
-	a.cache.Add(f.Key, f.Data)
+	if f.Release != nil {
+		a.cache.AddOwned(f.Key, f.Data, func([]byte) { f.Release() })
+	} else {
+		a.cache.Add(f.Key, f.Data)
+	}
 	a.index.CommittedFile(f)
 	n := metadata.Notice{Partitions: make([]metadata.PartitionNotice, 0, len(f.Commits))}
 	for i, c := range f.Commits {

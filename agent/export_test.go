@@ -5,6 +5,14 @@ import "github.com/floe-broker/floe/internal/kpartition"
 // KafkaPartition exposes the key partitioner to the tests.
 var KafkaPartition = kpartition.ForKey
 
+// PoisonReadCache makes the read cache overwrite each file buffer it
+// hands back (readpath.Cache.Poison).
+func PoisonReadCache(a *Agent) { a.cache.Poison() }
+
+// ReadCacheHandedBack is how many file buffers the read cache handed back
+// to the batcher.
+func ReadCacheHandedBack(a *Agent) int64 { return a.cache.HandedBack() }
+
 // StreamBufferHeld is what of the agent's stream budget is held.
 func StreamBufferHeld(a *Agent) int64 { return a.streamMem.held.Load() }
 

@@ -9,6 +9,7 @@ import (
 	"google.golang.org/grpc/codes"
 
 	floev1 "github.com/floe-broker/floe/api/floe/v1"
+	"github.com/floe-broker/floe/grpcwire"
 	"github.com/floe-broker/floe/metadata"
 )
 
@@ -196,12 +197,11 @@ func (a *Agent) Subscribe(req *floev1.SubscribeRequest, stream floev1.LogService
 	var sendErr error
 	for m := range out {
 		if sendErr == nil {
-			if sendErr = stream.Send(m.resp); sendErr != nil {
+			if sendErr = sendOut(stream, m); sendErr != nil {
 				stop() // unblock the readers; keep draining until they stop
 			}
-		}
-		if m.release != nil {
-			m.release()
+		} else if m.batches != nil {
+			m.batches.Drop()
 		}
 		mem.Release(m.weight)
 	}
@@ -234,8 +234,8 @@ func (a *Agent) resolveStart(ctx context.Context, topicID int64, p int32, sp *fl
 type outMsg struct {
 	resp    *floev1.SubscribeResponse
 	weight  int64
-	release func() // called by the sender once resp is sent (nil: none)
-	gen     uint64 // group subscriptions: the generation of the reader that handed it (groups_subscribe.go)
+	batches *grpcwire.Batches // resp's batches, sent by sendOut (nil: none)
+	gen     uint64            // group subscriptions: the generation of the reader that handed it (groups_subscribe.go)
 }
 
 // follow reads one partition from offset for ever, sending what it finds.

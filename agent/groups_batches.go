@@ -23,7 +23,7 @@ func (s *groupSession) readBatches(ctx context.Context, p int32, r *groupReader)
 		if err := s.mem.Acquire(ctx, w); err != nil {
 			return err
 		}
-		rd, st, err := a.readStoredBatches(ctx, s.topic.ID, p, offset, s.budget, true)
+		rd, st, err := a.readStoredBatches(ctx, s.topic.ID, p, offset, s.budget)
 		if err != nil || rd.batches == 0 {
 			s.mem.ReleaseOwn(w)
 		}
@@ -38,21 +38,23 @@ func (s *groupSession) readBatches(ctx context.Context, p int32, r *groupReader)
 			return err
 		}
 		if rd.batches > 0 {
-			msg := &floev1.SubscribeResponse{Partition: p, Batches: rd.buf, HighWatermark: st.HighWatermark, NextOffset: rd.next}
+			msg := &floev1.SubscribeResponse{Partition: p, HighWatermark: st.HighWatermark, NextOffset: rd.next}
 			if err := s.mem.Hold(ctx, w); err != nil {
 				s.mem.ReleaseOwn(w)
+				rd.drop()
 				return err
 			}
 			select {
-			case s.out <- outMsg{resp: msg, weight: w, release: a.release(rd, msg), gen: r.gen}:
+			case s.out <- outMsg{resp: msg, weight: w, batches: rd.answer, gen: r.gen}:
 			case <-ctx.Done():
 				s.mem.Release(w)
+				rd.drop()
 				return ctx.Err()
 			}
 			r.handed.Store(rd.next)
 			a.m.fetched(rd.records)
 			offset = rd.next
-			if err := a.replayWaitBytes(ctx, s.limiter, st.HighWatermark-rd.next, len(rd.buf)); err != nil {
+			if err := a.replayWaitBytes(ctx, s.limiter, st.HighWatermark-rd.next, rd.size); err != nil {
 				return err
 			}
 			continue

@@ -589,10 +589,9 @@ func (s *groupSession) send(ctx context.Context) error {
 				err = s.sendCtrl()
 			}
 			if err == nil {
-				err = s.stream.Send(m.resp)
-			}
-			if m.release != nil {
-				m.release()
+				err = sendOut(s.stream, m)
+			} else if m.batches != nil {
+				m.batches.Drop()
 			}
 			s.mem.Release(m.weight)
 			if err != nil {

@@ -11,12 +11,14 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/encoding"
 	protoenc "google.golang.org/grpc/encoding/proto"
+	"google.golang.org/grpc/experimental"
 	"google.golang.org/grpc/mem"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 
 	floev1 "github.com/floe-broker/floe/api/floe/v1"
+	"github.com/floe-broker/floe/grpcwire"
 )
 
 // recvMargin is what a request may take on the wire beyond MaxRequestBytes:
@@ -47,11 +49,19 @@ func (c Config) MaxRecvMsgBytes() int { return c.maxWireRequest() + recvMargin }
 // MaxSendMsgBytes is gRPC's send limit for the agent's responses.
 func (c Config) MaxSendMsgBytes() int { return c.MaxFetchBytes + sendMargin }
 
+// grpcWriteBufferSize is what gRPC gathers of a connection's frames before
+// one write to the socket (gRPC's default, 32 KiB, made a catch-up read
+// one write syscall per 32 KiB). It is taken from a pool while the
+// connection writes and given back when it goes idle.
+const grpcWriteBufferSize = 256 << 10
+
 // GRPCServerOptions are the server options the agent's services need:
 //   - receive limit MaxRecvMsgBytes and send limit MaxSendMsgBytes;
 //   - the edge's bounds (grpclimits.go): the receive budget, fixed
 //     flow-control windows, keepalive enforcement, idle and age limits
 //     (wrap the listener in LimitListener for the connection limit);
+//   - the zero-copy codec (grpcwire) with buffers that are not zeroed
+//     (grpcwire.Pool, also the transport's), and a 256 KiB write buffer;
 //   - a codec that refuses, with InvalidArgument, a request over
 //     MaxRequestBytes on the wire (gRPC's refusal would be
 //     ResourceExhausted, "retry later") and one that does not decode
@@ -67,8 +77,11 @@ func GRPCServerOptions(cfg Config, log *slog.Logger) []grpc.ServerOption {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	g := &guard{log: log, base: encoding.GetCodecV2(protoenc.Name), cfg: cfg, undecoded: make(map[any]error)}
+	pool := grpcwire.NewPool()
+	g := &guard{log: log, base: grpcwire.NewCodec(pool), cfg: cfg, undecoded: make(map[any]error)}
 	return append([]grpc.ServerOption{
+		experimental.BufferPool(pool),
+		grpc.WriteBufferSize(grpcWriteBufferSize),
 		grpc.MaxRecvMsgSize(cfg.MaxRecvMsgBytes()),
 		grpc.MaxSendMsgSize(cfg.MaxSendMsgBytes()),
 		grpc.ForceServerCodecV2(g),
@@ -187,15 +200,25 @@ func (g *guard) unary(ctx context.Context, req any, info *grpc.UnaryServerInfo, 
 	if err := g.decodeError(req); err != nil {
 		return nil, err
 	}
+	var slot *fetchSlot
+	if info.FullMethod == floev1.LogService_Fetch_FullMethodName {
+		ctx, slot = withFetchSlot(ctx)
+	}
 	resp, err := handler(ctx, req)
 	if err != nil {
+		if slot != nil {
+			slot.answer(nil) // drops an answer left behind
+		}
 		return nil, publicError(ctx, g.log, info.FullMethod, "", err)
+	}
+	if slot != nil {
+		return slot.answer(resp), nil
 	}
 	return resp, nil
 }
 
 func (g *guard) stream(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
-	ctx := withRequestID(ss.Context())
+	ctx := withZeroCopy(withRequestID(ss.Context()))
 	if err := handler(srv, &guardedStream{ServerStream: ss, ctx: ctx, g: g}); err != nil {
 		return publicError(ctx, g.log, info.FullMethod, "", err)
 	}

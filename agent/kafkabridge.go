@@ -125,12 +125,16 @@ type KafkaBatches struct {
 // most maxBytes of them but at least one when any exists, without
 // waiting. The first batch may start below offset.
 func (a *Agent) KafkaRead(ctx context.Context, topicID int64, partition int32, offset int64, maxBytes int) (KafkaBatches, error) {
-	r, st, err := a.readStoredBatches(ctx, topicID, partition, offset, max(1, min(maxBytes, a.cfg.MaxFetchBytes)), false)
+	r, st, err := a.readStoredBatches(ctx, topicID, partition, offset, max(1, min(maxBytes, a.cfg.MaxFetchBytes)))
 	if err != nil {
 		return KafkaBatches{}, toStatus(err)
 	}
 	a.m.fetched(r.records)
-	return KafkaBatches{Batches: r.buf, Records: r.records, HighWatermark: st.HighWatermark, LogStartOffset: st.LogStartOffset, Next: r.next}, nil
+	var batches []byte
+	if r.answer != nil {
+		batches = r.answer.Bytes() // one copy, as before; kmsg copies it into the response
+	}
+	return KafkaBatches{Batches: batches, Records: r.records, HighWatermark: st.HighWatermark, LogStartOffset: st.LogStartOffset, Next: r.next}, nil
 }
 
 // KafkaWake returns, for each partition, a channel closed at its next

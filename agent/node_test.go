@@ -20,8 +20,9 @@ import (
 // node is one agent, with its batcher and gRPC server, on the metadata and
 // object stores the test gives it (several nodes may share them).
 type node struct {
-	c  *client.Client
-	ag *agent.Agent
+	c   *client.Client
+	ag  *agent.Agent
+	lis *bufconn.Listener // the gRPC server's listener (more clients: lis.DialContext)
 }
 
 // startNode runs an agent until the end of t. The stores are the caller's.
@@ -57,5 +58,5 @@ func startNode(t testing.TB, meta metadata.Store, store objectstore.Store, acfg 
 		cancel()
 		wg.Wait()
 	})
-	return &node{c: c, ag: ag}
+	return &node{c: c, ag: ag, lis: lis}
 }

@@ -34,14 +34,24 @@ const maxCoalesceGap = 1 << 20
 // from a whole file whose checksums held when it was read (its body CRC-32C
 // covers the batches: their own CRCs need no second check); bytes of a
 // ranged read, or of a file cached unchecked, are not. It is the one way
-// fetch, subscribe and the batch data plane read the log.
+// fetch, subscribe and the batch data plane read the log. The bytes of
+// cached files are pinned (readpath.Cache.Get): readRangeHeld is the read
+// that holds them instead, for answers that reference them until sent.
 // Below the raw log start, the topic's table serves (readTable, table.go).
 func (a *Agent) readRange(ctx context.Context, topicID int64, partition int32, offset int64, maxBytes int) (refs []metadata.BatchRef, raw [][]byte, verified []bool, st metadata.PartitionState, err error) {
-	return a.readRangeTurn(ctx, topicID, partition, offset, maxBytes, 0)
+	return a.readRangeHeld(ctx, nil, topicID, partition, offset, maxBytes)
 }
 
-// readRangeTurn is readRange on its turn-th move between table and raw log.
-func (a *Agent) readRangeTurn(ctx context.Context, topicID int64, partition int32, offset int64, maxBytes int, turn int) (refs []metadata.BatchRef, raw [][]byte, verified []bool, st metadata.PartitionState, err error) {
+// readRangeHeld is readRange whose cached files' buffers are held in h
+// (nil: pinned); the caller releases h once it no longer reads raw, also
+// when it fails.
+func (a *Agent) readRangeHeld(ctx context.Context, h *holds, topicID int64, partition int32, offset int64, maxBytes int) (refs []metadata.BatchRef, raw [][]byte, verified []bool, st metadata.PartitionState, err error) {
+	return a.readRangeTurn(ctx, h, topicID, partition, offset, maxBytes, 0)
+}
+
+// readRangeTurn is readRangeHeld on its turn-th move between table and raw
+// log.
+func (a *Agent) readRangeTurn(ctx context.Context, h *holds, topicID int64, partition int32, offset int64, maxBytes int, turn int) (refs []metadata.BatchRef, raw [][]byte, verified []bool, st metadata.PartitionState, err error) {
 	refs, st, err = a.findBatches(ctx, topicID, partition, offset, int64(maxBytes))
 	if oor := (*metadata.OffsetOutOfRangeError)(nil); errors.As(err, &oor) && offset < oor.LogStartOffset {
 		return a.readTable(ctx, topicID, partition, offset, maxBytes, oor, turn)
@@ -50,9 +60,9 @@ func (a *Agent) readRangeTurn(ctx context.Context, topicID int64, partition int3
 		return nil, nil, nil, st, err
 	}
 	if a.loads.Readahead().Behind(refs, st.HighWatermark) {
-		raw, verified, err = a.readBehind(ctx, readpath.Key{Topic: topicID, Part: partition}, refs, st.HighWatermark, maxBytes)
+		raw, verified, err = a.readBehind(ctx, h, readpath.Key{Topic: topicID, Part: partition}, refs, st.HighWatermark, maxBytes)
 	} else {
-		raw, verified, err = a.readBatches(ctx, refs, 0)
+		raw, verified, err = a.readBatches(ctx, h, refs, 0)
 	}
 	if err != nil {
 		return nil, nil, nil, st, err
@@ -64,10 +74,10 @@ func (a *Agent) readRangeTurn(ctx context.Context, topicID int64, partition int3
 // partition's read-ahead (readpath/readahead.go), which it extends, and by ranges
 // for the rest — a file is loaded whole (and cached) only when the
 // reader's batches are most of it.
-func (a *Agent) readBehind(ctx context.Context, k readpath.Key, refs []metadata.BatchRef, hw int64, maxBytes int) ([][]byte, []bool, error) {
+func (a *Agent) readBehind(ctx context.Context, h *holds, k readpath.Key, refs []metadata.BatchRef, hw int64, maxBytes int) ([][]byte, []bool, error) {
 	ra := a.loads.Readahead()
 	if ra == nil {
-		return a.readBatches(ctx, refs, 1)
+		return a.readBatches(ctx, h, refs, 1)
 	}
 	out := make([][]byte, len(refs))
 	ver := make([]bool, len(refs)) // segments are ranged reads: unverified
@@ -79,7 +89,7 @@ func (a *Agent) readBehind(ctx context.Context, k readpath.Key, refs []metadata.
 	for j, i := range miss {
 		rest[j] = refs[i]
 	}
-	raw, rver, err := a.readBatches(ctx, rest, ra.Readers(k.Topic))
+	raw, rver, err := a.readBatches(ctx, h, rest, ra.Readers(k.Topic))
 	if err != nil {
 		return nil, nil, err
 	}
@@ -94,7 +104,7 @@ func (a *Agent) readBehind(ctx context.Context, k readpath.Key, refs []metadata.
 // A reader far behind the head, one of readers (> 0) catch-up readers of
 // its topic, loads a file whole only when they likely want a quarter of it
 // (wholeFile).
-func (a *Agent) readBatches(ctx context.Context, refs []metadata.BatchRef, readers int) ([][]byte, []bool, error) {
+func (a *Agent) readBatches(ctx context.Context, h *holds, refs []metadata.BatchRef, readers int) ([][]byte, []bool, error) {
 	out := make([][]byte, len(refs))
 	ver := make([]bool, len(refs))
 	byFile := make(map[string][]int)
@@ -109,7 +119,7 @@ func (a *Agent) readBatches(ctx context.Context, refs []metadata.BatchRef, reade
 	g.SetLimit(4)
 	for _, key := range files {
 		idx := byFile[key]
-		g.Go(func() error { return a.readFile(gctx, key, refs, idx, out, ver, readers) })
+		g.Go(func() error { return a.readFile(gctx, h, key, refs, idx, out, ver, readers) })
 	}
 	if err := g.Wait(); err != nil {
 		return nil, nil, err
@@ -139,8 +149,8 @@ func wholeFile(refs []metadata.BatchRef, idx []int, cacheFileMax int64, cacheOn 
 
 // readFile reads the batches idx of refs, all in file key, into out; ver
 // gets whether each came from a whole file verified when read.
-func (a *Agent) readFile(ctx context.Context, key string, refs []metadata.BatchRef, idx []int, out [][]byte, ver []bool, readers int) error {
-	data, verified, ok := a.cache.GetVerified(key)
+func (a *Agent) readFile(ctx context.Context, h *holds, key string, refs []metadata.BatchRef, idx []int, out [][]byte, ver []bool, readers int) error {
+	data, verified, ok := h.cached(a.cache, key)
 	if ok {
 		a.m.cacheHit()
 	} else if wholeFile(refs, idx, a.cfg.CacheFileMaxBytes, a.cfg.CacheBytes > 0, readers) || readers > 0 && a.loads.Loading(key) {

@@ -120,7 +120,7 @@ func (a *Agent) readTable(ctx context.Context, topicID int64, partition int32, o
 	if len(batches) == 0 {
 		// Nothing left in the table up to the raw log start (a compacted
 		// or expired stretch): the raw log from there.
-		refs, raw, verified, rst, err := a.readRangeTurn(ctx, topicID, partition, oor.LogStartOffset, maxBytes, turn+1)
+		refs, raw, verified, rst, err := a.readRangeTurn(ctx, nil, topicID, partition, oor.LogStartOffset, maxBytes, turn+1)
 		rst.LogStartOffset = min(rst.LogStartOffset, first)
 		return refs, raw, verified, rst, err
 	}

@@ -11,9 +11,11 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/experimental"
 	"google.golang.org/grpc/keepalive"
 
 	floev1 "github.com/floe-broker/floe/api/floe/v1"
+	"github.com/floe-broker/floe/grpcwire"
 )
 
 // MaxMessageBytes is the largest answer the client accepts.
@@ -51,7 +53,12 @@ func Dial(addr string, opts ...grpc.DialOption) (*Client, error) {
 	// Keepalive pings notice a half-open connection (an agent gone without
 	// a FIN) within KeepaliveTime+KeepaliveTimeout; an option given
 	// overrides it.
-	opts = append([]grpc.DialOption{grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(MaxMessageBytes)),
+	// The codec (grpcwire) decodes the batches of fetch and subscribe
+	// answers in place: they reference the received buffer, not a copy;
+	// receive buffers are not zeroed before gRPC fills them.
+	pool := grpcwire.NewPool()
+	opts = append([]grpc.DialOption{grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(MaxMessageBytes), grpc.ForceCodecV2(grpcwire.NewCodec(pool))),
+		experimental.WithBufferPool(pool),
 		grpc.WithKeepaliveParams(keepalive.ClientParameters{Time: KeepaliveTime, Timeout: KeepaliveTimeout})}, opts...)
 	conn, err := grpc.NewClient(addr, opts...)
 	if err != nil {

@@ -3,6 +3,8 @@ package readpath
 import (
 	"bytes"
 	"fmt"
+	"sync"
+	"sync/atomic"
 	"testing"
 )
 
@@ -49,5 +51,123 @@ func TestCacheEvictsLeastRecentlyUsed(t *testing.T) {
 	}
 	if got := c.Size(); got != 3*fileSize {
 		t.Errorf("Size() = %d after a file larger than the cache, want %d", got, 3*fileSize)
+	}
+}
+
+// TestCacheHoldsOwnedBuffers: an owned buffer is handed back once it has
+// left the cache and its last holder let go — never before, exactly once;
+// a pinned one (Get) never; one not cached at once.
+func TestCacheHoldsOwnedBuffers(t *testing.T) {
+	c := NewCache(10)
+	freed := map[string]int{}
+	own := func(key string, n int) {
+		c.AddOwned(key, make([]byte, n), func([]byte) { freed[key]++ })
+	}
+	own("a", 4)
+	b, ok := c.Acquire("a")
+	if !ok {
+		t.Fatal("a not cached")
+	}
+	own("b", 4)
+	own("c", 4) // evicts a, still held
+	if c.Has("a") || freed["a"] != 0 {
+		t.Fatalf("a cached %v, freed %d times while held", c.Has("a"), freed["a"])
+	}
+	b.Release()
+	if freed["a"] != 1 {
+		t.Fatalf("a freed %d times after its last release, want 1", freed["a"])
+	}
+	if _, ok := c.Get("b"); !ok {
+		t.Fatal("b not cached")
+	}
+	own("d", 4)
+	own("e", 4) // evicts b (pinned) and c
+	if freed["b"] != 0 || freed["c"] != 1 {
+		t.Fatalf("pinned b freed %d times, c %d; want 0 and 1", freed["b"], freed["c"])
+	}
+	own("big", 11) // larger than the cache
+	own("d", 2)    // already cached
+	if freed["big"] != 1 || freed["d"] != 1 {
+		t.Fatalf("uncached buffers freed %d and %d times, want 1 and 1", freed["big"], freed["d"])
+	}
+	if got := c.HandedBack(); got != 4 {
+		t.Fatalf("HandedBack %d, want 4", got)
+	}
+}
+
+// TestCacheReleaseRace: readers acquire, check and release files while
+// writers add new ones (evicting the old) and reuse every buffer handed
+// back for a new file, as the batcher's pool does; freed buffers are
+// poisoned. A reader must never see a file's bytes change while it holds
+// it, and every buffer comes back exactly once. Run with -race.
+func TestCacheReleaseRace(t *testing.T) {
+	const (
+		size    = 512
+		files   = 400
+		readers = 4
+	)
+	c := NewCache(4 * size)
+	c.Poison()
+	var (
+		mu   sync.Mutex // protects pool
+		pool [][]byte
+		back atomic.Int64
+	)
+	fill := func(i int) byte { return byte(i%250 + 1) }
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	errs := make(chan error, readers)
+	for r := 0; r < readers; r++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; ; i = (i + 1) % files {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				b, ok := c.Acquire(fmt.Sprint(i))
+				if !ok {
+					continue
+				}
+				want := bytes.Repeat([]byte{fill(i)}, size)
+				if !bytes.Equal(b.Bytes(), want) {
+					errs <- fmt.Errorf("file %d changed while held", i)
+					b.Release()
+					return
+				}
+				b.Release()
+			}
+		}()
+	}
+	for i := 0; i < files; i++ {
+		mu.Lock()
+		var buf []byte
+		if n := len(pool); n > 0 {
+			buf, pool = pool[n-1], pool[:n-1]
+		} else {
+			buf = make([]byte, size)
+		}
+		mu.Unlock()
+		for j := range buf {
+			buf[j] = fill(i)
+		}
+		c.AddOwned(fmt.Sprint(i), buf, func(b []byte) {
+			back.Add(1)
+			mu.Lock()
+			pool = append(pool, b)
+			mu.Unlock()
+		})
+	}
+	close(stop)
+	wg.Wait()
+	select {
+	case err := <-errs:
+		t.Fatal(err)
+	default:
+	}
+	if got := back.Load(); got != files-4 {
+		t.Fatalf("%d buffers handed back, want %d (all but the 4 cached)", got, files-4)
 	}
 }

@@ -38,44 +38,6 @@ type Loader struct {
 	wg         sync.WaitGroup // load goroutines
 
 	ra *Readahead // read-ahead for readers far behind (nil: off)
-
-	// bufs holds *[]byte answer buffers of batches-mode subscriptions
-	// (respBuf), given back once sent: reused, not cleared and faulted in
-	// again for each message. The GC empties it when idle.
-	bufs sync.Pool
-}
-
-// Answer buffers: capacities are powers of two from respBufMin; larger
-// than respBufMax they are not kept.
-const (
-	respBufMin = 64 << 10
-	respBufMax = 16 << 20
-)
-
-// RespBuf returns an empty buffer of capacity at least n, reused when one
-// was given back (PutRespBuf).
-func (l *Loader) RespBuf(n int) *[]byte {
-	if p, ok := l.bufs.Get().(*[]byte); ok {
-		if cap(*p) >= n {
-			*p = (*p)[:0]
-			return p
-		}
-		l.bufs.Put(p) // too small for this one: keep it for another
-	}
-	c := respBufMin
-	for c < n {
-		c <<= 1
-	}
-	b := make([]byte, 0, c)
-	return &b
-}
-
-// PutRespBuf gives back a buffer of RespBuf whose bytes nothing uses any
-// more.
-func (l *Loader) PutRespBuf(p *[]byte) {
-	if cap(*p) <= respBufMax {
-		l.bufs.Put(p)
-	}
 }
 
 // load is one whole-file read in progress. data and err are set before
@@ -143,7 +105,7 @@ func (l *Loader) File(ctx context.Context, key string, size int64) (data []byte,
 // readers that come for it, unless the file is cached or loading (true) or
 // readaheadLoads prefetches already run (false).
 func (l *Loader) prefetch(key string, size int64) bool {
-	if _, ok := l.cache.Get(key); ok {
+	if l.cache.Has(key) {
 		return true
 	}
 	l.mu.Lock()
