@@ -35,11 +35,19 @@ $(TOOLS)/nats-server:
 $(TOOLS)/helm:
 	GOBIN=$(TOOLS) $(GO) install helm.sh/helm/v3/cmd/helm@v3.22.0
 
-# Every test, against a real PostgreSQL and a real S3 server started by the
-# tests themselves (internal/testenv); then the static checks of deploy/
-# (their own module, so that k8s.io/api stays out of the broker's go.mod).
+# Every test; then the agent package again with its harnesses on the real
+# backends; a few seconds of every fuzz target; then the static checks of
+# deploy/ (their own module, so that k8s.io/api stays out of the broker's
+# go.mod). The real PostgreSQL and S3 server (versitygw) are started by the
+# tests themselves (internal/testenv): the stores' own suites, the batcher,
+# compactor and cmd/floe end-to-end tests run on them, while many unit tests
+# use SQLite and the in-memory store. The agent tests' harnesses (start,
+# startGuarded) run on SQLite and the in-memory store, then on PostgreSQL
+# and S3 (FLOE_TEST_AGENT_BACKEND=postgres+s3); agent tests that build
+# their own stores choose them themselves.
 test: tools
 	CI=$${CI:-} $(GO) test -count=1 -timeout 25m ./...
+	CI=$${CI:-} FLOE_TEST_AGENT_BACKEND=postgres+s3 $(GO) test -count=1 -timeout 10m ./agent/
 	$(MAKE) fuzz-short
 	$(MAKE) test-deploy
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -21,28 +20,25 @@ import (
 	floev1 "github.com/floe-broker/floe/api/floe/v1"
 	"github.com/floe-broker/floe/batcher"
 	"github.com/floe-broker/floe/client"
-	"github.com/floe-broker/floe/metadata/sqlite"
+	"github.com/floe-broker/floe/metadata"
 	"github.com/floe-broker/floe/objectstore"
 )
 
 func TestMain(m *testing.M) { testenv.Main(m, testenv.VerifyNoLeaks()) }
 
 type harness struct {
-	c     *client.Client
-	store *objectstore.Faulty
-	mem   *objectstore.Memory
-	meta  *sqlite.Store
+	c       *client.Client
+	store   *objectstore.Faulty
+	objects objectstore.Store // the store behind the faults (backend_test.go)
+	meta    metadata.Store
 }
 
 func start(t *testing.T, mutate func(*agent.Config, *batcher.Config)) *harness {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	meta, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "meta.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	mem := objectstore.NewMemory()
-	store := objectstore.WithFaults(mem, objectstore.FaultConfig{})
+	meta := harnessMeta(ctx, t)
+	objects := harnessObjects(t)
+	store := objectstore.WithFaults(objects, objectstore.FaultConfig{})
 	acfg, bcfg := agent.DefaultConfig(), batcher.DefaultConfig()
 	bcfg.Linger = 5 * time.Millisecond
 	acfg.PollInterval = 200 * time.Millisecond
@@ -79,7 +75,7 @@ func start(t *testing.T, mutate func(*agent.Config, *batcher.Config)) *harness {
 		wg.Wait()
 		meta.Close()
 	})
-	return &harness{c: c, store: store, mem: mem, meta: meta}
+	return &harness{c: c, store: store, objects: objects, meta: meta}
 }
 
 func code(err error) codes.Code { return status.Code(err) }

@@ -5,7 +5,6 @@ import (
 	"context"
 	"log/slog"
 	"net"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -21,7 +20,6 @@ import (
 	floev1 "github.com/floe-broker/floe/api/floe/v1"
 	"github.com/floe-broker/floe/batcher"
 	"github.com/floe-broker/floe/metadata"
-	"github.com/floe-broker/floe/metadata/sqlite"
 	"github.com/floe-broker/floe/objectstore"
 )
 
@@ -64,10 +62,7 @@ func (b *syncBuffer) String() string {
 func startGuarded(t *testing.T, gc guardedConfig) *guardedServer {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	sq, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "meta.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	sq := harnessMeta(ctx, t)
 	var meta metadata.Store = sq
 	if gc.meta != nil {
 		meta = gc.meta(sq)
@@ -76,7 +71,7 @@ func startGuarded(t *testing.T, gc guardedConfig) *guardedServer {
 	if gc.committer != nil {
 		committer = gc.committer(sq)
 	}
-	store := objectstore.WithFaults(objectstore.NewMemory(), objectstore.FaultConfig{})
+	store := objectstore.WithFaults(harnessObjects(t), objectstore.FaultConfig{})
 	acfg, bcfg := agent.DefaultConfig(), batcher.DefaultConfig()
 	bcfg.Linger = 5 * time.Millisecond
 	acfg.PollInterval = 200 * time.Millisecond

@@ -290,7 +290,7 @@ func TestMalformedBatchNeverReachesAFile(t *testing.T) {
 		_ = st.CloseSend()
 	}
 	time.Sleep(50 * time.Millisecond) // past the linger: a file would be written by now
-	if n := h.mem.Len(); n != 0 {
+	if n := objectCount(t, h.objects); n != 0 {
 		t.Fatalf("%d objects stored after refused batches", n)
 	}
 	for p := int32(0); p < 2; p++ {
@@ -305,7 +305,7 @@ func TestMalformedBatchNeverReachesAFile(t *testing.T) {
 	if err != nil || len(resp.GetResults()) != 3 || resp.GetResults()[2].GetBaseOffset() != int64(len(recs)) {
 		t.Fatalf("good batches: %v, %v", resp, err)
 	}
-	if h.mem.Len() == 0 {
+	if objectCount(t, h.objects) == 0 {
 		t.Fatal("no object stored for good batches: the check above proves nothing")
 	}
 }

@@ -404,26 +404,54 @@ func TestDevEndToEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = follow.Process.Kill(); _ = follow.Wait() }()
-	time.Sleep(300 * time.Millisecond) // let the subscription resolve "latest"
-	if _, errs, err := run("live-1\nlive-2\n", "produce", "logs", "-partition", "2"); err != nil {
-		t.Fatalf("produce: %v %s", err, errs)
-	}
-	lineCh := make(chan string, 2)
+	lineCh := make(chan string, 100)
 	go func() {
 		sc := bufio.NewScanner(fout)
 		for sc.Scan() {
 			lineCh <- sc.Text()
 		}
 	}()
-	for _, want := range []string{"live-1", "live-2"} {
-		select {
-		case got := <-lineCh:
-			if got != want {
-				t.Fatalf("follow printed %q, want %q", got, want)
+	// Records are produced one by one until the follower has printed two:
+	// however long the subscription takes to resolve "latest" (no sleep
+	// to guess it), what it prints are records produced after it
+	// started, consecutive, in order.
+	stopLive := make(chan struct{})
+	produced := make(chan error, 1)
+	go func() {
+		for i := 1; ; i++ {
+			select {
+			case <-stopLive:
+				produced <- nil
+				return
+			default:
 			}
-		case <-time.After(10 * time.Second):
-			t.Fatalf("follow did not print %q", want)
+			if _, errs, err := run(fmt.Sprintf("live-%d\n", i), "produce", "logs", "-partition", "2"); err != nil {
+				produced <- fmt.Errorf("produce: %v %s", err, errs)
+				return
+			}
 		}
+	}()
+	var followed []string
+	for len(followed) < 2 {
+		select {
+		case l := <-lineCh:
+			followed = append(followed, l)
+		case err := <-produced:
+			t.Fatal(err)
+		case <-time.After(30 * time.Second):
+			t.Fatalf("follow printed %q of the records produced after it started", followed)
+		}
+	}
+	close(stopLive)
+	if err := <-produced; err != nil {
+		t.Fatal(err)
+	}
+	var first, second int
+	if _, err := fmt.Sscanf(followed[0], "live-%d", &first); err != nil {
+		t.Fatalf("follow printed %q, not a record produced after it started", followed[0])
+	}
+	if _, err := fmt.Sscanf(followed[1], "live-%d", &second); err != nil || second != first+1 {
+		t.Fatalf("follow printed %q after %q, want live-%d", followed[1], followed[0], first+1)
 	}
 
 	// Health service and reflection are on.
