@@ -35,7 +35,8 @@ type TableReader interface {
 }
 
 // tableTopics remembers, per topic id, its name and whether its table
-// serves its old offsets (metadata.TableServes), for TopicCacheTTL.
+// serves its old offsets (metadata.TableServes, and the compactor writes
+// the table for this topic id), for TopicCacheTTL.
 type tableTopics struct {
 	ttl time.Duration
 
@@ -66,6 +67,17 @@ func (a *Agent) tableTopic(ctx context.Context, id int64) (tableTopic, error) {
 		return tableTopic{}, err
 	}
 	t = tableTopic{name: topic.Name, serves: metadata.TableServes(topic.Config), at: time.Now()}
+	if t.serves {
+		// The table must be this topic's, not a deleted one's of the same
+		// name not yet renamed away: the compactor's cursor names the
+		// topic id it writes the table for.
+		cur, err := a.meta.JobCursor(ctx, metadata.IcebergLease(topic.Name))
+		if err != nil {
+			return tableTopic{}, err
+		}
+		c, ok := metadata.ReadIcebergCursor(cur)
+		t.serves = ok && c.TopicID == id
+	}
 	tt.mu.Lock()
 	if len(tt.byID) >= maxTableTopics {
 		clear(tt.byID)

@@ -279,7 +279,7 @@ func TestReadBelowRawLogStartWhileMaintained(t *testing.T) {
 	e := newTableEnv(t)
 	// No read-ahead: every read scans the table's files.
 	c := e.reader(t, func(c *tableread.Config) { c.ReadaheadBytes = 0 })
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	var wg sync.WaitGroup
 	stop := make(chan struct{})
@@ -306,11 +306,11 @@ func TestReadBelowRawLogStartWhileMaintained(t *testing.T) {
 			time.Sleep(20 * time.Millisecond)
 		}
 	}()
-	for round := range 3 {
+	for round := range 2 {
 		for p := range e.parts {
 			var got []*floev1.Record
 			for next := int64(0); next < e.hws[p]; {
-				resp, err := c.Fetch(ctx, e.topic, p, next, 1500, 0)
+				resp, err := c.Fetch(ctx, e.topic, p, next, 4000, 0)
 				if err != nil {
 					t.Fatalf("round %d: fetch partition %d at %d: %v", round, p, next, err)
 				}

@@ -41,6 +41,9 @@ type FloeConfig struct {
 	// instead of the batch data plane (ProduceBatches, batches in
 	// Subscribe), for comparison.
 	Records bool
+	// TopicConfig, optional, is the config of the topics Setup creates
+	// (floe_table.go: a catch-up from the Iceberg table).
+	TopicConfig map[string]string
 }
 
 func (c FloeConfig) validate() error {
@@ -92,7 +95,7 @@ func (s *FloeSystem) Name() string { return "floe" }
 
 // Setup implements System: it creates the topic.
 func (s *FloeSystem) Setup(ctx context.Context, topic string, partitions int) error {
-	if _, err := s.clients[0].CreateTopic(ctx, topic, int32(partitions), nil); err != nil {
+	if _, err := s.clients[0].CreateTopic(ctx, topic, int32(partitions), s.cfg.TopicConfig); err != nil {
 		return fmt.Errorf("bench: create topic %s: %w", topic, err)
 	}
 	s.topic, s.parts = topic, int32(partitions)

@@ -31,6 +31,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/floe-broker/floe/iceberg"
@@ -44,6 +45,8 @@ var (
 	ErrDataLoss = errors.New("tableread: table data is corrupt")
 	// ErrInvalidConfig refuses a Config; the message names the field.
 	ErrInvalidConfig = errors.New("tableread: invalid config")
+	// errNoTable: the topic has no table (yet): it holds nothing.
+	errNoTable = errors.New("tableread: no table")
 )
 
 // Tables loads a topic's table (iceberg.Writer does).
@@ -152,6 +155,9 @@ func (r *Reader) table(ctx context.Context, topic string, fresh bool) (*loadedTa
 		return lt, nil
 	}
 	tbl, err := r.tables.Load(ctx, topic)
+	if errors.Is(err, catalog.ErrNoSuchTable) || errors.Is(err, catalog.ErrNoSuchNamespace) {
+		return nil, fmt.Errorf("%w: %w", errNoTable, err)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("tableread: load the table of %q: %w", topic, err)
 	}
@@ -276,6 +282,9 @@ func (r *Reader) Read(ctx context.Context, topic string, partition int32, from, 
 		}
 		return nil
 	})
+	if errors.Is(err, errNoTable) {
+		return nil, nil
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -382,6 +391,9 @@ func (r *Reader) Earliest(ctx context.Context, topic string, partition int32, en
 			return nil
 		})
 		release()
+		if errors.Is(err, errNoTable) {
+			return 0, false, nil
+		}
 		if err != nil {
 			return 0, false, err
 		}

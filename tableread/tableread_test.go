@@ -237,3 +237,19 @@ func TestReadahead(t *testing.T) {
 		}
 	}
 }
+
+// TestNoTable: a topic without a table holds nothing: no batch, no
+// earliest offset, no error.
+func TestNoTable(t *testing.T) {
+	w, _ := icetest.Open(t, icetest.SQLiteConfig(t), iceberg.Options{})
+	r, err := tableread.New(w, tableread.DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bs, err := r.Read(ctxT(t), "none", 0, 0, 100, 1000); err != nil || len(bs) != 0 {
+		t.Errorf("Read = %v, %v", bs, err)
+	}
+	if _, ok, err := r.Earliest(ctxT(t), "none", 0, 100); err != nil || ok {
+		t.Errorf("Earliest = %v, %v", ok, err)
+	}
+}

@@ -134,6 +134,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) (err
 	fs.StringVar(&s3c.SecretKey, "limits-s3-secret-key", "", "-addr: S3 secret key")
 	out := fs.String("out", "", "write report.json, report.md and latency.svg into this folder")
 	topic := fs.String("topic", "bench", "prefix of the topics the runs create")
+	topicConfig := fs.String("topic-config", "", "floe: config of the topics the runs create, k=v,k=v; with retention.raw.ms, a catchup run waits for the raw files to age out and reads the Iceberg table")
 	quiet := fs.Bool("quiet", false, "no progress line")
 	cpuprofile := fs.String("cpuprofile", "", "write the harness's CPU profile (floe-bench itself: producers, consumers) to this file")
 	if err := fs.Parse(args); err != nil {
@@ -247,12 +248,28 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) (err
 	default:
 		return errors.New("flag -start dev|cluster or -addr is required")
 	}
+	if fc.TopicConfig, err = parseTopicConfig(*topicConfig); err != nil {
+		return err
+	}
 	floe, err := bench.NewFloeSystem(fc)
 	if err != nil {
 		return err
 	}
 	defer floe.Close()
 	t.Floe = floe
+	if _, ok := fc.TopicConfig["retention.raw.ms"]; ok {
+		restart := t.BeforeRead
+		t.BeforeRead = func(ctx context.Context) error {
+			sc.Progress.Note("waiting for the raw files to age out into the table")
+			if err := floe.WaitRawAged(ctx, 3*time.Minute); err != nil {
+				return err
+			}
+			if restart != nil {
+				return restart(ctx)
+			}
+			return nil
+		}
+	}
 
 	switch *peer {
 	case "":
@@ -387,4 +404,20 @@ func joinFloats(v []float64) string {
 		parts[i] = strconv.FormatFloat(f, 'f', -1, 64)
 	}
 	return strings.Join(parts, ",")
+}
+
+// parseTopicConfig reads -topic-config: k=v pairs, comma separated.
+func parseTopicConfig(s string) (map[string]string, error) {
+	if s == "" {
+		return nil, nil
+	}
+	out := map[string]string{}
+	for _, kv := range strings.Split(s, ",") {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			return nil, fmt.Errorf("flag -topic-config: %q is not key=value", kv)
+		}
+		out[k] = v
+	}
+	return out, nil
 }
