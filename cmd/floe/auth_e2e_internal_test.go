@@ -41,8 +41,8 @@ func TestDevWithAuth(t *testing.T) {
 	}
 	saved := authBackends
 	t.Cleanup(func() { authBackends = saved })
-	authBackends = func(context.Context, metadata.Store, *slog.Logger) (auth.Authorizer, access.TokenVerifier, auth.Store, error) {
-		return st, v, st, nil
+	authBackends = func(context.Context, metadata.Store, *slog.Logger) (auth.Authorizer, access.TokenVerifier, auth.Store, func(), error) {
+		return st, v, st, func() {}, nil
 	}
 	grpcAddr, httpAddr, kafkaAddr := testenv.FreeAddr(t), testenv.FreeAddr(t), testenv.FreeAddr(t)
 	ctx, cancel := context.WithCancel(context.Background())

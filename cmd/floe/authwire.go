@@ -21,10 +21,35 @@ import (
 
 // authBackends opens, on a server's metadata store, what enforcement asks
 // of the auth implementation: the ACL answer (a cache of the store's
-// ACLs), the bearer-token verifier, and the store itself (SCRAM
-// credentials and the Kafka ACL APIs). nil: this build has none, and a
-// server with auth.enabled refuses to start.
-var authBackends func(ctx context.Context, meta metadata.Store, log *slog.Logger) (auth.Authorizer, access.TokenVerifier, auth.Store, error)
+// ACLs, reloaded on change notifications), the bearer-token verifier, the
+// store itself (SCRAM credentials and the Kafka ACL APIs), and a close
+// that stops what they run. nil: none, and a server with auth.enabled
+// refuses to start (tests swap it).
+var authBackends = openAuthBackends
+
+// openAuthBackends is authBackends on the metadata store's auth tables.
+// Superusers are the Guard's (access), not the cache's.
+func openAuthBackends(ctx context.Context, meta metadata.Store, log *slog.Logger) (auth.Authorizer, access.TokenVerifier, auth.Store, func(), error) {
+	cfg := auth.DefaultCacheConfig()
+	cfg.Logger = log
+	cache, err := auth.NewCache(ctx, meta, cfg)
+	if err != nil {
+		return nil, nil, nil, nil, err
+	}
+	v, err := auth.NewTokenVerifier(meta, auth.DefaultVerifierConfig())
+	if err != nil {
+		cache.Close()
+		return nil, nil, nil, nil, err
+	}
+	return cache, storeTokens{v}, meta, cache.Close, nil
+}
+
+// storeTokens is auth's TokenVerifier as access asks for it.
+type storeTokens struct{ v *auth.TokenVerifier }
+
+func (t storeTokens) VerifyToken(ctx context.Context, token string) (auth.Principal, error) {
+	return t.v.Verify(ctx, token)
+}
 
 // errNoAuthBackends refuses auth.enabled in a build without them.
 var errNoAuthBackends = errors.New("auth.enabled: this build has no ACL and token store")
@@ -38,6 +63,15 @@ type serverAuth struct {
 	gate  *httpGate
 	late  *lateAuth
 	store auth.Store // set by open
+	stop  func()     // set by open: stops the backends
+}
+
+// close stops what open started.
+func (s *serverAuth) close() {
+	if s != nil && s.stop != nil {
+		s.stop()
+		s.stop = nil
+	}
 }
 
 // newServerAuth builds the enforcement of settings a.
@@ -83,12 +117,12 @@ func (s *serverAuth) open(ctx context.Context, meta metadata.Store, log *slog.Lo
 	if authBackends == nil {
 		return errNoAuthBackends
 	}
-	az, v, st, err := authBackends(ctx, meta, log)
+	az, v, st, stop, err := authBackends(ctx, meta, log)
 	if err != nil {
 		return fmt.Errorf("auth: %w", err)
 	}
 	s.late.set(az, v)
-	s.store = st
+	s.store, s.stop = st, stop
 	return nil
 }
 

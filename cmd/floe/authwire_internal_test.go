@@ -56,8 +56,8 @@ func TestServerAuth(t *testing.T) {
 	st, v := accesstest.NewStore(), accesstest.NewVerifier()
 	v.Add("tok", "alice")
 	st.Allow("User:alice", auth.OpRead, auth.Topic("t"))
-	authBackends = func(context.Context, metadata.Store, *slog.Logger) (auth.Authorizer, access.TokenVerifier, auth.Store, error) {
-		return st, v, st, nil
+	authBackends = func(context.Context, metadata.Store, *slog.Logger) (auth.Authorizer, access.TokenVerifier, auth.Store, func(), error) {
+		return st, v, st, func() {}, nil
 	}
 	if err := on.open(ctx, nil, log); err != nil {
 		t.Fatal(err)

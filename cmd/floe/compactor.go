@@ -119,6 +119,7 @@ func runCompactorOn(ctx context.Context, conf Config, d compactor.Config, ready 
 	if err := sa.open(ctx, meta, log); err != nil {
 		return err
 	}
+	defer sa.close()
 	probe := withPrefix(s3, conf.S3.Prefix) // readiness probes stay out of the request metrics
 	store := objectstore.WithMetrics(probe, reg)
 	closeIce := func() {}

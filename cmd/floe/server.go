@@ -230,6 +230,7 @@ func serve(ctx context.Context, sc serverConfig, open openFunc, reg *prometheus.
 	if err := sa.open(ctx, meta, log); err != nil {
 		return errors.Join(err, stopGRPC(nil, 5*time.Second))
 	}
+	defer sa.close()
 	sc.auth = sa
 	return runServing(ctx, sc, meta, store, reg, late, ready, stopGRPC, lis.Addr().String(), mlis.Addr().String())
 }
