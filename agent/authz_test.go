@@ -137,6 +137,28 @@ func (n *authNode) snapshot(t *testing.T) string {
 		}
 		fmt.Fprintf(&sb, "  %+v\n", ps)
 	}
+	// The admin service's state: tokens, SCRAM users and ACLs.
+	toks, err := n.meta.ListTokens(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tk := range toks {
+		fmt.Fprintf(&sb, "token %s %s revoked=%v\n", tk.ID, tk.Principal, tk.Revoked)
+	}
+	users, err := n.meta.ListScramCredentials(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, u := range users {
+		fmt.Fprintf(&sb, "user %s %s\n", u.User, u.Mechanism)
+	}
+	acls, err := n.meta.ListACLs(ctx, auth.ACLFilter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range acls {
+		fmt.Fprintf(&sb, "acl %s\n", a)
+	}
 	gs, err := n.meta.ListGroups(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -188,6 +210,8 @@ func rpcCases(t *testing.T) []rpcCase {
 	tc := func(c *grpc.ClientConn) floev1.TopicServiceClient { return floev1.NewTopicServiceClient(c) }
 	lc := func(c *grpc.ClientConn) floev1.LogServiceClient { return floev1.NewLogServiceClient(c) }
 	gc := func(c *grpc.ClientConn) floev1.GroupServiceClient { return floev1.NewGroupServiceClient(c) }
+	ac := func(c *grpc.ClientConn) floev1.AdminServiceClient { return floev1.NewAdminServiceClient(c) }
+	adminACL := &floev1.Acl{Principal: "User:nobody", ResourceType: floev1.AclResourceType_ACL_RESOURCE_TYPE_TOPIC, PatternType: floev1.AclPatternType_ACL_PATTERN_TYPE_LITERAL, Name: "x", Operation: floev1.AclOperation_ACL_OPERATION_READ, Permission: floev1.AclPermission_ACL_PERMISSION_ALLOW}
 	rec := []*floev1.Record{{Value: []byte("v")}}
 	batch := batchOf(t)
 	one := func(err error) (int, error) { return 1, err }
@@ -309,6 +333,49 @@ func rpcCases(t *testing.T) []rpcCase {
 		}},
 		{method: "GroupService/CopyOffsets", grants: []grant{{auth.OpDescribe, grp("g")}, {auth.OpRead, grp("g2")}, {auth.OpRead, top("t")}}, call: func(ctx context.Context, c *grpc.ClientConn) (int, error) {
 			_, err := gc(c).CopyOffsets(ctx, &floev1.CopyOffsetsRequest{From: "g", To: "g2"})
+			return one(err)
+		}},
+		{method: "AdminService/CreateToken", grants: []grant{{auth.OpAlter, auth.Cluster()}}, call: func(ctx context.Context, c *grpc.ClientConn) (int, error) {
+			_, err := ac(c).CreateToken(ctx, &floev1.CreateTokenRequest{Principal: "User:made", TtlMs: 3600000})
+			return one(err)
+		}},
+		{method: "AdminService/ListTokens", grants: []grant{{auth.OpDescribe, auth.Cluster()}}, call: func(ctx context.Context, c *grpc.ClientConn) (int, error) {
+			_, err := ac(c).ListTokens(ctx, &floev1.ListTokensRequest{})
+			return one(err)
+		}},
+		{method: "AdminService/RevokeToken", grants: []grant{{auth.OpAlter, auth.Cluster()}}, call: func(ctx context.Context, c *grpc.ClientConn) (int, error) {
+			r, err := ac(c).CreateToken(ctx, &floev1.CreateTokenRequest{Principal: "User:revoked", TtlMs: 3600000})
+			if err != nil {
+				return 0, err
+			}
+			_, err = ac(c).RevokeToken(ctx, &floev1.RevokeTokenRequest{Id: r.GetInfo().GetId()})
+			return one(err)
+		}},
+		{method: "AdminService/UpsertUser", grants: []grant{{auth.OpAlter, auth.Cluster()}}, call: func(ctx context.Context, c *grpc.ClientConn) (int, error) {
+			_, err := ac(c).UpsertUser(ctx, &floev1.UpsertUserRequest{Name: "carol", Mechanism: floev1.ScramMechanism_SCRAM_SHA_256, Password: "pw", Iterations: 4096})
+			return one(err)
+		}},
+		{method: "AdminService/ListUsers", grants: []grant{{auth.OpDescribe, auth.Cluster()}}, call: func(ctx context.Context, c *grpc.ClientConn) (int, error) {
+			_, err := ac(c).ListUsers(ctx, &floev1.ListUsersRequest{})
+			return one(err)
+		}},
+		{method: "AdminService/DeleteUser", grants: []grant{{auth.OpAlter, auth.Cluster()}}, call: func(ctx context.Context, c *grpc.ClientConn) (int, error) {
+			if _, err := ac(c).UpsertUser(ctx, &floev1.UpsertUserRequest{Name: "dave", Mechanism: floev1.ScramMechanism_SCRAM_SHA_256, Password: "pw", Iterations: 4096}); err != nil {
+				return 0, err
+			}
+			_, err := ac(c).DeleteUser(ctx, &floev1.DeleteUserRequest{Name: "dave"})
+			return one(err)
+		}},
+		{method: "AdminService/CreateAcls", grants: []grant{{auth.OpAlter, auth.Cluster()}}, call: func(ctx context.Context, c *grpc.ClientConn) (int, error) {
+			_, err := ac(c).CreateAcls(ctx, &floev1.CreateAclsRequest{Acls: []*floev1.Acl{adminACL}})
+			return one(err)
+		}},
+		{method: "AdminService/ListAcls", grants: []grant{{auth.OpDescribe, auth.Cluster()}}, call: func(ctx context.Context, c *grpc.ClientConn) (int, error) {
+			_, err := ac(c).ListAcls(ctx, &floev1.ListAclsRequest{})
+			return one(err)
+		}},
+		{method: "AdminService/DeleteAcls", grants: []grant{{auth.OpAlter, auth.Cluster()}}, call: func(ctx context.Context, c *grpc.ClientConn) (int, error) {
+			_, err := ac(c).DeleteAcls(ctx, &floev1.DeleteAclsRequest{Filter: &floev1.AclFilter{Principal: "User:nobody"}})
 			return one(err)
 		}},
 	}
