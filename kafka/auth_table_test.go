@@ -114,6 +114,18 @@ func kafkaCases() []kafkaCase {
 			r.Groups = []string{"g"}
 			return r
 		}},
+		{key: kmsg.ConsumerGroupDescribe, grants: []grant{{auth.OpDescribe, grp("g")}}, req: func() kmsg.Request {
+			r := kmsg.NewPtrConsumerGroupDescribeRequest()
+			r.Groups = []string{"g"}
+			return r
+		}},
+		{key: kmsg.DescribeProducers, grants: []grant{{auth.OpRead, top("t")}}, req: func() kmsg.Request {
+			r := kmsg.NewPtrDescribeProducersRequest()
+			tp := kmsg.NewDescribeProducersRequestTopic()
+			tp.Topic, tp.Partitions = "t", []int32{0}
+			r.Topics = append(r.Topics, tp)
+			return r
+		}},
 		{key: kmsg.ListGroups, grants: []grant{{auth.OpDescribe, grp("g")}}, req: func() kmsg.Request {
 			return kmsg.NewPtrListGroupsRequest()
 		}, listed: func(r kmsg.Response) int { return len(r.(*kmsg.ListGroupsResponse).Groups) }},

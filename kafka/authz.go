@@ -27,7 +27,8 @@ import (
 //   - OffsetCommit READ on the group and each topic; OffsetFetch DESCRIBE
 //     on the group, and each topic (all topics: filtered to those);
 //     OffsetDelete DELETE on the group, READ on each topic.
-//   - FindCoordinator, DescribeGroups DESCRIBE on the group; DeleteGroups
+//   - FindCoordinator, DescribeGroups, ConsumerGroupDescribe DESCRIBE on
+//     the group; DescribeProducers READ on each topic; DeleteGroups
 //     DELETE; ListGroups lists all with DESCRIBE on the cluster, else the
 //     groups it may DESCRIBE.
 //   - DescribeConfigs DESCRIBE_CONFIGS, AlterConfigs and
@@ -109,6 +110,8 @@ func init() {
 		kmsg.OffsetDelete.Int16():           offsetDeleteRule,
 		kmsg.FindCoordinator.Int16():        findCoordinatorRule,
 		kmsg.DescribeGroups.Int16():         groupsRule(auth.OpDescribe),
+		kmsg.ConsumerGroupDescribe.Int16():  groupsRule(auth.OpDescribe),
+		kmsg.DescribeProducers.Int16():      topicsRule("Topics", "Topic", auth.OpRead, false),
 		kmsg.DeleteGroups.Int16():           groupsRule(auth.OpDelete),
 		kmsg.ListGroups.Int16():             listGroupsRule,
 

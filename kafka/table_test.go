@@ -50,7 +50,13 @@ func TestKafkaReadsBelowRawLogStart(t *testing.T) {
 	}
 
 	const topic = "aged"
-	writer := startBrokerOn(t, meta, store, nil)
+	// Every agent reads the table, as in a deployment: kgo sends each
+	// partition's requests to its leader, which may be either agent.
+	tr, err := tableread.New(w, tableread.DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	writer := startBrokerWith(t, meta, store, nil, agent.Options{Tables: tr}, kafka.Options{}, nil)
 	if _, err := writer.c.CreateTopic(ctx, topic, 2, map[string]string{"retention.raw.ms": "0", "iceberg.lag": "0"}); err != nil {
 		t.Fatal(err)
 	}
@@ -96,10 +102,6 @@ func TestKafkaReadsBelowRawLogStart(t *testing.T) {
 	}
 	produce(100) // raw
 
-	tr, err := tableread.New(w, tableread.DefaultConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
 	reader := startBrokerWith(t, meta, store, nil, agent.Options{Tables: tr}, kafka.Options{}, nil)
 
 	lo := kmsg.NewPtrListOffsetsRequest()
