@@ -87,12 +87,14 @@ func TestGroupLagMatchesLog(t *testing.T) {
 			time.Sleep(1200 * time.Millisecond)
 			commit15 := time.Now()
 			commit(15)
-			committed15 := time.Now()
 			l = describe()
+			described := time.Now()
 			// 10 records between the two commits, however long the machine
 			// took between them: the rate is within what the measured times
-			// allow (2 ms for the store's millisecond timestamps).
-			longest, shortest := committed15.Sub(commit5)+2*time.Millisecond, commit15.Sub(committed5)-2*time.Millisecond
+			// allow (from the end of the first commit to the start of the
+			// second, at most from the start of the first to the describe's
+			// answer; 2 ms for the store's millisecond timestamps).
+			longest, shortest := described.Sub(commit5)+2*time.Millisecond, commit15.Sub(committed5)-2*time.Millisecond
 			if r := l.GetConsumeRate(); r < 10/longest.Seconds() || r > 10/shortest.Seconds() {
 				t.Fatalf("consume rate %.2f/s, want between %.2f and %.2f (10 records in %v to %v)", r, 10/longest.Seconds(), 10/shortest.Seconds(), shortest, longest)
 			}
