@@ -209,8 +209,8 @@ type Store interface {
 	// ACLChanges (auth.ACLWatcher) announces ACL changes, so that the
 	// agents' ACL caches reload.
 	auth.ACLWatcher
-	AgentStore      // live agents (agents.go)
-	ProducerStore   // idempotent producer states (producers.go)
+	AgentStore    // live agents (agents.go)
+	ProducerStore // idempotent producer states (producers.go)
 
 	CreateTopic(ctx context.Context, spec TopicSpec) (Topic, error)
 	// DeleteTopic removes the topic; its batches become unreadable.
