@@ -110,6 +110,7 @@ $(ENGINES_TOOLS)/minio:
 bench: tools build
 	$(GO) test -run '^$$' -bench . -benchtime 2s ./...
 	./bin/floe-bench -start dev -workload e2e -rate 5000 -duration 5s -warmup 1s -out bench-out
+	$(GO) test -tags kafkabroker -count=1 -timeout 5m -run TestKafkaBrokerPeer ./bench/
 
 bench-report: build
 	./bin/floe-bench -start dev -workload e2e -sweep -sweep-steps 10,25,50,75,100,125 \
