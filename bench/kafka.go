@@ -98,14 +98,7 @@ func (s *KafkaSystem) Stats(ctx context.Context) (ServerStats, error) {
 	if s.cfg.Stats != nil {
 		return s.cfg.Stats(ctx)
 	}
-	if s.cfg.Pid <= 0 {
-		return ServerStats{}, nil
-	}
-	ps, err := ReadProcStat(s.cfg.Pid)
-	if err != nil {
-		return ServerStats{}, err
-	}
-	return ServerStats{CPUSeconds: ps.CPUSeconds, RSSBytes: []float64{ps.RSSBytes}}, nil
+	return pidStats(s.cfg.Pid)
 }
 
 // Consume implements System: consumer i of n reads partitions i, i+n, ...
