@@ -1,6 +1,7 @@
 // Command floe-bench measures floe's throughput, latency and cost against
 // the limits of the machine (raw object-store PUT/GET, raw metadata commits)
-// and, with -peer, against NATS JetStream. It is a separate binary so that
+// and, with -peer, against NATS JetStream or Apache Kafka (-systems: side
+// by side with floe over its Kafka listener). It is a separate binary so that
 // the broker (bin/floe) links neither the harness nor the NATS client nor the
 // process launchers that run `go install` and `initdb`.
 //
@@ -38,7 +39,8 @@ const benchUsage = `usage: floe-bench [flags]
 
 Measures floe's throughput, latency and cost against the limits of the
 machine (raw object-store PUT/GET, raw metadata commits) and, with -peer,
-against NATS JetStream. Either drive a deployment (-addr, -metrics) or
+against NATS JetStream or Apache Kafka; -systems prints floe over Kafka,
+floe over gRPC and Apache Kafka side by side. Either drive a deployment (-addr, -metrics) or
 start one (-start dev|cluster) with the floe binary (-floe). See
 docs/benchmarks.md.
 
