@@ -128,8 +128,12 @@ func (s *KafkaSystem) Consume(ctx context.Context, i, n int, earliest bool, fn f
 		if ctx.Err() != nil {
 			return nil
 		}
-		if errs := fetches.Errors(); len(errs) > 0 {
-			return fmt.Errorf("bench: fetch from %s: %w", s.cfg.Name, errs[0].Err)
+		for _, fe := range fetches.Errors() {
+			// A new topic's partitions may be unknown to the broker
+			// answering for a moment: the client retries those.
+			if !kerr.IsRetriable(fe.Err) {
+				return fmt.Errorf("bench: fetch from %s: %w", s.cfg.Name, fe.Err)
+			}
 		}
 		fetches.EachRecord(func(r *kgo.Record) { fn(r.Value) })
 	}

@@ -140,13 +140,19 @@ func RenderKafkaBrokerProperties(cfg KafkaBrokerConfig, brokerAddr, controllerAd
 }
 
 // newKafkaClusterID returns a random cluster id as Kafka writes one: 16
-// bytes, URL-safe base64 without padding.
+// bytes, URL-safe base64 without padding, never starting with '-' (which
+// the storage tool would read as a flag; Kafka's Uuid.randomUuid avoids it
+// the same way).
 func newKafkaClusterID() (string, error) {
-	var b [16]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		return "", fmt.Errorf("bench: cluster id: %w", err)
+	for {
+		var b [16]byte
+		if _, err := rand.Read(b[:]); err != nil {
+			return "", fmt.Errorf("bench: cluster id: %w", err)
+		}
+		if id := base64.RawURLEncoding.EncodeToString(b[:]); id[0] != '-' {
+			return id, nil
+		}
 	}
-	return base64.RawURLEncoding.EncodeToString(b[:]), nil
 }
 
 // KafkaBroker is a running Apache Kafka broker the harness owns.
