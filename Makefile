@@ -110,6 +110,14 @@ $(ENGINES_TOOLS)/minio:
 bench: tools build
 	$(GO) test -run '^$$' -bench . -benchtime 2s ./...
 	./bin/floe-bench -start dev -workload e2e -rate 5000 -duration 5s -warmup 1s -out bench-out
+	$(MAKE) test-kafka-peer
+
+# The Apache Kafka peer of floe-bench: a KRaft broker started and stopped
+# by the harness from the jars make test-kafka cached, driven by the
+# franz-go workload (Java 17+).
+.PHONY: test-kafka-peer
+test-kafka-peer:
+	CI=$${CI:-} $(GO) test -tags kafkabroker -count=1 -timeout 5m -run TestKafkaBrokerPeer ./bench/
 
 bench-report: build
 	./bin/floe-bench -start dev -workload e2e -sweep -sweep-steps 10,25,50,75,100,125 \

@@ -60,6 +60,8 @@ type Deployment struct {
 	Kind         string
 	Addrs        []string
 	MetricsAddrs []string
+	// KafkaAddrs are the agents' Kafka protocol listeners.
+	KafkaAddrs []string
 	// Probe targets: the same object store and metadata server as the
 	// agents, in a separate bucket/directory and database/file.
 	ProbeStore      objectstore.Store
@@ -72,17 +74,17 @@ type Deployment struct {
 	cfg     DeployConfig
 	tlsArgs []string // the agents' TLS flags
 	dir     string
-	argsOf  []func(grpc, metrics string) []string
+	argsOf  []func(grpc, metrics, kafka string) []string
 	agents  []*services.Process
 	stops   []func()
 }
 
 func (d *Deployment) agentArgs(i int) []string {
-	return d.argsOf[i](d.Addrs[i], d.MetricsAddrs[i])
+	return d.argsOf[i](d.Addrs[i], d.MetricsAddrs[i], d.KafkaAddrs[i])
 }
 
-func (d *Deployment) commonArgs(grpc, metrics string) []string {
-	return append([]string{"-listen", grpc, "-metrics-listen", metrics, "-kafka-listen", "127.0.0.1:0",
+func (d *Deployment) commonArgs(grpc, metrics, kafka string) []string {
+	return append([]string{"-listen", grpc, "-metrics-listen", metrics, "-kafka-listen", kafka,
 		"-linger", d.cfg.Linger.String(), "-max-file-bytes", strconv.Itoa(d.cfg.MaxFileBytes),
 		"-max-buffered-bytes", strconv.FormatInt(d.cfg.MaxBufferedBytes, 10),
 		"-cache-bytes", strconv.FormatInt(d.cfg.CacheBytes, 10), "-log-level", "warn"}, d.tlsArgs...)
@@ -164,8 +166,13 @@ func (d *Deployment) allocAddrs(n int) error {
 		if err != nil {
 			return err
 		}
+		k, err := services.FreeAddr()
+		if err != nil {
+			return err
+		}
 		d.Addrs = append(d.Addrs, g)
 		d.MetricsAddrs = append(d.MetricsAddrs, m)
+		d.KafkaAddrs = append(d.KafkaAddrs, k)
 	}
 	return nil
 }
@@ -194,8 +201,8 @@ func StartDev(ctx context.Context, cfg DeployConfig) (_ *Deployment, err error) 
 		return nil, err
 	}
 	data := filepath.Join(dir, "data")
-	d.argsOf = []func(string, string) []string{func(g, m string) []string {
-		return append([]string{"dev", "-data", data}, d.commonArgs(g, m)...)
+	d.argsOf = []func(string, string, string) []string{func(g, m, k string) []string {
+		return append([]string{"dev", "-data", data}, d.commonArgs(g, m, k)...)
 	}}
 	if err := d.startAgent(ctx, 0); err != nil {
 		return nil, err
@@ -262,10 +269,10 @@ func StartCluster(ctx context.Context, cfg DeployConfig) (_ *Deployment, err err
 		return nil, err
 	}
 	for range cfg.Agents {
-		d.argsOf = append(d.argsOf, func(g, m string) []string {
+		d.argsOf = append(d.argsOf, func(g, m, k string) []string {
 			return append([]string{"agent", "-postgres-url", dbURL, "-s3-bucket", "floe", "-s3-endpoint", s3.Endpoint,
 				"-s3-path-style", "-s3-region", s3.Region, "-s3-access-key", s3.AccessKey, "-s3-secret-key", s3.SecretKey},
-				d.commonArgs(g, m)...)
+				d.commonArgs(g, m, k)...)
 		})
 	}
 	for i := range cfg.Agents {

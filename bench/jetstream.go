@@ -106,14 +106,7 @@ func (s *JetStreamSystem) Close() error {
 
 // Stats implements System from /proc.
 func (s *JetStreamSystem) Stats(context.Context) (ServerStats, error) {
-	if s.cfg.Pid <= 0 {
-		return ServerStats{}, nil
-	}
-	ps, err := ReadProcStat(s.cfg.Pid)
-	if err != nil {
-		return ServerStats{}, err
-	}
-	return ServerStats{CPUSeconds: ps.CPUSeconds, RSSBytes: []float64{ps.RSSBytes}}, nil
+	return pidStats(s.cfg.Pid)
 }
 
 // Consume implements System with an ordered consumer over consumer i's

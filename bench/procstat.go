@@ -44,3 +44,16 @@ func ReadProcStat(pid int) (ProcStat, error) {
 	}
 	return ProcStat{CPUSeconds: (utime + stime) / clockTicks, RSSBytes: rss * float64(os.Getpagesize())}, nil
 }
+
+// pidStats is a local peer server's ServerStats from /proc (nothing
+// without a pid).
+func pidStats(pid int) (ServerStats, error) {
+	if pid <= 0 {
+		return ServerStats{}, nil
+	}
+	ps, err := ReadProcStat(pid)
+	if err != nil {
+		return ServerStats{}, err
+	}
+	return ServerStats{CPUSeconds: ps.CPUSeconds, RSSBytes: []float64{ps.RSSBytes}}, nil
+}

@@ -127,6 +127,11 @@ type Host struct {
 	Hostname  string `json:"hostname"`
 }
 
+func hostInfo() Host {
+	hn, _ := os.Hostname()
+	return Host{CPUs: runtime.NumCPU(), GoVersion: runtime.Version(), OS: runtime.GOOS + "/" + runtime.GOARCH, Hostname: hn}
+}
+
 // Settings are the run's parameters, as reported.
 type Settings struct {
 	Deployment       string   `json:"deployment"`
@@ -179,10 +184,9 @@ func RunSuite(ctx context.Context, cfg SuiteConfig, t Targets) (*Report, error) 
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	hn, _ := os.Hostname()
 	rep := &Report{
 		Started: time.Now().UTC().Truncate(time.Second),
-		Host:    Host{CPUs: runtime.NumCPU(), GoVersion: runtime.Version(), OS: runtime.GOOS + "/" + runtime.GOARCH, Hostname: hn},
+		Host:    hostInfo(),
 		Settings: Settings{
 			Deployment: cfg.Deployment, Command: cfg.Command, Workload: cfg.Run.Workload,
 			Partitions: cfg.Run.Partitions, Producers: cfg.Run.Producers, Consumers: cfg.Run.Consumers,

@@ -1,6 +1,7 @@
 // Command floe-bench measures floe's throughput, latency and cost against
 // the limits of the machine (raw object-store PUT/GET, raw metadata commits)
-// and, with -peer, against NATS JetStream. It is a separate binary so that
+// and, with -peer, against NATS JetStream or Apache Kafka (-systems: side
+// by side with floe over its Kafka listener). It is a separate binary so that
 // the broker (bin/floe) links neither the harness nor the NATS client nor the
 // process launchers that run `go install` and `initdb`.
 //
@@ -38,7 +39,8 @@ const benchUsage = `usage: floe-bench [flags]
 
 Measures floe's throughput, latency and cost against the limits of the
 machine (raw object-store PUT/GET, raw metadata commits) and, with -peer,
-against NATS JetStream. Either drive a deployment (-addr, -metrics) or
+against NATS JetStream or Apache Kafka; -systems prints floe over Kafka,
+floe over gRPC and Apache Kafka side by side. Either drive a deployment (-addr, -metrics) or
 start one (-start dev|cluster) with the floe binary (-floe). See
 docs/benchmarks.md.
 
@@ -120,7 +122,9 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) (err
 	fs.BoolVar(&sc.Sweep, "sweep", false, "raise the rate through -sweep-steps until latency breaks: the latency-throughput curve")
 	steps := fs.String("sweep-steps", joinFloats(sc.SweepSteps), "sweep rates, percent of floe's closed-loop maximum")
 	fs.DurationVar(&sc.SweepMaxP99, "sweep-max-p99", sc.SweepMaxP99, "a sweep stops at the first rate whose produce p99 exceeds this")
-	peer := fs.String("peer", "", "run a peer side by side: jetstream (nats-server, file storage, on loopback)")
+	peer := fs.String("peer", "", "run a peer side by side: jetstream (nats-server, file storage, on loopback), kafka or kafka-flush (Apache Kafka 4.1, one KRaft broker on loopback from the cached jars; kafka-flush: flush.messages=1)")
+	systems := fs.String("systems", "", "instead of the suite, a side-by-side table of floe-kafka, floe-grpc, kafka, kafka-flush (comma separated): max ingest, produce p99 and CPU per MiB at half of it, catch-up read, each")
+	kafkaAddrs := fs.String("kafka-addrs", "", "-addr: the agents' Kafka listeners (host:port), comma separated, for -systems floe-kafka")
 	peerSync := fs.String("peer-sync", "always", "JetStream sync_interval: always (fsync before the ack, like floe's object PUT) or default (the server's: every 2 min)")
 	peerURL := fs.String("peer-url", "", "an existing NATS server to use as the peer instead of starting one")
 	fs.DurationVar(&sc.LimitsDuration, "limits-duration", sc.LimitsDuration, "time of each raw limit probe; 0 skips the limits")
@@ -145,6 +149,12 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) (err
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("flag: unexpected argument %q", fs.Arg(0))
+	}
+	var names []string
+	if *systems != "" {
+		if names, err = parseSystems(*systems); err != nil {
+			return err
+		}
 	}
 	if *cpuprofile != "" {
 		f, err := os.Create(*cpuprofile)
@@ -213,6 +223,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) (err
 		}
 		defer d.Stop()
 		fc.Addrs, fc.MetricsAddrs, fc.TLS = d.Addrs, d.MetricsAddrs, d.ClientTLS
+		*kafkaAddrs = strings.Join(d.KafkaAddrs, ",")
 		if dc.TLS {
 			sc.Deployment += ", gRPC over TLS"
 		}
@@ -295,8 +306,20 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) (err
 		}
 		defer js.Close()
 		t.Peer = js
+	case "kafka", "kafka-flush":
+		ks, stop, err := kafkaPeer(ctx, *peer, *peer == "kafka-flush", rc, min(*maxInFlight*rc.MaxBatch, 1<<16), log, sc.Progress)
+		if err != nil {
+			return err
+		}
+		defer stop()
+		t.Peer = ks
 	default:
-		return fmt.Errorf("flag -peer: %q is not a known peer (jetstream)", *peer)
+		return fmt.Errorf("flag -peer: %q is not a known peer (jetstream, kafka, kafka-flush)", *peer)
+	}
+
+	if *systems != "" {
+		return runCompare(ctx, names, floe, splitList(*kafkaAddrs), t, rc, min(*maxInFlight*rc.MaxBatch, 1<<16),
+			sc.Command, log, sc.Progress, stdout, stderr, *out)
 	}
 
 	rep, err := bench.RunSuite(ctx, sc, t)

@@ -163,3 +163,57 @@ func TestBenchTLS(t *testing.T) {
 		t.Fatalf("over TLS: deployment %q, %d acknowledged, %d consumed", rep.Settings.Deployment, rep.Floe.Acked, rep.Floe.Consumed)
 	}
 }
+
+// -systems names only known systems, once each, and fails before starting
+// anything.
+func TestBenchSystemsFlag(t *testing.T) {
+	for _, v := range []string{"floe-kafka,redpanda", "kafka,kafka", ","} {
+		cmd := exec.Command(benchBin, "-start", "dev", "-systems", v)
+		out, err := cmd.CombinedOutput()
+		if err == nil || !strings.HasPrefix(string(out), "floe-bench: flag -systems:") || strings.Count(string(out), "\n") != 1 {
+			t.Errorf("-systems %q: %v, %q", v, err, out)
+		}
+	}
+}
+
+// TestBenchSystemsFloe runs the side-by-side table for floe over its
+// Kafka listener and over gRPC (the Apache Kafka rows need Java and the
+// Maven cache: bench/kafkabroker_run_test.go, make bench).
+func TestBenchSystemsFloe(t *testing.T) {
+	out := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, benchBin, "-start", "dev", "-systems", "floe-kafka,floe-grpc",
+		"-duration", "1s", "-warmup", "300ms", "-partitions", "4", "-producers", "2", "-record-size", "256",
+		"-backlog-mb", "2", "-linger", "50ms", "-quiet", "-out", out)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("floe-bench: %v\nstderr:\n%s", err, stderr.String())
+	}
+	raw, err := os.ReadFile(filepath.Join(out, "compare.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep bench.CompareReport
+	if err := json.Unmarshal(raw, &rep); err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Rows) != 2 || rep.Rows[0].System != "floe-kafka" || rep.Rows[1].System != "floe" {
+		t.Fatalf("%d rows, want floe-kafka then floe (over gRPC)", len(rep.Rows))
+	}
+	for _, r := range rep.Rows {
+		if r.Max.RecordsPerSec <= 0 || r.Max.Failed != 0 || r.Half.TargetRate != float64(int64(r.Max.RecordsPerSec/2+0.5)) {
+			t.Errorf("%s: max %.0f rec/s (%d failed), half at %v", r.System, r.Max.RecordsPerSec, r.Max.Failed, r.Half.TargetRate)
+		}
+		if r.Half.Produce.Count == 0 || r.Half.Cost.CPUMsPerMiB <= 0 {
+			t.Errorf("%s: no p99 or server CPU at half: %+v %+v", r.System, r.Half.Produce, r.Half.Cost)
+		}
+		if r.Catchup == nil || r.Catchup.Catchup == nil || r.Catchup.Catchup.ReadRecords != r.Catchup.Acked || r.Catchup.Catchup.ReadMBPerSec <= 0 {
+			t.Errorf("%s: catch-up %+v", r.System, r.Catchup)
+		}
+	}
+	if !strings.Contains(stdout.String(), "| floe over Kafka (franz-go) |") {
+		t.Errorf("no table on stdout:\n%s", stdout.String())
+	}
+}
