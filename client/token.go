@@ -9,9 +9,9 @@ import (
 
 // WithToken is the Dial option that sends token (from `floe token create`)
 // with every call, as the metadata "authorization: Bearer TOKEN". It
-// requires TLS (WithTLS): on a plaintext connection every call fails
-// before anything is sent, so that a token never crosses the network in
-// clear. WithTokenOverPlaintext opts out.
+// requires TLS (WithTLS): without it Dial refuses ("the credentials
+// require transport level security"), so that a token never crosses the
+// network in clear. WithTokenOverPlaintext opts out.
 func WithToken(token string) grpc.DialOption {
 	return grpc.WithPerRPCCredentials(bearer{token: token, secure: true})
 }
