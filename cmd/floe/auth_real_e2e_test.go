@@ -17,6 +17,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
+
+	"github.com/floe-broker/floe/auth"
+	"github.com/floe-broker/floe/internal/testenv"
+	"github.com/floe-broker/floe/metadata/postgres"
 )
 
 // TestAuthEndToEndOnTheStore runs floe dev with auth.enabled on its real
@@ -212,5 +216,35 @@ func stopProc(t *testing.T, p *proc) {
 	case <-p.done:
 	case <-time.After(20 * time.Second):
 		t.Fatal(fmt.Sprintf("floe did not stop:\n%s", p.logText()))
+	}
+}
+
+// TestTokenBootstrapOnPostgres: `floe token create -store URL` writes a
+// token for the principal straight into a PostgreSQL metadata store (no
+// agent), where the agents' verifier finds it; a store it cannot open is
+// one line and exit 1.
+func TestTokenBootstrapOnPostgres(t *testing.T) {
+	url := testenv.Postgres(t)
+	code, out, errs := runCLI(t, "", "token", "create", "-principal", "User:admin", "-ttl", "0", "-store", url)
+	if code != 0 || !regexp.MustCompile(`^floe_[0-9a-f]{16}_[0-9a-f]{64}\n$`).MatchString(out) || !strings.Contains(errs, "expires never") {
+		t.Fatalf("token create -store: exit %d, stdout %q, stderr %q", code, out, errs)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	st, err := postgres.Open(ctx, url, postgres.DefaultOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	v, err := auth.NewTokenVerifier(st, auth.DefaultVerifierConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p, err := v.Verify(ctx, strings.TrimSpace(out)); err != nil || p.String() != "User:admin" {
+		t.Fatalf("the bootstrapped token verifies as %v, %v; want User:admin", p, err)
+	}
+	code, out, errs = runCLI(t, "", "token", "create", "-principal", "User:admin", "-store", "postgres://nobody@127.0.0.1:1/x?connect_timeout=2")
+	if code != 1 || out != "" || strings.Count(strings.TrimSpace(errs), "\n") != 0 || !strings.Contains(errs, "flag -store") {
+		t.Errorf("unreachable -store: exit %d, stdout %q, stderr %q", code, out, errs)
 	}
 }
