@@ -39,7 +39,7 @@ func runToken(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		principal = fs.String("principal", "", "the token's principal, User:NAME (required)")
 		ttl = fs.Duration("ttl", 720*time.Hour, "how long the token is valid (0: never expires)")
 		output = outputFlag(fs)
-		direct = tokenStoreFlags{store: fs.String("store", "", "bootstrap: write the token straight into this PostgreSQL metadata store `URL` (postgres://…), no agent and no token needed (token_bootstrap.go)"),
+		direct = tokenStoreFlags{store: fs.String("store", "", "bootstrap: write the token straight into this PostgreSQL metadata store `URL` (postgres://…), no agent and no token needed: the first admin's bootstrap"),
 			data: fs.String("data", "", "bootstrap: write the token straight into floe dev's SQLite metadata store in this data `folder`")}
 	case "list":
 		output = outputFlag(fs)
