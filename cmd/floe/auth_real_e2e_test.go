@@ -82,7 +82,7 @@ func TestAuthEndToEndOnTheStore(t *testing.T) {
 	must("alice-pw\n", append([]string{"user", "create", "alice", "-mechanism", "SCRAM-SHA-256"}, admin...)...)
 
 	// gRPC through the CLI, plaintext on loopback.
-	refused("Unauthenticated", "x\n", append([]string{"produce", "orders"}, at...)...)
+	refused("Unauthenticated: auth: unauthenticated: no credential (a bearer token or a client certificate): give -token, -token-file or FLOE_TOKEN", "x\n", append([]string{"produce", "orders"}, at...)...)
 	refused("Unauthenticated", "", append([]string{"topic", "list"}, at...)...)
 	must("a\nb\n", append([]string{"produce", "orders"}, admin...)...)
 	if out := must("", append([]string{"consume", "orders", "-token", alice}, at...)...); out != "a\nb\n" {

@@ -62,6 +62,9 @@ func runToken(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 	}
 	if sub == "create" && direct.direct() {
+		if *output == "json" {
+			return fmt.Errorf("token create: flag -o: json is not offered with -store or -data")
+		}
 		return direct.createTokenInStore(ctx, *principal, *ttl, stdout, stderr)
 	}
 	c, err := dial(addr)
