@@ -38,15 +38,12 @@ type Client struct {
 	Log    floev1.LogServiceClient
 }
 
-// Dial connects to addr (host:port). Without options the connection is
+// Dial connects to addr (host:port). Without WithTLS the connection is
 // plaintext. The connection is made lazily: the first call reports an
 // unreachable agent.
 func Dial(addr string, opts ...grpc.DialOption) (*Client, error) {
 	if addr == "" {
 		return nil, errors.New("client: empty agent address")
-	}
-	if len(opts) == 0 {
-		opts = []grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}
 	}
 	// Fetches and subscriptions answer up to the agent's fetch limit plus
 	// one record; accept that much (gRPC's default is 4 MiB).
@@ -57,7 +54,8 @@ func Dial(addr string, opts ...grpc.DialOption) (*Client, error) {
 	// answers in place: they reference the received buffer, not a copy;
 	// receive buffers are not zeroed before gRPC fills them.
 	pool := grpcwire.NewPool()
-	opts = append([]grpc.DialOption{grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(MaxMessageBytes), grpc.ForceCodecV2(grpcwire.NewCodec(pool))),
+	opts = append([]grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials()), // WithTLS, later, replaces it
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(MaxMessageBytes), grpc.ForceCodecV2(grpcwire.NewCodec(pool))),
 		experimental.WithBufferPool(pool),
 		grpc.WithKeepaliveParams(keepalive.ClientParameters{Time: KeepaliveTime, Timeout: KeepaliveTimeout})}, opts...)
 	conn, err := grpc.NewClient(addr, opts...)

@@ -7,8 +7,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// SaslHandshake: v1 (v0 carries the SASL tokens outside Kafka frames,
-// which no current client does).
+// SaslHandshake: v1. v0 carries the SASL tokens outside Kafka frames,
+// which floe does not read: a v0 handshake is answered UNSUPPORTED_VERSION.
+// v0 is still advertised because librdkafka (kcat, confluent-kafka) only
+// enables SASL SCRAM when the broker's range includes it; it then sends v1.
 //
 // Offers PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512 when the server has a
 // credential store (Options.Credentials), none otherwise
@@ -16,7 +18,7 @@ import (
 // ILLEGAL_SASL_STATE. Served on the reader, before the next request is
 // dispatched.
 
-func init() { register(kmsg.SASLHandshake, 1, 1, saslHandshake) }
+func init() { register(kmsg.SASLHandshake, 0, 1, saslHandshake) }
 
 func saslHandshake(s *Server, cc *conn, r kmsg.Request) func(context.Context) kmsg.Response {
 	req := r.(*kmsg.SASLHandshakeRequest)
@@ -27,6 +29,8 @@ func saslHandshake(s *Server, cc *conn, r kmsg.Request) func(context.Context) km
 	cc.sasl.mu.Lock()
 	defer cc.sasl.mu.Unlock()
 	switch {
+	case req.Version < 1:
+		resp.ErrorCode = kerr.UnsupportedVersion.Code
 	case cc.sasl.mech != "" || cc.sasl.authenticated:
 		resp.ErrorCode = kerr.IllegalSaslState.Code
 	case s.opts.Credentials == nil || !offered(req.Mechanism):

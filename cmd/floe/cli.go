@@ -117,9 +117,10 @@ func (f *partitionFlag) Set(s string) error {
 // addrList is -addr: agent addresses, comma-separated or repeated.
 type addrList struct {
 	addrs  []string
-	set    bool      // set from the command line: replaces the default
-	envErr error     // FLOE_ADDR is not an address list (reported unless -addr is set)
-	tls    clientTLS // -tls, -ca, -cert, -key (tlsclient.go)
+	set    bool        // set from the command line: replaces the default
+	envErr error       // FLOE_ADDR is not an address list (reported unless -addr is set)
+	tls    clientTLS   // -tls, -ca, -cert, -key (tlsclient.go)
+	token  clientToken // -token, -token-file (tokenclient.go)
 }
 
 // check reports a bad FLOE_ADDR that -addr did not replace.
@@ -197,6 +198,7 @@ func addrFlag(fs *flag.FlagSet) *addrList {
 	a.set = false
 	fs.Var(a, "addr", "agent address host:port; several, comma-separated or repeated, for failover (env FLOE_ADDR)")
 	a.tls.register(fs)
+	a.token.register(fs)
 	return a
 }
 

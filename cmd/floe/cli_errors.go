@@ -50,6 +50,8 @@ func explain(err error, addr string) string {
 		if m := notFoundName.FindStringSubmatch(msg); m != nil && m[2] != "id" {
 			return m[1] + ` "` + m[2] + `" not found (see 'floe ` + m[1] + ` list')`
 		}
+	case st.Code() == codes.Unauthenticated && strings.Contains(msg, "no credential"):
+		return clean(oneLine(err)) + ": give -token, -token-file or FLOE_TOKEN (floe token create)"
 	case st.Code() == codes.DeadlineExceeded:
 		return "floe at " + addr + " did not answer in time: is it overloaded or stuck? " + clean(oneLine(err))
 	}

@@ -22,7 +22,7 @@ func dial(addrs *addrList) (*client.Client, error) {
 	if err := addrs.check(); err != nil {
 		return nil, err
 	}
-	opts, err := addrs.tls.dialOptions()
+	opts, err := addrs.dialOptions(addrs.addrs[0])
 	if err != nil {
 		return nil, err
 	}
@@ -40,11 +40,12 @@ func dialAll(addrs *addrList) ([]*client.Client, func(), error) {
 	if err := addrs.check(); err != nil {
 		return nil, nil, err
 	}
-	opts, err := addrs.tls.dialOptions()
-	if err != nil {
-		return nil, nil, err
-	}
 	for _, a := range addrs.addrs {
+		opts, err := addrs.dialOptions(a)
+		if err != nil {
+			closeAll()
+			return nil, nil, err
+		}
 		c, err := client.Dial(a, opts...)
 		if err != nil {
 			closeAll()

@@ -33,11 +33,14 @@ func runToken(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	var principal *string
 	var ttl *time.Duration
 	output := new(string)
+	var direct tokenStoreFlags
 	switch sub {
 	case "create":
 		principal = fs.String("principal", "", "the token's principal, User:NAME (required)")
 		ttl = fs.Duration("ttl", 720*time.Hour, "how long the token is valid (0: never expires)")
 		output = outputFlag(fs)
+		direct = tokenStoreFlags{store: fs.String("store", "", "bootstrap: write the token straight into this PostgreSQL metadata store `URL` (postgres://…), no agent and no token needed: the first admin's bootstrap"),
+			data: fs.String("data", "", "bootstrap: write the token straight into floe dev's SQLite metadata store in this data `folder`")}
 	case "list":
 		output = outputFlag(fs)
 	}
@@ -57,6 +60,12 @@ func runToken(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		if *ttl < 0 {
 			return fmt.Errorf("token create: flag -ttl: %v is negative (0: never expires)", *ttl)
 		}
+	}
+	if sub == "create" && direct.direct() {
+		if *output == "json" {
+			return fmt.Errorf("token create: flag -o: json is not offered with -store or -data")
+		}
+		return direct.createTokenInStore(ctx, *principal, *ttl, stdout, stderr)
 	}
 	c, err := dial(addr)
 	if err != nil {

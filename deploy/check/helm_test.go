@@ -87,6 +87,10 @@ type podMonitor struct {
 					} `yaml:"secret"`
 				} `yaml:"ca"`
 			} `yaml:"tlsConfig"`
+			BearerTokenSecret *struct {
+				Name string `yaml:"name"`
+				Key  string `yaml:"key"`
+			} `yaml:"bearerTokenSecret"`
 		} `yaml:"podMetricsEndpoints"`
 	} `yaml:"spec"`
 }

@@ -99,6 +99,7 @@ app.kubernetes.io/component: {{ index . 1 }}
       name: {{ include "floe.s3Secret" . }}
       key: {{ if include "floe.s3OwnSecret" . }}AWS_SECRET_ACCESS_KEY{{ else }}{{ .Values.s3.secretAccessKeyKey }}{{ end }}
 {{- end }}
+{{ include "floe.authEnv" . }}
 {{- end -}}
 
 {{/* Flags both commands share. */}}
@@ -181,5 +182,21 @@ checksum/existing-secrets-version: {{ . | quote }}
 {{- end }}
 {{- with (index . 1).podAnnotations }}
 {{ toYaml . }}
+{{- end }}
+{{- end -}}
+
+{{/* auth.* as the environment of agents and compactor (docs/security.md). */}}
+{{- define "floe.authEnv" -}}
+{{- with .Values.auth -}}
+- name: FLOE_AUTH_ENABLED
+  value: {{ .enabled | quote }}
+{{- if .enabled }}
+- name: FLOE_AUTH_SUPERUSERS
+  value: {{ join "," .superusers | quote }}
+- name: FLOE_AUTH_CERT_PRINCIPAL
+  value: {{ .certPrincipal | quote }}
+- name: FLOE_AUTH_HTTP_OPEN
+  value: {{ join "," .httpOpen | quote }}
+{{- end }}
 {{- end }}
 {{- end -}}
