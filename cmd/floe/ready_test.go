@@ -108,9 +108,17 @@ func TestAgentWaitsForPostgresAndReportsReadiness(t *testing.T) {
 	}
 
 	// Without: alive, not ready, retrying and saying why.
+	// Until its first attempt fails the agent says only "starting"; then
+	// why it waits.
 	a := startFloeWait(t, "/healthz", args...)
-	if body := waitReady(t, a, 503, true); !strings.Contains(body, "waiting for the metadata store") {
-		t.Fatalf("readyz while PostgreSQL is down: %q", body)
+	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		body := waitReady(t, a, 503, true)
+		if strings.Contains(body, "waiting for the metadata store") {
+			break
+		}
+		if !strings.Contains(body, "starting") || time.Now().After(deadline) {
+			t.Fatalf("readyz while PostgreSQL is down: %q", body)
+		}
 	}
 	c := dialT(t, a.addr)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
