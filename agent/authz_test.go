@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -18,7 +17,6 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	grpcmd "google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
-	"google.golang.org/grpc/test/bufconn"
 	"google.golang.org/protobuf/reflect/protoreflect"
 
 	"github.com/floe-broker/floe/access"
@@ -52,23 +50,14 @@ func startAuthNode(t *testing.T) *authNode {
 // and dials with cli.
 func startAuthNodeWith(t *testing.T, srv credentials.TransportCredentials, cli credentials.TransportCredentials) *authNode {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	meta, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "meta.db"))
+	meta, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "meta.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	store := objectstore.NewMemory()
+	t.Cleanup(func() { meta.Close() }) // after the node's cleanup
 	acfg, bcfg := agent.DefaultConfig(), batcher.DefaultConfig()
 	bcfg.Linger = 5 * time.Millisecond
 	acfg.PollInterval = 200 * time.Millisecond
-	var ag *agent.Agent
-	b, err := batcher.New(bcfg, store, meta, batcher.Options{OnCommit: func(f batcher.CommittedFile) { ag.OnCommit(f) }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if ag, err = agent.New(acfg, meta, store, b, agent.Options{}); err != nil {
-		t.Fatal(err)
-	}
 	acls := accesstest.NewStore()
 	v := accesstest.NewVerifier()
 	for _, u := range []string{"root", "alice", "bob"} {
@@ -82,31 +71,20 @@ func startAuthNodeWith(t *testing.T, srv credentials.TransportCredentials, cli c
 	if err != nil {
 		t.Fatal(err)
 	}
-	lis := bufconn.Listen(1 << 20)
 	sopts := agent.GRPCServerOptions(acfg, nil)
 	if srv != nil {
 		sopts = append(sopts, grpc.Creds(srv))
 	}
-	gs := grpc.NewServer(append(sopts, agent.AuthServerOptions(g, v, func(ctx context.Context, group string) ([]string, error) { return ag.GroupTopics(ctx, group) })...)...)
-	ag.Register(gs)
-	var wg sync.WaitGroup
-	wg.Add(2)
-	go func() { defer wg.Done(); _ = gs.Serve(lis) }()
-	go func() { defer wg.Done(); _ = ag.Run(ctx) }()
+	var n *node // the interceptors ask its agent for a group's topics
+	sopts = append(sopts, agent.AuthServerOptions(g, v, func(ctx context.Context, group string) ([]string, error) { return n.ag.GroupTopics(ctx, group) })...)
+	n = startNode(t, meta, objectstore.NewMemory(), acfg, bcfg, sopts...)
 	conn, err := grpc.NewClient("passthrough:///bufnet",
-		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return lis.DialContext(ctx) }),
+		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return n.lis.DialContext(ctx) }),
 		grpc.WithTransportCredentials(cli))
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		conn.Close()
-		gs.Stop()
-		_ = b.Close(context.Background())
-		cancel()
-		wg.Wait()
-		meta.Close()
-	})
+	t.Cleanup(func() { conn.Close() })
 	return &authNode{conn: conn, meta: meta, acls: acls, guard: g}
 }
 

@@ -7,7 +7,6 @@ import (
 	"net"
 	"path/filepath"
 	"sort"
-	"sync"
 	"testing"
 	"time"
 
@@ -15,7 +14,6 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
-	"google.golang.org/grpc/test/bufconn"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/emptypb"
 
@@ -120,43 +118,22 @@ func callRaw(ctx context.Context, conn *grpc.ClientConn, m fuzzMethod, body []by
 // fuzzAgent runs an agent on SQLite and the in-memory store, with topic
 // "t" of two partitions, until the end of f; it returns a connection.
 func fuzzAgent(f *testing.F) *grpc.ClientConn {
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx := context.Background()
 	meta, err := sqlite.Open(ctx, filepath.Join(f.TempDir(), "meta.db"))
 	if err != nil {
 		f.Fatal(err)
 	}
-	store := objectstore.NewMemory()
+	f.Cleanup(func() { meta.Close() }) // after the node's cleanup
 	acfg, bcfg := agent.DefaultConfig(), batcher.DefaultConfig()
 	bcfg.Linger = time.Millisecond
-	var ag *agent.Agent
-	b, err := batcher.New(bcfg, store, meta, batcher.Options{OnCommit: func(c batcher.CommittedFile) { ag.OnCommit(c) }})
-	if err != nil {
-		f.Fatal(err)
-	}
-	if ag, err = agent.New(acfg, meta, store, b, agent.Options{}); err != nil {
-		f.Fatal(err)
-	}
-	lis := bufconn.Listen(1 << 20)
-	gs := grpc.NewServer(agent.GRPCServerOptions(acfg, nil)...) // as floe agent serves
-	ag.Register(gs)
-	var wg sync.WaitGroup
-	wg.Add(2)
-	go func() { defer wg.Done(); _ = gs.Serve(lis) }()
-	go func() { defer wg.Done(); _ = ag.Run(ctx) }()
+	n := startNode(f, meta, objectstore.NewMemory(), acfg, bcfg, agent.GRPCServerOptions(acfg, nil)...) // as floe agent serves
 	conn, err := grpc.NewClient("passthrough:///bufnet",
-		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return lis.DialContext(ctx) }),
+		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return n.lis.DialContext(ctx) }),
 		grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		f.Fatal(err)
 	}
-	f.Cleanup(func() {
-		conn.Close()
-		gs.Stop()
-		_ = b.Close(context.Background())
-		cancel()
-		wg.Wait()
-		meta.Close()
-	})
+	f.Cleanup(func() { conn.Close() })
 	if _, err := floev1.NewTopicServiceClient(conn).CreateTopic(ctx, &floev1.CreateTopicRequest{Name: "t", Partitions: 2}); err != nil {
 		f.Fatal(err)
 	}
