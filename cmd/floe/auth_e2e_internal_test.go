@@ -41,7 +41,7 @@ func TestDevWithAuth(t *testing.T) {
 	}
 	saved := authBackends
 	t.Cleanup(func() { authBackends = saved })
-	authBackends = func(context.Context, metadata.Store, *slog.Logger) (auth.Authorizer, access.TokenVerifier, auth.Store, func(), error) {
+	authBackends = func(context.Context, metadata.Store, time.Duration, *slog.Logger) (auth.Authorizer, access.TokenVerifier, auth.Store, func(), error) {
 		return st, v, st, func() {}, nil
 	}
 	grpcAddr, httpAddr, kafkaAddr := testenv.FreeAddr(t), testenv.FreeAddr(t), testenv.FreeAddr(t)

@@ -29,7 +29,8 @@ import (
 // a SCRAM user made through the CLI, and each client refused or served as
 // its ACLs say — the CLI over plaintext on loopback and then over TLS,
 // franz-go over SASL SCRAM-SHA-256 and SASL_SSL, kcat over SASL_SSL. A
-// revoked token is refused by the next agent process.
+// revoked token is refused by the same agent within -auth-refresh and by
+// the next agent process.
 func TestAuthEndToEndOnTheStore(t *testing.T) {
 	data, dir := t.TempDir(), t.TempDir()
 	cli := func(stdin string, args ...string) (int, string, string) {
@@ -64,7 +65,7 @@ func TestAuthEndToEndOnTheStore(t *testing.T) {
 	}
 
 	kaddr := freeAddr(t)
-	serverArgs := []string{"dev", "-data", data, "-auth-enabled", "-auth-superusers", "User:admin", "-kafka-listen", kaddr}
+	serverArgs := []string{"dev", "-data", data, "-auth-enabled", "-auth-superusers", "User:admin", "-auth-refresh", "1s", "-kafka-listen", kaddr}
 	dev := startFloe(t, serverArgs...)
 	at := []string{"-addr", dev.addr}
 	admin := append([]string{"-token-file", adminFile}, at...)
@@ -98,6 +99,17 @@ func TestAuthEndToEndOnTheStore(t *testing.T) {
 	scramRefused(ctx, t, kaddr, nil)
 
 	must("", append([]string{"token", "revoke", aliceID}, admin...)...)
+	// The same agent refuses it once its token cache's trust (-auth-refresh
+	// 1s) has run out; it was accepted just before the revocation.
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+		code, _, errs := cli("", append([]string{"topic", "list", "-token", alice}, at...)...)
+		if code != 0 && strings.Contains(errs, "Unauthenticated") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the revoked token still accepted by the same agent after 20 s (refresh 1s): exit %d, %q", code, errs)
+		}
+	}
 
 	// The next agent process, with TLS on gRPC and Kafka: the revoked token
 	// is refused; SASL_SSL for franz-go and kcat.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync/atomic"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc"
@@ -29,14 +30,16 @@ var authBackends = openAuthBackends
 
 // openAuthBackends is authBackends on the metadata store's auth tables.
 // Superusers are the Guard's (access), not the cache's.
-func openAuthBackends(ctx context.Context, meta metadata.Store, log *slog.Logger) (auth.Authorizer, access.TokenVerifier, auth.Store, func(), error) {
+func openAuthBackends(ctx context.Context, meta metadata.Store, refresh time.Duration, log *slog.Logger) (auth.Authorizer, access.TokenVerifier, auth.Store, func(), error) {
 	cfg := auth.DefaultCacheConfig()
-	cfg.Logger = log
+	cfg.Logger, cfg.Refresh = log, refresh
 	cache, err := auth.NewCache(ctx, meta, cfg)
 	if err != nil {
 		return nil, nil, nil, nil, err
 	}
-	v, err := auth.NewTokenVerifier(meta, auth.DefaultVerifierConfig())
+	vcfg := auth.DefaultVerifierConfig()
+	vcfg.Refresh = refresh
+	v, err := auth.NewTokenVerifier(meta, vcfg)
 	if err != nil {
 		cache.Close()
 		return nil, nil, nil, nil, err
@@ -64,6 +67,9 @@ type serverAuth struct {
 	late  *lateAuth
 	store auth.Store // set by open
 	stop  func()     // set by open: stops the backends
+	// refresh is auth.refresh: the ACL cache's longest reload interval and
+	// the token cache's trust period.
+	refresh time.Duration
 }
 
 // close stops what open started.
@@ -90,7 +96,7 @@ func newServerAuth(a AuthSettings, reg prometheus.Registerer, log *slog.Logger) 
 		return nil, err
 	}
 	gate.set(g, late)
-	return &serverAuth{guard: g, gate: gate, late: late}, nil
+	return &serverAuth{guard: g, gate: gate, late: late, refresh: a.Refresh}, nil
 }
 
 // grpcOptions are the interceptors of agent.AuthServerOptions, the
@@ -117,7 +123,7 @@ func (s *serverAuth) open(ctx context.Context, meta metadata.Store, log *slog.Lo
 	if authBackends == nil {
 		return errNoAuthBackends
 	}
-	az, v, st, stop, err := authBackends(ctx, meta, log)
+	az, v, st, stop, err := authBackends(ctx, meta, s.refresh, log)
 	if err != nil {
 		return fmt.Errorf("auth: %w", err)
 	}

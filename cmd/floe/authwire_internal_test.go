@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -56,7 +57,7 @@ func TestServerAuth(t *testing.T) {
 	st, v := accesstest.NewStore(), accesstest.NewVerifier()
 	v.Add("tok", "alice")
 	st.Allow("User:alice", auth.OpRead, auth.Topic("t"))
-	authBackends = func(context.Context, metadata.Store, *slog.Logger) (auth.Authorizer, access.TokenVerifier, auth.Store, func(), error) {
+	authBackends = func(context.Context, metadata.Store, time.Duration, *slog.Logger) (auth.Authorizer, access.TokenVerifier, auth.Store, func(), error) {
 		return st, v, st, func() {}, nil
 	}
 	if err := on.open(ctx, nil, log); err != nil {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/floe-broker/floe/access"
+	"github.com/floe-broker/floe/auth"
 )
 
 // AuthSettings switch authentication and ACLs on for every listener
@@ -16,13 +17,15 @@ type AuthSettings struct {
 	CertPrincipal     string        `yaml:"cert_principal" flag:"auth-cert-principal" help:"field of a verified client certificate that names its principal: cn, san-dns or san-email"`
 	HTTPOpen          string        `yaml:"http_open" flag:"auth-http-open" help:"comma-separated parts of the HTTP listener left open without a token when auth is on: metrics, console, iceberg, pprof (/healthz and /readyz always are)"`
 	DenialLogInterval time.Duration `yaml:"denial_log_interval" flag:"auth-denial-log-interval" check:"positive" help:"a denial of one principal, operation and resource is logged at most once per this interval (all are counted in floe_auth_denied_total)"`
+	Refresh           time.Duration `yaml:"refresh" flag:"auth-refresh" check:"positive" help:"longest an agent goes without reloading the ACLs (it also reloads on every change notification), and how long it trusts a token it verified before reading it again: a revoked token is refused within this period"`
 	DenialLogMaxKeys  int           `yaml:"denial_log_max_keys" flag:"auth-denial-log-max-keys" check:"positive" help:"distinct (principal, operation, resource) denials remembered for that interval; past it the oldest are forgotten"`
 }
 
 // defaultAuthSettings are the settings' defaults: off.
 func defaultAuthSettings() AuthSettings {
 	d := access.DefaultConfig()
-	return AuthSettings{CertPrincipal: d.CertPrincipal.String(), DenialLogInterval: d.DenialLogInterval, DenialLogMaxKeys: d.MaxDenialKeys}
+	return AuthSettings{CertPrincipal: d.CertPrincipal.String(), DenialLogInterval: d.DenialLogInterval, DenialLogMaxKeys: d.MaxDenialKeys,
+		Refresh: auth.DefaultVerifierConfig().Refresh}
 }
 
 // accessConfig is the settings as package access takes them, or an
