@@ -18,3 +18,7 @@ func StreamBufferHeld(a *Agent) int64 { return a.streamMem.held.Load() }
 
 // SubscribedPartitions is what partitions all subscriptions read.
 func SubscribedPartitions(a *Agent) int64 { return a.readers.n.Load() }
+
+// FollowingNotices reports whether the agent follows the metadata store's
+// commit notices (its Run subscribed and the store's listener listens).
+func FollowingNotices(a *Agent) bool { return a.index.Live() }

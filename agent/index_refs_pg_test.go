@@ -30,6 +30,14 @@ func TestReaderOnAnotherAgentNeedsNoQuery(t *testing.T) {
 	b := startNode(t, meta, store, acfg, bcfg)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
+	// Only notices wake b's readers: wait until b follows them (its Run
+	// subscribes asynchronously; a commit before that is never noticed).
+	for !agent.FollowingNotices(b.ag) {
+		if ctx.Err() != nil {
+			t.Fatal("the other agent never followed the commit notices")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 	if _, err := a.c.CreateTopic(ctx, "t", 1, nil); err != nil {
 		t.Fatal(err)
 	}

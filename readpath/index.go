@@ -179,6 +179,13 @@ func (x *Index) SetLive(live bool) {
 	x.live = live
 }
 
+// Live reports whether the index follows commit notices (SetLive).
+func (x *Index) Live() bool {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	return x.live
+}
+
 // Polled applies a topic's partition states read from the store and
 // returns the partitions whose high watermark grew.
 func (x *Index) Polled(topicID int64, states []metadata.PartitionState) []metadata.PartitionNotice {
