@@ -11,7 +11,10 @@
 //
 // Run by TestJavaClient (make test-kafka), as a single-file program:
 //
-//	java -cp <kafka-clients classpath> FloeKafkaCheck.java <bootstrap> [classic|consumer]
+//	java -cp <kafka-clients classpath> FloeKafkaCheck.java <bootstrap> [classic|consumer [client.properties]]
+//
+// The optional properties file is added to every client's configuration
+// (security.protocol, sasl.*, ssl.*: TestJavaClientSASLSSL).
 //
 // It prints "OK <records>" and exits 0, or prints FAIL and exits 1.
 
@@ -49,6 +52,15 @@ public class FloeKafkaCheck {
     static String TOPIC = "java-check";
     static String GROUP = "java-group";
     static final int PARTITIONS = 6;
+    static final Properties EXTRA = new Properties(); // from the optional properties file
+
+    /** A client configuration: the bootstrap servers and the extra properties. */
+    static Properties props(String bootstrap) {
+        Properties p = new Properties();
+        p.putAll(EXTRA);
+        p.put("bootstrap.servers", bootstrap);
+        return p;
+    }
 
     static void check(boolean ok, String msg) {
         if (!ok) {
@@ -72,8 +84,7 @@ public class FloeKafkaCheck {
 
         @Override
         public void run() {
-            Properties cp = new Properties();
-            cp.put("bootstrap.servers", bootstrap);
+            Properties cp = props(bootstrap);
             cp.put("group.id", GROUP);
             cp.put("group.protocol", PROTOCOL);
             cp.put("auto.offset.reset", "earliest");
@@ -120,8 +131,7 @@ public class FloeKafkaCheck {
     }
 
     static int produce(String bootstrap, String codec, int from, int n, Map<String, String> sent) throws Exception {
-        Properties pp = new Properties();
-        pp.put("bootstrap.servers", bootstrap);
+        Properties pp = props(bootstrap);
         pp.put("acks", "all");
         pp.put("enable.idempotence", "true");
         pp.put("compression.type", codec);
@@ -153,8 +163,12 @@ public class FloeKafkaCheck {
             TOPIC = TOPIC + "-" + PROTOCOL;
             GROUP = GROUP + "-" + PROTOCOL;
         }
-        Properties ap = new Properties();
-        ap.put("bootstrap.servers", bootstrap);
+        if (args.length > 2) {
+            try (java.io.FileReader r = new java.io.FileReader(args[2], StandardCharsets.UTF_8)) {
+                EXTRA.load(r);
+            }
+        }
+        Properties ap = props(bootstrap);
         try (Admin admin = Admin.create(ap)) {
             admin.createTopics(List.of(new NewTopic(TOPIC, PARTITIONS, (short) 1))).all().get();
             check(admin.describeCluster().nodes().get().size() == 1, "describeCluster: one broker");
