@@ -208,7 +208,7 @@ type table struct {
 	faults, ops, anomalies, invariants map[string]int
 	faultTime                          time.Duration
 	asyncWindow                        time.Duration // the widest async-loss window
-	invariantsChecked                  bool // by runs, not by check
+	invariantsChecked                  bool          // by runs, not by check
 }
 
 func newTable() *table {
