@@ -36,10 +36,15 @@ const (
 	AsyncStandby
 )
 
+// asyncLag is how far behind an asynchronous standby is when the
+// primary dies (Config.FailoverAsync).
+const asyncLag = time.Second
+
 // standby is a streaming-replication standby of the
 // deployment's PostgreSQL, in a directory of its own, promoted by
 // failover.
 type standby struct {
+	sync     bool
 	dir      string
 	hostPort string // 127.0.0.1:PORT
 	adminURL string
@@ -67,7 +72,7 @@ func startStandby(ctx context.Context, primaryAdmin string, sync bool) (_ *stand
 	if err != nil {
 		return nil, fmt.Errorf("chaos: %w", err)
 	}
-	s := &standby{dir: dir}
+	s := &standby{dir: dir, sync: sync}
 	defer func() {
 		if err != nil {
 			s.stop()
@@ -173,6 +178,16 @@ func withConn(ctx context.Context, dsn string, fn func(*pgx.Conn) error) error {
 // (each behind its proxy), and its next connections find the standby the
 // one that accepts writes. It returns when the new primary accepts writes.
 func (d *Deployment) failover(ctx context.Context) error {
+	if !d.standby.sync {
+		// An asynchronous standby a little behind, as over a real network
+		// or under load: it is paused for asyncLag (on the loopback it is
+		// otherwise microseconds behind, and nothing is lost), then the
+		// primary dies and the standby gets what it had been sent.
+		_ = syscall.Kill(-d.standby.proc.Pid(), syscall.SIGSTOP)
+		sleep(ctx, asyncLag)
+		_ = syscall.Kill(-d.PG.Pid(), syscall.SIGKILL)
+		_ = syscall.Kill(-d.standby.proc.Pid(), syscall.SIGCONT)
+	}
 	_ = syscall.Kill(-d.PG.Pid(), syscall.SIGKILL)
 	if err := d.standby.promote(ctx); err != nil {
 		return err
