@@ -99,7 +99,7 @@ func Start(ctx context.Context, exe string, agents, compactors int, withNetns bo
 		return nil, err
 	}
 	if standby != NoStandby {
-		if d.standby, err = startStandby(ctx, d.PG.AdminURL, standby == SyncStandby); err != nil {
+		if d.standby, err = startStandby(ctx, d.PG.AdminURL, standby == SyncStandby, log); err != nil {
 			return nil, err
 		}
 		if d.StandbyProxy, err = StartPGProxy(d.standby.hostPort, log); err != nil {

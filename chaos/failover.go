@@ -3,6 +3,8 @@ package chaos
 import (
 	"context"
 	"fmt"
+	"log/slog"
+	"net"
 	"net/url"
 	"os"
 	"os/exec"
@@ -45,6 +47,7 @@ const asyncLag = time.Second
 // failover.
 type standby struct {
 	sync     bool
+	repl     *PGProxy // the asynchronous standby's replication connection
 	dir      string
 	hostPort string // 127.0.0.1:PORT
 	adminURL string
@@ -55,7 +58,7 @@ type standby struct {
 // standby streaming from it, waits until it streams, and, when sync, makes
 // it the primary's synchronous standby: from then on a commit is
 // acknowledged only once the standby has flushed it.
-func startStandby(ctx context.Context, primaryAdmin string, sync bool) (_ *standby, err error) {
+func startStandby(ctx context.Context, primaryAdmin string, sync bool, log *slog.Logger) (_ *standby, err error) {
 	bin, err := services.PostgresBinDir()
 	if err != nil {
 		return nil, err
@@ -90,8 +93,17 @@ func startStandby(ctx context.Context, primaryAdmin string, sync bool) (_ *stand
 	if out, err := bb.CombinedOutput(); err != nil {
 		return nil, fmt.Errorf("chaos: pg_basebackup: %w\n%s", err, out)
 	}
-	conninfo := fmt.Sprintf("\nprimary_conninfo = 'host=%s port=%s user=postgres application_name=%s'\n",
-		pu.Hostname(), pu.Port(), standbyName)
+	replHost, replPort := pu.Hostname(), pu.Port()
+	if !sync {
+		// The asynchronous standby streams through a proxy, which the
+		// failover cuts to let it fall behind.
+		if s.repl, err = StartPGProxy(pu.Host, log); err != nil {
+			return nil, err
+		}
+		replHost, replPort, _ = net.SplitHostPort(s.repl.Addr())
+	}
+	conninfo := fmt.Sprintf("\nprimary_conninfo = 'host=%s port=%s user=postgres application_name=%s sslmode=disable gssencmode=disable'\n",
+		replHost, replPort, standbyName)
 	f, err := os.OpenFile(filepath.Join(data, "postgresql.auto.conf"), os.O_APPEND|os.O_WRONLY, 0)
 	if err != nil {
 		return nil, fmt.Errorf("chaos: %w", err)
@@ -160,7 +172,12 @@ func (s *standby) promote(ctx context.Context) error {
 }
 
 func (s *standby) stop() {
-	s.proc.Stop(syscall.SIGINT, 15*time.Second)
+	if s.repl != nil {
+		s.repl.Close()
+	}
+	if s.proc != nil {
+		s.proc.Stop(syscall.SIGINT, 15*time.Second)
+	}
 	_ = os.RemoveAll(s.dir)
 }
 
@@ -177,18 +194,18 @@ func withConn(ctx context.Context, dsn string, fn func(*pgx.Conn) error) error {
 // promotes the standby. floe is not told: its multi-host URL names both
 // (each behind its proxy), and its next connections find the standby the
 // one that accepts writes. It returns when the new primary accepts writes.
-func (d *Deployment) failover(ctx context.Context) error {
+func (d *Deployment) failover(ctx context.Context, killed func()) error {
 	if !d.standby.sync {
 		// An asynchronous standby a little behind, as over a real network
-		// or under load: it is paused for asyncLag (on the loopback it is
-		// otherwise microseconds behind, and nothing is lost), then the
-		// primary dies and the standby gets what it had been sent.
-		_ = syscall.Kill(-d.standby.proc.Pid(), syscall.SIGSTOP)
+		// or under load (on the loopback it is otherwise microseconds
+		// behind, and nothing is lost): its replication connection is cut
+		// for asyncLag while the primary goes on acknowledging, then the
+		// primary dies.
+		d.standby.repl.Set(PGMode{Refuse: true})
 		sleep(ctx, asyncLag)
-		_ = syscall.Kill(-d.PG.Pid(), syscall.SIGKILL)
-		_ = syscall.Kill(-d.standby.proc.Pid(), syscall.SIGCONT)
 	}
 	_ = syscall.Kill(-d.PG.Pid(), syscall.SIGKILL)
+	killed()
 	if err := d.standby.promote(ctx); err != nil {
 		return err
 	}

@@ -75,8 +75,7 @@ func (f *faulter) run(ctx context.Context) {
 			return
 		}
 		if !f.failoverAt.IsZero() && !f.d.failedOver && time.Now().After(f.failoverAt) {
-			f.w.add(history.Op{Type: history.Fault, Value: PGFailover})
-			if err := f.d.failover(ctx); err != nil {
+			if err := f.d.failover(ctx, func() { f.w.add(history.Op{Type: history.Fault, Value: PGFailover}) }); err != nil {
 				f.w.log.Warn("chaos: failover", "err", err)
 			}
 			continue
