@@ -58,7 +58,10 @@ type Deployment struct {
 	S3      *services.S3Server
 	S3Proxy *S3Proxy
 	PGProxy *PGProxy
-	Agents  []*proc
+	// StandbyProxy, with a standby, is the proxy in front of it: floe's
+	// URL names both proxies (pgURLs), so floe itself finds the primary.
+	StandbyProxy *PGProxy
+	Agents       []*proc
 	// Compactors are two replicas: they share the jobs through leases.
 	Compactors []*proc
 	Clients    []*client.Client
@@ -77,7 +80,7 @@ type Deployment struct {
 // Start starts a deployment of agents agents and compactors compactors
 // from the floe binary exe; withNetns puts each agent in a network
 // namespace of its own (see netns).
-func Start(ctx context.Context, exe string, agents, compactors int, withNetns, withStandby bool, log *slog.Logger) (_ *Deployment, err error) {
+func Start(ctx context.Context, exe string, agents, compactors int, withNetns bool, standby StandbyMode, log *slog.Logger) (_ *Deployment, err error) {
 	dir, err := os.MkdirTemp("", "floe-chaos-")
 	if err != nil {
 		return nil, fmt.Errorf("chaos: temp dir: %w", err)
@@ -95,8 +98,11 @@ func Start(ctx context.Context, exe string, agents, compactors int, withNetns, w
 	if d.PGURL, err = d.PG.CreateDatabase(ctx, "floe"); err != nil {
 		return nil, err
 	}
-	if withStandby {
-		if d.standby, err = startStandby(ctx, d.PG.AdminURL); err != nil {
+	if standby != NoStandby {
+		if d.standby, err = startStandby(ctx, d.PG.AdminURL, standby == SyncStandby, log); err != nil {
+			return nil, err
+		}
+		if d.StandbyProxy, err = StartPGProxy(d.standby.hostPort, log); err != nil {
 			return nil, err
 		}
 	}
@@ -107,8 +113,7 @@ func Start(ctx context.Context, exe string, agents, compactors int, withNetns, w
 	if d.PGProxy, err = StartPGProxy(u.Host, log); err != nil {
 		return nil, err
 	}
-	u.Host = d.PGProxy.Addr()
-	proxiedPG := u.String()
+	proxiedPG := d.pgURL(*u, d.PGProxy.Addr(), d.StandbyProxy.addr())
 	if d.S3, err = services.StartVersitygw(ctx, log); err != nil {
 		return nil, err
 	}
@@ -135,12 +140,15 @@ func Start(ctx context.Context, exe string, agents, compactors int, withNetns, w
 			d.namespaces = append(d.namespaces, ns)
 			pgAddr, err1 := d.PGProxy.Listen(ns.pg)
 			s3URL, err2 := d.S3Proxy.Listen(ns.s3)
-			if err := errors.Join(err1, err2); err != nil {
+			var standbyAddr string
+			var err3 error
+			if d.StandbyProxy != nil {
+				standbyAddr, err3 = d.StandbyProxy.Listen(ns.pg)
+			}
+			if err := errors.Join(err1, err2, err3); err != nil {
 				return nil, err
 			}
-			nsPG := *u
-			nsPG.Host = pgAddr
-			agentStores = storeArgs(nsPG.String(), s3URL)
+			agentStores = storeArgs(d.pgURL(*u, pgAddr, standbyAddr), s3URL)
 			// The namespace is empty: fixed ports are free.
 			a.ns, a.listen, a.metrics = ns, ns.agent+":7070", ns.agent+":7071"
 		} else {
@@ -183,6 +191,31 @@ func Start(ctx context.Context, exe string, agents, compactors int, withNetns, w
 		}
 	}
 	return d, nil
+}
+
+// pgURL is floe's database URL at the primary's proxy primary and, with
+// a standby, a multi-host URL naming the standby's proxy too, with
+// target_session_attrs=read-write: pgx (as libpq) tries the hosts in
+// order and keeps the first that accepts writes, the way users point floe
+// at a replicated PostgreSQL (RDS Multi-AZ, Patroni).
+func (d *Deployment) pgURL(u url.URL, primary, standby string) string {
+	u.Host = primary
+	if standby != "" {
+		u.Host += "," + standby
+		q := u.Query()
+		q.Set("target_session_attrs", "read-write")
+		u.RawQuery = q.Encode()
+	}
+	return u.String()
+}
+
+// setPG sets the mode of every PostgreSQL proxy (the primary's and the
+// standby's: a partition cuts floe from both).
+func (d *Deployment) setPG(m PGMode) {
+	d.PGProxy.Set(m)
+	if d.StandbyProxy != nil {
+		d.StandbyProxy.Set(m)
+	}
 }
 
 // startProc starts p and waits until its metrics listener answers path.
@@ -238,7 +271,7 @@ func (d *Deployment) Pause(p *proc, stop bool) {
 // PostgreSQL if it is down, and waits until every process is ready.
 func (d *Deployment) Heal(ctx context.Context) error {
 	d.S3Proxy.Set(S3Mode{})
-	d.PGProxy.Set(PGMode{})
+	d.setPG(PGMode{})
 	for _, ns := range d.namespaces {
 		ns.heal()
 	}
@@ -299,6 +332,9 @@ func (d *Deployment) Stop() {
 	}
 	if d.PGProxy != nil {
 		d.PGProxy.Close()
+	}
+	if d.StandbyProxy != nil {
+		d.StandbyProxy.Close()
 	}
 	if d.S3 != nil {
 		d.S3.Stop()

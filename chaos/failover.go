@@ -3,6 +3,8 @@ package chaos
 import (
 	"context"
 	"fmt"
+	"log/slog"
+	"net"
 	"net/url"
 	"os"
 	"os/exec"
@@ -13,6 +15,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/floe-broker/floe/chaos/history"
 	"github.com/floe-broker/floe/internal/services"
 )
 
@@ -20,10 +23,31 @@ import (
 // synchronous_standby_names names.
 const standbyName = "chaos_standby"
 
-// standby is a synchronous streaming-replication standby of the
+// StandbyMode is whether PostgreSQL runs with a streaming-replication
+// standby, and how it replicates.
+type StandbyMode int
+
+const (
+	// NoStandby: one PostgreSQL cluster.
+	NoStandby StandbyMode = iota
+	// SyncStandby: the standby is named in synchronous_standby_names, a
+	// commit is acknowledged once the standby flushed it.
+	SyncStandby
+	// AsyncStandby: the standby streams, the primary does not wait for it
+	// (PostgreSQL's default, and of many managed replicas).
+	AsyncStandby
+)
+
+// asyncLag is how far behind an asynchronous standby is when the
+// primary dies (Config.FailoverAsync).
+const asyncLag = time.Second
+
+// standby is a streaming-replication standby of the
 // deployment's PostgreSQL, in a directory of its own, promoted by
 // failover.
 type standby struct {
+	sync     bool
+	repl     *PGProxy // the asynchronous standby's replication connection
 	dir      string
 	hostPort string // 127.0.0.1:PORT
 	adminURL string
@@ -31,10 +55,10 @@ type standby struct {
 }
 
 // startStandby copies the primary with pg_basebackup, starts the copy as a
-// standby streaming from it, waits until it streams, and makes it the
-// primary's synchronous standby: from then on a commit is acknowledged
-// only once the standby has flushed it.
-func startStandby(ctx context.Context, primaryAdmin string) (_ *standby, err error) {
+// standby streaming from it, waits until it streams, and, when sync, makes
+// it the primary's synchronous standby: from then on a commit is
+// acknowledged only once the standby has flushed it.
+func startStandby(ctx context.Context, primaryAdmin string, sync bool, log *slog.Logger) (_ *standby, err error) {
 	bin, err := services.PostgresBinDir()
 	if err != nil {
 		return nil, err
@@ -51,7 +75,7 @@ func startStandby(ctx context.Context, primaryAdmin string) (_ *standby, err err
 	if err != nil {
 		return nil, fmt.Errorf("chaos: %w", err)
 	}
-	s := &standby{dir: dir}
+	s := &standby{dir: dir, sync: sync}
 	defer func() {
 		if err != nil {
 			s.stop()
@@ -69,8 +93,17 @@ func startStandby(ctx context.Context, primaryAdmin string) (_ *standby, err err
 	if out, err := bb.CombinedOutput(); err != nil {
 		return nil, fmt.Errorf("chaos: pg_basebackup: %w\n%s", err, out)
 	}
-	conninfo := fmt.Sprintf("\nprimary_conninfo = 'host=%s port=%s user=postgres application_name=%s'\n",
-		pu.Hostname(), pu.Port(), standbyName)
+	replHost, replPort := pu.Hostname(), pu.Port()
+	if !sync {
+		// The asynchronous standby streams through a proxy, which the
+		// failover cuts to let it fall behind.
+		if s.repl, err = StartPGProxy(pu.Host, log); err != nil {
+			return nil, err
+		}
+		replHost, replPort, _ = net.SplitHostPort(s.repl.Addr())
+	}
+	conninfo := fmt.Sprintf("\nprimary_conninfo = 'host=%s port=%s user=postgres application_name=%s sslmode=disable gssencmode=disable'\n",
+		replHost, replPort, standbyName)
 	f, err := os.OpenFile(filepath.Join(data, "postgresql.auto.conf"), os.O_APPEND|os.O_WRONLY, 0)
 	if err != nil {
 		return nil, fmt.Errorf("chaos: %w", err)
@@ -109,6 +142,9 @@ func startStandby(ctx context.Context, primaryAdmin string) (_ *standby, err err
 	}); err != nil {
 		return nil, fmt.Errorf("chaos: standby: %w\n%s", err, s.proc.LogTail())
 	}
+	if !sync {
+		return s, nil
+	}
 	if err := withConn(ctx, primaryAdmin, func(c *pgx.Conn) error {
 		if _, err := c.Exec(ctx, "ALTER SYSTEM SET synchronous_standby_names = '"+standbyName+"'"); err != nil {
 			return err
@@ -136,7 +172,12 @@ func (s *standby) promote(ctx context.Context) error {
 }
 
 func (s *standby) stop() {
-	s.proc.Stop(syscall.SIGINT, 15*time.Second)
+	if s.repl != nil {
+		s.repl.Close()
+	}
+	if s.proc != nil {
+		s.proc.Stop(syscall.SIGINT, 15*time.Second)
+	}
 	_ = os.RemoveAll(s.dir)
 }
 
@@ -149,16 +190,25 @@ func withConn(ctx context.Context, dsn string, fn func(*pgx.Conn) error) error {
 	return fn(c)
 }
 
-// failover kills the primary (every process of it, as a lost host),
-// promotes the standby and points the proxy at it, as a managed
-// service's endpoint moves. It returns when the new primary accepts
-// writes.
-func (d *Deployment) failover(ctx context.Context) error {
+// failover kills the primary (every process of it, as a lost host) and
+// promotes the standby. floe is not told: its multi-host URL names both
+// (each behind its proxy), and its next connections find the standby the
+// one that accepts writes. It returns when the new primary accepts writes.
+func (d *Deployment) failover(ctx context.Context, killed func()) error {
+	if !d.standby.sync {
+		// An asynchronous standby a little behind, as over a real network
+		// or under load (on the loopback it is otherwise microseconds
+		// behind, and nothing is lost): its replication connection is cut
+		// for asyncLag while the primary goes on acknowledging, then the
+		// primary dies.
+		d.standby.repl.Set(PGMode{Refuse: true})
+		sleep(ctx, asyncLag)
+	}
 	_ = syscall.Kill(-d.PG.Pid(), syscall.SIGKILL)
+	killed()
 	if err := d.standby.promote(ctx); err != nil {
 		return err
 	}
-	d.PGProxy.SetTarget(d.standby.hostPort)
 	u, err := url.Parse(d.PGURL)
 	if err != nil {
 		return fmt.Errorf("chaos: %w", err)
@@ -166,4 +216,59 @@ func (d *Deployment) failover(ctx context.Context) error {
 	u.Host = d.standby.hostPort
 	d.PGURL, d.adminURL, d.failedOver = u.String(), d.standby.adminURL, true
 	return nil
+}
+
+// AsyncLoss is what the promotion of an asynchronous standby lost: the
+// acknowledged sends the primary had not streamed to the standby when it
+// was killed. Asynchronous replication allows that loss; it is measured,
+// not counted as an anomaly.
+type AsyncLoss struct {
+	// Lost counts the sends acknowledged before the kill that the final
+	// read did not see.
+	Lost int
+	// Window spans them: from the acknowledgement of the first lost send
+	// to the kill (0 when nothing was lost).
+	Window time.Duration
+}
+
+// splitAsyncLoss finds the async loss in a history with a failover and
+// returns it with the history less the lost sends and every read of
+// their values, for the checker to judge the rest: a send acknowledged
+// after the kill and not read at the end is still lost, and whatever
+// else the promotion broke is still an anomaly.
+func splitAsyncLoss(ops []history.Op) (AsyncLoss, []history.Op) {
+	var killed int64
+	final := map[string]bool{}
+	for _, op := range ops {
+		switch {
+		case op.Type == history.Fault && op.Value == PGFailover:
+			killed = op.Time
+		case op.Type == history.Read && op.Final:
+			final[op.Value] = true
+		}
+	}
+	if killed == 0 {
+		return AsyncLoss{}, ops
+	}
+	var loss AsyncLoss
+	lost := map[string]bool{}
+	first := killed
+	for _, op := range ops {
+		if op.Type == history.Send && op.Outcome == history.OK && op.Time <= killed && !final[op.Value] {
+			lost[op.Value] = true
+			first = min(first, op.Time)
+		}
+	}
+	if len(lost) == 0 {
+		return AsyncLoss{}, ops
+	}
+	loss.Lost, loss.Window = len(lost), time.Duration(killed-first)
+	kept := make([]history.Op, 0, len(ops))
+	for _, op := range ops {
+		if (op.Type == history.Send || op.Type == history.Read) && lost[op.Value] {
+			continue
+		}
+		kept = append(kept, op)
+	}
+	return loss, kept
 }

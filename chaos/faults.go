@@ -75,8 +75,7 @@ func (f *faulter) run(ctx context.Context) {
 			return
 		}
 		if !f.failoverAt.IsZero() && !f.d.failedOver && time.Now().After(f.failoverAt) {
-			f.w.add(history.Op{Type: history.Fault, Value: PGFailover})
-			if err := f.d.failover(ctx); err != nil {
+			if err := f.d.failover(ctx, func() { f.w.add(history.Op{Type: history.Fault, Value: PGFailover}) }); err != nil {
 				f.w.log.Warn("chaos: failover", "err", err)
 			}
 			continue
@@ -169,9 +168,9 @@ func (f *faulter) inject(ctx context.Context, kind string) {
 	case PGPartition, PGLoseCommit:
 		detail = fmt.Sprintf("for %v", hold)
 		record()
-		f.d.PGProxy.Set(PGMode{Refuse: kind == PGPartition, LoseCommitAnswers: kind == PGLoseCommit})
+		f.d.setPG(PGMode{Refuse: kind == PGPartition, LoseCommitAnswers: kind == PGLoseCommit})
 		sleep(ctx, hold)
-		f.d.PGProxy.Set(PGMode{})
+		f.d.setPG(PGMode{})
 	case S3Outage, S3SlowDown, S3Latency, S3ErrorAfterWrite:
 		m := S3Mode{Outage: kind == S3Outage, SlowDown: kind == S3SlowDown, ErrorAfterWrite: kind == S3ErrorAfterWrite}
 		if kind == S3Latency {

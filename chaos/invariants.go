@@ -28,6 +28,11 @@ const (
 	// its high watermark a minute after the faults ended, although the
 	// members ran.
 	GroupNotDrained = "group-not-drained"
+	// RetentionPastHold: a partition's log start past the offsets its
+	// topic's Iceberg table holds (docs/retention.md: retention never moves
+	// past the table's watermark). Groups hold nothing: retention does not
+	// wait for a group's committed offset.
+	RetentionPastHold = "retention-past-hold"
 	// InvariantUnchecked: a check could not run (its store did not answer).
 	InvariantUnchecked = "invariant-unchecked"
 )
@@ -160,4 +165,32 @@ func (w *workload) scanTable(ctx context.Context, d *Deployment, hws map[int32]i
 		w.add(history.Op{Type: history.TableWatermark, Partition: p, Offset: o})
 	}
 	return nil
+}
+
+// retentionPastHold counts the partitions whose log start, as the final
+// read found it, is past the table's watermark as the scan after it found
+// it (absent: 0). Both only grow, and the log start read first is at most
+// the watermark of that moment, so a later watermark never makes a false
+// alarm. It reads the history (FinalRead and TableWatermark ops); table is
+// whether the topic has a table.
+func retentionPastHold(ops []history.Op, table bool) int {
+	if !table {
+		return 0
+	}
+	starts, wm := map[int32]int64{}, map[int32]int64{}
+	for _, op := range ops {
+		switch op.Type {
+		case history.FinalRead:
+			starts[op.Partition] = op.From
+		case history.TableWatermark:
+			wm[op.Partition] = max(wm[op.Partition], op.Offset)
+		}
+	}
+	n := 0
+	for p, start := range starts {
+		if start > wm[p] {
+			n++
+		}
+	}
+	return n
 }

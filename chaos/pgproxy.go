@@ -74,6 +74,14 @@ func (p *PGProxy) Listen(host string) (string, error) {
 // Addr is the proxy's host:port.
 func (p *PGProxy) Addr() string { return p.ln.Addr().String() }
 
+// addr is Addr, "" for no proxy.
+func (p *PGProxy) addr() string {
+	if p == nil {
+		return ""
+	}
+	return p.Addr()
+}
+
 // Set changes the mode; Refuse drops the open connections.
 func (p *PGProxy) Set(m PGMode) {
 	p.mu.Lock()
@@ -83,21 +91,6 @@ func (p *PGProxy) Set(m PGMode) {
 		for c := range p.conns {
 			drop = append(drop, c)
 		}
-	}
-	p.mu.Unlock()
-	for _, c := range drop {
-		c.close()
-	}
-}
-
-// SetTarget points new connections at another server (a failover, as a
-// DNS name or a virtual IP moves) and drops the open ones.
-func (p *PGProxy) SetTarget(target string) {
-	p.mu.Lock()
-	p.target = target
-	drop := make([]*pgConn, 0, len(p.conns))
-	for c := range p.conns {
-		drop = append(drop, c)
 	}
 	p.mu.Unlock()
 	for _, c := range drop {

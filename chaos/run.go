@@ -44,8 +44,10 @@ type Config struct {
 	// only), for the network partitions (NetFaults).
 	Netns bool
 	// Failover runs PostgreSQL with a synchronous standby and, half-way
-	// through the faults, kills the primary and promotes the standby.
-	Failover bool
+	// through the faults, kills the primary and promotes the standby;
+	// FailoverAsync does the same with an asynchronous standby, whose
+	// loss window is measured (Result.AsyncLoss).
+	Failover, FailoverAsync bool
 	// OutDir receives a failed run's history, seed and logs.
 	OutDir string
 	Log    *slog.Logger
@@ -90,6 +92,10 @@ type Result struct {
 	// FailoverToAck is the time from the primary's kill to the first
 	// acknowledged send after it (0: no failover, or no ack after it).
 	FailoverToAck time.Duration
+	// AsyncLoss, with Config.FailoverAsync, is what the promotion of the
+	// asynchronous standby lost (not an anomaly: asynchronous replication
+	// allows it).
+	AsyncLoss AsyncLoss
 	// Phases is how long the steps after the faults took: heal, final
 	// read, group drain, table, invariants.
 	Phases []Phase
@@ -118,7 +124,14 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if cfg.Compactor {
 		compactors = 2
 	}
-	d, err := Start(ctx, cfg.Exe, cfg.Agents, compactors, cfg.Netns, cfg.Failover, log)
+	standby := NoStandby
+	switch {
+	case cfg.FailoverAsync:
+		standby = AsyncStandby
+	case cfg.Failover:
+		standby = SyncStandby
+	}
+	d, err := Start(ctx, cfg.Exe, cfg.Agents, compactors, cfg.Netns, standby, log)
 	if err != nil {
 		return nil, err
 	}
@@ -155,9 +168,9 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	for i := range 3 {
 		members.Go(func() { w.member(readCtx, fmt.Sprintf("m%d", i), i, stopMembers) })
 	}
-	if len(cfg.Faults) > 0 || cfg.Failover {
+	if len(cfg.Faults) > 0 || standby != NoStandby {
 		f := &faulter{d: d, w: w, rng: rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15)), kinds: cfg.Faults}
-		if cfg.Failover {
+		if standby != NoStandby {
 			f.failoverAt = time.Now().Add(cfg.Duration / 2)
 		}
 		if cfg.Netns {
@@ -205,10 +218,17 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	res.Withheld, res.AppliedErrors = d.PGProxy.Withheld.Load(), d.S3Proxy.Applied.Load()
 	ops := rec.Ops()
 	res.FailoverToAck = failoverToAck(ops)
+	if n := retentionPastHold(ops, cfg.Compactor); n > 0 {
+		res.Invariants[RetentionPastHold] += n
+	}
 	if cfg.keepOps != nil {
 		cfg.keepOps(ops)
 	}
-	res.Report = history.Check(ops)
+	checked := ops
+	if cfg.FailoverAsync {
+		res.AsyncLoss, checked = splitAsyncLoss(ops)
+	}
+	res.Report = history.Check(checked)
 	res.Elapsed = time.Since(start)
 	if res.Failed() {
 		res.HistoryPath, err = writeFailure(cfg, d, ops, res)

@@ -114,6 +114,7 @@ func runCampaign(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	fs.IntVar(&cfg.Agents, "agents", cfg.Agents, "agents")
 	fs.BoolVar(&cfg.Compactor, "compactor", cfg.Compactor, "start two compactor replicas and check the table")
 	fs.BoolVar(&cfg.Failover, "failover", cfg.Failover, "run PostgreSQL with a synchronous standby; half-way through the faults kill the primary and promote the standby")
+	fs.BoolVar(&cfg.FailoverAsync, "failover-async", cfg.FailoverAsync, "as -failover with an asynchronous standby: the acknowledged sends the promotion lost are counted as async-loss (allowed for asynchronous replication), with their window")
 	fs.BoolVar(&cfg.Netns, "netns", cfg.Netns, "put each agent in a network namespace of its own and add the network partitions to the faults (root; ip)")
 	fs.DurationVar(&cfg.Duration, "duration", cfg.Duration, "faults and produce of one run")
 	fs.IntVar(&cfg.MaxSends, "max-sends", cfg.MaxSends, "sends per producer and run at most")
@@ -166,6 +167,12 @@ func runCampaign(ctx context.Context, args []string, stdout, stderr io.Writer) e
 			failed++
 			verdict = fmt.Sprintf("FAILED: anomalies %v invariants %v, history %s", res.Report.Anomalies, res.Invariants, res.HistoryPath)
 		}
+		if cfg.FailoverAsync {
+			t.ops["async-loss (allowed: asynchronous replication)"] += res.AsyncLoss.Lost
+			t.asyncWindow = max(t.asyncWindow, res.AsyncLoss.Window)
+			fmt.Fprintf(stdout, "run %d: async-loss: %d acknowledged sends lost, acknowledged within %v before the primary was killed\n",
+				n+1, res.AsyncLoss.Lost, res.AsyncLoss.Window.Round(time.Millisecond))
+		}
 		if res.FailoverToAck > 0 {
 			fmt.Fprintf(stdout, "run %d: failover: first acknowledged send %v after the primary was killed\n", n+1, res.FailoverToAck.Round(time.Millisecond))
 		}
@@ -200,7 +207,8 @@ func sum(m map[string]int) int {
 type table struct {
 	faults, ops, anomalies, invariants map[string]int
 	faultTime                          time.Duration
-	invariantsChecked                  bool // by runs, not by check
+	asyncWindow                        time.Duration // the widest async-loss window
+	invariantsChecked                  bool          // by runs, not by check
 }
 
 func newTable() *table {
@@ -235,6 +243,9 @@ func (t *table) print(w io.Writer, runs int) {
 	fmt.Fprintf(tw, "runs\t%d\n", runs)
 	if t.faultTime > 0 {
 		fmt.Fprintf(tw, "time under faults\t%v\n", t.faultTime)
+	}
+	if t.asyncWindow > 0 {
+		fmt.Fprintf(tw, "async-loss window (widest)\t%v\n", t.asyncWindow.Round(time.Millisecond))
 	}
 	for _, s := range []struct {
 		title string
