@@ -59,9 +59,10 @@ func (a *Agent) KafkaListOffset(ctx context.Context, topicID int64, partition in
 	return off, toStatus(err)
 }
 
-// KafkaInitProducer allocates an idempotent producer id.
-func (a *Agent) KafkaInitProducer(ctx context.Context) (int64, int16, error) {
-	id, epoch, err := a.meta.InitProducer(ctx)
+// KafkaInitProducer allocates an idempotent producer id, or bumps the
+// epoch of id (metadata.ProducerStore.ReinitProducer; -1, -1 for a new id).
+func (a *Agent) KafkaInitProducer(ctx context.Context, id int64, epoch int16) (int64, int16, error) {
+	id, epoch, err := a.meta.ReinitProducer(ctx, id, epoch)
 	return id, epoch, toStatus(err)
 }
 

@@ -12,11 +12,15 @@ import (
 // A producer without a transactional id gets a new floe producer id with
 // epoch 0 (floe's InitProducer, the same ids gRPC producers get); its
 // sequences are then checked by floe's sequencer with Kafka's rules.
-// Deviations: a producer that asks to bump the epoch of its id (v3+,
-// KIP-360) gets a new id instead, which resets its sequences just as
-// well; a transactional id is refused with INVALID_REQUEST (floe has no
-// transactions), which Kafka clients report as a fatal error of
-// initTransactions.
+// A producer that gives its id and epoch (v3+, KIP-360) gets the next
+// epoch of that id (metadata.DecideProducerInit): its sequences restart
+// at 0 and its older epochs are fenced; a retried bump gets the same
+// answer; a stale epoch gets PRODUCER_FENCED (INVALID_PRODUCER_EPOCH
+// before v4); an exhausted epoch or an unknown id gets a new id.
+// Deviations: Apache Kafka gives a producer without a transactional id a
+// new id whatever it sends; a transactional id is refused with
+// INVALID_REQUEST (floe has no transactions), which Kafka clients report
+// as a fatal error of initTransactions.
 
 func init() { register(kmsg.InitProducerID, 0, 4, async(initProducerID)) }
 
@@ -27,9 +31,16 @@ func initProducerID(ctx context.Context, s *Server, _ *conn, req *kmsg.InitProdu
 		resp.ErrorCode = kerr.InvalidRequest.Code
 		return resp
 	}
-	id, epoch, err := s.be.KafkaInitProducer(ctx)
+	if (req.ProducerID < 0) != (req.ProducerEpoch < 0) {
+		resp.ErrorCode = kerr.InvalidRequest.Code
+		return resp
+	}
+	id, epoch, err := s.be.KafkaInitProducer(ctx, req.ProducerID, req.ProducerEpoch)
 	if err != nil {
 		resp.ErrorCode = errCode(err)
+		if resp.ErrorCode == kerr.InvalidProducerEpoch.Code && req.Version >= 4 {
+			resp.ErrorCode = kerr.ProducerFenced.Code
+		}
 		return resp
 	}
 	resp.ProducerID, resp.ProducerEpoch = id, epoch

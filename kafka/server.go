@@ -27,7 +27,7 @@ type Backend interface {
 	KafkaTopics(ctx context.Context) ([]metadata.Topic, error)
 	KafkaPartitionStates(ctx context.Context, topicID int64) ([]metadata.PartitionState, error)
 	KafkaListOffset(ctx context.Context, topicID int64, partition int32, spec metadata.OffsetSpec, ts int64) (int64, error)
-	KafkaInitProducer(ctx context.Context) (int64, int16, error)
+	KafkaInitProducer(ctx context.Context, id int64, epoch int16) (int64, int16, error)
 	KafkaAppend(ctx context.Context, topic string, partition int32, batch []byte) (*agent.KafkaPending, error)
 	KafkaRead(ctx context.Context, topicID int64, partition int32, offset int64, maxBytes int) (agent.KafkaBatches, error)
 	KafkaWake(tps []metadata.TopicPartition) []<-chan struct{}

@@ -1,6 +1,10 @@
 package metadata
 
-import "context"
+import (
+	"context"
+	"errors"
+	"math"
+)
 
 // ProducerInfo is an idempotent producer's state in one partition, as
 // the sequencer keeps it (Kafka's DescribeProducers shows it).
@@ -16,4 +20,94 @@ type ProducerStore interface {
 	// Producers returns the producer states of a partition ordered by
 	// producer id, at most limit of them (none for an unknown partition).
 	Producers(ctx context.Context, topicID int64, partition int32, limit int) ([]ProducerInfo, error)
+	// ReinitProducer answers InitProducerId for (id, epoch) by
+	// DecideProducerInit: (-1, -1) is InitProducer; otherwise the next
+	// epoch of id, the same answer for a retried bump, or a new id.
+	// Errors: ErrProducerFenced, ErrInvalidProducerInit.
+	ReinitProducer(ctx context.Context, id int64, epoch int16) (int64, int16, error)
+}
+
+// Producer epochs (KIP-360). InitProducerId with a producer's id and
+// epoch asks for the next epoch of that id: its sequences restart at 0 and
+// its older epochs are fenced. The store keeps, per producer id that ever
+// asked, the epoch it holds and the one before the last bump (so that a
+// retried bump whose answer was lost gets the same answer); an id issued
+// by InitProducer and never bumped holds epoch 0. DecideProducerInit is
+// the rule; the backends load the state and write its outcome.
+
+// ErrInvalidProducerInit refuses an InitProducerId that gives only one of
+// a producer id and an epoch.
+var ErrInvalidProducerInit = errors.New("metadata: producer id and epoch must both be given or both be -1")
+
+// ExhaustedProducerEpoch: a producer at this epoch or above cannot be
+// bumped again and gets a new id (Kafka's isEpochExhausted).
+const ExhaustedProducerEpoch = math.MaxInt16 - 1
+
+// ProducerEpochState is what the store knows of one producer id.
+type ProducerEpochState struct {
+	Issued    bool  // the id was handed out by InitProducer
+	Epoch     int16 // the epoch it holds (0 if never bumped)
+	LastEpoch int16 // the epoch before its last bump; -1 if never bumped
+}
+
+// ProducerInitAction is what a backend does for an InitProducerId.
+type ProducerInitAction int
+
+const (
+	// ProducerNewID: issue a new id with epoch 0.
+	ProducerNewID ProducerInitAction = iota
+	// ProducerBump: store Epoch and LastEpoch for the id, answer (id, Epoch).
+	ProducerBump
+	// ProducerKeep: a retried bump; answer (id, Epoch), store nothing.
+	ProducerKeep
+	// ProducerFenced: a stale epoch; answer ErrProducerFenced.
+	ProducerFenced
+	// ProducerInvalid: answer ErrInvalidProducerInit.
+	ProducerInvalid
+)
+
+// ProducerInitDecision is DecideProducerInit's outcome.
+type ProducerInitDecision struct {
+	Action    ProducerInitAction
+	Epoch     int16 // for ProducerBump and ProducerKeep
+	LastEpoch int16 // for ProducerBump
+}
+
+// DecideProducerInit decides an InitProducerId for (id, epoch) given the
+// id's stored state (ignored when id < 0):
+//   - (-1, -1): a new id;
+//   - only one of them negative: invalid;
+//   - an id never issued, or an epoch at or above ExhaustedProducerEpoch:
+//     a new id (Apache Kafka gives idempotent producers new ids too);
+//   - the epoch before the last bump: a retry of that bump, same answer;
+//   - an epoch below the held one: fenced;
+//   - the held epoch or above: bump to epoch+1. Above is allowed because
+//     idempotent clients (franz-go, the Java client) bump their epoch
+//     locally after a produce error and ask the broker only when the epoch
+//     is exhausted.
+func DecideProducerInit(st ProducerEpochState, id int64, epoch int16) ProducerInitDecision {
+	switch {
+	case id < 0 && epoch < 0:
+		return ProducerInitDecision{Action: ProducerNewID}
+	case id < 0 || epoch < 0:
+		return ProducerInitDecision{Action: ProducerInvalid}
+	case !st.Issued || epoch >= ExhaustedProducerEpoch:
+		return ProducerInitDecision{Action: ProducerNewID}
+	case st.LastEpoch >= 0 && epoch == st.LastEpoch:
+		return ProducerInitDecision{Action: ProducerKeep, Epoch: st.Epoch}
+	case epoch < st.Epoch:
+		return ProducerInitDecision{Action: ProducerFenced}
+	}
+	return ProducerInitDecision{Action: ProducerBump, Epoch: epoch + 1, LastEpoch: epoch}
+}
+
+// Err is the error a refusing decision answers with; nil for the others.
+func (d ProducerInitDecision) Err() error {
+	switch d.Action {
+	case ProducerFenced:
+		return ErrProducerFenced
+	case ProducerInvalid:
+		return ErrInvalidProducerInit
+	}
+	return nil
 }

@@ -59,6 +59,8 @@ func Run(t *testing.T, open func(t *testing.T) metadata.Store) {
 		{"IdempotentDedupeWindow", testIdempotentDedupeWindow},
 		{"IdempotentWraparound", testIdempotentWraparound},
 		{"InitProducer", testInitProducer},
+		{"ReinitProducer", testReinitProducer},                   // producer_epochs.go
+		{"ReinitProducerSequences", testReinitProducerSequences}, // producer_epochs.go
 		{"Notices", testNotices},
 		{"NoticesOverflow", testNoticesOverflow},
 		{"ConcurrentCommits", testConcurrentCommits},

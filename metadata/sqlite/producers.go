@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	"github.com/floe-broker/floe/metadata"
@@ -43,4 +44,56 @@ func (s *Store) Producers(ctx context.Context, topicID int64, partition int32, l
 		return nil, s.wrap("producers", err)
 	}
 	return out, nil
+}
+
+// ReinitProducer applies metadata.DecideProducerInit in one write
+// transaction.
+func (s *Store) ReinitProducer(ctx context.Context, id int64, epoch int16) (int64, int16, error) {
+	if id < 0 || epoch < 0 {
+		if d := metadata.DecideProducerInit(metadata.ProducerEpochState{}, id, epoch); d.Action != metadata.ProducerNewID {
+			return 0, 0, d.Err()
+		}
+		return s.InitProducer(ctx)
+	}
+	if err := s.checkOpen(); err != nil {
+		return 0, 0, err
+	}
+	var outID int64
+	var outEpoch int16
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		var maxID int64
+		if err := tx.QueryRowContext(ctx, "SELECT value FROM sequences WHERE name = 'producer_id'").Scan(&maxID); err != nil {
+			return err
+		}
+		st := metadata.ProducerEpochState{}
+		if id >= 1 && id <= maxID {
+			st = metadata.ProducerEpochState{Issued: true, LastEpoch: -1}
+			err := tx.QueryRowContext(ctx, "SELECT epoch, last_epoch FROM producer_epochs WHERE producer_id = ?", id).Scan(&st.Epoch, &st.LastEpoch)
+			if err != nil && !errors.Is(err, sql.ErrNoRows) {
+				return err
+			}
+		}
+		d := metadata.DecideProducerInit(st, id, epoch)
+		switch d.Action {
+		case metadata.ProducerBump:
+			outID, outEpoch = id, d.Epoch
+			_, err := tx.ExecContext(ctx, `INSERT INTO producer_epochs (producer_id, epoch, last_epoch) VALUES (?1, ?2, ?3)
+				ON CONFLICT (producer_id) DO UPDATE SET epoch = excluded.epoch, last_epoch = excluded.last_epoch`, id, d.Epoch, d.LastEpoch)
+			return err
+		case metadata.ProducerKeep:
+			outID, outEpoch = id, d.Epoch
+			return nil
+		case metadata.ProducerNewID:
+			outEpoch = 0
+			return tx.QueryRowContext(ctx, "UPDATE sequences SET value = value + 1 WHERE name = 'producer_id' RETURNING value").Scan(&outID)
+		}
+		return d.Err()
+	})
+	if err != nil {
+		if errors.Is(err, metadata.ErrProducerFenced) {
+			return 0, 0, err
+		}
+		return 0, 0, s.wrap("reinit producer", err)
+	}
+	return outID, outEpoch, nil
 }
