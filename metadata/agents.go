@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sort"
 	"time"
 )
 
@@ -16,7 +17,10 @@ import (
 // (PostgreSQL's now(), Go's clock for SQLite); a beat also removes the
 // rows that expired, so the table holds the live agents and those of the
 // last ttl. A node id is assigned on an agent's first beat and kept while
-// the row lives; a restarted agent (a new id) gets a new one.
+// the row lives; an agent whose row lapsed, and a restarted agent (a new
+// id), get a new one, larger than every node id given before. The rule is
+// AgentLive and PlanAgentBeat; the backends read the rows and the clock
+// and write the plan.
 
 // ErrInvalidAgent reports a malformed agent beat (empty or too long id or
 // host, a port out of range, a non-positive ttl).
@@ -59,4 +63,62 @@ func ValidateAgent(a AgentInfo, ttl time.Duration) error {
 		return fmt.Errorf("%w: agent ttl must be at least 1 ms", ErrInvalidAgent)
 	}
 	return nil
+}
+
+// AgentRow is an agent's stored row.
+type AgentRow struct {
+	AgentInfo
+	ExpiresAt time.Time // by the store's clock
+}
+
+// AgentLive reports whether a row expiring at expiresAt is live at now,
+// by the store's clock: it is until its expiry, inclusive.
+func AgentLive(expiresAt, now time.Time) bool { return !expiresAt.Before(now) }
+
+// AgentBeatPlan is what one beat writes and answers.
+type AgentBeatPlan struct {
+	// KeepNodeID: the agent's row is live and keeps NodeID. Otherwise the
+	// agent gets a new node id: its old row, if any, is replaced by a new
+	// one.
+	KeepNodeID bool
+	NodeID     int32
+	ExpiresAt  time.Time // the agent's row's new expiry: now + ttl
+	// Expired are the other agents' rows to remove, each only if it was
+	// not refreshed since it was read (same ExpiresAt).
+	Expired []AgentRow
+	// Others are the other live agents, by node id.
+	Others []AgentInfo
+}
+
+// PlanAgentBeat decides a beat of a at now (the store's clock) over the
+// stored rows.
+func PlanAgentBeat(rows []AgentRow, a AgentInfo, now time.Time, ttl time.Duration) AgentBeatPlan {
+	p := AgentBeatPlan{ExpiresAt: now.Add(ttl)}
+	for _, r := range rows {
+		live := AgentLive(r.ExpiresAt, now)
+		switch {
+		case r.ID == a.ID:
+			p.KeepNodeID, p.NodeID = live, r.NodeID
+		case live:
+			p.Others = append(p.Others, r.AgentInfo)
+		default:
+			p.Expired = append(p.Expired, r)
+		}
+	}
+	if !p.KeepNodeID {
+		p.NodeID = 0
+	}
+	sort.Slice(p.Others, func(i, j int) bool { return p.Others[i].NodeID < p.Others[j].NodeID })
+	return p
+}
+
+// Live is the beat's answer: the other live agents and self (a with the
+// node id the store kept or gave), by node id.
+func (p AgentBeatPlan) Live(self AgentInfo) []AgentInfo {
+	live := append(make([]AgentInfo, 0, len(p.Others)+1), p.Others...)
+	i := sort.Search(len(live), func(i int) bool { return live[i].NodeID > self.NodeID })
+	live = append(live, AgentInfo{})
+	copy(live[i+1:], live[i:])
+	live[i] = self
+	return live
 }

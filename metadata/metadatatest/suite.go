@@ -36,6 +36,7 @@ func Run(t *testing.T, open func(t *testing.T) metadata.Store) {
 	}{
 		{"TopicLifecycle", testTopicLifecycle},
 		{"Agents", testAgents},
+		{"AgentsRule", testAgentsRule}, // agents_rule.go
 		{"Producers", testProducers},
 		{"TopicValidation", testTopicValidation},
 		{"TopicConcurrentCreate", testTopicConcurrentCreate},

@@ -4,44 +4,60 @@ import (
 	"context"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/floe-broker/floe/metadata"
 )
 
-// BeatAgent refreshes a's row, removes expired rows and reads the live
-// agents, in one statement (one round trip). The final SELECT sees the
-// statement's snapshot, so a's own row comes from the upsert's RETURNING.
+// BeatAgent applies metadata.PlanAgentBeat: one statement reads the
+// rows and the store's clock, one writes the plan (removes the expired
+// rows that were not refreshed since, upserts a's row with its kept or a
+// new node id).
 func (s *Store) BeatAgent(ctx context.Context, a metadata.AgentInfo, ttl time.Duration) ([]metadata.AgentInfo, error) {
 	if err := metadata.ValidateAgent(a, ttl); err != nil {
 		return nil, err
 	}
-	rows, err := s.pool.Query(ctx, `
+	var now time.Time
+	var stored []metadata.AgentRow
+	rows, err := s.pool.Query(ctx, `SELECT now(), g.id, g.node_id, g.host, g.port, g.zone, g.expires_at
+		FROM (VALUES (1)) v LEFT JOIN agents g ON true`)
+	if err != nil {
+		return nil, s.wrap("beat agent", err)
+	}
+	for rows.Next() {
+		var id, host, zone *string
+		var node, port *int32
+		var exp *time.Time
+		if err := rows.Scan(&now, &id, &node, &host, &port, &zone, &exp); err != nil {
+			rows.Close()
+			return nil, s.wrap("beat agent", err)
+		}
+		if id != nil {
+			stored = append(stored, metadata.AgentRow{AgentInfo: metadata.AgentInfo{ID: *id, NodeID: *node, Host: *host, Port: *port, Zone: *zone}, ExpiresAt: *exp})
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, s.wrap("beat agent", err)
+	}
+	plan := metadata.PlanAgentBeat(stored, a, now, ttl)
+	goneIDs := make([]string, len(plan.Expired))
+	goneExp := make([]time.Time, len(plan.Expired))
+	for i, r := range plan.Expired {
+		goneIDs[i], goneExp[i] = r.ID, r.ExpiresAt
+	}
+	self := a
+	err = s.pool.QueryRow(ctx, `
 		WITH gone AS (
-			DELETE FROM agents WHERE expires_at < now() AND id <> $1
-		), me AS (
-			INSERT INTO agents AS g (id, host, port, zone, expires_at)
-			VALUES ($1, $2, $3, $4, now() + $5 * interval '1 millisecond')
-			ON CONFLICT (id) DO UPDATE SET host = excluded.host, port = excluded.port,
-				zone = excluded.zone, expires_at = excluded.expires_at
-			RETURNING id, node_id, host, port, zone
+			DELETE FROM agents g USING unnest($6::text[], $7::timestamptz[]) AS x(id, exp)
+			 WHERE g.id = x.id AND g.expires_at = x.exp AND g.id <> $1
 		)
-		SELECT id, node_id, host, port, zone FROM me
-		UNION ALL
-		SELECT id, node_id, host, port, zone FROM agents WHERE id <> $1 AND expires_at >= now()
-		ORDER BY node_id`, a.ID, a.Host, a.Port, a.Zone, ttl.Milliseconds())
+		INSERT INTO agents AS g (id, host, port, zone, expires_at) VALUES ($1, $2, $3, $4, $5)
+		ON CONFLICT (id) DO UPDATE SET host = excluded.host, port = excluded.port, zone = excluded.zone,
+			expires_at = excluded.expires_at,
+			node_id = CASE WHEN $8 THEN g.node_id ELSE nextval(pg_get_serial_sequence('agents', 'node_id')) END
+		RETURNING node_id`, a.ID, a.Host, a.Port, a.Zone, plan.ExpiresAt, goneIDs, goneExp, plan.KeepNodeID).Scan(&self.NodeID)
 	if err != nil {
 		return nil, s.wrap("beat agent", err)
 	}
-	live, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (metadata.AgentInfo, error) {
-		var g metadata.AgentInfo
-		err := r.Scan(&g.ID, &g.NodeID, &g.Host, &g.Port, &g.Zone)
-		return g, err
-	})
-	if err != nil {
-		return nil, s.wrap("beat agent", err)
-	}
-	return live, nil
+	return plan.Live(self), nil
 }
 
 // LeaveAgent removes agent id's row.

@@ -8,8 +8,8 @@ import (
 	"github.com/floe-broker/floe/metadata"
 )
 
-// BeatAgent refreshes a's row, removes expired rows and reads the live
-// agents in one write transaction.
+// BeatAgent applies metadata.PlanAgentBeat in one write transaction,
+// by Go's clock (expires_at in unix ms).
 func (s *Store) BeatAgent(ctx context.Context, a metadata.AgentInfo, ttl time.Duration) ([]metadata.AgentInfo, error) {
 	if err := metadata.ValidateAgent(a, ttl); err != nil {
 		return nil, err
@@ -19,34 +19,55 @@ func (s *Store) BeatAgent(ctx context.Context, a metadata.AgentInfo, ttl time.Du
 	}
 	var live []metadata.AgentInfo
 	err := s.write(ctx, func(tx *sql.Tx) error {
-		live = live[:0]
-		now := time.Now().UnixMilli()
-		if _, err := tx.ExecContext(ctx, "DELETE FROM agents WHERE expires_at < ? AND id <> ?", now, a.ID); err != nil {
-			return err
-		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO agents (id, host, port, zone, expires_at) VALUES (?1, ?2, ?3, ?4, ?5)
-			ON CONFLICT (id) DO UPDATE SET host = excluded.host, port = excluded.port, zone = excluded.zone, expires_at = excluded.expires_at`,
-			a.ID, a.Host, a.Port, a.Zone, now+ttl.Milliseconds()); err != nil {
-			return err
-		}
-		rows, err := tx.QueryContext(ctx, "SELECT id, node_id, host, port, zone FROM agents WHERE expires_at >= ? ORDER BY node_id", now)
+		now := time.UnixMilli(time.Now().UnixMilli())
+		stored, err := agentRows(ctx, tx)
 		if err != nil {
 			return err
 		}
-		defer rows.Close()
-		for rows.Next() {
-			var g metadata.AgentInfo
-			if err := rows.Scan(&g.ID, &g.NodeID, &g.Host, &g.Port, &g.Zone); err != nil {
+		plan := metadata.PlanAgentBeat(stored, a, now, ttl)
+		for _, r := range plan.Expired {
+			if _, err := tx.ExecContext(ctx, "DELETE FROM agents WHERE id = ? AND expires_at = ?", r.ID, r.ExpiresAt.UnixMilli()); err != nil {
 				return err
 			}
-			live = append(live, g)
 		}
-		return rows.Err()
+		if !plan.KeepNodeID { // a new node id: AUTOINCREMENT never reuses one
+			if _, err := tx.ExecContext(ctx, "DELETE FROM agents WHERE id = ?", a.ID); err != nil {
+				return err
+			}
+		}
+		self := a
+		if err := tx.QueryRowContext(ctx, `INSERT INTO agents (id, host, port, zone, expires_at) VALUES (?1, ?2, ?3, ?4, ?5)
+			ON CONFLICT (id) DO UPDATE SET host = excluded.host, port = excluded.port, zone = excluded.zone, expires_at = excluded.expires_at
+			RETURNING node_id`, a.ID, a.Host, a.Port, a.Zone, plan.ExpiresAt.UnixMilli()).Scan(&self.NodeID); err != nil {
+			return err
+		}
+		live = plan.Live(self)
+		return nil
 	})
 	if err != nil {
 		return nil, s.wrap("beat agent", err)
 	}
 	return live, nil
+}
+
+// agentRows reads every agent row.
+func agentRows(ctx context.Context, tx *sql.Tx) ([]metadata.AgentRow, error) {
+	rows, err := tx.QueryContext(ctx, "SELECT id, node_id, host, port, zone, expires_at FROM agents")
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []metadata.AgentRow
+	for rows.Next() {
+		var r metadata.AgentRow
+		var exp int64
+		if err := rows.Scan(&r.ID, &r.NodeID, &r.Host, &r.Port, &r.Zone, &exp); err != nil {
+			return nil, err
+		}
+		r.ExpiresAt = time.UnixMilli(exp)
+		out = append(out, r)
+	}
+	return out, rows.Err()
 }
 
 // LeaveAgent removes agent id's row.
