@@ -2,6 +2,7 @@ package kafka
 
 import (
 	"context"
+	"errors"
 	"sort"
 	"sync"
 	"time"
@@ -9,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/floe-broker/floe/auth"
 	"github.com/floe-broker/floe/metadata"
 )
 
@@ -21,10 +23,14 @@ import (
 // member id the client chose, or one floe makes), -1 and -2 leave; the
 // answer's assignment is what the member may own now (partitions still
 // held by another member arrive in a later heartbeat, as in Kafka).
-// Deviations: the session timeout is floe's default (45 s); regex
-// subscriptions, server assignor names and rack ids are ignored
-// (INVALID_REQUEST for a regex); the assignment is sent in every answer
-// (Kafka sends it only when it changed).
+// A regex subscription (SubscribedTopicRegex) is resolved to topic names
+// by the agent (regex_subscriptions.go): the topics it matches that the
+// member may DESCRIBE, redone when the topic set changes; an invalid one
+// is INVALID_REGULAR_EXPRESSION.
+// Deviations: the session timeout is floe's default (45 s); server
+// assignor names and rack ids are ignored; the assignment is sent in
+// every answer (Kafka sends it only when it changed); a regex is Go's
+// (RE2), not RE2/J (see regex_subscriptions.go).
 
 func init() { register(kmsg.ConsumerGroupHeartbeat, 0, 1, async(consumerGroupHeartbeat)) }
 
@@ -65,14 +71,11 @@ func (c *ownedCache) drop(k memberKey) {
 	delete(c.m, k)
 }
 
-func consumerGroupHeartbeat(ctx context.Context, s *Server, _ *conn, req *kmsg.ConsumerGroupHeartbeatRequest) kmsg.Response {
+func consumerGroupHeartbeat(ctx context.Context, s *Server, c *conn, req *kmsg.ConsumerGroupHeartbeatRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.ConsumerGroupHeartbeatResponse)
 	fail := func(code int16, msg string) kmsg.Response {
 		resp.ErrorCode, resp.ErrorMessage = code, &msg
 		return resp
-	}
-	if req.SubscribedTopicRegex != nil && *req.SubscribedTopicRegex != "" {
-		return fail(kerr.InvalidRequest.Code, "floe does not support regular-expression subscriptions")
 	}
 	epoch := req.MemberEpoch
 	if epoch == -2 { // a static member's leave
@@ -85,6 +88,19 @@ func consumerGroupHeartbeat(ctx context.Context, s *Server, _ *conn, req *kmsg.C
 		if len(hb.Subscription) == 0 {
 			return fail(kerr.InvalidRequest.Code, "an empty subscription: leave the group instead")
 		}
+		s.regex.forget(key)
+	}
+	var regex *regexMember
+	if req.SubscribedTopicNames == nil && epoch != metadata.LeaveEpoch {
+		sub, m, err := s.regex.subscription(ctx, key, req.SubscribedTopicRegex, epoch == metadata.JoinEpoch, s.describable(c))
+		var bad errInvalidRegex
+		switch {
+		case errors.As(err, &bad):
+			return fail(kerr.InvalidRegularExpression.Code, bad.msg)
+		case err != nil:
+			return fail(errCode(err), *errMessage(err))
+		}
+		hb.Subscription, regex = sub, m
 	}
 	if epoch > 0 {
 		owned, err := s.ownedOf(ctx, key, req.Topics)
@@ -107,8 +123,10 @@ func consumerGroupHeartbeat(ctx context.Context, s *Server, _ *conn, req *kmsg.C
 	resp.HeartbeatIntervalMillis = int32(hr.HeartbeatInterval / time.Millisecond)
 	if epoch == metadata.LeaveEpoch {
 		s.owned.drop(memberKey{req.Group, id})
+		s.regex.forget(memberKey{req.Group, id})
 		return resp
 	}
+	s.regex.remember(memberKey{req.Group, id}, regex)
 	a := kmsg.NewConsumerGroupHeartbeatResponseAssignment()
 	byTopic := map[int64][]int32{}
 	for _, tp := range hr.Assigned {
@@ -132,6 +150,18 @@ func consumerGroupHeartbeat(ctx context.Context, s *Server, _ *conn, req *kmsg.C
 	owned, _ := s.owned.get(k)
 	s.owned.set(k, mergeOwned(owned, hr.Assigned))
 	return resp
+}
+
+// describable is whether c's principal may DESCRIBE a topic (always, with
+// authorization off).
+func (s *Server) describable(c *conn) func(topic string) bool {
+	g := s.guard()
+	if !g.Enabled() {
+		return func(string) bool { return true }
+	}
+	p, _ := c.authenticated()
+	ck := connChecker{s: s, p: p}
+	return func(topic string) bool { return ck.permits(auth.OpDescribe, auth.Topic(topic)) }
 }
 
 // ownedOf is what the member owns: the partitions of the request, or, when

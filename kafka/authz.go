@@ -40,8 +40,10 @@ import (
 //     and InitProducerId (no transactional id: those are refused anyway)
 //     any authenticated principal.
 //
-// Deviation: a KIP-848 regex subscription is not checked at the heartbeat
-// (the assigned topics' fetches are).
+// A KIP-848 regex subscription is resolved to the topics the principal may
+// DESCRIBE (regex_subscriptions.go); deviation: an ACL change alone takes
+// effect at the next topic-set change or join (the fetches are checked
+// every time).
 
 // checker answers checks for one connection's principal: allowed records
 // a denial, permits (for filtering lists) does not.

@@ -74,6 +74,7 @@ type Server struct {
 	agents *cluster      // the live agents (cluster.go)
 	held   atomic.Int64  // bytes every connection holds (respbudget.go)
 	owned  *ownedCache   // KIP-848 members\' owned partitions (68_consumer_group_heartbeat.go)
+	regex  *regexSubs    // KIP-848 regex subscriptions (regex_subscriptions.go)
 	slots  chan struct{} // one per open connection (MaxConnections)
 
 	mu    sync.Mutex // protects conns
@@ -98,6 +99,7 @@ func New(cfg Config, be Backend, opts Options) (*Server, error) {
 	s.groups = newCoordinator(s)
 	s.agents = newCluster(s)
 	s.owned = &ownedCache{m: map[memberKey][]metadata.TopicPartition{}, max: cfg.MaxGroups * 10}
+	s.regex = newRegexSubs(cfg.AgentTTL/4, be.KafkaTopics, cfg.MaxGroups*10)
 	return s, nil
 }
 
