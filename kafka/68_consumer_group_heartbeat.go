@@ -83,16 +83,12 @@ func consumerGroupHeartbeat(ctx context.Context, s *Server, c *conn, req *kmsg.C
 	}
 	key := memberKey{req.Group, req.MemberID}
 	hb := metadata.HeartbeatRequest{Group: req.Group, MemberID: req.MemberID, MemberEpoch: epoch}
-	if req.SubscribedTopicNames != nil {
-		hb.Subscription = req.SubscribedTopicNames
-		if len(hb.Subscription) == 0 {
-			return fail(kerr.InvalidRequest.Code, "an empty subscription: leave the group instead")
-		}
+	if r := req.SubscribedTopicRegex; r != nil && *r == "" { // the regex is dropped
 		s.regex.forget(key)
 	}
 	var regex *regexMember
-	if req.SubscribedTopicNames == nil && epoch != metadata.LeaveEpoch {
-		sub, m, err := s.regex.subscription(ctx, key, req.SubscribedTopicRegex, epoch == metadata.JoinEpoch, s.describable(c))
+	if epoch != metadata.LeaveEpoch {
+		sub, m, err := s.regex.subscription(ctx, key, req.SubscribedTopicRegex, req.SubscribedTopicNames, epoch == metadata.JoinEpoch, s.describable(c))
 		var bad errInvalidRegex
 		switch {
 		case errors.As(err, &bad):
@@ -101,6 +97,12 @@ func consumerGroupHeartbeat(ctx context.Context, s *Server, c *conn, req *kmsg.C
 			return fail(errCode(err), *errMessage(err))
 		}
 		hb.Subscription, regex = sub, m
+	}
+	if regex == nil && req.SubscribedTopicNames != nil {
+		hb.Subscription = req.SubscribedTopicNames
+		if len(hb.Subscription) == 0 {
+			return fail(kerr.InvalidRequest.Code, "an empty subscription: leave the group instead")
+		}
 	}
 	if epoch > 0 {
 		owned, err := s.ownedOf(ctx, key, req.Topics)

@@ -49,11 +49,14 @@ type regexSubs struct {
 	max     int // bound of members
 }
 
-// regexMember is one member's regex and the topic list generation its
-// names were last sent for.
+// regexMember is one member's regex, the topic names it subscribes to
+// besides (Kafka's SubscribedTopicNames, which a member may send with its
+// regex), and the topic list generation its subscription was last sent
+// for.
 type regexMember struct {
 	pattern string
 	re      *regexp.Regexp
+	names   []string
 	gen     uint64
 }
 
@@ -80,34 +83,42 @@ func compileSubscription(pattern string) (*regexp.Regexp, error) {
 }
 
 // subscription is what a heartbeat of member key sends as its
-// subscription: the regex's topics when pattern is given, when the topic
-// list changed since they were last sent, or when force (a join); nil
-// (unchanged) otherwise, or when the member has no regex known here. It
-// returns the member's state to remember once the heartbeat succeeded.
-func (r *regexSubs) subscription(ctx context.Context, key memberKey, pattern *string, force bool, permits func(topic string) bool) ([]string, *regexMember, error) {
+// subscription when the member has a regex (given now, or remembered):
+// the topics it matches and names (nil: the names it gave before), when
+// pattern or names are given, when the topic list changed since they were
+// last sent, or when force (a join); nil (unchanged) otherwise. With no
+// regex it returns a nil member: the caller uses the names. It returns the
+// member's state to remember once the heartbeat succeeded.
+func (r *regexSubs) subscription(ctx context.Context, key memberKey, pattern *string, names []string, force bool, permits func(topic string) bool) ([]string, *regexMember, error) {
 	r.mu.Lock()
 	m, ok := r.members[key]
 	r.mu.Unlock()
+	if pattern != nil && *pattern == "" {
+		ok = false
+	}
 	if pattern != nil && *pattern != "" && (!ok || m.pattern != *pattern) {
 		re, err := compileSubscription(*pattern)
 		if err != nil {
 			return nil, nil, err
 		}
-		m, ok = regexMember{pattern: *pattern, re: re}, true
+		m, ok = regexMember{pattern: *pattern, re: re, names: m.names}, true
 	}
 	if !ok {
 		return nil, nil, nil
 	}
-	names, gen, err := r.topics(ctx)
+	if names != nil && !slices.Equal(names, m.names) {
+		m.names, m.gen = slices.Clone(names), 0
+	}
+	topics, gen, err := r.topics(ctx)
 	if err != nil {
 		return nil, nil, err
 	}
 	if m.gen == gen && !force {
 		return nil, &m, nil
 	}
-	var sub []string
-	for _, n := range names {
-		if m.re.MatchString(n) && permits(n) {
+	sub := slices.Clone(m.names)
+	for _, n := range topics {
+		if m.re.MatchString(n) && permits(n) && !slices.Contains(m.names, n) {
 			sub = append(sub, n)
 		}
 	}
