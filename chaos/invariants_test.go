@@ -2,7 +2,6 @@ package chaos
 
 import (
 	"testing"
-	"time"
 
 	"github.com/floe-broker/floe/chaos/history"
 )
@@ -32,46 +31,5 @@ func TestRetentionPastHold(t *testing.T) {
 				t.Fatalf("retentionPastHold = %d, want %d", got, tc.want)
 			}
 		})
-	}
-}
-
-func TestSplitAsyncLoss(t *testing.T) {
-	kill := int64(10 * time.Second)
-	send := func(v string, o, at int64) history.Op {
-		return history.Op{Type: history.Send, Outcome: history.OK, Value: v, Offset: o, Time: at}
-	}
-	read := func(v string, o int64, final bool) history.Op {
-		op := history.Op{Type: history.Read, Process: "r", Value: v, Offset: o, Final: final}
-		if final {
-			op.Process = "final"
-		}
-		return op
-	}
-	ops := []history.Op{
-		send("a", 0, kill-int64(3*time.Second)), read("a", 0, false), // streamed: kept
-		send("b", 1, kill-int64(2*time.Second)), read("b", 1, false), // acked, read, then lost with the primary
-		send("c", 2, kill-int64(time.Second)), // acked, never read, lost
-		{Type: history.Send, Outcome: history.Unknown, Value: "u", Time: kill - 1},
-		{Type: history.Fault, Value: PGFailover, Time: kill},
-		send("d", 1, kill+1), // acked after the kill and never read: still the checker's
-		read("a", 0, true), {Type: history.FinalRead, From: 0, Offset: 2},
-	}
-	loss, kept := splitAsyncLoss(ops)
-	if loss.Lost != 2 || loss.Window != 2*time.Second {
-		t.Fatalf("loss %+v, want 2 sends over 2s", loss)
-	}
-	for _, op := range kept {
-		if op.Value == "b" || op.Value == "c" {
-			t.Fatalf("kept %+v of a lost send", op)
-		}
-	}
-	if len(kept) != len(ops)-3 {
-		t.Fatalf("kept %d ops of %d, want all but the 3 of b and c", len(kept), len(ops))
-	}
-	if r := history.Check(kept); r.Anomalies[history.Unseen] != 1 || r.Anomalies[history.InconsistentOffset] != 0 {
-		t.Fatalf("anomalies %v: the send acknowledged after the kill must still be flagged", r.Anomalies)
-	}
-	if loss, kept := splitAsyncLoss(ops[:3]); loss != (AsyncLoss{}) || len(kept) != 3 {
-		t.Fatalf("without a failover: %+v, %d ops", loss, len(kept))
 	}
 }

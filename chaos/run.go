@@ -93,9 +93,9 @@ type Result struct {
 	// acknowledged send after it (0: no failover, or no ack after it).
 	FailoverToAck time.Duration
 	// AsyncLoss, with Config.FailoverAsync, is what the promotion of the
-	// asynchronous standby lost (not an anomaly: asynchronous replication
-	// allows it).
-	AsyncLoss AsyncLoss
+	// asynchronous standby lost and its after-effects (not anomalies:
+	// asynchronous replication allows them; history.CheckAsyncLoss).
+	AsyncLoss history.AsyncLoss
 	// Phases is how long the steps after the faults took: heal, final
 	// read, group drain, table, invariants.
 	Phases []Phase
@@ -224,11 +224,12 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if cfg.keepOps != nil {
 		cfg.keepOps(ops)
 	}
-	checked := ops
 	if cfg.FailoverAsync {
-		res.AsyncLoss, checked = splitAsyncLoss(ops)
+		res.Report = history.CheckAsyncLoss(ops, PGFailover)
+		res.AsyncLoss = *res.Report.AsyncLoss
+	} else {
+		res.Report = history.Check(ops)
 	}
-	res.Report = history.Check(checked)
 	res.Elapsed = time.Since(start)
 	if res.Failed() {
 		res.HistoryPath, err = writeFailure(cfg, d, ops, res)
