@@ -208,11 +208,14 @@ func (d *Deployment) failover(ctx context.Context, killed func()) error {
 	if err := d.standby.promote(ctx); err != nil {
 		return err
 	}
-	u, err := url.Parse(d.PGURL)
+	u, err := url.Parse(d.directPG())
 	if err != nil {
 		return fmt.Errorf("chaos: %w", err)
 	}
 	u.Host = d.standby.hostPort
-	d.PGURL, d.adminURL, d.failedOver = u.String(), d.standby.adminURL, true
+	d.urlMu.Lock()
+	d.PGURL = u.String()
+	d.urlMu.Unlock()
+	d.adminURL, d.failedOver = d.standby.adminURL, true
 	return nil
 }

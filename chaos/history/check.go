@@ -83,6 +83,13 @@ type Report struct {
 	StaleDeliveries int            `json:"stale_deliveries"`
 	Faults          map[string]int `json:"faults"`
 	Anomalies       map[string]int `json:"anomalies"`
+	// Trimmed counts, by kind, what retention deleted before a reader got
+	// to it, allowed when the final read's log start is past it (the
+	// retention invariants of the driver judge when it was deleted, the
+	// table check that the table holds it): "unread" acknowledged values
+	// no reader read, "skip" a reader's skips, "group-unconsumed" a
+	// group's offsets no member read.
+	Trimmed map[string]int `json:"trimmed,omitempty"`
 	// AsyncLoss, from CheckAsyncLoss, is what a promotion of an
 	// asynchronous standby lost and what followed from it (nil: Check).
 	AsyncLoss *AsyncLoss `json:"async_loss,omitempty"`
@@ -122,6 +129,10 @@ type partitionState struct {
 	tableWM      *Op
 }
 
+// trimmed reports whether offset o is below the log start the final read
+// found: deleted by retention.
+func (s *partitionState) trimmed(o int64) bool { return s != nil && s.final != nil && o < s.final.From }
+
 func newPartitionState() *partitionState {
 	return &partitionState{offsetValues: map[int64]map[string]bool{}, valueOffsets: map[string]map[int64]bool{},
 		acked: map[string]int64{}, keys: map[string]string{}, read: map[string]bool{}, maxRead: -1, finalRead: map[int64]bool{},
@@ -145,7 +156,7 @@ func Check(ops []Op) *Report { return check(ops, nil) }
 
 // check is Check, classifying the after-effects ex excuses (nil: none).
 func check(ops []Op, ex *excuses) *Report {
-	r := &Report{Ops: len(ops), Sends: map[string]int{}, Faults: map[string]int{}, Anomalies: map[string]int{}}
+	r := &Report{Ops: len(ops), Sends: map[string]int{}, Faults: map[string]int{}, Anomalies: map[string]int{}, Trimmed: map[string]int{}}
 	parts := map[tp]*partitionState{}
 	state := func(k tp) *partitionState {
 		s := parts[k]
@@ -207,7 +218,7 @@ func check(ops []Op, ex *excuses) *Report {
 		checkPartition(r, k, parts[k])
 	}
 	checkReads(r, ops, parts, outcome, ex)
-	checkGroups(r, ops, ex)
+	checkGroups(r, ops, parts, ex)
 	return r
 }
 
@@ -233,6 +244,8 @@ func checkPartition(r *Report, k tp, s *partitionState) {
 			continue
 		}
 		switch {
+		case s.trimmed(o):
+			r.Trimmed["unread"]++
 		case o < s.maxRead:
 			r.flag(Anomaly{Kind: Lost, Topic: k.topic, Partition: k.p, Offset: o, Value: v,
 				Detail: fmt.Sprintf("acknowledged, never read, offset %d was read", s.maxRead)})
@@ -317,7 +330,11 @@ func checkReads(r *Report, ops []Op, parts map[tp]*partitionState, outcome map[s
 					held = append(held, o)
 				}
 			}
-			if len(held) > 0 && !ex.skip(c, held) {
+			switch {
+			case len(held) == 0:
+			case s.trimmed(held[len(held)-1]):
+				r.Trimmed[Skip]++
+			case !ex.skip(c, held):
 				r.flag(Anomaly{Kind: Skip, Topic: k.topic, Partition: k.p, Offset: held[0],
 					Detail: fmt.Sprintf("%s read %d then %d", op.Process, prev, op.Offset)})
 			}

@@ -128,6 +128,8 @@ func runCampaign(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	fs.BoolVar(&cfg.Netns, "netns", cfg.Netns, "put each agent in a network namespace of its own and add the network partitions to the faults (root; ip)")
 	fs.DurationVar(&cfg.Duration, "duration", cfg.Duration, "faults and produce of one run")
 	fs.IntVar(&cfg.MaxSends, "max-sends", cfg.MaxSends, "sends per producer and run at most")
+	fs.DurationVar(&cfg.Retention, "retention", cfg.Retention, "the topic's retention.ms while the faults run (0: the default, 7 days); set to for ever when they end")
+	fs.DurationVar(&cfg.RawRetention, "retention-raw", cfg.RawRetention, "give the topic retention.raw.ms instead (its reads below the raw log start come from the table)")
 	fs.StringVar(&cfg.OutDir, "out", cfg.OutDir, "folder of the failed runs' histories, seeds and logs")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -236,6 +238,9 @@ func (t *table) add(r *history.Report, inv map[string]int) {
 	t.ops["group redelivered (allowed)"] += r.Redelivered
 	t.ops["group zombie deliveries (allowed)"] += r.StaleDeliveries
 	t.ops["history ops"] += r.Ops
+	for k, v := range r.Trimmed {
+		t.ops["trimmed by retention before read (allowed): "+k] += v
+	}
 	if l := r.AsyncLoss; l != nil {
 		t.ops["async-loss: acknowledged sends lost (allowed: asynchronous replication)"] += l.Lost
 		t.ops["async-loss: unacknowledged read values lost"] += l.LostRead
