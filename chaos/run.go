@@ -108,6 +108,10 @@ type Result struct {
 	// asynchronous standby lost and its after-effects (not anomalies:
 	// asynchronous replication allows them; history.CheckAsyncLoss).
 	AsyncLoss history.AsyncLoss
+	// RetentionMoved is how far retention moved the log starts during the
+	// run (the last LogStart sample of each partition, summed; the raw log
+	// starts with Config.RawRetention).
+	RetentionMoved int64
 	// Phases is how long the steps after the faults took: heal, final
 	// read, group drain, table, invariants.
 	Phases []Phase
@@ -255,6 +259,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if n := retentionPastHold(ops, cfg.Compactor, cfg.RawRetention > 0); n > 0 {
 		res.Invariants[RetentionPastHold] += n
 	}
+	res.RetentionMoved = retentionMoved(ops)
 	if n := retentionWithin(ops, retention, cfg.RawRetention > 0); n > 0 && retention > 0 {
 		res.Invariants[RetentionWithin] += n
 	}

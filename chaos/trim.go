@@ -158,3 +158,19 @@ func (w *workload) breakRetention(ctx context.Context, after time.Duration) {
 		return err
 	})
 }
+
+// retentionMoved sums the partitions' last log starts the LogStart ops
+// saw.
+func retentionMoved(ops []history.Op) int64 {
+	last := map[int32]int64{}
+	for _, op := range ops {
+		if op.Type == history.LogStart {
+			last[op.Partition] = max(last[op.Partition], op.Offset)
+		}
+	}
+	var n int64
+	for _, o := range last {
+		n += o
+	}
+	return n
+}

@@ -184,6 +184,7 @@ func runCampaign(ctx context.Context, args []string, stdout, stderr io.Writer) e
 			fmt.Fprintf(stdout, "run %d: async-loss: %d acknowledged sends lost, acknowledged within %v before the primary was killed; %d unacknowledged read values lost; after-effects %v\n",
 				n+1, l.Lost, l.Window.Round(time.Millisecond), l.LostRead, l.AfterEffects)
 		}
+		t.ops["offsets deleted by retention"] += int(res.RetentionMoved)
 		if res.FailoverToAck > 0 {
 			fmt.Fprintf(stdout, "run %d: failover: first acknowledged send %v after the primary was killed\n", n+1, res.FailoverToAck.Round(time.Millisecond))
 		}
