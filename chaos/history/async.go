@@ -8,7 +8,7 @@ import "time"
 // measured, not flagged. CheckAsyncLoss fills it.
 type AsyncLoss struct {
 	// Lost counts the acknowledged sends lost: sent before the primary was
-	// killed, not in the final read.
+	// killed, neither in the final read nor in the table.
 	Lost int `json:"lost"`
 	// LostRead counts the other sends (outcome unknown) lost the same way
 	// whose values a reader had been handed.
@@ -69,8 +69,9 @@ func (e *excuses) unconsumed(g groupPartition, o int64) bool {
 // Fault op of kind killed, whose Time is the kill) and an asynchronous
 // standby promoted. A value is lost with the primary when its send was
 // handed to the client before the kill (Start), it was acknowledged or
-// read, and the final read did not see it: the old primary may have
-// committed it, and the standby not have it. The lost sends are counted
+// read, and neither the final read nor the table scan saw it (retention
+// may have deleted it from the log, never from the table): the old
+// primary may have committed it, and the standby not have it. The lost sends are counted
 // (Report.AsyncLoss) and left out of the history with every read of their
 // values; the offsets at which each reader and each group read a lost
 // value excuse exactly the skips and unconsumed offsets over them.
@@ -84,8 +85,8 @@ func CheckAsyncLoss(ops []Op, killed string) *Report {
 		switch {
 		case op.Type == Fault && op.Value == killed && at == 0:
 			at = op.Time
-		case op.Type == Read && op.Final:
-			final[op.Value] = true
+		case op.Type == Read && op.Final, op.Type == Table:
+			final[op.Value] = true // kept: the final read or the table has it
 		}
 	}
 	loss := &AsyncLoss{AfterEffects: map[string]int{}}

@@ -77,24 +77,25 @@ func TestCheckAsyncLossFlagsTheRest(t *testing.T) {
 		name string
 		kind string
 		ops  []Op
+		lost int // the acknowledged sends lost with the primary
 	}{
 		{"a send handed to the client after the kill, acknowledged, lost", Unseen,
-			withTail(base, append(tail, timed(send("g", 0, OK, 4), 17, 18))...)},
+			withTail(base, append(tail, timed(send("g", 0, OK, 4), 17, 18))...), 2},
 		{"a send after the kill acknowledged and lost below a later read", Lost,
 			withTail(base, append(tail, timed(send("h", 0, OK, 4), 17, 18), timed(send("i", 0, OK, 5), 19, 20),
-				read("sub", 0, 5, "i"))...)},
+				read("sub", 0, 5, "i"))...), 2},
 		{"a skip over offsets the reader never read lost values at", Skip,
-			withTail(base, append(tail, read("sub", 0, 0, "a"), read("sub", 0, 3, "f"))...)},
+			withTail(base, append(tail, read("sub", 0, 0, "a"), read("sub", 0, 3, "f"))...), 2},
 		{"unconsumed offsets no member of that group read a lost value at", GroupUnconsumed,
 			withTail(base, append(tail, Op{Type: Assign, Process: "n1", Group: "h", Member: "n1", Topic: topic, Partitions: []int32{0}},
 				Op{Type: Read, Process: "n1", Group: "h", Member: "n1", Topic: topic, Partition: 0, Offset: 0, Value: "a"},
 				Op{Type: Assign, Process: "n1", Group: "h", Member: "n1", Topic: topic, Partitions: []int32{0}},
 				Op{Type: Read, Process: "n1", Group: "h", Member: "n1", Topic: topic, Partition: 0, Offset: 3, Value: "f"},
-				Op{Type: GroupEnd, Group: "h", Topic: topic, Partition: 0, Offset: 4})...)},
+				Op{Type: GroupEnd, Group: "h", Topic: topic, Partition: 0, Offset: 4})...), 2},
 		{"two values at one offset, neither lost", InconsistentOffset,
-			withTail(base, append(tail, timed(send("z", 0, Unknown, 0), 19, 20), read("fetch2", 0, 3, "z"))...)},
-		{"a table row of a lost value", TableMismatch,
-			withTail(base, append(tail, Op{Type: Table, Topic: topic, Partition: 0, Offset: 1, Key: "kb", Value: "b"})...)},
+			withTail(base, append(tail, timed(send("z", 0, Unknown, 0), 19, 20), read("fetch2", 0, 3, "z"))...), 2},
+		{"a table row of a value the log lost: not lost, two values at its offset", InconsistentOffset,
+			withTail(base, append(tail, Op{Type: Table, Topic: topic, Partition: 0, Offset: 1, Key: "kb", Value: "b"})...), 1},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -107,9 +108,28 @@ func TestCheckAsyncLossFlagsTheRest(t *testing.T) {
 					t.Errorf("also flagged %s: %v", kind, r.Examples)
 				}
 			}
-			if r.AsyncLoss.Lost != 2 {
-				t.Errorf("loss %+v, want the 2 acknowledged sends", r.AsyncLoss)
+			if r.AsyncLoss.Lost != c.lost {
+				t.Errorf("loss %+v, want %d acknowledged sends", r.AsyncLoss, c.lost)
 			}
 		})
+	}
+}
+
+// TestCheckAsyncLossTrimmed: a value acknowledged before the kill that
+// retention deleted from the log (below the final read's log start) and
+// the table holds was not lost with the primary.
+func TestCheckAsyncLossTrimmed(t *testing.T) {
+	ops := []Op{
+		timed(send("a", 0, OK, 0), 1, 2), timed(send("b", 0, OK, 1), 3, 4), timed(send("c", 0, OK, 2), 5, 6),
+		{Type: Fault, Value: killed, Time: 10},
+		timed(send("d", 0, OK, 2), 11, 12),
+		finalRead(0, 1, "b"), finalRead(0, 2, "d"), final(0, 1, 3),
+		{Type: Table, Topic: topic, Partition: 0, Offset: 0, Key: "ka", Value: "a"},
+		{Type: Table, Topic: topic, Partition: 0, Offset: 1, Key: "kb", Value: "b"},
+		{Type: TableWatermark, Topic: topic, Partition: 0, Offset: 2},
+	}
+	r := CheckAsyncLoss(ops, killed)
+	if !r.Valid() || r.AsyncLoss.Lost != 1 || r.Trimmed["unread"] != 1 {
+		t.Fatalf("anomalies %v, loss %+v, trimmed %v: want c lost, a trimmed", r.Anomalies, r.AsyncLoss, r.Trimmed)
 	}
 }
