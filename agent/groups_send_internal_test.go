@@ -35,7 +35,9 @@ func TestGroupSenderOrder(t *testing.T) {
 	for _, gen := range []uint64{1, 2} { // 1: handed by the revoked reader; 2: by a reader the revocation granted
 		st := &sentStream{}
 		s := &groupSession{stream: st, out: make(chan outMsg), ctrlCh: make(chan struct{}, 1),
-			mem: &subBuffer{own: semaphore.NewWeighted(10), all: newStreamBudget(10)}, revokedAt: map[int32]uint64{}}
+			mem: &subBuffer{own: semaphore.NewWeighted(10), all: newStreamBudget(10)}, revokedAt: map[int32]uint64{},
+			beat: make(chan struct{}, 1), sessionTimeout: time.Minute}
+		s.accepted(time.Now())
 		queue := func() {
 			s.ctrlMu.Lock()
 			defer s.ctrlMu.Unlock()

@@ -75,7 +75,7 @@ type groupSession struct {
 	releasing map[int32]releasing
 	wg        sync.WaitGroup // the readers
 
-	ctrlMu sync.Mutex              // protects ctrl, gen and revokedAt
+	ctrlMu sync.Mutex              // protects ctrl, gen, revokedAt, fencedGen and lastBeat
 	ctrl   *floev1.GroupAssignment // queued for the sender, nil when none
 	// gen counts the GroupAssignments queued; revokedAt is the gen at
 	// which the queued one revoked each partition. A message handed by a
@@ -85,6 +85,15 @@ type groupSession struct {
 	// assignment that revoked it.
 	gen       uint64
 	revokedAt map[int32]uint64
+	// fencedGen is the gen of the last fence's revocation: a message
+	// handed by a reader of an older gen belongs to a session the store
+	// expired and is dropped. lastBeat is when the store last accepted
+	// the member (a join or heartbeat): past the session timeout the
+	// store may have expired it, and the sender holds records until the
+	// next heartbeat's outcome (memberDelivery).
+	fencedGen uint64
+	lastBeat  time.Time
+	beat      chan struct{} // cap 1: lastBeat or fencedGen moved
 	// onReceive, for tests, runs in the sender when it has taken a
 	// message and not yet sent it (where the control loop may queue an
 	// assignment).
@@ -165,6 +174,7 @@ func (a *Agent) subscribeGroup(req *floev1.SubscribeRequest, stream floev1.LogSe
 		memberID:  req.GetMemberId(), epoch: req.GetMemberEpoch(),
 		readers: make(map[int32]*groupReader), releasing: make(map[int32]releasing),
 		ctrlCh: make(chan struct{}, 1), commits: make(chan struct{}, 1), poked: make(chan struct{}, 1),
+		beat:      make(chan struct{}, 1),
 		committed: make(map[int32]int64), revokedAt: make(map[int32]uint64),
 	}
 	// A new stream is a new session of the member: it rejoins (keeping
@@ -215,6 +225,7 @@ func (s *groupSession) run(ctx context.Context, sendDone <-chan error) error {
 	}
 	s.a.grp.register(s)
 	lastOK := time.Now()
+	s.accepted(lastOK)
 	for {
 		if err := s.apply(ctx, resp); err != nil {
 			return err
@@ -233,6 +244,7 @@ func (s *groupSession) run(ctx context.Context, sendDone <-chan error) error {
 		switch {
 		case err == nil:
 			resp, lastOK = r, time.Now()
+			s.accepted(lastOK)
 		case errors.Is(err, metadata.ErrUnknownMember), errors.Is(err, metadata.ErrStaleMemberEpoch):
 			// Fenced: what we held is someone else's now. Stop at once and
 			// rejoin under the same member id.
@@ -243,6 +255,7 @@ func (s *groupSession) run(ctx context.Context, sendDone <-chan error) error {
 				return err
 			}
 			lastOK = time.Now()
+			s.accepted(lastOK)
 		case ctx.Err() != nil:
 			return ctx.Err()
 		default:
@@ -496,11 +509,29 @@ func (s *groupSession) revokeAll() {
 	for _, p := range revoked {
 		s.revokedAt[p] = s.gen
 	}
+	s.fencedGen = s.gen
 	select {
 	case s.ctrlCh <- struct{}{}:
 	default:
 	}
 	s.ctrlMu.Unlock()
+	s.signalBeat()
+}
+
+// accepted records that the store accepted the member at t (a join or a
+// heartbeat answered).
+func (s *groupSession) accepted(t time.Time) {
+	s.ctrlMu.Lock()
+	s.lastBeat = t
+	s.ctrlMu.Unlock()
+	s.signalBeat()
+}
+
+func (s *groupSession) signalBeat() {
+	select {
+	case s.beat <- struct{}{}:
+	default:
+	}
 }
 
 // owned lists what the member holds: its readers and the partitions not
@@ -584,11 +615,12 @@ func (s *groupSession) send(ctx context.Context) error {
 			if s.onReceive != nil {
 				s.onReceive()
 			}
+			deliver := s.await(ctx, m)
 			var err error
-			if !s.handedBeforeRevocation(m) {
+			if deliver && !s.handedBeforeRevocation(m) {
 				err = s.sendCtrl()
 			}
-			if err == nil {
+			if deliver && err == nil {
 				err = sendOut(s.stream, m)
 			} else if m.batches != nil {
 				m.batches.Drop()
@@ -597,6 +629,54 @@ func (s *groupSession) send(ctx context.Context) error {
 			if err != nil {
 				return err
 			}
+		}
+	}
+}
+
+// delivery is what the sender does with a reader's message.
+type delivery int
+
+const (
+	deliverSend delivery = iota
+	// deliverHold: wait for the next heartbeat's outcome.
+	deliverHold
+	// deliverDrop: the message belongs to a session the store expired.
+	deliverDrop
+)
+
+// memberDelivery is the rule for a message handed by a reader of gen
+// handedGen: dropped when a fence revoked everything after it was handed
+// (fencedGen: its partition is another member's now), held while the last
+// time the store accepted the member is a session timeout old or more (the
+// store may have expired it — the agent was paused, or its heartbeats
+// hang — and given its partitions to another), sent otherwise.
+func memberDelivery(handedGen, fencedGen uint64, lastBeat, now time.Time, sessionTimeout time.Duration) delivery {
+	switch {
+	case handedGen < fencedGen:
+		return deliverDrop
+	case now.Sub(lastBeat) >= sessionTimeout:
+		return deliverHold
+	}
+	return deliverSend
+}
+
+// await applies memberDelivery to m, waiting out each hold for the next
+// heartbeat's outcome; false: drop m (or the stream ended).
+func (s *groupSession) await(ctx context.Context, m outMsg) bool {
+	for {
+		s.ctrlMu.Lock()
+		d := memberDelivery(m.gen, s.fencedGen, s.lastBeat, time.Now(), s.sessionTimeout)
+		s.ctrlMu.Unlock()
+		switch d {
+		case deliverSend:
+			return true
+		case deliverDrop:
+			return false
+		}
+		select {
+		case <-ctx.Done():
+			return false
+		case <-s.beat:
 		}
 	}
 }

@@ -52,9 +52,12 @@ type proc struct {
 // Deployment is PostgreSQL, an S3 server, the proxies in front of them,
 // several agents and a compactor, all started by the driver.
 type Deployment struct {
-	Dir     string
-	PG      *services.Postgres
-	PGURL   string // floe's database, direct
+	Dir string
+	PG  *services.Postgres
+	// PGURL is floe's database, direct (the standby's after a failover;
+	// read it with directPG while the faults run).
+	PGURL   string
+	urlMu   sync.Mutex // guards PGURL once the deployment started
 	S3      *services.S3Server
 	S3Proxy *S3Proxy
 	PGProxy *PGProxy
@@ -207,6 +210,13 @@ func (d *Deployment) pgURL(u url.URL, primary, standby string) string {
 		u.RawQuery = q.Encode()
 	}
 	return u.String()
+}
+
+// directPG is floe's database URL, straight to the current primary.
+func (d *Deployment) directPG() string {
+	d.urlMu.Lock()
+	defer d.urlMu.Unlock()
+	return d.PGURL
 }
 
 // setPG sets the mode of every PostgreSQL proxy (the primary's and the

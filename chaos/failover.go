@@ -15,7 +15,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/floe-broker/floe/chaos/history"
 	"github.com/floe-broker/floe/internal/services"
 )
 
@@ -209,66 +208,14 @@ func (d *Deployment) failover(ctx context.Context, killed func()) error {
 	if err := d.standby.promote(ctx); err != nil {
 		return err
 	}
-	u, err := url.Parse(d.PGURL)
+	u, err := url.Parse(d.directPG())
 	if err != nil {
 		return fmt.Errorf("chaos: %w", err)
 	}
 	u.Host = d.standby.hostPort
-	d.PGURL, d.adminURL, d.failedOver = u.String(), d.standby.adminURL, true
+	d.urlMu.Lock()
+	d.PGURL = u.String()
+	d.urlMu.Unlock()
+	d.adminURL, d.failedOver = d.standby.adminURL, true
 	return nil
-}
-
-// AsyncLoss is what the promotion of an asynchronous standby lost: the
-// acknowledged sends the primary had not streamed to the standby when it
-// was killed. Asynchronous replication allows that loss; it is measured,
-// not counted as an anomaly.
-type AsyncLoss struct {
-	// Lost counts the sends acknowledged before the kill that the final
-	// read did not see.
-	Lost int
-	// Window spans them: from the acknowledgement of the first lost send
-	// to the kill (0 when nothing was lost).
-	Window time.Duration
-}
-
-// splitAsyncLoss finds the async loss in a history with a failover and
-// returns it with the history less the lost sends and every read of
-// their values, for the checker to judge the rest: a send acknowledged
-// after the kill and not read at the end is still lost, and whatever
-// else the promotion broke is still an anomaly.
-func splitAsyncLoss(ops []history.Op) (AsyncLoss, []history.Op) {
-	var killed int64
-	final := map[string]bool{}
-	for _, op := range ops {
-		switch {
-		case op.Type == history.Fault && op.Value == PGFailover:
-			killed = op.Time
-		case op.Type == history.Read && op.Final:
-			final[op.Value] = true
-		}
-	}
-	if killed == 0 {
-		return AsyncLoss{}, ops
-	}
-	var loss AsyncLoss
-	lost := map[string]bool{}
-	first := killed
-	for _, op := range ops {
-		if op.Type == history.Send && op.Outcome == history.OK && op.Time <= killed && !final[op.Value] {
-			lost[op.Value] = true
-			first = min(first, op.Time)
-		}
-	}
-	if len(lost) == 0 {
-		return AsyncLoss{}, ops
-	}
-	loss.Lost, loss.Window = len(lost), time.Duration(killed-first)
-	kept := make([]history.Op, 0, len(ops))
-	for _, op := range ops {
-		if (op.Type == history.Send || op.Type == history.Read) && lost[op.Value] {
-			continue
-		}
-		kept = append(kept, op)
-	}
-	return loss, kept
 }

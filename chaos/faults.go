@@ -28,6 +28,10 @@ const (
 	S3Latency         = "s3-latency"
 	S3ErrorAfterWrite = "s3-error-after-write"
 	MemberCrash       = "member-crash"
+	// PGSlowLink and S3SlowLink: the proxies' links to PostgreSQL (both,
+	// with a standby) and S3 slow and lossy (slowLink).
+	PGSlowLink = "pg-slow-link"
+	S3SlowLink = "s3-slow-link"
 	// PGFailover: the primary killed, the synchronous standby promoted
 	// (once per run, with Config.Failover).
 	PGFailover = "pg-failover"
@@ -35,7 +39,7 @@ const (
 
 // AllFaults is every fault kind, the default mix.
 var AllFaults = []string{AgentKill, AgentPause, AgentPauseSession, CompactorKill, CompactorPause, PGRestart, PGCrash,
-	PGPause, PGPartition, PGLoseCommit, S3Outage, S3SlowDown, S3Latency, S3ErrorAfterWrite, MemberCrash}
+	PGPause, PGPartition, PGLoseCommit, PGSlowLink, S3Outage, S3SlowDown, S3Latency, S3ErrorAfterWrite, S3SlowLink, MemberCrash}
 
 // ParseFaults checks a comma-separated list of fault kinds ("all": every
 // one).
@@ -171,6 +175,20 @@ func (f *faulter) inject(ctx context.Context, kind string) {
 		f.d.setPG(PGMode{Refuse: kind == PGPartition, LoseCommitAnswers: kind == PGLoseCommit})
 		sleep(ctx, hold)
 		f.d.setPG(PGMode{})
+	case PGSlowLink:
+		l := slowLink(f.rng)
+		detail = fmt.Sprintf("%+v for %v", l, hold)
+		record()
+		f.d.setPG(PGMode{Link: l})
+		sleep(ctx, hold)
+		f.d.setPG(PGMode{})
+	case S3SlowLink:
+		l := slowLink(f.rng)
+		detail = fmt.Sprintf("%+v for %v", l, hold)
+		record()
+		f.d.S3Proxy.Set(S3Mode{Link: l})
+		sleep(ctx, hold)
+		f.d.S3Proxy.Set(S3Mode{})
 	case S3Outage, S3SlowDown, S3Latency, S3ErrorAfterWrite:
 		m := S3Mode{Outage: kind == S3Outage, SlowDown: kind == S3SlowDown, ErrorAfterWrite: kind == S3ErrorAfterWrite}
 		if kind == S3Latency {
@@ -182,6 +200,18 @@ func (f *faulter) inject(ctx context.Context, kind string) {
 		f.d.S3Proxy.Set(m)
 		sleep(ctx, hold)
 		f.d.S3Proxy.Set(S3Mode{})
+	case NetAgentSlow:
+		ns := f.d.namespaces[f.rng.IntN(len(f.d.namespaces))]
+		detail = fmt.Sprintf("%s for %v", ns.name, hold)
+		record()
+		if err := ns.throttle(true); err != nil {
+			f.w.log.Warn("chaos: throttle", "err", err)
+			return
+		}
+		sleep(ctx, hold)
+		if err := ns.throttle(false); err != nil {
+			f.w.log.Warn("chaos: heal throttle", "err", err)
+		}
 	case NetAgentPG, NetAgentS3, NetClientAgent:
 		ns := f.d.namespaces[f.rng.IntN(len(f.d.namespaces))]
 		detail = fmt.Sprintf("%s for %v", ns.name, hold)

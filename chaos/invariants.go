@@ -33,6 +33,9 @@ const (
 	// past the table's watermark). Groups hold nothing: retention does not
 	// wait for a group's committed offset.
 	RetentionPastHold = "retention-past-hold"
+	// RetentionWithin: an acknowledged record deleted before it was
+	// retention old (retention.ms, or retention.raw.ms for the raw log).
+	RetentionWithin = "retention-within-window"
 	// InvariantUnchecked: a check could not run (its store did not answer).
 	InvariantUnchecked = "invariant-unchecked"
 )
@@ -42,7 +45,7 @@ const filesPrefix = "v1/files/"
 
 // checkInvariants checks the stores directly (not through the proxies).
 func checkInvariants(ctx context.Context, d *Deployment, compactor bool, out map[string]int) {
-	conn, err := pgx.Connect(ctx, d.PGURL)
+	conn, err := pgx.Connect(ctx, d.directPG())
 	if err != nil {
 		out[InvariantUnchecked]++
 		return
@@ -131,13 +134,11 @@ func checkInvariants(ctx context.Context, d *Deployment, compactor bool, out map
 // high watermark (or two minutes passed), then records the table's rows
 // and watermark.
 func (w *workload) scanTable(ctx context.Context, d *Deployment, hws map[int32]int64) error {
-	cfg := iceberg.DefaultPostgresConfig(d.PGURL, Bucket)
-	cfg.Warehouse = "s3://" + Bucket
-	cfg.S3Endpoint, cfg.S3Region, cfg.S3AccessKey, cfg.S3SecretKey = d.S3.Endpoint, d.S3.Region, d.S3.AccessKey, d.S3.SecretKey
-	wr, err := iceberg.Open(ctx, cfg, w.log)
+	wr, err := openTable(ctx, d, w)
 	if err != nil {
 		return fmt.Errorf("chaos: open the catalog: %w", err)
 	}
+	defer wr.Close()
 	var wm iceberg.Watermark
 	deadline := time.Now().Add(2 * time.Minute)
 	for {
@@ -167,30 +168,46 @@ func (w *workload) scanTable(ctx context.Context, d *Deployment, hws map[int32]i
 	return nil
 }
 
-// retentionPastHold counts the partitions whose log start, as the final
-// read found it, is past the table's watermark as the scan after it found
-// it (absent: 0). Both only grow, and the log start read first is at most
-// the watermark of that moment, so a later watermark never makes a false
-// alarm. It reads the history (FinalRead and TableWatermark ops); table is
-// whether the topic has a table.
-func retentionPastHold(ops []history.Op, table bool) int {
+// openTable opens the Iceberg catalog straight on PostgreSQL and S3 (not
+// through the proxies).
+func openTable(ctx context.Context, d *Deployment, w *workload) (*iceberg.Writer, error) {
+	cfg := iceberg.DefaultPostgresConfig(d.directPG(), Bucket)
+	cfg.Warehouse = "s3://" + Bucket
+	cfg.S3Endpoint, cfg.S3Region, cfg.S3AccessKey, cfg.S3SecretKey = d.S3.Endpoint, d.S3.Region, d.S3.AccessKey, d.S3.SecretKey
+	return iceberg.Open(ctx, cfg, w.log)
+}
+
+// retentionPastHold counts the partitions whose log start was past the
+// table's watermark: at a LogStart op, its Offset (the raw log start with
+// raw) past the watermark read after it (From); and, without raw, the log
+// start the final read found (FinalRead From) past the table's watermark
+// as the scan after it found it (absent: 0). Log starts and watermarks
+// only grow, so a watermark read later never makes a false alarm. table
+// is whether the topic has a table.
+func retentionPastHold(ops []history.Op, table, raw bool) int {
 	if !table {
 		return 0
 	}
+	past := map[int32]bool{}
 	starts, wm := map[int32]int64{}, map[int32]int64{}
 	for _, op := range ops {
 		switch op.Type {
+		case history.LogStart:
+			if op.Offset > op.From {
+				past[op.Partition] = true
+			}
 		case history.FinalRead:
-			starts[op.Partition] = op.From
+			if !raw {
+				starts[op.Partition] = op.From
+			}
 		case history.TableWatermark:
 			wm[op.Partition] = max(wm[op.Partition], op.Offset)
 		}
 	}
-	n := 0
 	for p, start := range starts {
 		if start > wm[p] {
-			n++
+			past[p] = true
 		}
 	}
-	return n
+	return len(past)
 }

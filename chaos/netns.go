@@ -20,6 +20,7 @@ type netns struct {
 	agent          string // the agent's address in the namespace
 	client, pg, s3 string // host-end addresses
 	blackholed     map[string]bool
+	throttled      bool
 	created, veth  bool
 }
 
@@ -28,10 +29,43 @@ const (
 	NetAgentPG     = "net-agent-pg"
 	NetAgentS3     = "net-agent-s3"
 	NetClientAgent = "net-client-agent"
+	// NetAgentSlow throttles everything the agent sends (to PostgreSQL,
+	// S3 and its clients) with the kernel's token bucket filter on the
+	// namespace's end of the veth pair (throttle): its packets queue, and
+	// past the queue's bound are dropped (TCP retransmits them).
+	NetAgentSlow = "net-agent-slow"
 )
 
-// NetFaults are the network partitions, injected with -netns.
-var NetFaults = []string{NetAgentPG, NetAgentS3, NetClientAgent}
+// NetFaults are the network faults, injected with -netns.
+var NetFaults = []string{NetAgentPG, NetAgentS3, NetClientAgent, NetAgentSlow}
+
+// The throttle of NetAgentSlow: 2 Mbit/s, a 16 KiB burst, packets queued
+// at most 300 ms (then dropped).
+var throttleArgs = []string{"tbf", "rate", "2mbit", "burst", "16kb", "latency", "300ms"}
+
+// tcPath is the tc command (in /usr/sbin, often not on a user's PATH).
+func tcPath() string {
+	if p, err := exec.LookPath("tc"); err == nil {
+		return p
+	}
+	return "/usr/sbin/tc"
+}
+
+// throttle puts (or, with !on, takes off) NetAgentSlow's qdisc.
+func (n *netns) throttle(on bool) error {
+	if n.throttled == on {
+		return nil
+	}
+	args := []string{"netns", "exec", n.name, tcPath(), "qdisc", "del", "dev", n.nsIf, "root"}
+	if on {
+		args = append([]string{"netns", "exec", n.name, tcPath(), "qdisc", "add", "dev", n.nsIf, "root"}, throttleArgs...)
+	}
+	if err := ipCmd(args...); err != nil {
+		return err
+	}
+	n.throttled = on
+	return nil
+}
 
 func ipCmd(args ...string) error {
 	out, err := exec.Command("ip", args...).CombinedOutput()
@@ -110,11 +144,12 @@ func (n *netns) partition(kind string, on bool) error {
 	return nil
 }
 
-// heal removes every partition.
+// heal removes every partition and the throttle.
 func (n *netns) heal() {
-	for _, k := range NetFaults {
+	for _, k := range []string{NetAgentPG, NetAgentS3, NetClientAgent} {
 		_ = n.partition(k, false)
 	}
+	_ = n.throttle(false)
 }
 
 // remove deletes the namespace and the veth pair (deleting either end

@@ -78,6 +78,23 @@ func TestNetnsPartition(t *testing.T) {
 	if !dial(pg) {
 		t.Fatal("not reachable after the heal")
 	}
+	qdisc := func() string {
+		out, err := exec.Command("ip", "netns", "exec", n.name, tcPath(), "qdisc", "show", "dev", n.nsIf).CombinedOutput()
+		if err != nil {
+			t.Fatalf("tc: %v: %s", err, out)
+		}
+		return string(out)
+	}
+	if err := n.throttle(true); err != nil {
+		t.Fatal(err)
+	}
+	if q := qdisc(); !strings.Contains(q, "tbf") || !dial(pg) {
+		t.Fatalf("throttled: qdisc %q (and the proxies must stay reachable)", q)
+	}
+	n.heal()
+	if q := qdisc(); strings.Contains(q, "tbf") {
+		t.Fatalf("the throttle outlived the heal: %q", q)
+	}
 	n.remove()
 	removed = true
 	out, _ := exec.Command("ip", "netns", "list").CombinedOutput()

@@ -3,6 +3,7 @@ package chaos
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -24,6 +25,8 @@ type PGMode struct {
 	// arrived and before it is relayed, so the transaction committed and
 	// the client does not know.
 	LoseCommitAnswers bool
+	// Link delays each burst of messages either way (Link).
+	Link Link
 }
 
 // PGProxy is a TCP proxy in front of PostgreSQL that understands the
@@ -142,7 +145,7 @@ func (p *PGProxy) accept(ln net.Listener) {
 		p.wg.Add(2)
 		go func() {
 			defer p.wg.Done()
-			err := pc.clientToServer()
+			err := pc.clientToServer(p)
 			p.log.Debug("chaos: postgres proxy client side ended", "err", err)
 			pc.close()
 		}()
@@ -187,7 +190,7 @@ const (
 
 // clientToServer forwards the startup messages, then typed messages,
 // arming the connection on a statement naming commit.
-func (c *pgConn) clientToServer() error {
+func (c *pgConn) clientToServer(p *PGProxy) error {
 	r := bufio.NewReader(c.client)
 	for {
 		msg, err := readUntyped(r)
@@ -206,9 +209,13 @@ func (c *pgConn) clientToServer() error {
 		}
 	}
 	for {
+		burst := r.Buffered() == 0
 		msg, err := readTyped(r)
 		if err != nil {
 			return err
+		}
+		if burst {
+			p.current().Link.wait(context.Background())
 		}
 		if q := c.query(msg); q != "" && bytes.Contains(bytes.ToLower([]byte(q)), []byte("commit")) {
 			c.armed.Store(true)
@@ -264,9 +271,13 @@ func (c *pgConn) serverToClient(p *PGProxy) bool {
 	var held []byte
 	completed := false
 	for {
+		burst := r.Buffered() == 0
 		msg, err := readTyped(r)
 		if err != nil {
 			return false
+		}
+		if burst {
+			p.current().Link.wait(context.Background())
 		}
 		if !c.armed.Load() {
 			if _, err := c.client.Write(msg); err != nil {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"math/rand/v2"
 	"net/url"
 	"strings"
 	"testing"
@@ -197,9 +198,61 @@ func TestS3Proxy(t *testing.T) {
 	if got, err := get(proxied, "a"); err != nil || got != "data-a" {
 		t.Fatalf("get with latency: %q %v", got, err)
 	}
+	p.Set(S3Mode{Link: Link{Latency: 50 * time.Millisecond, Loss: 1}})
+	start := time.Now()
+	if err := put(proxied, "c"); err != nil {
+		t.Fatalf("put over a lossy link: %v", err)
+	}
+	if got, err := get(direct, "c"); err != nil || got != "data-c" || time.Since(start) < 50*time.Millisecond+minRetransmitStall {
+		t.Fatalf("over a lossy link: %q %v after %v, want the write applied after the latency and a stall", got, err, time.Since(start))
+	}
 	before := p.Served()
 	p.Set(S3Mode{})
 	if _, err := get(proxied, "a"); err != nil || p.Served() != before+1 {
 		t.Fatalf("healed: %v, served %d after %d", err, p.Served(), before)
+	}
+}
+
+// TestPGProxyLink: over a slow, lossy link every statement is answered,
+// correctly, each burst each way after the latency and a stall.
+func TestPGProxyLink(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	_, proxied, p := proxiedPG(t)
+	conn, err := pgx.Connect(ctx, proxied)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	p.Set(PGMode{Link: Link{Latency: 30 * time.Millisecond, Jitter: 20 * time.Millisecond, Loss: 1}})
+	for i := range 3 {
+		start := time.Now()
+		var v int
+		if err := conn.QueryRow(ctx, "SELECT $1::int * 2", i).Scan(&v); err != nil || v != 2*i {
+			t.Fatalf("query %d over the link: %d %v", i, v, err)
+		}
+		if took := time.Since(start); took < 2*(30*time.Millisecond+minRetransmitStall) {
+			t.Fatalf("query %d answered after %v: the link's delay each way was skipped", i, took)
+		}
+	}
+}
+
+func TestLinkDelay(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for i := range 200 {
+		if d := (Link{Latency: 10 * time.Millisecond}).delay(rng); d != 10*time.Millisecond {
+			t.Fatalf("no jitter, no loss: %v", d)
+		}
+		d := Link{Latency: 10 * time.Millisecond, Jitter: 5 * time.Millisecond}.delay(rng)
+		if d < 10*time.Millisecond || d >= 15*time.Millisecond {
+			t.Fatalf("draw %d with jitter: %v", i, d)
+		}
+		d = Link{Loss: 1}.delay(rng)
+		if d < minRetransmitStall || d >= maxRetransmitStall {
+			t.Fatalf("draw %d, every burst lost: %v", i, d)
+		}
+	}
+	if d := (Link{}).delay(rng); d != 0 {
+		t.Fatalf("a perfect link: %v", d)
 	}
 }

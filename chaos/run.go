@@ -14,6 +14,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"time"
 
@@ -48,17 +49,26 @@ type Config struct {
 	// FailoverAsync does the same with an asynchronous standby, whose
 	// loss window is measured (Result.AsyncLoss).
 	Failover, FailoverAsync bool
+	// Retention is the topic's retention.ms while the faults run (0: the
+	// default, 7 days); it is set to -1 (for ever) when they end, for the
+	// final read. RawRetention, instead, gives the topic retention.raw.ms
+	// (its reads below the raw log start come from the table).
+	Retention, RawRetention time.Duration
 	// OutDir receives a failed run's history, seed and logs.
 	OutDir string
 	Log    *slog.Logger
 	// keepOps, for tests, receives the history.
 	keepOps func([]history.Op)
+	// breakRetention, for tests, moves partition 0's log start to its
+	// head half-way through the faults (DeleteRecords), as a retention rule
+	// ignoring retention.ms and the table's hold would.
+	breakRetention bool
 }
 
 // DefaultConfig is a run of 30 s with three agents and a compactor.
 func DefaultConfig() Config {
 	return Config{Agents: 3, Compactor: true, Partitions: 4, Duration: 30 * time.Second, MaxSends: 3000,
-		MaxOps: 2_000_000, Faults: AllFaults, OutDir: "chaos-out", Log: slog.New(slog.DiscardHandler)}
+		MaxOps: 2_000_000, Faults: AllFaults, Retention: 5 * time.Second, OutDir: "chaos-out", Log: slog.New(slog.DiscardHandler)}
 }
 
 func (c Config) validate() error {
@@ -73,6 +83,8 @@ func (c Config) validate() error {
 		return fmt.Errorf("chaos: Config.Duration %v must be positive", c.Duration)
 	case c.MaxSends < 1 || c.MaxOps < 1:
 		return fmt.Errorf("chaos: Config.MaxSends %d and MaxOps %d must be positive", c.MaxSends, c.MaxOps)
+	case c.Retention < 0 || c.RawRetention < 0:
+		return fmt.Errorf("chaos: Config.Retention %v and RawRetention %v must not be negative", c.Retention, c.RawRetention)
 	}
 	return nil
 }
@@ -93,9 +105,13 @@ type Result struct {
 	// acknowledged send after it (0: no failover, or no ack after it).
 	FailoverToAck time.Duration
 	// AsyncLoss, with Config.FailoverAsync, is what the promotion of the
-	// asynchronous standby lost (not an anomaly: asynchronous replication
-	// allows it).
-	AsyncLoss AsyncLoss
+	// asynchronous standby lost and its after-effects (not anomalies:
+	// asynchronous replication allows them; history.CheckAsyncLoss).
+	AsyncLoss history.AsyncLoss
+	// RetentionMoved is how far retention moved the log starts during the
+	// run (the last LogStart sample of each partition, summed; the raw log
+	// starts with Config.RawRetention).
+	RetentionMoved int64
 	// Phases is how long the steps after the faults took: heal, final
 	// read, group drain, table, invariants.
 	Phases []Phase
@@ -146,6 +162,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if cfg.Compactor {
 		tcfg = map[string]string{metadata.ConfigIcebergLag: "1s"}
 	}
+	retention := cfg.retention(tcfg)
 	if err := retry(ctx, 30*time.Second, func(ctx context.Context) error {
 		_, err := d.Clients[0].CreateTopic(ctx, topicName, cfg.Partitions, tcfg)
 		return err
@@ -155,9 +172,18 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 
 	readCtx, stopReaders := context.WithCancel(ctx)
 	defer stopReaders()
+	watchCtx, stopWatch := context.WithCancel(ctx)
+	defer stopWatch()
+	var watching sync.WaitGroup
+	if retention > 0 {
+		watching.Go(func() { w.watchRetention(watchCtx, d, cfg.Compactor) })
+	}
 	prodCtx, stopProducers := context.WithTimeout(ctx, cfg.Duration)
 	defer stopProducers()
 	var producers, readers sync.WaitGroup
+	if cfg.breakRetention {
+		producers.Go(func() { w.breakRetention(prodCtx, cfg.Duration/2) })
+	}
 	for i, kind := range []string{"plain", "pipelined", "idempotent"} {
 		producers.Go(func() { w.producer(prodCtx, fmt.Sprintf("%s%d", kind, i), kind) })
 	}
@@ -191,6 +217,16 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		return nil, err
 	}
 	producers.Wait()
+	if cfg.Retention > 0 && cfg.RawRetention == 0 {
+		// Keep what is left for the final read.
+		if err := retry(healCtx, 30*time.Second, func(ctx context.Context) error {
+			_, err := d.Clients[0].Topics.AlterTopicConfig(ctx, &floev1.AlterTopicConfigRequest{Name: topicName,
+				Set: map[string]string{metadata.ConfigRetentionMs: "-1"}})
+			return err
+		}); err != nil {
+			return nil, fmt.Errorf("chaos: retention for ever: %w", err)
+		}
+	}
 	phase("heal")
 
 	hws, err := w.finalRead(healCtx)
@@ -212,23 +248,30 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		}
 		phase("table")
 	}
+	stopWatch()
+	watching.Wait()
 	checkInvariants(healCtx, d, cfg.Compactor, res.Invariants)
 	phase("invariants")
 
 	res.Withheld, res.AppliedErrors = d.PGProxy.Withheld.Load(), d.S3Proxy.Applied.Load()
 	ops := rec.Ops()
 	res.FailoverToAck = failoverToAck(ops)
-	if n := retentionPastHold(ops, cfg.Compactor); n > 0 {
+	if n := retentionPastHold(ops, cfg.Compactor, cfg.RawRetention > 0); n > 0 {
 		res.Invariants[RetentionPastHold] += n
+	}
+	res.RetentionMoved = retentionMoved(ops)
+	if n := retentionWithin(ops, retention, cfg.RawRetention > 0); n > 0 && retention > 0 {
+		res.Invariants[RetentionWithin] += n
 	}
 	if cfg.keepOps != nil {
 		cfg.keepOps(ops)
 	}
-	checked := ops
 	if cfg.FailoverAsync {
-		res.AsyncLoss, checked = splitAsyncLoss(ops)
+		res.Report = history.CheckAsyncLoss(ops, PGFailover)
+		res.AsyncLoss = *res.Report.AsyncLoss
+	} else {
+		res.Report = history.Check(ops)
 	}
-	res.Report = history.Check(checked)
 	res.Elapsed = time.Since(start)
 	if res.Failed() {
 		res.HistoryPath, err = writeFailure(cfg, d, ops, res)
@@ -237,6 +280,20 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		}
 	}
 	return res, nil
+}
+
+// retention sets the topic's retention in tcfg and returns the one its
+// raw files follow (0: the default, longer than any run).
+func (c Config) retention(tcfg map[string]string) time.Duration {
+	switch {
+	case c.RawRetention > 0:
+		tcfg[metadata.ConfigRetentionRawMs] = strconv.FormatInt(c.RawRetention.Milliseconds(), 10)
+		return c.RawRetention
+	case c.Retention > 0:
+		tcfg[metadata.ConfigRetentionMs] = strconv.FormatInt(c.Retention.Milliseconds(), 10)
+		return c.Retention
+	}
+	return 0
 }
 
 // retry calls fn until it succeeds or within elapses.
@@ -267,6 +324,10 @@ func (w *workload) finalRead(ctx context.Context) (map[int32]int64, error) {
 			for hw < 0 || next < hw {
 				i++
 				resp, err := w.client(i).Fetch(ctx, w.topic, p, next, 1<<20, 0)
+				if ls, ok := logStartOf(err); ok && ls > next {
+					start, next = ls, ls // retention deleted it meanwhile
+					continue
+				}
 				if err != nil {
 					return err
 				}

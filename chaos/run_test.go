@@ -37,11 +37,18 @@ func TestRunUnderFaults(t *testing.T) {
 	if len(r.Faults) == 0 || r.Sends[history.OK] == 0 || r.TableRows == 0 {
 		t.Fatalf("the run did not exercise anything: faults %v sends %v table rows %d", r.Faults, r.Sends, r.TableRows)
 	}
-	// Drop every read of one acknowledged value: the checker must call it
-	// lost (or unseen, at the head of its partition).
+	// Drop every read of one acknowledged value the final read had (not
+	// one retention deleted): the checker must call it lost (or unseen, at
+	// the head of its partition).
+	logStart := map[int32]int64{}
+	for _, op := range ops {
+		if op.Type == history.FinalRead {
+			logStart[op.Partition] = op.From
+		}
+	}
 	var lostValue string
 	for _, op := range ops {
-		if op.Type == history.Send && op.Outcome == history.OK {
+		if op.Type == history.Send && op.Outcome == history.OK && op.Offset >= logStart[op.Partition] {
 			lostValue = op.Value
 			break
 		}
@@ -93,4 +100,25 @@ func TestRunFailover(t *testing.T) {
 		t.Fatalf("failovers %d, first ack after it %v", res.Report.Faults[PGFailover], res.FailoverToAck)
 	}
 	t.Logf("first acknowledged send %v after the primary was killed", res.FailoverToAck)
+}
+
+// TestRunRetentionBroken: a run whose partition 0 is emptied half-way
+// through (DeleteRecords to its head, as a retention rule that ignored
+// retention.ms and the table's hold would) violates retention-within-window
+// (TestRunUnderFaults shows the real rule passing it, under faults).
+func TestRunRetentionBroken(t *testing.T) {
+	exe := buildFloe(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	cfg := DefaultConfig()
+	cfg.Exe, cfg.Duration, cfg.MaxSends, cfg.Seed, cfg.OutDir = exe, 12*time.Second, 1000, 24, t.TempDir()
+	cfg.Faults, cfg.breakRetention = nil, true
+	res, err := Run(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("invariants %v anomalies %v trimmed %v", res.Invariants, res.Report.Anomalies, res.Report.Trimmed)
+	if res.Invariants[RetentionWithin] == 0 || res.Report.Faults[RetentionBroken] != 1 {
+		t.Fatalf("the broken rule went unnoticed: invariants %v, faults %v", res.Invariants, res.Report.Faults)
+	}
 }

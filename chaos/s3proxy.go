@@ -25,6 +25,8 @@ type S3Mode struct {
 	// ErrorAfterWrite forwards writes (PUT, POST, DELETE) and answers 500
 	// InternalError whatever the server said: applied, answered an error.
 	ErrorAfterWrite bool
+	// Link delays each request (Link).
+	Link Link
 }
 
 // S3Proxy is a reverse proxy in front of the S3 server, whose mode the
@@ -94,6 +96,7 @@ func (p *S3Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	m.Link.wait(r.Context())
 	write := r.Method == http.MethodPut || r.Method == http.MethodPost || r.Method == http.MethodDelete
 	switch {
 	case m.Outage:

@@ -150,6 +150,10 @@ func (w *workload) fetcher(ctx context.Context, name string, n int) {
 		fctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		resp, err := w.client(n+i/int(w.partitions)).Fetch(fctx, w.topic, p, next[p], 1<<20, 200)
 		cancel()
+		if ls, ok := logStartOf(err); ok && ls > next[p] {
+			next[p] = ls // retention deleted it: on from the log start
+			continue
+		}
 		if err != nil {
 			select {
 			case <-ctx.Done():
@@ -177,7 +181,7 @@ func (w *workload) subscriber(ctx context.Context, name string, n int) {
 	req := &floev1.SubscribeRequest{Topic: w.topic, Offsets: offsets}
 	for ctx.Err() == nil {
 		err := client.SubscribeResume(ctx, w.rotated(n), req, client.ResumeOptions{MaxBackoff: time.Second,
-			Retriable: func(error) bool { return true }},
+			Retriable: func(err error) bool { _, trimmed := logStartOf(err); return !trimmed }},
 			func(resp *floev1.SubscribeResponse) error {
 				recs, err := client.ResponseRecords(resp, 0)
 				if err != nil {
@@ -190,6 +194,11 @@ func (w *workload) subscriber(ctx context.Context, name string, n int) {
 				}
 				return nil
 			})
+		if _, trimmed := logStartOf(err); trimmed {
+			for p, o := range req.Offsets {
+				req.Offsets[p] = w.trimmedPast(ctx, p, o) // retention deleted it: on from the log start
+			}
+		}
 		if ctx.Err() == nil {
 			w.log.Debug("chaos: subscription ended", "err", err)
 			time.Sleep(200 * time.Millisecond)

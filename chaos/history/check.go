@@ -83,6 +83,16 @@ type Report struct {
 	StaleDeliveries int            `json:"stale_deliveries"`
 	Faults          map[string]int `json:"faults"`
 	Anomalies       map[string]int `json:"anomalies"`
+	// Trimmed counts, by kind, what retention deleted before a reader got
+	// to it, allowed when the final read's log start is past it (the
+	// retention invariants of the driver judge when it was deleted, the
+	// table check that the table holds it): "unread" acknowledged values
+	// no reader read, "skip" a reader's skips, "group-unconsumed" a
+	// group's offsets no member read.
+	Trimmed map[string]int `json:"trimmed,omitempty"`
+	// AsyncLoss, from CheckAsyncLoss, is what a promotion of an
+	// asynchronous standby lost and what followed from it (nil: Check).
+	AsyncLoss *AsyncLoss `json:"async_loss,omitempty"`
 	// Examples holds the first MaxExamples anomalies of each kind.
 	Examples []Anomaly `json:"examples"`
 }
@@ -119,6 +129,10 @@ type partitionState struct {
 	tableWM      *Op
 }
 
+// trimmed reports whether offset o is below the log start the final read
+// found: deleted by retention.
+func (s *partitionState) trimmed(o int64) bool { return s != nil && s.final != nil && o < s.final.From }
+
 func newPartitionState() *partitionState {
 	return &partitionState{offsetValues: map[int64]map[string]bool{}, valueOffsets: map[string]map[int64]bool{},
 		acked: map[string]int64{}, keys: map[string]string{}, read: map[string]bool{}, maxRead: -1, finalRead: map[int64]bool{},
@@ -138,8 +152,11 @@ func (s *partitionState) observe(offset int64, value string) {
 
 // Check checks a history. Values are unique in a run: a value names one
 // send.
-func Check(ops []Op) *Report {
-	r := &Report{Ops: len(ops), Sends: map[string]int{}, Faults: map[string]int{}, Anomalies: map[string]int{}}
+func Check(ops []Op) *Report { return check(ops, nil) }
+
+// check is Check, classifying the after-effects ex excuses (nil: none).
+func check(ops []Op, ex *excuses) *Report {
+	r := &Report{Ops: len(ops), Sends: map[string]int{}, Faults: map[string]int{}, Anomalies: map[string]int{}, Trimmed: map[string]int{}}
 	parts := map[tp]*partitionState{}
 	state := func(k tp) *partitionState {
 		s := parts[k]
@@ -200,8 +217,8 @@ func Check(ops []Op) *Report {
 	for _, k := range keys {
 		checkPartition(r, k, parts[k])
 	}
-	checkReads(r, ops, parts, outcome)
-	checkGroups(r, ops)
+	checkReads(r, ops, parts, outcome, ex)
+	checkGroups(r, ops, parts, ex)
 	return r
 }
 
@@ -227,6 +244,8 @@ func checkPartition(r *Report, k tp, s *partitionState) {
 			continue
 		}
 		switch {
+		case s.trimmed(o):
+			r.Trimmed["unread"]++
 		case o < s.maxRead:
 			r.flag(Anomaly{Kind: Lost, Topic: k.topic, Partition: k.p, Offset: o, Value: v,
 				Detail: fmt.Sprintf("acknowledged, never read, offset %d was read", s.maxRead)})
@@ -272,12 +291,8 @@ func checkPartition(r *Report, k tp, s *partitionState) {
 // checkReads flags reads of failed or unknown values and each reader's
 // order: non-monotonic reads and skips. A reader's position is reset by
 // its member's Assign.
-func checkReads(r *Report, ops []Op, parts map[tp]*partitionState, outcome map[string]string) {
-	type cursor struct {
-		process string
-		k       tp
-	}
-	last := map[cursor]int64{}
+func checkReads(r *Report, ops []Op, parts map[tp]*partitionState, outcome map[string]string, ex *excuses) {
+	last := map[readerPartition]int64{}
 	for i := range ops {
 		op := &ops[i]
 		k := tp{op.Topic, op.Partition}
@@ -297,7 +312,7 @@ func checkReads(r *Report, ops []Op, parts map[tp]*partitionState, outcome map[s
 				r.flag(Anomaly{Kind: ReadFailed, Topic: k.topic, Partition: k.p, Offset: op.Offset, Value: op.Value,
 					Detail: "read by " + op.Process + ", its send failed"})
 			}
-			c := cursor{op.Process, k}
+			c := readerPartition{op.Process, k}
 			prev, seen := last[c]
 			last[c] = op.Offset
 			if !seen {
@@ -309,12 +324,19 @@ func checkReads(r *Report, ops []Op, parts map[tp]*partitionState, outcome map[s
 				continue
 			}
 			s := parts[k]
+			var held []int64
 			for o := prev + 1; o < op.Offset; o++ {
 				if len(s.offsetValues[o]) > 0 {
-					r.flag(Anomaly{Kind: Skip, Topic: k.topic, Partition: k.p, Offset: o,
-						Detail: fmt.Sprintf("%s read %d then %d", op.Process, prev, op.Offset)})
-					break
+					held = append(held, o)
 				}
+			}
+			switch {
+			case len(held) == 0:
+			case s.trimmed(held[len(held)-1]):
+				r.Trimmed[Skip]++
+			case !ex.skip(c, held):
+				r.flag(Anomaly{Kind: Skip, Topic: k.topic, Partition: k.p, Offset: held[0],
+					Detail: fmt.Sprintf("%s read %d then %d", op.Process, prev, op.Offset)})
 			}
 		}
 	}

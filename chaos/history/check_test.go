@@ -220,3 +220,31 @@ func TestCheckZombieDelivery(t *testing.T) {
 		t.Fatalf("not revoked: anomalies %v", r.Anomalies)
 	}
 }
+
+// TestCheckTrimmed: retention deleted offsets 0-2 before the final read
+// (its log start 3): the values no reader read there, the fetcher's jump to
+// the log start and the group's offsets below it are counted, not flagged.
+// With the log start at 2, offset 2 was not deleted: its value lost, the
+// skip over it and the group's not consuming it are flagged.
+func TestCheckTrimmed(t *testing.T) {
+	ops := func(from int64) []Op {
+		return []Op{send("a", 0, OK, 0), send("b", 0, OK, 1), send("c", 0, OK, 2), send("d", 0, OK, 3),
+			read("fetch", 0, 0, "a"), read("fetch", 0, 3, "d"),
+			assign("m1", 0), gread("m1", 0, 3, "d"), commit("m1", 0, 4),
+			{Type: GroupEnd, Group: "g", Topic: topic, Partition: 0, Offset: 4},
+			finalRead(0, 3, "d"), final(0, from, 4)}
+	}
+	r := Check(ops(3))
+	if !r.Valid() {
+		t.Fatalf("anomalies %v: %v", r.Anomalies, r.Examples)
+	}
+	if r.Trimmed["unread"] != 2 || r.Trimmed[Skip] != 1 || r.Trimmed[GroupUnconsumed] != 3 {
+		t.Fatalf("trimmed %v, want unread 2 (b, c), skip 1, group-unconsumed 3", r.Trimmed)
+	}
+	r = Check(ops(2))
+	for _, kind := range []string{Lost, Skip, GroupUnconsumed} {
+		if r.Anomalies[kind] != 1 {
+			t.Errorf("log start 2: %s flagged %d times, want 1: %v", kind, r.Anomalies[kind], r.Examples)
+		}
+	}
+}

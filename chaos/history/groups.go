@@ -88,7 +88,7 @@ func ownedAt(own map[groupMember]map[tp][]*ownership, m groupMember, k tp, i int
 // records delivered again to a member that owned the partition (not a
 // stale owner) after their first reader committed past them. Other second
 // deliveries are counted (Redelivered, StaleDeliveries): at least once.
-func checkGroups(r *Report, ops []Op) {
+func checkGroups(r *Report, ops []Op, parts map[tp]*partitionState, ex *excuses) {
 	own := ownerships(ops)
 	committed := map[groupMember]map[tp]int64{}
 	type delivery struct {
@@ -138,9 +138,17 @@ func checkGroups(r *Report, ops []Op) {
 			}
 			readers[g][op.Offset] = append(readers[g][op.Offset], delivery{op.Member, i})
 		case GroupEnd:
-			got := readers[groupPartition{op.Group, k}]
+			g := groupPartition{op.Group, k}
+			got := readers[g]
 			for o := op.From; o < op.Offset; o++ {
-				if len(got[o]) == 0 {
+				if len(got[o]) > 0 {
+					continue
+				}
+				if parts[k].trimmed(o) {
+					r.Trimmed[GroupUnconsumed]++
+					continue
+				}
+				if !ex.unconsumed(g, o) {
 					r.flag(Anomaly{Kind: GroupUnconsumed, Topic: k.topic, Partition: k.p, Offset: o,
 						Detail: fmt.Sprintf("group %s: below its position %d, read by no member", op.Group, op.Offset)})
 				}

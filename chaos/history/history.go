@@ -49,6 +49,11 @@ const (
 	// Fault is a fault the driver injected (Value names it); the checker
 	// only counts them.
 	Fault = "fault"
+	// LogStart is a partition's log start (Offset; the raw log start on a
+	// topic with retention.raw.ms) read straight from the metadata store at
+	// Time, and the table's watermark read after it (From; absent without
+	// a table). The retention invariants read them; the checker does not.
+	LogStart = "log-start"
 )
 
 // The outcomes of a send.
@@ -169,7 +174,7 @@ func (op Op) validate() error {
 		default:
 			return fmt.Errorf("send outcome %q is not ok, failed or unknown", op.Outcome)
 		}
-	case Read, Table, FinalRead, TableWatermark, Fault:
+	case Read, Table, FinalRead, TableWatermark, Fault, LogStart:
 	case Assign, Commit, MemberEnd, GroupEnd:
 		if op.Group == "" {
 			return fmt.Errorf("%s without a group", op.Type)

@@ -1,7 +1,7 @@
 // Command floe-chaos is floe's fault campaign (docs/chaos.md).
 //
 //	floe-chaos run [flags]     runs, faults injected, each history checked; a table
-//	floe-chaos check FILE...   checks histories written by failed runs
+//	floe-chaos check [-async-loss] FILE...   checks histories written by failed runs
 //
 // It exits 1 when a run shows an anomaly, 2 on a usage or harness error.
 package main
@@ -38,7 +38,7 @@ var errAnomaly = errors.New("anomalies found")
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
-		fmt.Fprintln(stderr, "floe-chaos: usage: floe-chaos run [flags] | floe-chaos check FILE...")
+		fmt.Fprintln(stderr, "floe-chaos: usage: floe-chaos run [flags] | floe-chaos check [-async-loss] FILE...")
 		return 2
 	}
 	var err error
@@ -46,7 +46,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	case "run":
 		err = runCampaign(ctx, args[1:], stdout, stderr)
 	case "check":
-		err = runCheck(args[1:], stdout)
+		err = runCheck(args[1:], stdout, stderr)
 	default:
 		err = fmt.Errorf("unknown command %q: run or check", args[0])
 	}
@@ -62,14 +62,21 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 }
 
-func runCheck(args []string, stdout io.Writer) error {
+func runCheck(args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("floe-chaos check", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	async := fs.Bool("async-loss", false, "the history is of a -failover-async run: measure the promotion's loss and classify its after-effects")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	args = fs.Args()
 	if len(args) == 0 {
 		return errors.New("check takes history files")
 	}
 	t := newTable()
 	var bad []string
 	for _, path := range args {
-		r, err := checkFile(path)
+		r, err := checkFile(path, *async)
 		if err != nil {
 			return err
 		}
@@ -88,7 +95,7 @@ func runCheck(args []string, stdout io.Writer) error {
 	return nil
 }
 
-func checkFile(path string) (*history.Report, error) {
+func checkFile(path string, async bool) (*history.Report, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
@@ -97,6 +104,9 @@ func checkFile(path string) (*history.Report, error) {
 	ops, err := history.Decode(f)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if async {
+		return history.CheckAsyncLoss(ops, chaos.PGFailover), nil
 	}
 	return history.Check(ops), nil
 }
@@ -118,6 +128,8 @@ func runCampaign(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	fs.BoolVar(&cfg.Netns, "netns", cfg.Netns, "put each agent in a network namespace of its own and add the network partitions to the faults (root; ip)")
 	fs.DurationVar(&cfg.Duration, "duration", cfg.Duration, "faults and produce of one run")
 	fs.IntVar(&cfg.MaxSends, "max-sends", cfg.MaxSends, "sends per producer and run at most")
+	fs.DurationVar(&cfg.Retention, "retention", cfg.Retention, "the topic's retention.ms while the faults run (0: the default, 7 days); set to for ever when they end")
+	fs.DurationVar(&cfg.RawRetention, "retention-raw", cfg.RawRetention, "give the topic retention.raw.ms instead (its reads below the raw log start come from the table)")
 	fs.StringVar(&cfg.OutDir, "out", cfg.OutDir, "folder of the failed runs' histories, seeds and logs")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -168,11 +180,11 @@ func runCampaign(ctx context.Context, args []string, stdout, stderr io.Writer) e
 			verdict = fmt.Sprintf("FAILED: anomalies %v invariants %v, history %s", res.Report.Anomalies, res.Invariants, res.HistoryPath)
 		}
 		if cfg.FailoverAsync {
-			t.ops["async-loss (allowed: asynchronous replication)"] += res.AsyncLoss.Lost
-			t.asyncWindow = max(t.asyncWindow, res.AsyncLoss.Window)
-			fmt.Fprintf(stdout, "run %d: async-loss: %d acknowledged sends lost, acknowledged within %v before the primary was killed\n",
-				n+1, res.AsyncLoss.Lost, res.AsyncLoss.Window.Round(time.Millisecond))
+			l := res.AsyncLoss
+			fmt.Fprintf(stdout, "run %d: async-loss: %d acknowledged sends lost, acknowledged within %v before the primary was killed; %d unacknowledged read values lost; after-effects %v\n",
+				n+1, l.Lost, l.Window.Round(time.Millisecond), l.LostRead, l.AfterEffects)
 		}
+		t.ops["offsets deleted by retention"] += int(res.RetentionMoved)
 		if res.FailoverToAck > 0 {
 			fmt.Fprintf(stdout, "run %d: failover: first acknowledged send %v after the primary was killed\n", n+1, res.FailoverToAck.Round(time.Millisecond))
 		}
@@ -227,6 +239,17 @@ func (t *table) add(r *history.Report, inv map[string]int) {
 	t.ops["group redelivered (allowed)"] += r.Redelivered
 	t.ops["group zombie deliveries (allowed)"] += r.StaleDeliveries
 	t.ops["history ops"] += r.Ops
+	for k, v := range r.Trimmed {
+		t.ops["trimmed by retention before read (allowed): "+k] += v
+	}
+	if l := r.AsyncLoss; l != nil {
+		t.ops["async-loss: acknowledged sends lost (allowed: asynchronous replication)"] += l.Lost
+		t.ops["async-loss: unacknowledged read values lost"] += l.LostRead
+		for k, v := range l.AfterEffects {
+			t.ops["async-loss after-effect: "+k] += v
+		}
+		t.asyncWindow = max(t.asyncWindow, l.Window)
+	}
 	for k, v := range r.Anomalies {
 		t.anomalies[k] += v
 	}

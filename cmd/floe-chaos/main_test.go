@@ -30,6 +30,17 @@ func TestCheckCommand(t *testing.T) {
 		`{"type":"send","topic":"t","partition":0,"offset":1,"value":"b","outcome":"ok"}`,
 		`{"type":"read","process":"r","topic":"t","partition":0,"offset":1,"value":"b"}`)
 	bad := writeHistory(t, `{"type":"nope"}`)
+	// b acknowledged before the primary's kill, then lost with it; the new
+	// primary wrote c at its offset.
+	async := writeHistory(t,
+		`{"type":"send","topic":"t","partition":0,"offset":0,"value":"a","outcome":"ok","start":1,"time":2}`,
+		`{"type":"send","topic":"t","partition":0,"offset":1,"value":"b","outcome":"ok","start":3,"time":4}`,
+		`{"type":"read","process":"r","topic":"t","partition":0,"offset":1,"value":"b"}`,
+		`{"type":"fault","partition":0,"offset":0,"value":"pg-failover","time":10}`,
+		`{"type":"send","topic":"t","partition":0,"offset":1,"value":"c","outcome":"ok","start":11,"time":12}`,
+		`{"type":"read","process":"final","final":true,"topic":"t","partition":0,"offset":0,"value":"a"}`,
+		`{"type":"read","process":"final","final":true,"topic":"t","partition":0,"offset":1,"value":"c"}`,
+		`{"type":"final","topic":"t","partition":0,"offset":2}`)
 	for _, c := range []struct {
 		args []string
 		code int
@@ -38,6 +49,8 @@ func TestCheckCommand(t *testing.T) {
 		{[]string{"check", clean}, 0, "anomaly     none"},
 		{[]string{"check", clean, lost}, 1, "lost t/0@0 value a"},
 		{[]string{"check", bad}, 2, "line 1"},
+		{[]string{"check", async}, 1, "inconsistent-offset t/0@1"},
+		{[]string{"check", "-async-loss", async}, 0, "async-loss: acknowledged sends lost (allowed: asynchronous replication)  1"},
 		{[]string{"frob"}, 2, "unknown command"},
 	} {
 		var stdout, stderr bytes.Buffer
