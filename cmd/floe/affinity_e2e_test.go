@@ -62,7 +62,7 @@ func newAffinityProducer(t *testing.T, c *client.Client, topic string, affinity 
 	t.Helper()
 	p, err := c.NewProducer(context.Background(), topic, client.ProducerOptions{
 		Idempotent: true, Batches: true, PartitionAffinity: affinity, OnResult: onResult,
-		Router: client.RouterOptions{Refresh: 200 * time.Millisecond, DownFor: 3 * time.Second},
+		Router:     client.RouterOptions{Refresh: 200 * time.Millisecond, DownFor: 3 * time.Second},
 		MinBackoff: 50 * time.Millisecond, MaxBackoff: 500 * time.Millisecond, RequestTimeout: 10 * time.Second})
 	if err != nil {
 		t.Fatal(err)
