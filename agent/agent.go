@@ -53,6 +53,7 @@ type Agent struct {
 	grp    *groups          // consumer group subscriptions, replay budgets, lag (groups_state.go)
 
 	schemas schemaCache // compiled value schemas (schema.go)
+	cluster clusterRef  // the live agents DescribePlacement names (placement.go)
 
 	// streamMem is the stream budget (StreamBufferBytes) of every
 	// subscription and produce stream (streambudget.go).

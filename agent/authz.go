@@ -68,6 +68,11 @@ var rpcRules = map[string]func(m proto.Message) rpcAccess{
 	"/floe.v1.TopicService/AlterTopicConfig": on(func(r *floev1.AlterTopicConfigRequest) rpcAccess {
 		return need(topicOp(auth.OpAlterConfigs, r.GetName()))
 	}),
+	// DescribePlacement: what Kafka's Metadata needs, DESCRIBE on the
+	// topic (which WRITE implies: any producer may ask).
+	"/floe.v1.TopicService/DescribePlacement": on(func(r *floev1.DescribePlacementRequest) rpcAccess {
+		return need(topicOp(auth.OpDescribe, r.GetTopic()))
+	}),
 	"/floe.v1.TopicService/DeleteRecords": on(func(r *floev1.DeleteRecordsRequest) rpcAccess {
 		return need(topicOp(auth.OpDelete, r.GetTopic()))
 	}),

@@ -75,6 +75,7 @@ func TestRPCAccessFor(t *testing.T) {
 		{"/floe.v1.TopicService/ListTopics", &floev1.ListTopicsRequest{}, rpcAccess{filter: filterTopics}},
 		{"/floe.v1.TopicService/AlterTopicConfig", &floev1.AlterTopicConfigRequest{Name: "t"}, need(c{op: auth.OpAlterConfigs, res: top("t")})},
 		{"/floe.v1.TopicService/DeleteRecords", &floev1.DeleteRecordsRequest{Topic: "t"}, need(c{op: auth.OpDelete, res: top("t")})},
+		{"/floe.v1.TopicService/DescribePlacement", &floev1.DescribePlacementRequest{Topic: "t"}, need(c{op: auth.OpDescribe, res: top("t")})},
 		{"/floe.v1.LogService/ProduceStream", &floev1.ProduceStreamRequest{Request: &floev1.ProduceRequest{Topic: "t"}}, need(c{op: auth.OpWrite, res: top("t")})},
 		{"/floe.v1.LogService/ProduceBatchesStream", &floev1.ProduceBatchesStreamRequest{Request: &floev1.ProduceBatchesRequest{Topic: "t"}}, need(c{op: auth.OpWrite, res: top("t")})},
 		{"/floe.v1.LogService/Fetch", &floev1.FetchRequest{Topic: "t"}, need(c{op: auth.OpRead, res: top("t")})},

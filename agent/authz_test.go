@@ -211,6 +211,10 @@ func rpcCases(t *testing.T) []rpcCase {
 			_, err := tc(c).DescribeTopic(ctx, &floev1.DescribeTopicRequest{Name: "t"})
 			return one(err)
 		}},
+		{method: "TopicService/DescribePlacement", grants: []grant{{auth.OpDescribe, top("t")}}, call: func(ctx context.Context, c *grpc.ClientConn) (int, error) {
+			_, err := tc(c).DescribePlacement(ctx, &floev1.DescribePlacementRequest{Topic: "t"})
+			return one(err)
+		}},
 		{method: "TopicService/AlterTopicConfig", grants: []grant{{auth.OpAlterConfigs, top("t")}}, call: func(ctx context.Context, c *grpc.ClientConn) (int, error) {
 			_, err := tc(c).AlterTopicConfig(ctx, &floev1.AlterTopicConfigRequest{Name: "t", Set: map[string]string{"retention.ms": "86400000"}})
 			return one(err)

@@ -55,8 +55,9 @@ func FuzzRequestValidators(f *testing.F) {
 	seeds := map[string][]proto.Message{
 		"/floe.v1.TopicService/CreateTopic": {&floev1.CreateTopicRequest{Name: "u", Partitions: 2, Config: map[string]string{"retention.ms": "1h"}},
 			&floev1.CreateTopicRequest{Name: "", Partitions: -1}, &floev1.CreateTopicRequest{Name: "v", Partitions: 1, Config: map[string]string{"value.schema": "{"}}},
-		"/floe.v1.TopicService/AlterTopicConfig": {&floev1.AlterTopicConfigRequest{Name: "t", Set: map[string]string{"retention.ms": "x"}, Remove: []string{"nope"}}},
-		"/floe.v1.TopicService/DeleteRecords":    {&floev1.DeleteRecordsRequest{Topic: "t", Partition: 1, Offset: -7}},
+		"/floe.v1.TopicService/AlterTopicConfig":  {&floev1.AlterTopicConfigRequest{Name: "t", Set: map[string]string{"retention.ms": "x"}, Remove: []string{"nope"}}},
+		"/floe.v1.TopicService/DeleteRecords":     {&floev1.DeleteRecordsRequest{Topic: "t", Partition: 1, Offset: -7}},
+		"/floe.v1.TopicService/DescribePlacement": {&floev1.DescribePlacementRequest{Topic: "t", Zone: string(make([]byte, 300))}},
 		"/floe.v1.LogService/Produce": {&floev1.ProduceRequest{Topic: "t", Records: []*floev1.Record{{Value: []byte("v"), Headers: []*floev1.Header{{Key: "h"}}}}},
 			&floev1.ProduceRequest{Topic: "t", Partition: proto.Int32(9), Records: []*floev1.Record{{NullValue: true, Value: []byte("x")}}, Compression: 99},
 			&floev1.ProduceRequest{Topic: "t", ProducerId: proto.Int64(1), ProducerEpoch: -1, BaseSequence: -1, Records: []*floev1.Record{{}}}},

@@ -44,6 +44,10 @@ type FloeConfig struct {
 	// TopicConfig, optional, is the config of the topics Setup creates
 	// (floe_table.go: a catch-up from the Iceberg table).
 	TopicConfig map[string]string
+	// Affinity sends each partition's batches to the agent that
+	// DescribePlacement prefers for it (client.Router from Addrs[0]):
+	// each request is split by agent (floe_affinity.go). Batches only.
+	Affinity bool
 }
 
 func (c FloeConfig) validate() error {
@@ -61,6 +65,7 @@ func (c FloeConfig) validate() error {
 // FloeSystem drives floe agents through the Go client.
 type FloeSystem struct {
 	cfg     FloeConfig
+	router  *client.Router // Affinity: the topic's routes (made by the first NewProducer after Setup)
 	clients []*client.Client
 	scraper *Scraper
 	topic   string
@@ -99,12 +104,12 @@ func (s *FloeSystem) Setup(ctx context.Context, topic string, partitions int) er
 		return fmt.Errorf("bench: create topic %s: %w", topic, err)
 	}
 	s.topic, s.parts = topic, int32(partitions)
-	return nil
+	return s.closeRouter()
 }
 
 // Close implements System.
 func (s *FloeSystem) Close() error {
-	var errs []error
+	errs := []error{s.closeRouter()}
 	for _, c := range s.clients {
 		errs = append(errs, c.Close())
 	}
@@ -209,16 +214,22 @@ func (s *FloeSystem) NewProducer(ctx context.Context, i int) (Producer, error) {
 		}
 		s.parts = desc.GetTopic().GetPartitions()
 	}
+	if s.cfg.Affinity && !s.cfg.Records {
+		return s.newRoutedProducer(ctx, i)
+	}
+	return s.newFloeProducer(c, i), nil
+}
+
+func (s *FloeSystem) newFloeProducer(c *client.Client, i int) *floeProducer {
 	pctx, cancel := context.WithCancel(context.Background())
 	return &floeProducer{
 		c: c, topic: s.topic, size: s.cfg.RecordSize, id: uint64(i), records: s.cfg.Records, parts: s.parts,
 		slots: make(chan struct{}, s.cfg.MaxInFlight), ctx: pctx, cancel: cancel,
-	}, nil
+	}
 }
 
 type floePending struct {
-	n    int
-	done func(from, to int, err error)
+	done func(err error)
 }
 
 // floeProducer pipelines produce requests on one stream, reopened after a
@@ -251,13 +262,24 @@ func (p *floeProducer) Send(ctx context.Context, b *Batch, done func(from, to in
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+	return p.sendRecs(floeRecords(p.id, p.size, b), func(err error) { done(0, len(b.Intended), err) })
+}
+
+// floeRecords is b's records of producer id: values of size bytes, keyed
+// by producer id and schedule index.
+func floeRecords(id uint64, size int, b *Batch) []*floev1.Record {
 	recs := make([]*floev1.Record, len(b.Intended))
 	for i, t := range b.Intended {
 		idx := uint64(b.First) + uint64(i)
 		key := make([]byte, 8)
-		binary.BigEndian.PutUint64(key, p.id<<40|idx)
-		recs[i] = &floev1.Record{Key: key, Value: MakeValue(p.size, t, idx)}
+		binary.BigEndian.PutUint64(key, id<<40|idx)
+		recs[i] = &floev1.Record{Key: key, Value: MakeValue(size, t, idx)}
 	}
+	return recs
+}
+
+// sendRecs sends recs as one request, a slot taken; done reports it.
+func (p *floeProducer) sendRecs(recs []*floev1.Record, done func(err error)) error {
 	p.sendMu.Lock()
 	defer p.sendMu.Unlock()
 	p.mu.Lock()
@@ -276,7 +298,7 @@ func (p *floeProducer) Send(ctx context.Context, b *Batch, done func(from, to in
 	st, pending := p.stream, p.pending
 	p.nextID++
 	id := p.nextID
-	pending[id] = floePending{n: len(recs), done: done}
+	pending[id] = floePending{done: done}
 	p.mu.Unlock()
 	// Not under mu: Send may wait for flow control while answers arrive.
 	err := st.send(id, recs)
@@ -317,7 +339,7 @@ func (p *floeProducer) receive(st produceStream, pending map[uint64]floePending)
 				err = errors.New("bench: produce stream closed")
 			}
 			for _, pd := range left {
-				pd.done(0, pd.n, err)
+				pd.done(err)
 				<-p.slots
 			}
 			return
@@ -333,7 +355,7 @@ func (p *floeProducer) receive(st produceStream, pending map[uint64]floePending)
 		if c := codes.Code(resp.GetErrorCode()); c != codes.OK {
 			rerr = status.Error(c, resp.GetErrorMessage())
 		}
-		pd.done(0, pd.n, rerr)
+		pd.done(rerr)
 		<-p.slots
 	}
 }

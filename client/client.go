@@ -33,6 +33,7 @@ const (
 // Client talks to one floe agent.
 type Client struct {
 	addr   string
+	dial   []grpc.DialOption // as given to Dial: the agents a Router dials get them too
 	conn   *grpc.ClientConn
 	Topics floev1.TopicServiceClient
 	Log    floev1.LogServiceClient
@@ -53,6 +54,7 @@ func Dial(addr string, opts ...grpc.DialOption) (*Client, error) {
 	// The codec (grpcwire) decodes the batches of fetch and subscribe
 	// answers in place: they reference the received buffer, not a copy;
 	// receive buffers are not zeroed before gRPC fills them.
+	given := append([]grpc.DialOption(nil), opts...)
 	pool := grpcwire.NewPool()
 	opts = append([]grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials()), // WithTLS, later, replaces it
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(MaxMessageBytes), grpc.ForceCodecV2(grpcwire.NewCodec(pool))),
@@ -62,7 +64,7 @@ func Dial(addr string, opts ...grpc.DialOption) (*Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("client: dial %s: %w", addr, err)
 	}
-	return &Client{addr: addr, conn: conn, Topics: floev1.NewTopicServiceClient(conn), Log: floev1.NewLogServiceClient(conn)}, nil
+	return &Client{addr: addr, dial: given, conn: conn, Topics: floev1.NewTopicServiceClient(conn), Log: floev1.NewLogServiceClient(conn)}, nil
 }
 
 // Addr is the address the client was dialed with.

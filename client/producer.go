@@ -47,6 +47,14 @@ type ProducerOptions struct {
 	// with the agent's partitioner (the topic's partition count is asked
 	// once). Answers keep ProduceResponse's shape.
 	Batches bool
+	// PartitionAffinity sends each partition's requests to the agent that
+	// TopicService.DescribePlacement prefers for it (a Router over the
+	// producer's client, tuned by Router), falling back to the client's
+	// own agent for what has no preferred agent or whose agent fails
+	// (producer_affinity.go). Sends that name no partition go to the
+	// client's agent. MaxInFlight then bounds each agent's requests.
+	PartitionAffinity bool
+	Router            RouterOptions
 }
 
 func (o ProducerOptions) withDefaults() ProducerOptions {
@@ -91,10 +99,16 @@ func (e *BatchError) Unwrap() error { return e.Err }
 // Unknown) is an error (OutcomeUnknown) unless AtLeastOnce. Its methods
 // are for one goroutine.
 type Producer struct {
-	c     *Client
-	ctx   context.Context
-	topic string
-	opts  ProducerOptions
+	c    *Client
+	home *Client // the connection the producer was made for (c, unless it fell back)
+	// fallback, optional, is where retries go once c answers Unavailable
+	// (markDown is told of c then): an inner producer of affinity.
+	fallback *Client
+	markDown func(*Client)
+	aff      *affinity // PartitionAffinity: the inner producers; the rest of the fields unused
+	ctx      context.Context
+	topic    string
+	opts     ProducerOptions
 
 	producerID    int64
 	producerEpoch int32
@@ -145,7 +159,7 @@ type prodAnswer struct {
 // InitProducer first. ctx bounds every call the producer makes.
 func (c *Client) NewProducer(ctx context.Context, topic string, opts ProducerOptions) (*Producer, error) {
 	opts = opts.withDefaults()
-	p := &Producer{c: c, ctx: ctx, topic: topic, opts: opts, producerID: -1,
+	p := &Producer{c: c, home: c, ctx: ctx, topic: topic, opts: opts, producerID: -1,
 		seqs: map[int32]int32{}, byID: map[uint64]*prodReq{}, perPart: map[int32]int{}}
 	if opts.Idempotent {
 		var resp *floev1.InitProducerResponse
@@ -159,6 +173,13 @@ func (c *Client) NewProducer(ctx context.Context, topic string, opts ProducerOpt
 		}
 		p.producerID, p.producerEpoch = resp.GetProducerId(), resp.GetProducerEpoch()
 	}
+	if opts.PartitionAffinity {
+		a, err := newAffinity(ctx, p)
+		if err != nil {
+			return nil, fmt.Errorf("partition affinity: %w", err)
+		}
+		p.aff = a
+	}
 	return p, nil
 }
 
@@ -167,6 +188,9 @@ func (c *Client) NewProducer(ctx context.Context, topic string, opts ProducerOpt
 // requests are unanswered. It returns the first failure that retries could
 // not fix, as a *BatchError.
 func (p *Producer) Send(partition int32, records []*floev1.Record, tag any) error {
+	if p.aff != nil {
+		return p.aff.send(partition, records, tag)
+	}
 	req := &floev1.ProduceRequest{Topic: p.topic, Records: records, Compression: p.opts.Compression}
 	if partition >= 0 {
 		req.Partition = &partition
@@ -203,6 +227,9 @@ func (p *Producer) Send(partition int32, records []*floev1.Record, tag any) erro
 
 // Flush waits until every request sent is answered and reported.
 func (p *Producer) Flush() error {
+	if p.aff != nil {
+		return p.aff.flush()
+	}
 	for len(p.queue) > 0 {
 		if err := p.step(); err != nil {
 			return err
@@ -219,6 +246,9 @@ func (p *Producer) Flush() error {
 // unknown (no answer, or an answer that the outcome is unknown). The
 // producer is then empty; Close it.
 func (p *Producer) Settle() (failed, unknown []any) {
+	if p.aff != nil {
+		return p.aff.settle()
+	}
 	for len(p.byID) > 0 && p.stream != nil {
 		t := time.NewTimer(p.opts.RequestTimeout)
 		select {
@@ -266,7 +296,35 @@ func (p *Producer) Settle() (failed, unknown []any) {
 
 // Close ends the stream. Unanswered requests are abandoned: Flush first.
 func (p *Producer) Close() {
+	if p.aff != nil {
+		p.aff.close()
+		return
+	}
 	p.closeStream()
+}
+
+// poll applies the answers that have arrived, without waiting, reports
+// what is done and, when a request failed and nothing is in flight,
+// retries the failed ones (affinity: the inner producers not sent on).
+func (p *Producer) poll() error {
+	for p.stream != nil && len(p.byID) > 0 {
+		select {
+		case a := <-p.stream.answers:
+			if err := p.handle(a); err != nil {
+				return err
+			}
+			continue
+		default:
+		}
+		break
+	}
+	if err := p.report(); err != nil {
+		return err
+	}
+	if p.failed && len(p.byID) == 0 {
+		return p.recover()
+	}
+	return nil
 }
 
 // send sends r on the stream, opening one if needed; a failure marks r for
@@ -456,21 +514,10 @@ func (p *Producer) recover() error {
 		}
 		r.lost = nil
 		err := p.withRetries(func(ctx context.Context) error {
-			if p.opts.Batches {
-				bresp, err := p.c.Log.ProduceBatches(ctx, r.breq)
-				if err != nil {
-					return err
-				}
-				resp, err := r.fromBatches(bresp)
-				if err != nil {
-					return err // not a status: not retried
-				}
-				r.resp = resp
-				return nil
-			}
-			resp, err := p.c.Log.Produce(ctx, r.req)
-			if err == nil {
-				r.resp = resp
+			err := p.resend(ctx, r)
+			if p.fallback != nil && p.c != p.fallback && status.Code(err) == codes.Unavailable {
+				p.markDown(p.c)
+				p.c = p.fallback // this and later attempts, and new streams
 			}
 			return err
 		})
@@ -482,6 +529,27 @@ func (p *Producer) recover() error {
 	}
 	p.failed = false
 	return p.report()
+}
+
+// resend sends r once, unary, on p.c.
+func (p *Producer) resend(ctx context.Context, r *prodReq) error {
+	if p.opts.Batches {
+		bresp, err := p.c.Log.ProduceBatches(ctx, r.breq)
+		if err != nil {
+			return err
+		}
+		resp, err := r.fromBatches(bresp)
+		if err != nil {
+			return err // not a status: not retried
+		}
+		r.resp = resp
+		return nil
+	}
+	resp, err := p.c.Log.Produce(ctx, r.req)
+	if err == nil {
+		r.resp = resp
+	}
+	return err
 }
 
 // retriable is Retriable for an idempotent producer (its retry cannot

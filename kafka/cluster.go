@@ -3,9 +3,7 @@ package kafka
 import (
 	"context"
 	"crypto/rand"
-	"encoding/binary"
 	"encoding/hex"
-	"hash/fnv"
 	"net"
 	"os"
 	"strconv"
@@ -14,6 +12,7 @@ import (
 	"time"
 
 	"github.com/floe-broker/floe/metadata"
+	"github.com/floe-broker/floe/placement"
 )
 
 // The cluster Kafka clients see: every live agent is a broker. Agents
@@ -72,6 +71,9 @@ func (c *cluster) current() *clusterView { return c.view.Load() }
 func (c *cluster) start(ctx context.Context, lis net.Addr) {
 	v := *c.current()
 	v.self.Host, v.self.Port = registeredAddr(c.s.cfg, lis)
+	if g := grpcAddr(c.s.cfg.GRPCAddr, v.self.Host); g != "" && len(placement.WithGRPCAddr(v.self.ID, g)) <= metadata.MaxAgentFieldLen {
+		v.self.ID = placement.WithGRPCAddr(v.self.ID, g)
+	}
 	v.agents = []metadata.AgentInfo{v.self}
 	c.view.Store(&v)
 	c.beat(ctx)
@@ -121,6 +123,24 @@ func (c *cluster) beat(ctx context.Context) {
 	c.view.Store(v)
 }
 
+// grpcAddr is the gRPC address this agent's row names (placement.GRPCAddr):
+// listen's host, or host where listen's is empty or unspecified ("" when
+// listen is not host:port).
+func grpcAddr(listen, host string) string {
+	h, p, err := net.SplitHostPort(listen)
+	if err != nil || p == "" {
+		return ""
+	}
+	if ip := net.ParseIP(h); h == "" || (ip != nil && ip.IsUnspecified()) {
+		h = host
+	}
+	return net.JoinHostPort(h, p)
+}
+
+// LiveAgents is this agent's latest view of the live agents (by node id,
+// itself included; each id carries its gRPC address, placement.GRPCAddr).
+func (s *Server) LiveAgents() []metadata.AgentInfo { return s.agents.current().agents }
+
 // registeredAddr is the address this agent's row gives other agents to
 // advertise: the advertised host and port if set, else the listener's
 // (its IP if bound to one, else this machine's first non-loopback IP, else
@@ -156,68 +176,16 @@ func machineHost() string {
 	return "localhost"
 }
 
-// score is the rendezvous weight of (key, candidate).
-func score(key, candidate string) uint64 {
-	h := fnv.New64a()
-	h.Write([]byte(key))
-	h.Write([]byte{0})
-	h.Write([]byte(candidate))
-	x := h.Sum64()
-	// splitmix64's finalizer: fnv's low bits alone spread poorly.
-	x ^= x >> 30
-	x *= 0xbf58476d1ce4e5b9
-	x ^= x >> 27
-	x *= 0x94d049bb133111eb
-	return x ^ (x >> 31)
-}
-
-// leaderOf is the partition's leader among agents (non-empty, by node
-// id): the top rendezvous score over the agents of zone if any is in it,
-// else over all.
+// leaderOf is the partition's leader among agents: placement.Leader,
+// the rule the gRPC DescribePlacement answer shares.
 func leaderOf(topicID int64, partition int32, agents []metadata.AgentInfo, zone string) metadata.AgentInfo {
-	var key [12]byte
-	binary.BigEndian.PutUint64(key[:], uint64(topicID))
-	binary.BigEndian.PutUint32(key[8:], uint32(partition))
-	inZone := false
-	for _, a := range agents {
-		inZone = inZone || (zone != "" && a.Zone == zone)
-	}
-	var best metadata.AgentInfo
-	var top uint64
-	found := false
-	for _, a := range agents {
-		if inZone && a.Zone != zone {
-			continue
-		}
-		if s := score(string(key[:]), strconv.Itoa(int(a.NodeID))); !found || s > top {
-			best, top, found = a, s, true
-		}
-	}
-	return best
+	return placement.Leader(topicID, partition, agents, zone)
 }
 
-// coordinatorOf is the classic group's coordinator among agents
-// (non-empty, by node id): the top rendezvous score over their distinct
-// addresses; at that address self if self is there, else the agent with
-// the lowest node id.
+// coordinatorOf is the classic group's coordinator among agents:
+// placement.Coordinator.
 func coordinatorOf(group string, agents []metadata.AgentInfo, self metadata.AgentInfo) metadata.AgentInfo {
-	var best metadata.AgentInfo
-	var top uint64
-	found := false
-	for _, a := range agents {
-		s := score(group, addrOf(a))
-		if !found || s > top {
-			best, top, found = a, s, true
-		}
-	}
-	if addrOf(self) == addrOf(best) {
-		return self
-	}
-	return best
-}
-
-func addrOf(a metadata.AgentInfo) string {
-	return net.JoinHostPort(a.Host, strconv.Itoa(int(a.Port)))
+	return placement.Coordinator(group, agents, self)
 }
 
 // ownsGroup reports whether this agent coordinates the classic group.

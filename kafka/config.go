@@ -19,6 +19,12 @@ type Config struct {
 	// Zone is this agent's availability zone: clients whose client.id
 	// names it (floe_az=<zone>) are given this zone's agents as leaders.
 	Zone string
+	// GRPCAddr is this agent's gRPC listener (host:port; an empty or
+	// unspecified host: the host of the Kafka address its row registers).
+	// Its row in the agents table names it, so that gRPC clients with
+	// partition affinity learn where to reach each agent
+	// (TopicService.DescribePlacement). "": none.
+	GRPCAddr string
 	// AgentTTL is how long this agent's row in the agents table lives
 	// after its last beat (it beats every AgentTTL/4): an agent that dies
 	// drops out of the other agents' Metadata, and its classic groups move

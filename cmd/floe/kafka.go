@@ -15,13 +15,17 @@ import (
 // closed; the channel it returns yields Serve's error once every
 // connection's goroutines have ended (produces already appended wait for
 // their commit, which the batcher's drain flushes).
-func startKafka(sc serverConfig, ag *agent.Agent, log *slog.Logger) (stop func() <-chan error, err error) {
+func startKafka(sc serverConfig, ag *agent.Agent, grpcAddr string, log *slog.Logger) (stop func() <-chan error, err error) {
 	done := make(chan error, 1)
 	if sc.KafkaAddr == "" {
 		done <- nil
 		return func() <-chan error { return done }, nil
 	}
-	srv, err := kafka.New(sc.Kafka, ag, sc.auth.kafkaOptions(kafka.Options{Logger: log}))
+	kc := sc.Kafka
+	if kc.GRPCAddr == "" {
+		kc.GRPCAddr = grpcAddr
+	}
+	srv, err := kafka.New(kc, ag, sc.auth.kafkaOptions(kafka.Options{Logger: log}))
 	if err != nil {
 		return nil, err
 	}
@@ -33,6 +37,7 @@ func startKafka(sc serverConfig, ag *agent.Agent, log *slog.Logger) (stop func()
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
+	ag.SetCluster(srv) // DescribePlacement answers from the listener's view of the agents
 	go func() { done <- srv.Serve(ctx, lis) }()
 	return func() <-chan error { cancel(); return done }, nil
 }

@@ -58,6 +58,7 @@ type produceFlags struct {
 	idempotent     bool
 	atLeastOnce    bool
 	whole          bool
+	affinity       bool
 	file           string
 	verbose        bool
 	timeout        time.Duration
@@ -81,6 +82,7 @@ func runProduce(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	fs.IntVar(&f.inFlight, "in-flight", 8, "requests sent and not yet answered at most")
 	fs.BoolVar(&f.idempotent, "idempotent", true, "number records so that a retry never duplicates (false: plain produce, a retry may duplicate)")
 	fs.BoolVar(&f.atLeastOnce, "at-least-once", false, "with -idempotent=false: retry requests whose outcome is unknown (a broken connection), which may store them twice")
+	fs.BoolVar(&f.affinity, "partition-affinity", false, "send each partition's records to the agent that prefers it (learned from -addr, refreshed every 5 s; -addr for the rest and when that agent fails) so that one agent writes each partition")
 	fs.BoolVar(&f.whole, "whole", false, "send all of the input as one record")
 	fs.StringVar(&f.file, "file", "", "read this file instead of stdin")
 	fs.BoolVar(&f.verbose, "v", false, "print line, partition and offset of each record to stdout")
@@ -150,7 +152,7 @@ func runProduce(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	}
 	pr.p, err = c.NewProducer(ctx, topic, client.ProducerOptions{
 		MaxInFlight: f.inFlight, Idempotent: f.idempotent, AtLeastOnce: f.atLeastOnce, Compression: floev1.Compression(comp),
-		RequestTimeout: f.timeout, OnResult: pr.onResult, Batches: true,
+		RequestTimeout: f.timeout, OnResult: pr.onResult, Batches: true, PartitionAffinity: f.affinity,
 	})
 	if err != nil {
 		return fmt.Errorf("produce to %q: %w", topic, err)

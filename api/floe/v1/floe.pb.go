@@ -958,6 +958,179 @@ func (x *DescribeTopicRequest) GetName() string {
 	return ""
 }
 
+type DescribePlacementRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Topic string                 `protobuf:"bytes,1,opt,name=topic,proto3" json:"topic,omitempty"`
+	// The client's availability zone: the agents of that zone are
+	// preferred when some agent is in it ("": any).
+	Zone          string `protobuf:"bytes,2,opt,name=zone,proto3" json:"zone,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DescribePlacementRequest) Reset() {
+	*x = DescribePlacementRequest{}
+	mi := &file_floe_v1_floe_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DescribePlacementRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DescribePlacementRequest) ProtoMessage() {}
+
+func (x *DescribePlacementRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_floe_v1_floe_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DescribePlacementRequest.ProtoReflect.Descriptor instead.
+func (*DescribePlacementRequest) Descriptor() ([]byte, []int) {
+	return file_floe_v1_floe_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *DescribePlacementRequest) GetTopic() string {
+	if x != nil {
+		return x.Topic
+	}
+	return ""
+}
+
+func (x *DescribePlacementRequest) GetZone() string {
+	if x != nil {
+		return x.Zone
+	}
+	return ""
+}
+
+type DescribePlacementResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The live agents as the answering agent last saw them (empty when it
+	// does not keep the agents table: no Kafka listener).
+	Agents []*AgentEndpoint `protobuf:"bytes,1,rep,name=agents,proto3" json:"agents,omitempty"`
+	// The node id of each partition's preferred agent, indexed by
+	// partition (empty when agents is).
+	PartitionAgents []int32 `protobuf:"varint,2,rep,packed,name=partition_agents,json=partitionAgents,proto3" json:"partition_agents,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *DescribePlacementResponse) Reset() {
+	*x = DescribePlacementResponse{}
+	mi := &file_floe_v1_floe_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DescribePlacementResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DescribePlacementResponse) ProtoMessage() {}
+
+func (x *DescribePlacementResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_floe_v1_floe_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DescribePlacementResponse.ProtoReflect.Descriptor instead.
+func (*DescribePlacementResponse) Descriptor() ([]byte, []int) {
+	return file_floe_v1_floe_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *DescribePlacementResponse) GetAgents() []*AgentEndpoint {
+	if x != nil {
+		return x.Agents
+	}
+	return nil
+}
+
+func (x *DescribePlacementResponse) GetPartitionAgents() []int32 {
+	if x != nil {
+		return x.PartitionAgents
+	}
+	return nil
+}
+
+// AgentEndpoint is one live agent.
+type AgentEndpoint struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	NodeId int32                  `protobuf:"varint,1,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
+	// Where gRPC clients reach it (host:port); "" if its row names none
+	// (an agent of an earlier release): send its partitions anywhere.
+	GrpcAddress   string `protobuf:"bytes,2,opt,name=grpc_address,json=grpcAddress,proto3" json:"grpc_address,omitempty"`
+	Zone          string `protobuf:"bytes,3,opt,name=zone,proto3" json:"zone,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AgentEndpoint) Reset() {
+	*x = AgentEndpoint{}
+	mi := &file_floe_v1_floe_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AgentEndpoint) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AgentEndpoint) ProtoMessage() {}
+
+func (x *AgentEndpoint) ProtoReflect() protoreflect.Message {
+	mi := &file_floe_v1_floe_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AgentEndpoint.ProtoReflect.Descriptor instead.
+func (*AgentEndpoint) Descriptor() ([]byte, []int) {
+	return file_floe_v1_floe_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *AgentEndpoint) GetNodeId() int32 {
+	if x != nil {
+		return x.NodeId
+	}
+	return 0
+}
+
+func (x *AgentEndpoint) GetGrpcAddress() string {
+	if x != nil {
+		return x.GrpcAddress
+	}
+	return ""
+}
+
+func (x *AgentEndpoint) GetZone() string {
+	if x != nil {
+		return x.Zone
+	}
+	return ""
+}
+
 type DescribeTopicResponse struct {
 	state      protoimpl.MessageState `protogen:"open.v1"`
 	Topic      *Topic                 `protobuf:"bytes,1,opt,name=topic,proto3" json:"topic,omitempty"`
@@ -974,7 +1147,7 @@ type DescribeTopicResponse struct {
 
 func (x *DescribeTopicResponse) Reset() {
 	*x = DescribeTopicResponse{}
-	mi := &file_floe_v1_floe_proto_msgTypes[9]
+	mi := &file_floe_v1_floe_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -986,7 +1159,7 @@ func (x *DescribeTopicResponse) String() string {
 func (*DescribeTopicResponse) ProtoMessage() {}
 
 func (x *DescribeTopicResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_floe_v1_floe_proto_msgTypes[9]
+	mi := &file_floe_v1_floe_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -999,7 +1172,7 @@ func (x *DescribeTopicResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DescribeTopicResponse.ProtoReflect.Descriptor instead.
 func (*DescribeTopicResponse) Descriptor() ([]byte, []int) {
-	return file_floe_v1_floe_proto_rawDescGZIP(), []int{9}
+	return file_floe_v1_floe_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *DescribeTopicResponse) GetTopic() *Topic {
@@ -1074,7 +1247,7 @@ type IcebergOutput struct {
 
 func (x *IcebergOutput) Reset() {
 	*x = IcebergOutput{}
-	mi := &file_floe_v1_floe_proto_msgTypes[10]
+	mi := &file_floe_v1_floe_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1086,7 +1259,7 @@ func (x *IcebergOutput) String() string {
 func (*IcebergOutput) ProtoMessage() {}
 
 func (x *IcebergOutput) ProtoReflect() protoreflect.Message {
-	mi := &file_floe_v1_floe_proto_msgTypes[10]
+	mi := &file_floe_v1_floe_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1099,7 +1272,7 @@ func (x *IcebergOutput) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use IcebergOutput.ProtoReflect.Descriptor instead.
 func (*IcebergOutput) Descriptor() ([]byte, []int) {
-	return file_floe_v1_floe_proto_rawDescGZIP(), []int{10}
+	return file_floe_v1_floe_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *IcebergOutput) GetEnabled() bool {
@@ -1216,7 +1389,7 @@ type TopicStorage struct {
 
 func (x *TopicStorage) Reset() {
 	*x = TopicStorage{}
-	mi := &file_floe_v1_floe_proto_msgTypes[11]
+	mi := &file_floe_v1_floe_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1228,7 +1401,7 @@ func (x *TopicStorage) String() string {
 func (*TopicStorage) ProtoMessage() {}
 
 func (x *TopicStorage) ProtoReflect() protoreflect.Message {
-	mi := &file_floe_v1_floe_proto_msgTypes[11]
+	mi := &file_floe_v1_floe_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1241,7 +1414,7 @@ func (x *TopicStorage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TopicStorage.ProtoReflect.Descriptor instead.
 func (*TopicStorage) Descriptor() ([]byte, []int) {
-	return file_floe_v1_floe_proto_rawDescGZIP(), []int{11}
+	return file_floe_v1_floe_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *TopicStorage) GetFiles() int64 {
@@ -1292,7 +1465,7 @@ type DeletionQueue struct {
 
 func (x *DeletionQueue) Reset() {
 	*x = DeletionQueue{}
-	mi := &file_floe_v1_floe_proto_msgTypes[12]
+	mi := &file_floe_v1_floe_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1304,7 +1477,7 @@ func (x *DeletionQueue) String() string {
 func (*DeletionQueue) ProtoMessage() {}
 
 func (x *DeletionQueue) ProtoReflect() protoreflect.Message {
-	mi := &file_floe_v1_floe_proto_msgTypes[12]
+	mi := &file_floe_v1_floe_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1317,7 +1490,7 @@ func (x *DeletionQueue) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeletionQueue.ProtoReflect.Descriptor instead.
 func (*DeletionQueue) Descriptor() ([]byte, []int) {
-	return file_floe_v1_floe_proto_rawDescGZIP(), []int{12}
+	return file_floe_v1_floe_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *DeletionQueue) GetFiles() int64 {
@@ -1352,7 +1525,7 @@ type AlterTopicConfigRequest struct {
 
 func (x *AlterTopicConfigRequest) Reset() {
 	*x = AlterTopicConfigRequest{}
-	mi := &file_floe_v1_floe_proto_msgTypes[13]
+	mi := &file_floe_v1_floe_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1364,7 +1537,7 @@ func (x *AlterTopicConfigRequest) String() string {
 func (*AlterTopicConfigRequest) ProtoMessage() {}
 
 func (x *AlterTopicConfigRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_floe_v1_floe_proto_msgTypes[13]
+	mi := &file_floe_v1_floe_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1377,7 +1550,7 @@ func (x *AlterTopicConfigRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AlterTopicConfigRequest.ProtoReflect.Descriptor instead.
 func (*AlterTopicConfigRequest) Descriptor() ([]byte, []int) {
-	return file_floe_v1_floe_proto_rawDescGZIP(), []int{13}
+	return file_floe_v1_floe_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *AlterTopicConfigRequest) GetName() string {
@@ -1410,7 +1583,7 @@ type AlterTopicConfigResponse struct {
 
 func (x *AlterTopicConfigResponse) Reset() {
 	*x = AlterTopicConfigResponse{}
-	mi := &file_floe_v1_floe_proto_msgTypes[14]
+	mi := &file_floe_v1_floe_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1422,7 +1595,7 @@ func (x *AlterTopicConfigResponse) String() string {
 func (*AlterTopicConfigResponse) ProtoMessage() {}
 
 func (x *AlterTopicConfigResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_floe_v1_floe_proto_msgTypes[14]
+	mi := &file_floe_v1_floe_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1435,7 +1608,7 @@ func (x *AlterTopicConfigResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AlterTopicConfigResponse.ProtoReflect.Descriptor instead.
 func (*AlterTopicConfigResponse) Descriptor() ([]byte, []int) {
-	return file_floe_v1_floe_proto_rawDescGZIP(), []int{14}
+	return file_floe_v1_floe_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *AlterTopicConfigResponse) GetTopic() *Topic {
@@ -1457,7 +1630,7 @@ type DeleteRecordsRequest struct {
 
 func (x *DeleteRecordsRequest) Reset() {
 	*x = DeleteRecordsRequest{}
-	mi := &file_floe_v1_floe_proto_msgTypes[15]
+	mi := &file_floe_v1_floe_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1469,7 +1642,7 @@ func (x *DeleteRecordsRequest) String() string {
 func (*DeleteRecordsRequest) ProtoMessage() {}
 
 func (x *DeleteRecordsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_floe_v1_floe_proto_msgTypes[15]
+	mi := &file_floe_v1_floe_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1482,7 +1655,7 @@ func (x *DeleteRecordsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteRecordsRequest.ProtoReflect.Descriptor instead.
 func (*DeleteRecordsRequest) Descriptor() ([]byte, []int) {
-	return file_floe_v1_floe_proto_rawDescGZIP(), []int{15}
+	return file_floe_v1_floe_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *DeleteRecordsRequest) GetTopic() string {
@@ -1516,7 +1689,7 @@ type DeleteRecordsResponse struct {
 
 func (x *DeleteRecordsResponse) Reset() {
 	*x = DeleteRecordsResponse{}
-	mi := &file_floe_v1_floe_proto_msgTypes[16]
+	mi := &file_floe_v1_floe_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1528,7 +1701,7 @@ func (x *DeleteRecordsResponse) String() string {
 func (*DeleteRecordsResponse) ProtoMessage() {}
 
 func (x *DeleteRecordsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_floe_v1_floe_proto_msgTypes[16]
+	mi := &file_floe_v1_floe_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1541,7 +1714,7 @@ func (x *DeleteRecordsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteRecordsResponse.ProtoReflect.Descriptor instead.
 func (*DeleteRecordsResponse) Descriptor() ([]byte, []int) {
-	return file_floe_v1_floe_proto_rawDescGZIP(), []int{16}
+	return file_floe_v1_floe_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *DeleteRecordsResponse) GetLogStartOffset() int64 {
@@ -1568,7 +1741,7 @@ type Header struct {
 
 func (x *Header) Reset() {
 	*x = Header{}
-	mi := &file_floe_v1_floe_proto_msgTypes[17]
+	mi := &file_floe_v1_floe_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1580,7 +1753,7 @@ func (x *Header) String() string {
 func (*Header) ProtoMessage() {}
 
 func (x *Header) ProtoReflect() protoreflect.Message {
-	mi := &file_floe_v1_floe_proto_msgTypes[17]
+	mi := &file_floe_v1_floe_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1593,7 +1766,7 @@ func (x *Header) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Header.ProtoReflect.Descriptor instead.
 func (*Header) Descriptor() ([]byte, []int) {
-	return file_floe_v1_floe_proto_rawDescGZIP(), []int{17}
+	return file_floe_v1_floe_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *Header) GetKey() string {
@@ -1631,7 +1804,7 @@ type Record struct {
 
 func (x *Record) Reset() {
 	*x = Record{}
-	mi := &file_floe_v1_floe_proto_msgTypes[18]
+	mi := &file_floe_v1_floe_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1643,7 +1816,7 @@ func (x *Record) String() string {
 func (*Record) ProtoMessage() {}
 
 func (x *Record) ProtoReflect() protoreflect.Message {
-	mi := &file_floe_v1_floe_proto_msgTypes[18]
+	mi := &file_floe_v1_floe_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1656,7 +1829,7 @@ func (x *Record) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Record.ProtoReflect.Descriptor instead.
 func (*Record) Descriptor() ([]byte, []int) {
-	return file_floe_v1_floe_proto_rawDescGZIP(), []int{18}
+	return file_floe_v1_floe_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *Record) GetKey() []byte {
@@ -1728,7 +1901,7 @@ type ProduceRequest struct {
 
 func (x *ProduceRequest) Reset() {
 	*x = ProduceRequest{}
-	mi := &file_floe_v1_floe_proto_msgTypes[19]
+	mi := &file_floe_v1_floe_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1740,7 +1913,7 @@ func (x *ProduceRequest) String() string {
 func (*ProduceRequest) ProtoMessage() {}
 
 func (x *ProduceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_floe_v1_floe_proto_msgTypes[19]
+	mi := &file_floe_v1_floe_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1753,7 +1926,7 @@ func (x *ProduceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProduceRequest.ProtoReflect.Descriptor instead.
 func (*ProduceRequest) Descriptor() ([]byte, []int) {
-	return file_floe_v1_floe_proto_rawDescGZIP(), []int{19}
+	return file_floe_v1_floe_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *ProduceRequest) GetTopic() string {
@@ -1820,7 +1993,7 @@ type ProduceResponse struct {
 
 func (x *ProduceResponse) Reset() {
 	*x = ProduceResponse{}
-	mi := &file_floe_v1_floe_proto_msgTypes[20]
+	mi := &file_floe_v1_floe_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1832,7 +2005,7 @@ func (x *ProduceResponse) String() string {
 func (*ProduceResponse) ProtoMessage() {}
 
 func (x *ProduceResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_floe_v1_floe_proto_msgTypes[20]
+	mi := &file_floe_v1_floe_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1845,7 +2018,7 @@ func (x *ProduceResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProduceResponse.ProtoReflect.Descriptor instead.
 func (*ProduceResponse) Descriptor() ([]byte, []int) {
-	return file_floe_v1_floe_proto_rawDescGZIP(), []int{20}
+	return file_floe_v1_floe_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *ProduceResponse) GetOffsets() []int64 {
@@ -1886,7 +2059,7 @@ type ProduceStreamRequest struct {
 
 func (x *ProduceStreamRequest) Reset() {
 	*x = ProduceStreamRequest{}
-	mi := &file_floe_v1_floe_proto_msgTypes[21]
+	mi := &file_floe_v1_floe_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1898,7 +2071,7 @@ func (x *ProduceStreamRequest) String() string {
 func (*ProduceStreamRequest) ProtoMessage() {}
 
 func (x *ProduceStreamRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_floe_v1_floe_proto_msgTypes[21]
+	mi := &file_floe_v1_floe_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1911,7 +2084,7 @@ func (x *ProduceStreamRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProduceStreamRequest.ProtoReflect.Descriptor instead.
 func (*ProduceStreamRequest) Descriptor() ([]byte, []int) {
-	return file_floe_v1_floe_proto_rawDescGZIP(), []int{21}
+	return file_floe_v1_floe_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *ProduceStreamRequest) GetRequestId() uint64 {
@@ -1941,7 +2114,7 @@ type ProduceStreamResponse struct {
 
 func (x *ProduceStreamResponse) Reset() {
 	*x = ProduceStreamResponse{}
-	mi := &file_floe_v1_floe_proto_msgTypes[22]
+	mi := &file_floe_v1_floe_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1953,7 +2126,7 @@ func (x *ProduceStreamResponse) String() string {
 func (*ProduceStreamResponse) ProtoMessage() {}
 
 func (x *ProduceStreamResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_floe_v1_floe_proto_msgTypes[22]
+	mi := &file_floe_v1_floe_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1966,7 +2139,7 @@ func (x *ProduceStreamResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProduceStreamResponse.ProtoReflect.Descriptor instead.
 func (*ProduceStreamResponse) Descriptor() ([]byte, []int) {
-	return file_floe_v1_floe_proto_rawDescGZIP(), []int{22}
+	return file_floe_v1_floe_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *ProduceStreamResponse) GetRequestId() uint64 {
@@ -2005,7 +2178,7 @@ type InitProducerRequest struct {
 
 func (x *InitProducerRequest) Reset() {
 	*x = InitProducerRequest{}
-	mi := &file_floe_v1_floe_proto_msgTypes[23]
+	mi := &file_floe_v1_floe_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2017,7 +2190,7 @@ func (x *InitProducerRequest) String() string {
 func (*InitProducerRequest) ProtoMessage() {}
 
 func (x *InitProducerRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_floe_v1_floe_proto_msgTypes[23]
+	mi := &file_floe_v1_floe_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2030,7 +2203,7 @@ func (x *InitProducerRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InitProducerRequest.ProtoReflect.Descriptor instead.
 func (*InitProducerRequest) Descriptor() ([]byte, []int) {
-	return file_floe_v1_floe_proto_rawDescGZIP(), []int{23}
+	return file_floe_v1_floe_proto_rawDescGZIP(), []int{26}
 }
 
 type InitProducerResponse struct {
@@ -2043,7 +2216,7 @@ type InitProducerResponse struct {
 
 func (x *InitProducerResponse) Reset() {
 	*x = InitProducerResponse{}
-	mi := &file_floe_v1_floe_proto_msgTypes[24]
+	mi := &file_floe_v1_floe_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2055,7 +2228,7 @@ func (x *InitProducerResponse) String() string {
 func (*InitProducerResponse) ProtoMessage() {}
 
 func (x *InitProducerResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_floe_v1_floe_proto_msgTypes[24]
+	mi := &file_floe_v1_floe_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2068,7 +2241,7 @@ func (x *InitProducerResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InitProducerResponse.ProtoReflect.Descriptor instead.
 func (*InitProducerResponse) Descriptor() ([]byte, []int) {
-	return file_floe_v1_floe_proto_rawDescGZIP(), []int{24}
+	return file_floe_v1_floe_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *InitProducerResponse) GetProducerId() int64 {
@@ -2104,7 +2277,7 @@ type FetchRequest struct {
 
 func (x *FetchRequest) Reset() {
 	*x = FetchRequest{}
-	mi := &file_floe_v1_floe_proto_msgTypes[25]
+	mi := &file_floe_v1_floe_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2116,7 +2289,7 @@ func (x *FetchRequest) String() string {
 func (*FetchRequest) ProtoMessage() {}
 
 func (x *FetchRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_floe_v1_floe_proto_msgTypes[25]
+	mi := &file_floe_v1_floe_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2129,7 +2302,7 @@ func (x *FetchRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FetchRequest.ProtoReflect.Descriptor instead.
 func (*FetchRequest) Descriptor() ([]byte, []int) {
-	return file_floe_v1_floe_proto_rawDescGZIP(), []int{25}
+	return file_floe_v1_floe_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *FetchRequest) GetTopic() string {
@@ -2191,7 +2364,7 @@ type FetchResponse struct {
 
 func (x *FetchResponse) Reset() {
 	*x = FetchResponse{}
-	mi := &file_floe_v1_floe_proto_msgTypes[26]
+	mi := &file_floe_v1_floe_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2203,7 +2376,7 @@ func (x *FetchResponse) String() string {
 func (*FetchResponse) ProtoMessage() {}
 
 func (x *FetchResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_floe_v1_floe_proto_msgTypes[26]
+	mi := &file_floe_v1_floe_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2216,7 +2389,7 @@ func (x *FetchResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FetchResponse.ProtoReflect.Descriptor instead.
 func (*FetchResponse) Descriptor() ([]byte, []int) {
-	return file_floe_v1_floe_proto_rawDescGZIP(), []int{26}
+	return file_floe_v1_floe_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *FetchResponse) GetRecords() []*Record {
@@ -2269,7 +2442,7 @@ type StartPosition struct {
 
 func (x *StartPosition) Reset() {
 	*x = StartPosition{}
-	mi := &file_floe_v1_floe_proto_msgTypes[27]
+	mi := &file_floe_v1_floe_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2281,7 +2454,7 @@ func (x *StartPosition) String() string {
 func (*StartPosition) ProtoMessage() {}
 
 func (x *StartPosition) ProtoReflect() protoreflect.Message {
-	mi := &file_floe_v1_floe_proto_msgTypes[27]
+	mi := &file_floe_v1_floe_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2294,7 +2467,7 @@ func (x *StartPosition) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StartPosition.ProtoReflect.Descriptor instead.
 func (*StartPosition) Descriptor() ([]byte, []int) {
-	return file_floe_v1_floe_proto_rawDescGZIP(), []int{27}
+	return file_floe_v1_floe_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *StartPosition) GetPosition() isStartPosition_Position {
@@ -2403,7 +2576,7 @@ type SubscribeRequest struct {
 
 func (x *SubscribeRequest) Reset() {
 	*x = SubscribeRequest{}
-	mi := &file_floe_v1_floe_proto_msgTypes[28]
+	mi := &file_floe_v1_floe_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2415,7 +2588,7 @@ func (x *SubscribeRequest) String() string {
 func (*SubscribeRequest) ProtoMessage() {}
 
 func (x *SubscribeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_floe_v1_floe_proto_msgTypes[28]
+	mi := &file_floe_v1_floe_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2428,7 +2601,7 @@ func (x *SubscribeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubscribeRequest.ProtoReflect.Descriptor instead.
 func (*SubscribeRequest) Descriptor() ([]byte, []int) {
-	return file_floe_v1_floe_proto_rawDescGZIP(), []int{28}
+	return file_floe_v1_floe_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *SubscribeRequest) GetTopic() string {
@@ -2529,7 +2702,7 @@ type SubscribeResponse struct {
 
 func (x *SubscribeResponse) Reset() {
 	*x = SubscribeResponse{}
-	mi := &file_floe_v1_floe_proto_msgTypes[29]
+	mi := &file_floe_v1_floe_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2541,7 +2714,7 @@ func (x *SubscribeResponse) String() string {
 func (*SubscribeResponse) ProtoMessage() {}
 
 func (x *SubscribeResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_floe_v1_floe_proto_msgTypes[29]
+	mi := &file_floe_v1_floe_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2554,7 +2727,7 @@ func (x *SubscribeResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubscribeResponse.ProtoReflect.Descriptor instead.
 func (*SubscribeResponse) Descriptor() ([]byte, []int) {
-	return file_floe_v1_floe_proto_rawDescGZIP(), []int{29}
+	return file_floe_v1_floe_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *SubscribeResponse) GetPartition() int32 {
@@ -2615,7 +2788,7 @@ type PartitionBatches struct {
 
 func (x *PartitionBatches) Reset() {
 	*x = PartitionBatches{}
-	mi := &file_floe_v1_floe_proto_msgTypes[30]
+	mi := &file_floe_v1_floe_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2627,7 +2800,7 @@ func (x *PartitionBatches) String() string {
 func (*PartitionBatches) ProtoMessage() {}
 
 func (x *PartitionBatches) ProtoReflect() protoreflect.Message {
-	mi := &file_floe_v1_floe_proto_msgTypes[30]
+	mi := &file_floe_v1_floe_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2640,7 +2813,7 @@ func (x *PartitionBatches) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PartitionBatches.ProtoReflect.Descriptor instead.
 func (*PartitionBatches) Descriptor() ([]byte, []int) {
-	return file_floe_v1_floe_proto_rawDescGZIP(), []int{30}
+	return file_floe_v1_floe_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *PartitionBatches) GetPartition() int32 {
@@ -2667,7 +2840,7 @@ type ProduceBatchesRequest struct {
 
 func (x *ProduceBatchesRequest) Reset() {
 	*x = ProduceBatchesRequest{}
-	mi := &file_floe_v1_floe_proto_msgTypes[31]
+	mi := &file_floe_v1_floe_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2679,7 +2852,7 @@ func (x *ProduceBatchesRequest) String() string {
 func (*ProduceBatchesRequest) ProtoMessage() {}
 
 func (x *ProduceBatchesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_floe_v1_floe_proto_msgTypes[31]
+	mi := &file_floe_v1_floe_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2692,7 +2865,7 @@ func (x *ProduceBatchesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProduceBatchesRequest.ProtoReflect.Descriptor instead.
 func (*ProduceBatchesRequest) Descriptor() ([]byte, []int) {
-	return file_floe_v1_floe_proto_rawDescGZIP(), []int{31}
+	return file_floe_v1_floe_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *ProduceBatchesRequest) GetTopic() string {
@@ -2723,7 +2896,7 @@ type PartitionProduceResult struct {
 
 func (x *PartitionProduceResult) Reset() {
 	*x = PartitionProduceResult{}
-	mi := &file_floe_v1_floe_proto_msgTypes[32]
+	mi := &file_floe_v1_floe_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2735,7 +2908,7 @@ func (x *PartitionProduceResult) String() string {
 func (*PartitionProduceResult) ProtoMessage() {}
 
 func (x *PartitionProduceResult) ProtoReflect() protoreflect.Message {
-	mi := &file_floe_v1_floe_proto_msgTypes[32]
+	mi := &file_floe_v1_floe_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2748,7 +2921,7 @@ func (x *PartitionProduceResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PartitionProduceResult.ProtoReflect.Descriptor instead.
 func (*PartitionProduceResult) Descriptor() ([]byte, []int) {
-	return file_floe_v1_floe_proto_rawDescGZIP(), []int{32}
+	return file_floe_v1_floe_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *PartitionProduceResult) GetPartition() int32 {
@@ -2784,7 +2957,7 @@ type ProduceBatchesResponse struct {
 
 func (x *ProduceBatchesResponse) Reset() {
 	*x = ProduceBatchesResponse{}
-	mi := &file_floe_v1_floe_proto_msgTypes[33]
+	mi := &file_floe_v1_floe_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2796,7 +2969,7 @@ func (x *ProduceBatchesResponse) String() string {
 func (*ProduceBatchesResponse) ProtoMessage() {}
 
 func (x *ProduceBatchesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_floe_v1_floe_proto_msgTypes[33]
+	mi := &file_floe_v1_floe_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2809,7 +2982,7 @@ func (x *ProduceBatchesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProduceBatchesResponse.ProtoReflect.Descriptor instead.
 func (*ProduceBatchesResponse) Descriptor() ([]byte, []int) {
-	return file_floe_v1_floe_proto_rawDescGZIP(), []int{33}
+	return file_floe_v1_floe_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *ProduceBatchesResponse) GetResults() []*PartitionProduceResult {
@@ -2836,7 +3009,7 @@ type ProduceBatchesStreamRequest struct {
 
 func (x *ProduceBatchesStreamRequest) Reset() {
 	*x = ProduceBatchesStreamRequest{}
-	mi := &file_floe_v1_floe_proto_msgTypes[34]
+	mi := &file_floe_v1_floe_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2848,7 +3021,7 @@ func (x *ProduceBatchesStreamRequest) String() string {
 func (*ProduceBatchesStreamRequest) ProtoMessage() {}
 
 func (x *ProduceBatchesStreamRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_floe_v1_floe_proto_msgTypes[34]
+	mi := &file_floe_v1_floe_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2861,7 +3034,7 @@ func (x *ProduceBatchesStreamRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProduceBatchesStreamRequest.ProtoReflect.Descriptor instead.
 func (*ProduceBatchesStreamRequest) Descriptor() ([]byte, []int) {
-	return file_floe_v1_floe_proto_rawDescGZIP(), []int{34}
+	return file_floe_v1_floe_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *ProduceBatchesStreamRequest) GetRequestId() uint64 {
@@ -2891,7 +3064,7 @@ type ProduceBatchesStreamResponse struct {
 
 func (x *ProduceBatchesStreamResponse) Reset() {
 	*x = ProduceBatchesStreamResponse{}
-	mi := &file_floe_v1_floe_proto_msgTypes[35]
+	mi := &file_floe_v1_floe_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2903,7 +3076,7 @@ func (x *ProduceBatchesStreamResponse) String() string {
 func (*ProduceBatchesStreamResponse) ProtoMessage() {}
 
 func (x *ProduceBatchesStreamResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_floe_v1_floe_proto_msgTypes[35]
+	mi := &file_floe_v1_floe_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2916,7 +3089,7 @@ func (x *ProduceBatchesStreamResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProduceBatchesStreamResponse.ProtoReflect.Descriptor instead.
 func (*ProduceBatchesStreamResponse) Descriptor() ([]byte, []int) {
-	return file_floe_v1_floe_proto_rawDescGZIP(), []int{35}
+	return file_floe_v1_floe_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *ProduceBatchesStreamResponse) GetRequestId() uint64 {
@@ -2960,7 +3133,7 @@ type ListOffsetsRequest struct {
 
 func (x *ListOffsetsRequest) Reset() {
 	*x = ListOffsetsRequest{}
-	mi := &file_floe_v1_floe_proto_msgTypes[36]
+	mi := &file_floe_v1_floe_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2972,7 +3145,7 @@ func (x *ListOffsetsRequest) String() string {
 func (*ListOffsetsRequest) ProtoMessage() {}
 
 func (x *ListOffsetsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_floe_v1_floe_proto_msgTypes[36]
+	mi := &file_floe_v1_floe_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2985,7 +3158,7 @@ func (x *ListOffsetsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListOffsetsRequest.ProtoReflect.Descriptor instead.
 func (*ListOffsetsRequest) Descriptor() ([]byte, []int) {
-	return file_floe_v1_floe_proto_rawDescGZIP(), []int{36}
+	return file_floe_v1_floe_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *ListOffsetsRequest) GetTopic() string {
@@ -3026,7 +3199,7 @@ type PartitionOffset struct {
 
 func (x *PartitionOffset) Reset() {
 	*x = PartitionOffset{}
-	mi := &file_floe_v1_floe_proto_msgTypes[37]
+	mi := &file_floe_v1_floe_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3038,7 +3211,7 @@ func (x *PartitionOffset) String() string {
 func (*PartitionOffset) ProtoMessage() {}
 
 func (x *PartitionOffset) ProtoReflect() protoreflect.Message {
-	mi := &file_floe_v1_floe_proto_msgTypes[37]
+	mi := &file_floe_v1_floe_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3051,7 +3224,7 @@ func (x *PartitionOffset) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PartitionOffset.ProtoReflect.Descriptor instead.
 func (*PartitionOffset) Descriptor() ([]byte, []int) {
-	return file_floe_v1_floe_proto_rawDescGZIP(), []int{37}
+	return file_floe_v1_floe_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *PartitionOffset) GetPartition() int32 {
@@ -3077,7 +3250,7 @@ type ListOffsetsResponse struct {
 
 func (x *ListOffsetsResponse) Reset() {
 	*x = ListOffsetsResponse{}
-	mi := &file_floe_v1_floe_proto_msgTypes[38]
+	mi := &file_floe_v1_floe_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3089,7 +3262,7 @@ func (x *ListOffsetsResponse) String() string {
 func (*ListOffsetsResponse) ProtoMessage() {}
 
 func (x *ListOffsetsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_floe_v1_floe_proto_msgTypes[38]
+	mi := &file_floe_v1_floe_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3102,7 +3275,7 @@ func (x *ListOffsetsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListOffsetsResponse.ProtoReflect.Descriptor instead.
 func (*ListOffsetsResponse) Descriptor() ([]byte, []int) {
-	return file_floe_v1_floe_proto_rawDescGZIP(), []int{38}
+	return file_floe_v1_floe_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *ListOffsetsResponse) GetOffsets() []*PartitionOffset {
@@ -3122,7 +3295,7 @@ type TopicPartition struct {
 
 func (x *TopicPartition) Reset() {
 	*x = TopicPartition{}
-	mi := &file_floe_v1_floe_proto_msgTypes[39]
+	mi := &file_floe_v1_floe_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3134,7 +3307,7 @@ func (x *TopicPartition) String() string {
 func (*TopicPartition) ProtoMessage() {}
 
 func (x *TopicPartition) ProtoReflect() protoreflect.Message {
-	mi := &file_floe_v1_floe_proto_msgTypes[39]
+	mi := &file_floe_v1_floe_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3147,7 +3320,7 @@ func (x *TopicPartition) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TopicPartition.ProtoReflect.Descriptor instead.
 func (*TopicPartition) Descriptor() ([]byte, []int) {
-	return file_floe_v1_floe_proto_rawDescGZIP(), []int{39}
+	return file_floe_v1_floe_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *TopicPartition) GetTopic() string {
@@ -3184,7 +3357,7 @@ type GroupHeartbeatRequest struct {
 
 func (x *GroupHeartbeatRequest) Reset() {
 	*x = GroupHeartbeatRequest{}
-	mi := &file_floe_v1_floe_proto_msgTypes[40]
+	mi := &file_floe_v1_floe_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3196,7 +3369,7 @@ func (x *GroupHeartbeatRequest) String() string {
 func (*GroupHeartbeatRequest) ProtoMessage() {}
 
 func (x *GroupHeartbeatRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_floe_v1_floe_proto_msgTypes[40]
+	mi := &file_floe_v1_floe_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3209,7 +3382,7 @@ func (x *GroupHeartbeatRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GroupHeartbeatRequest.ProtoReflect.Descriptor instead.
 func (*GroupHeartbeatRequest) Descriptor() ([]byte, []int) {
-	return file_floe_v1_floe_proto_rawDescGZIP(), []int{40}
+	return file_floe_v1_floe_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *GroupHeartbeatRequest) GetGroup() string {
@@ -3270,7 +3443,7 @@ type GroupHeartbeatResponse struct {
 
 func (x *GroupHeartbeatResponse) Reset() {
 	*x = GroupHeartbeatResponse{}
-	mi := &file_floe_v1_floe_proto_msgTypes[41]
+	mi := &file_floe_v1_floe_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3282,7 +3455,7 @@ func (x *GroupHeartbeatResponse) String() string {
 func (*GroupHeartbeatResponse) ProtoMessage() {}
 
 func (x *GroupHeartbeatResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_floe_v1_floe_proto_msgTypes[41]
+	mi := &file_floe_v1_floe_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3295,7 +3468,7 @@ func (x *GroupHeartbeatResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GroupHeartbeatResponse.ProtoReflect.Descriptor instead.
 func (*GroupHeartbeatResponse) Descriptor() ([]byte, []int) {
-	return file_floe_v1_floe_proto_rawDescGZIP(), []int{41}
+	return file_floe_v1_floe_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *GroupHeartbeatResponse) GetMemberId() string {
@@ -3353,7 +3526,7 @@ type OffsetCommit struct {
 
 func (x *OffsetCommit) Reset() {
 	*x = OffsetCommit{}
-	mi := &file_floe_v1_floe_proto_msgTypes[42]
+	mi := &file_floe_v1_floe_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3365,7 +3538,7 @@ func (x *OffsetCommit) String() string {
 func (*OffsetCommit) ProtoMessage() {}
 
 func (x *OffsetCommit) ProtoReflect() protoreflect.Message {
-	mi := &file_floe_v1_floe_proto_msgTypes[42]
+	mi := &file_floe_v1_floe_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3378,7 +3551,7 @@ func (x *OffsetCommit) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OffsetCommit.ProtoReflect.Descriptor instead.
 func (*OffsetCommit) Descriptor() ([]byte, []int) {
-	return file_floe_v1_floe_proto_rawDescGZIP(), []int{42}
+	return file_floe_v1_floe_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *OffsetCommit) GetTopic() string {
@@ -3421,7 +3594,7 @@ type CommitOffsetsRequest struct {
 
 func (x *CommitOffsetsRequest) Reset() {
 	*x = CommitOffsetsRequest{}
-	mi := &file_floe_v1_floe_proto_msgTypes[43]
+	mi := &file_floe_v1_floe_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3433,7 +3606,7 @@ func (x *CommitOffsetsRequest) String() string {
 func (*CommitOffsetsRequest) ProtoMessage() {}
 
 func (x *CommitOffsetsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_floe_v1_floe_proto_msgTypes[43]
+	mi := &file_floe_v1_floe_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3446,7 +3619,7 @@ func (x *CommitOffsetsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CommitOffsetsRequest.ProtoReflect.Descriptor instead.
 func (*CommitOffsetsRequest) Descriptor() ([]byte, []int) {
-	return file_floe_v1_floe_proto_rawDescGZIP(), []int{43}
+	return file_floe_v1_floe_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *CommitOffsetsRequest) GetGroup() string {
@@ -3485,7 +3658,7 @@ type CommitOffsetsResponse struct {
 
 func (x *CommitOffsetsResponse) Reset() {
 	*x = CommitOffsetsResponse{}
-	mi := &file_floe_v1_floe_proto_msgTypes[44]
+	mi := &file_floe_v1_floe_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3497,7 +3670,7 @@ func (x *CommitOffsetsResponse) String() string {
 func (*CommitOffsetsResponse) ProtoMessage() {}
 
 func (x *CommitOffsetsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_floe_v1_floe_proto_msgTypes[44]
+	mi := &file_floe_v1_floe_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3510,7 +3683,7 @@ func (x *CommitOffsetsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CommitOffsetsResponse.ProtoReflect.Descriptor instead.
 func (*CommitOffsetsResponse) Descriptor() ([]byte, []int) {
-	return file_floe_v1_floe_proto_rawDescGZIP(), []int{44}
+	return file_floe_v1_floe_proto_rawDescGZIP(), []int{47}
 }
 
 type FetchOffsetsRequest struct {
@@ -3524,7 +3697,7 @@ type FetchOffsetsRequest struct {
 
 func (x *FetchOffsetsRequest) Reset() {
 	*x = FetchOffsetsRequest{}
-	mi := &file_floe_v1_floe_proto_msgTypes[45]
+	mi := &file_floe_v1_floe_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3536,7 +3709,7 @@ func (x *FetchOffsetsRequest) String() string {
 func (*FetchOffsetsRequest) ProtoMessage() {}
 
 func (x *FetchOffsetsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_floe_v1_floe_proto_msgTypes[45]
+	mi := &file_floe_v1_floe_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3549,7 +3722,7 @@ func (x *FetchOffsetsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FetchOffsetsRequest.ProtoReflect.Descriptor instead.
 func (*FetchOffsetsRequest) Descriptor() ([]byte, []int) {
-	return file_floe_v1_floe_proto_rawDescGZIP(), []int{45}
+	return file_floe_v1_floe_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *FetchOffsetsRequest) GetGroup() string {
@@ -3579,7 +3752,7 @@ type CommittedOffset struct {
 
 func (x *CommittedOffset) Reset() {
 	*x = CommittedOffset{}
-	mi := &file_floe_v1_floe_proto_msgTypes[46]
+	mi := &file_floe_v1_floe_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3591,7 +3764,7 @@ func (x *CommittedOffset) String() string {
 func (*CommittedOffset) ProtoMessage() {}
 
 func (x *CommittedOffset) ProtoReflect() protoreflect.Message {
-	mi := &file_floe_v1_floe_proto_msgTypes[46]
+	mi := &file_floe_v1_floe_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3604,7 +3777,7 @@ func (x *CommittedOffset) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CommittedOffset.ProtoReflect.Descriptor instead.
 func (*CommittedOffset) Descriptor() ([]byte, []int) {
-	return file_floe_v1_floe_proto_rawDescGZIP(), []int{46}
+	return file_floe_v1_floe_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *CommittedOffset) GetTopic() string {
@@ -3651,7 +3824,7 @@ type FetchOffsetsResponse struct {
 
 func (x *FetchOffsetsResponse) Reset() {
 	*x = FetchOffsetsResponse{}
-	mi := &file_floe_v1_floe_proto_msgTypes[47]
+	mi := &file_floe_v1_floe_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3663,7 +3836,7 @@ func (x *FetchOffsetsResponse) String() string {
 func (*FetchOffsetsResponse) ProtoMessage() {}
 
 func (x *FetchOffsetsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_floe_v1_floe_proto_msgTypes[47]
+	mi := &file_floe_v1_floe_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3676,7 +3849,7 @@ func (x *FetchOffsetsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FetchOffsetsResponse.ProtoReflect.Descriptor instead.
 func (*FetchOffsetsResponse) Descriptor() ([]byte, []int) {
-	return file_floe_v1_floe_proto_rawDescGZIP(), []int{47}
+	return file_floe_v1_floe_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *FetchOffsetsResponse) GetOffsets() []*CommittedOffset {
@@ -3694,7 +3867,7 @@ type ListGroupsRequest struct {
 
 func (x *ListGroupsRequest) Reset() {
 	*x = ListGroupsRequest{}
-	mi := &file_floe_v1_floe_proto_msgTypes[48]
+	mi := &file_floe_v1_floe_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3706,7 +3879,7 @@ func (x *ListGroupsRequest) String() string {
 func (*ListGroupsRequest) ProtoMessage() {}
 
 func (x *ListGroupsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_floe_v1_floe_proto_msgTypes[48]
+	mi := &file_floe_v1_floe_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3719,7 +3892,7 @@ func (x *ListGroupsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListGroupsRequest.ProtoReflect.Descriptor instead.
 func (*ListGroupsRequest) Descriptor() ([]byte, []int) {
-	return file_floe_v1_floe_proto_rawDescGZIP(), []int{48}
+	return file_floe_v1_floe_proto_rawDescGZIP(), []int{51}
 }
 
 type GroupListing struct {
@@ -3734,7 +3907,7 @@ type GroupListing struct {
 
 func (x *GroupListing) Reset() {
 	*x = GroupListing{}
-	mi := &file_floe_v1_floe_proto_msgTypes[49]
+	mi := &file_floe_v1_floe_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3746,7 +3919,7 @@ func (x *GroupListing) String() string {
 func (*GroupListing) ProtoMessage() {}
 
 func (x *GroupListing) ProtoReflect() protoreflect.Message {
-	mi := &file_floe_v1_floe_proto_msgTypes[49]
+	mi := &file_floe_v1_floe_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3759,7 +3932,7 @@ func (x *GroupListing) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GroupListing.ProtoReflect.Descriptor instead.
 func (*GroupListing) Descriptor() ([]byte, []int) {
-	return file_floe_v1_floe_proto_rawDescGZIP(), []int{49}
+	return file_floe_v1_floe_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *GroupListing) GetGroup() string {
@@ -3792,7 +3965,7 @@ type ListGroupsResponse struct {
 
 func (x *ListGroupsResponse) Reset() {
 	*x = ListGroupsResponse{}
-	mi := &file_floe_v1_floe_proto_msgTypes[50]
+	mi := &file_floe_v1_floe_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3804,7 +3977,7 @@ func (x *ListGroupsResponse) String() string {
 func (*ListGroupsResponse) ProtoMessage() {}
 
 func (x *ListGroupsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_floe_v1_floe_proto_msgTypes[50]
+	mi := &file_floe_v1_floe_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3817,7 +3990,7 @@ func (x *ListGroupsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListGroupsResponse.ProtoReflect.Descriptor instead.
 func (*ListGroupsResponse) Descriptor() ([]byte, []int) {
-	return file_floe_v1_floe_proto_rawDescGZIP(), []int{50}
+	return file_floe_v1_floe_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *ListGroupsResponse) GetGroups() []*GroupListing {
@@ -3836,7 +4009,7 @@ type DescribeGroupRequest struct {
 
 func (x *DescribeGroupRequest) Reset() {
 	*x = DescribeGroupRequest{}
-	mi := &file_floe_v1_floe_proto_msgTypes[51]
+	mi := &file_floe_v1_floe_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3848,7 +4021,7 @@ func (x *DescribeGroupRequest) String() string {
 func (*DescribeGroupRequest) ProtoMessage() {}
 
 func (x *DescribeGroupRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_floe_v1_floe_proto_msgTypes[51]
+	mi := &file_floe_v1_floe_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3861,7 +4034,7 @@ func (x *DescribeGroupRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DescribeGroupRequest.ProtoReflect.Descriptor instead.
 func (*DescribeGroupRequest) Descriptor() ([]byte, []int) {
-	return file_floe_v1_floe_proto_rawDescGZIP(), []int{51}
+	return file_floe_v1_floe_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *DescribeGroupRequest) GetGroup() string {
@@ -3888,7 +4061,7 @@ type GroupMember struct {
 
 func (x *GroupMember) Reset() {
 	*x = GroupMember{}
-	mi := &file_floe_v1_floe_proto_msgTypes[52]
+	mi := &file_floe_v1_floe_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3900,7 +4073,7 @@ func (x *GroupMember) String() string {
 func (*GroupMember) ProtoMessage() {}
 
 func (x *GroupMember) ProtoReflect() protoreflect.Message {
-	mi := &file_floe_v1_floe_proto_msgTypes[52]
+	mi := &file_floe_v1_floe_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3913,7 +4086,7 @@ func (x *GroupMember) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GroupMember.ProtoReflect.Descriptor instead.
 func (*GroupMember) Descriptor() ([]byte, []int) {
-	return file_floe_v1_floe_proto_rawDescGZIP(), []int{52}
+	return file_floe_v1_floe_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *GroupMember) GetMemberId() string {
@@ -4017,7 +4190,7 @@ type PartitionLag struct {
 
 func (x *PartitionLag) Reset() {
 	*x = PartitionLag{}
-	mi := &file_floe_v1_floe_proto_msgTypes[53]
+	mi := &file_floe_v1_floe_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4029,7 +4202,7 @@ func (x *PartitionLag) String() string {
 func (*PartitionLag) ProtoMessage() {}
 
 func (x *PartitionLag) ProtoReflect() protoreflect.Message {
-	mi := &file_floe_v1_floe_proto_msgTypes[53]
+	mi := &file_floe_v1_floe_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4042,7 +4215,7 @@ func (x *PartitionLag) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PartitionLag.ProtoReflect.Descriptor instead.
 func (*PartitionLag) Descriptor() ([]byte, []int) {
-	return file_floe_v1_floe_proto_rawDescGZIP(), []int{53}
+	return file_floe_v1_floe_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *PartitionLag) GetTopic() string {
@@ -4179,7 +4352,7 @@ type DescribeGroupResponse struct {
 
 func (x *DescribeGroupResponse) Reset() {
 	*x = DescribeGroupResponse{}
-	mi := &file_floe_v1_floe_proto_msgTypes[54]
+	mi := &file_floe_v1_floe_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4191,7 +4364,7 @@ func (x *DescribeGroupResponse) String() string {
 func (*DescribeGroupResponse) ProtoMessage() {}
 
 func (x *DescribeGroupResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_floe_v1_floe_proto_msgTypes[54]
+	mi := &file_floe_v1_floe_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4204,7 +4377,7 @@ func (x *DescribeGroupResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DescribeGroupResponse.ProtoReflect.Descriptor instead.
 func (*DescribeGroupResponse) Descriptor() ([]byte, []int) {
-	return file_floe_v1_floe_proto_rawDescGZIP(), []int{54}
+	return file_floe_v1_floe_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *DescribeGroupResponse) GetGroup() string {
@@ -4265,7 +4438,7 @@ type DeleteGroupRequest struct {
 
 func (x *DeleteGroupRequest) Reset() {
 	*x = DeleteGroupRequest{}
-	mi := &file_floe_v1_floe_proto_msgTypes[55]
+	mi := &file_floe_v1_floe_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4277,7 +4450,7 @@ func (x *DeleteGroupRequest) String() string {
 func (*DeleteGroupRequest) ProtoMessage() {}
 
 func (x *DeleteGroupRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_floe_v1_floe_proto_msgTypes[55]
+	mi := &file_floe_v1_floe_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4290,7 +4463,7 @@ func (x *DeleteGroupRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteGroupRequest.ProtoReflect.Descriptor instead.
 func (*DeleteGroupRequest) Descriptor() ([]byte, []int) {
-	return file_floe_v1_floe_proto_rawDescGZIP(), []int{55}
+	return file_floe_v1_floe_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *DeleteGroupRequest) GetGroup() string {
@@ -4308,7 +4481,7 @@ type DeleteGroupResponse struct {
 
 func (x *DeleteGroupResponse) Reset() {
 	*x = DeleteGroupResponse{}
-	mi := &file_floe_v1_floe_proto_msgTypes[56]
+	mi := &file_floe_v1_floe_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4320,7 +4493,7 @@ func (x *DeleteGroupResponse) String() string {
 func (*DeleteGroupResponse) ProtoMessage() {}
 
 func (x *DeleteGroupResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_floe_v1_floe_proto_msgTypes[56]
+	mi := &file_floe_v1_floe_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4333,7 +4506,7 @@ func (x *DeleteGroupResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteGroupResponse.ProtoReflect.Descriptor instead.
 func (*DeleteGroupResponse) Descriptor() ([]byte, []int) {
-	return file_floe_v1_floe_proto_rawDescGZIP(), []int{56}
+	return file_floe_v1_floe_proto_rawDescGZIP(), []int{59}
 }
 
 type ResetOffsetsRequest struct {
@@ -4357,7 +4530,7 @@ type ResetOffsetsRequest struct {
 
 func (x *ResetOffsetsRequest) Reset() {
 	*x = ResetOffsetsRequest{}
-	mi := &file_floe_v1_floe_proto_msgTypes[57]
+	mi := &file_floe_v1_floe_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4369,7 +4542,7 @@ func (x *ResetOffsetsRequest) String() string {
 func (*ResetOffsetsRequest) ProtoMessage() {}
 
 func (x *ResetOffsetsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_floe_v1_floe_proto_msgTypes[57]
+	mi := &file_floe_v1_floe_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4382,7 +4555,7 @@ func (x *ResetOffsetsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResetOffsetsRequest.ProtoReflect.Descriptor instead.
 func (*ResetOffsetsRequest) Descriptor() ([]byte, []int) {
-	return file_floe_v1_floe_proto_rawDescGZIP(), []int{57}
+	return file_floe_v1_floe_proto_rawDescGZIP(), []int{60}
 }
 
 func (x *ResetOffsetsRequest) GetGroup() string {
@@ -4461,7 +4634,7 @@ type OffsetResetPlan struct {
 
 func (x *OffsetResetPlan) Reset() {
 	*x = OffsetResetPlan{}
-	mi := &file_floe_v1_floe_proto_msgTypes[58]
+	mi := &file_floe_v1_floe_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4473,7 +4646,7 @@ func (x *OffsetResetPlan) String() string {
 func (*OffsetResetPlan) ProtoMessage() {}
 
 func (x *OffsetResetPlan) ProtoReflect() protoreflect.Message {
-	mi := &file_floe_v1_floe_proto_msgTypes[58]
+	mi := &file_floe_v1_floe_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4486,7 +4659,7 @@ func (x *OffsetResetPlan) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OffsetResetPlan.ProtoReflect.Descriptor instead.
 func (*OffsetResetPlan) Descriptor() ([]byte, []int) {
-	return file_floe_v1_floe_proto_rawDescGZIP(), []int{58}
+	return file_floe_v1_floe_proto_rawDescGZIP(), []int{61}
 }
 
 func (x *OffsetResetPlan) GetTopic() string {
@@ -4526,7 +4699,7 @@ type ResetOffsetsResponse struct {
 
 func (x *ResetOffsetsResponse) Reset() {
 	*x = ResetOffsetsResponse{}
-	mi := &file_floe_v1_floe_proto_msgTypes[59]
+	mi := &file_floe_v1_floe_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4538,7 +4711,7 @@ func (x *ResetOffsetsResponse) String() string {
 func (*ResetOffsetsResponse) ProtoMessage() {}
 
 func (x *ResetOffsetsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_floe_v1_floe_proto_msgTypes[59]
+	mi := &file_floe_v1_floe_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4551,7 +4724,7 @@ func (x *ResetOffsetsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResetOffsetsResponse.ProtoReflect.Descriptor instead.
 func (*ResetOffsetsResponse) Descriptor() ([]byte, []int) {
-	return file_floe_v1_floe_proto_rawDescGZIP(), []int{59}
+	return file_floe_v1_floe_proto_rawDescGZIP(), []int{62}
 }
 
 func (x *ResetOffsetsResponse) GetPlan() []*OffsetResetPlan {
@@ -4571,7 +4744,7 @@ type CopyOffsetsRequest struct {
 
 func (x *CopyOffsetsRequest) Reset() {
 	*x = CopyOffsetsRequest{}
-	mi := &file_floe_v1_floe_proto_msgTypes[60]
+	mi := &file_floe_v1_floe_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4583,7 +4756,7 @@ func (x *CopyOffsetsRequest) String() string {
 func (*CopyOffsetsRequest) ProtoMessage() {}
 
 func (x *CopyOffsetsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_floe_v1_floe_proto_msgTypes[60]
+	mi := &file_floe_v1_floe_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4596,7 +4769,7 @@ func (x *CopyOffsetsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CopyOffsetsRequest.ProtoReflect.Descriptor instead.
 func (*CopyOffsetsRequest) Descriptor() ([]byte, []int) {
-	return file_floe_v1_floe_proto_rawDescGZIP(), []int{60}
+	return file_floe_v1_floe_proto_rawDescGZIP(), []int{63}
 }
 
 func (x *CopyOffsetsRequest) GetFrom() string {
@@ -4622,7 +4795,7 @@ type CopyOffsetsResponse struct {
 
 func (x *CopyOffsetsResponse) Reset() {
 	*x = CopyOffsetsResponse{}
-	mi := &file_floe_v1_floe_proto_msgTypes[61]
+	mi := &file_floe_v1_floe_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4634,7 +4807,7 @@ func (x *CopyOffsetsResponse) String() string {
 func (*CopyOffsetsResponse) ProtoMessage() {}
 
 func (x *CopyOffsetsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_floe_v1_floe_proto_msgTypes[61]
+	mi := &file_floe_v1_floe_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4647,7 +4820,7 @@ func (x *CopyOffsetsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CopyOffsetsResponse.ProtoReflect.Descriptor instead.
 func (*CopyOffsetsResponse) Descriptor() ([]byte, []int) {
-	return file_floe_v1_floe_proto_rawDescGZIP(), []int{61}
+	return file_floe_v1_floe_proto_rawDescGZIP(), []int{64}
 }
 
 func (x *CopyOffsetsResponse) GetCopied() int32 {
@@ -4671,7 +4844,7 @@ type AssignedPartition struct {
 
 func (x *AssignedPartition) Reset() {
 	*x = AssignedPartition{}
-	mi := &file_floe_v1_floe_proto_msgTypes[62]
+	mi := &file_floe_v1_floe_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4683,7 +4856,7 @@ func (x *AssignedPartition) String() string {
 func (*AssignedPartition) ProtoMessage() {}
 
 func (x *AssignedPartition) ProtoReflect() protoreflect.Message {
-	mi := &file_floe_v1_floe_proto_msgTypes[62]
+	mi := &file_floe_v1_floe_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4696,7 +4869,7 @@ func (x *AssignedPartition) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AssignedPartition.ProtoReflect.Descriptor instead.
 func (*AssignedPartition) Descriptor() ([]byte, []int) {
-	return file_floe_v1_floe_proto_rawDescGZIP(), []int{62}
+	return file_floe_v1_floe_proto_rawDescGZIP(), []int{65}
 }
 
 func (x *AssignedPartition) GetPartition() int32 {
@@ -4740,7 +4913,7 @@ type GroupAssignment struct {
 
 func (x *GroupAssignment) Reset() {
 	*x = GroupAssignment{}
-	mi := &file_floe_v1_floe_proto_msgTypes[63]
+	mi := &file_floe_v1_floe_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4752,7 +4925,7 @@ func (x *GroupAssignment) String() string {
 func (*GroupAssignment) ProtoMessage() {}
 
 func (x *GroupAssignment) ProtoReflect() protoreflect.Message {
-	mi := &file_floe_v1_floe_proto_msgTypes[63]
+	mi := &file_floe_v1_floe_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4765,7 +4938,7 @@ func (x *GroupAssignment) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GroupAssignment.ProtoReflect.Descriptor instead.
 func (*GroupAssignment) Descriptor() ([]byte, []int) {
-	return file_floe_v1_floe_proto_rawDescGZIP(), []int{63}
+	return file_floe_v1_floe_proto_rawDescGZIP(), []int{66}
 }
 
 func (x *GroupAssignment) GetMemberId() string {
@@ -4819,7 +4992,7 @@ type TokenInfo struct {
 
 func (x *TokenInfo) Reset() {
 	*x = TokenInfo{}
-	mi := &file_floe_v1_floe_proto_msgTypes[64]
+	mi := &file_floe_v1_floe_proto_msgTypes[67]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4831,7 +5004,7 @@ func (x *TokenInfo) String() string {
 func (*TokenInfo) ProtoMessage() {}
 
 func (x *TokenInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_floe_v1_floe_proto_msgTypes[64]
+	mi := &file_floe_v1_floe_proto_msgTypes[67]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4844,7 +5017,7 @@ func (x *TokenInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TokenInfo.ProtoReflect.Descriptor instead.
 func (*TokenInfo) Descriptor() ([]byte, []int) {
-	return file_floe_v1_floe_proto_rawDescGZIP(), []int{64}
+	return file_floe_v1_floe_proto_rawDescGZIP(), []int{67}
 }
 
 func (x *TokenInfo) GetId() string {
@@ -4894,7 +5067,7 @@ type CreateTokenRequest struct {
 
 func (x *CreateTokenRequest) Reset() {
 	*x = CreateTokenRequest{}
-	mi := &file_floe_v1_floe_proto_msgTypes[65]
+	mi := &file_floe_v1_floe_proto_msgTypes[68]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4906,7 +5079,7 @@ func (x *CreateTokenRequest) String() string {
 func (*CreateTokenRequest) ProtoMessage() {}
 
 func (x *CreateTokenRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_floe_v1_floe_proto_msgTypes[65]
+	mi := &file_floe_v1_floe_proto_msgTypes[68]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4919,7 +5092,7 @@ func (x *CreateTokenRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateTokenRequest.ProtoReflect.Descriptor instead.
 func (*CreateTokenRequest) Descriptor() ([]byte, []int) {
-	return file_floe_v1_floe_proto_rawDescGZIP(), []int{65}
+	return file_floe_v1_floe_proto_rawDescGZIP(), []int{68}
 }
 
 func (x *CreateTokenRequest) GetPrincipal() string {
@@ -4947,7 +5120,7 @@ type CreateTokenResponse struct {
 
 func (x *CreateTokenResponse) Reset() {
 	*x = CreateTokenResponse{}
-	mi := &file_floe_v1_floe_proto_msgTypes[66]
+	mi := &file_floe_v1_floe_proto_msgTypes[69]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4959,7 +5132,7 @@ func (x *CreateTokenResponse) String() string {
 func (*CreateTokenResponse) ProtoMessage() {}
 
 func (x *CreateTokenResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_floe_v1_floe_proto_msgTypes[66]
+	mi := &file_floe_v1_floe_proto_msgTypes[69]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4972,7 +5145,7 @@ func (x *CreateTokenResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateTokenResponse.ProtoReflect.Descriptor instead.
 func (*CreateTokenResponse) Descriptor() ([]byte, []int) {
-	return file_floe_v1_floe_proto_rawDescGZIP(), []int{66}
+	return file_floe_v1_floe_proto_rawDescGZIP(), []int{69}
 }
 
 func (x *CreateTokenResponse) GetToken() string {
@@ -4997,7 +5170,7 @@ type ListTokensRequest struct {
 
 func (x *ListTokensRequest) Reset() {
 	*x = ListTokensRequest{}
-	mi := &file_floe_v1_floe_proto_msgTypes[67]
+	mi := &file_floe_v1_floe_proto_msgTypes[70]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5009,7 +5182,7 @@ func (x *ListTokensRequest) String() string {
 func (*ListTokensRequest) ProtoMessage() {}
 
 func (x *ListTokensRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_floe_v1_floe_proto_msgTypes[67]
+	mi := &file_floe_v1_floe_proto_msgTypes[70]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5022,7 +5195,7 @@ func (x *ListTokensRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTokensRequest.ProtoReflect.Descriptor instead.
 func (*ListTokensRequest) Descriptor() ([]byte, []int) {
-	return file_floe_v1_floe_proto_rawDescGZIP(), []int{67}
+	return file_floe_v1_floe_proto_rawDescGZIP(), []int{70}
 }
 
 type ListTokensResponse struct {
@@ -5034,7 +5207,7 @@ type ListTokensResponse struct {
 
 func (x *ListTokensResponse) Reset() {
 	*x = ListTokensResponse{}
-	mi := &file_floe_v1_floe_proto_msgTypes[68]
+	mi := &file_floe_v1_floe_proto_msgTypes[71]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5046,7 +5219,7 @@ func (x *ListTokensResponse) String() string {
 func (*ListTokensResponse) ProtoMessage() {}
 
 func (x *ListTokensResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_floe_v1_floe_proto_msgTypes[68]
+	mi := &file_floe_v1_floe_proto_msgTypes[71]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5059,7 +5232,7 @@ func (x *ListTokensResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListTokensResponse.ProtoReflect.Descriptor instead.
 func (*ListTokensResponse) Descriptor() ([]byte, []int) {
-	return file_floe_v1_floe_proto_rawDescGZIP(), []int{68}
+	return file_floe_v1_floe_proto_rawDescGZIP(), []int{71}
 }
 
 func (x *ListTokensResponse) GetTokens() []*TokenInfo {
@@ -5078,7 +5251,7 @@ type RevokeTokenRequest struct {
 
 func (x *RevokeTokenRequest) Reset() {
 	*x = RevokeTokenRequest{}
-	mi := &file_floe_v1_floe_proto_msgTypes[69]
+	mi := &file_floe_v1_floe_proto_msgTypes[72]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5090,7 +5263,7 @@ func (x *RevokeTokenRequest) String() string {
 func (*RevokeTokenRequest) ProtoMessage() {}
 
 func (x *RevokeTokenRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_floe_v1_floe_proto_msgTypes[69]
+	mi := &file_floe_v1_floe_proto_msgTypes[72]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5103,7 +5276,7 @@ func (x *RevokeTokenRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeTokenRequest.ProtoReflect.Descriptor instead.
 func (*RevokeTokenRequest) Descriptor() ([]byte, []int) {
-	return file_floe_v1_floe_proto_rawDescGZIP(), []int{69}
+	return file_floe_v1_floe_proto_rawDescGZIP(), []int{72}
 }
 
 func (x *RevokeTokenRequest) GetId() string {
@@ -5121,7 +5294,7 @@ type RevokeTokenResponse struct {
 
 func (x *RevokeTokenResponse) Reset() {
 	*x = RevokeTokenResponse{}
-	mi := &file_floe_v1_floe_proto_msgTypes[70]
+	mi := &file_floe_v1_floe_proto_msgTypes[73]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5133,7 +5306,7 @@ func (x *RevokeTokenResponse) String() string {
 func (*RevokeTokenResponse) ProtoMessage() {}
 
 func (x *RevokeTokenResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_floe_v1_floe_proto_msgTypes[70]
+	mi := &file_floe_v1_floe_proto_msgTypes[73]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5146,7 +5319,7 @@ func (x *RevokeTokenResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeTokenResponse.ProtoReflect.Descriptor instead.
 func (*RevokeTokenResponse) Descriptor() ([]byte, []int) {
-	return file_floe_v1_floe_proto_rawDescGZIP(), []int{70}
+	return file_floe_v1_floe_proto_rawDescGZIP(), []int{73}
 }
 
 type UpsertUserRequest struct {
@@ -5164,7 +5337,7 @@ type UpsertUserRequest struct {
 
 func (x *UpsertUserRequest) Reset() {
 	*x = UpsertUserRequest{}
-	mi := &file_floe_v1_floe_proto_msgTypes[71]
+	mi := &file_floe_v1_floe_proto_msgTypes[74]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5176,7 +5349,7 @@ func (x *UpsertUserRequest) String() string {
 func (*UpsertUserRequest) ProtoMessage() {}
 
 func (x *UpsertUserRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_floe_v1_floe_proto_msgTypes[71]
+	mi := &file_floe_v1_floe_proto_msgTypes[74]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5189,7 +5362,7 @@ func (x *UpsertUserRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpsertUserRequest.ProtoReflect.Descriptor instead.
 func (*UpsertUserRequest) Descriptor() ([]byte, []int) {
-	return file_floe_v1_floe_proto_rawDescGZIP(), []int{71}
+	return file_floe_v1_floe_proto_rawDescGZIP(), []int{74}
 }
 
 func (x *UpsertUserRequest) GetName() string {
@@ -5228,7 +5401,7 @@ type UpsertUserResponse struct {
 
 func (x *UpsertUserResponse) Reset() {
 	*x = UpsertUserResponse{}
-	mi := &file_floe_v1_floe_proto_msgTypes[72]
+	mi := &file_floe_v1_floe_proto_msgTypes[75]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5240,7 +5413,7 @@ func (x *UpsertUserResponse) String() string {
 func (*UpsertUserResponse) ProtoMessage() {}
 
 func (x *UpsertUserResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_floe_v1_floe_proto_msgTypes[72]
+	mi := &file_floe_v1_floe_proto_msgTypes[75]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5253,7 +5426,7 @@ func (x *UpsertUserResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpsertUserResponse.ProtoReflect.Descriptor instead.
 func (*UpsertUserResponse) Descriptor() ([]byte, []int) {
-	return file_floe_v1_floe_proto_rawDescGZIP(), []int{72}
+	return file_floe_v1_floe_proto_rawDescGZIP(), []int{75}
 }
 
 type UserInfo struct {
@@ -5267,7 +5440,7 @@ type UserInfo struct {
 
 func (x *UserInfo) Reset() {
 	*x = UserInfo{}
-	mi := &file_floe_v1_floe_proto_msgTypes[73]
+	mi := &file_floe_v1_floe_proto_msgTypes[76]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5279,7 +5452,7 @@ func (x *UserInfo) String() string {
 func (*UserInfo) ProtoMessage() {}
 
 func (x *UserInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_floe_v1_floe_proto_msgTypes[73]
+	mi := &file_floe_v1_floe_proto_msgTypes[76]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5292,7 +5465,7 @@ func (x *UserInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UserInfo.ProtoReflect.Descriptor instead.
 func (*UserInfo) Descriptor() ([]byte, []int) {
-	return file_floe_v1_floe_proto_rawDescGZIP(), []int{73}
+	return file_floe_v1_floe_proto_rawDescGZIP(), []int{76}
 }
 
 func (x *UserInfo) GetName() string {
@@ -5324,7 +5497,7 @@ type ListUsersRequest struct {
 
 func (x *ListUsersRequest) Reset() {
 	*x = ListUsersRequest{}
-	mi := &file_floe_v1_floe_proto_msgTypes[74]
+	mi := &file_floe_v1_floe_proto_msgTypes[77]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5336,7 +5509,7 @@ func (x *ListUsersRequest) String() string {
 func (*ListUsersRequest) ProtoMessage() {}
 
 func (x *ListUsersRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_floe_v1_floe_proto_msgTypes[74]
+	mi := &file_floe_v1_floe_proto_msgTypes[77]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5349,7 +5522,7 @@ func (x *ListUsersRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListUsersRequest.ProtoReflect.Descriptor instead.
 func (*ListUsersRequest) Descriptor() ([]byte, []int) {
-	return file_floe_v1_floe_proto_rawDescGZIP(), []int{74}
+	return file_floe_v1_floe_proto_rawDescGZIP(), []int{77}
 }
 
 type ListUsersResponse struct {
@@ -5361,7 +5534,7 @@ type ListUsersResponse struct {
 
 func (x *ListUsersResponse) Reset() {
 	*x = ListUsersResponse{}
-	mi := &file_floe_v1_floe_proto_msgTypes[75]
+	mi := &file_floe_v1_floe_proto_msgTypes[78]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5373,7 +5546,7 @@ func (x *ListUsersResponse) String() string {
 func (*ListUsersResponse) ProtoMessage() {}
 
 func (x *ListUsersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_floe_v1_floe_proto_msgTypes[75]
+	mi := &file_floe_v1_floe_proto_msgTypes[78]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5386,7 +5559,7 @@ func (x *ListUsersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListUsersResponse.ProtoReflect.Descriptor instead.
 func (*ListUsersResponse) Descriptor() ([]byte, []int) {
-	return file_floe_v1_floe_proto_rawDescGZIP(), []int{75}
+	return file_floe_v1_floe_proto_rawDescGZIP(), []int{78}
 }
 
 func (x *ListUsersResponse) GetUsers() []*UserInfo {
@@ -5407,7 +5580,7 @@ type DeleteUserRequest struct {
 
 func (x *DeleteUserRequest) Reset() {
 	*x = DeleteUserRequest{}
-	mi := &file_floe_v1_floe_proto_msgTypes[76]
+	mi := &file_floe_v1_floe_proto_msgTypes[79]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5419,7 +5592,7 @@ func (x *DeleteUserRequest) String() string {
 func (*DeleteUserRequest) ProtoMessage() {}
 
 func (x *DeleteUserRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_floe_v1_floe_proto_msgTypes[76]
+	mi := &file_floe_v1_floe_proto_msgTypes[79]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5432,7 +5605,7 @@ func (x *DeleteUserRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteUserRequest.ProtoReflect.Descriptor instead.
 func (*DeleteUserRequest) Descriptor() ([]byte, []int) {
-	return file_floe_v1_floe_proto_rawDescGZIP(), []int{76}
+	return file_floe_v1_floe_proto_rawDescGZIP(), []int{79}
 }
 
 func (x *DeleteUserRequest) GetName() string {
@@ -5458,7 +5631,7 @@ type DeleteUserResponse struct {
 
 func (x *DeleteUserResponse) Reset() {
 	*x = DeleteUserResponse{}
-	mi := &file_floe_v1_floe_proto_msgTypes[77]
+	mi := &file_floe_v1_floe_proto_msgTypes[80]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5470,7 +5643,7 @@ func (x *DeleteUserResponse) String() string {
 func (*DeleteUserResponse) ProtoMessage() {}
 
 func (x *DeleteUserResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_floe_v1_floe_proto_msgTypes[77]
+	mi := &file_floe_v1_floe_proto_msgTypes[80]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5483,7 +5656,7 @@ func (x *DeleteUserResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteUserResponse.ProtoReflect.Descriptor instead.
 func (*DeleteUserResponse) Descriptor() ([]byte, []int) {
-	return file_floe_v1_floe_proto_rawDescGZIP(), []int{77}
+	return file_floe_v1_floe_proto_rawDescGZIP(), []int{80}
 }
 
 func (x *DeleteUserResponse) GetDeleted() int32 {
@@ -5512,7 +5685,7 @@ type Acl struct {
 
 func (x *Acl) Reset() {
 	*x = Acl{}
-	mi := &file_floe_v1_floe_proto_msgTypes[78]
+	mi := &file_floe_v1_floe_proto_msgTypes[81]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5524,7 +5697,7 @@ func (x *Acl) String() string {
 func (*Acl) ProtoMessage() {}
 
 func (x *Acl) ProtoReflect() protoreflect.Message {
-	mi := &file_floe_v1_floe_proto_msgTypes[78]
+	mi := &file_floe_v1_floe_proto_msgTypes[81]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5537,7 +5710,7 @@ func (x *Acl) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Acl.ProtoReflect.Descriptor instead.
 func (*Acl) Descriptor() ([]byte, []int) {
-	return file_floe_v1_floe_proto_rawDescGZIP(), []int{78}
+	return file_floe_v1_floe_proto_rawDescGZIP(), []int{81}
 }
 
 func (x *Acl) GetPrincipal() string {
@@ -5604,7 +5777,7 @@ type AclFilter struct {
 
 func (x *AclFilter) Reset() {
 	*x = AclFilter{}
-	mi := &file_floe_v1_floe_proto_msgTypes[79]
+	mi := &file_floe_v1_floe_proto_msgTypes[82]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5616,7 +5789,7 @@ func (x *AclFilter) String() string {
 func (*AclFilter) ProtoMessage() {}
 
 func (x *AclFilter) ProtoReflect() protoreflect.Message {
-	mi := &file_floe_v1_floe_proto_msgTypes[79]
+	mi := &file_floe_v1_floe_proto_msgTypes[82]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5629,7 +5802,7 @@ func (x *AclFilter) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AclFilter.ProtoReflect.Descriptor instead.
 func (*AclFilter) Descriptor() ([]byte, []int) {
-	return file_floe_v1_floe_proto_rawDescGZIP(), []int{79}
+	return file_floe_v1_floe_proto_rawDescGZIP(), []int{82}
 }
 
 func (x *AclFilter) GetPrincipal() string {
@@ -5683,7 +5856,7 @@ type CreateAclsRequest struct {
 
 func (x *CreateAclsRequest) Reset() {
 	*x = CreateAclsRequest{}
-	mi := &file_floe_v1_floe_proto_msgTypes[80]
+	mi := &file_floe_v1_floe_proto_msgTypes[83]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5695,7 +5868,7 @@ func (x *CreateAclsRequest) String() string {
 func (*CreateAclsRequest) ProtoMessage() {}
 
 func (x *CreateAclsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_floe_v1_floe_proto_msgTypes[80]
+	mi := &file_floe_v1_floe_proto_msgTypes[83]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5708,7 +5881,7 @@ func (x *CreateAclsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateAclsRequest.ProtoReflect.Descriptor instead.
 func (*CreateAclsRequest) Descriptor() ([]byte, []int) {
-	return file_floe_v1_floe_proto_rawDescGZIP(), []int{80}
+	return file_floe_v1_floe_proto_rawDescGZIP(), []int{83}
 }
 
 func (x *CreateAclsRequest) GetAcls() []*Acl {
@@ -5726,7 +5899,7 @@ type CreateAclsResponse struct {
 
 func (x *CreateAclsResponse) Reset() {
 	*x = CreateAclsResponse{}
-	mi := &file_floe_v1_floe_proto_msgTypes[81]
+	mi := &file_floe_v1_floe_proto_msgTypes[84]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5738,7 +5911,7 @@ func (x *CreateAclsResponse) String() string {
 func (*CreateAclsResponse) ProtoMessage() {}
 
 func (x *CreateAclsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_floe_v1_floe_proto_msgTypes[81]
+	mi := &file_floe_v1_floe_proto_msgTypes[84]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5751,7 +5924,7 @@ func (x *CreateAclsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateAclsResponse.ProtoReflect.Descriptor instead.
 func (*CreateAclsResponse) Descriptor() ([]byte, []int) {
-	return file_floe_v1_floe_proto_rawDescGZIP(), []int{81}
+	return file_floe_v1_floe_proto_rawDescGZIP(), []int{84}
 }
 
 type ListAclsRequest struct {
@@ -5763,7 +5936,7 @@ type ListAclsRequest struct {
 
 func (x *ListAclsRequest) Reset() {
 	*x = ListAclsRequest{}
-	mi := &file_floe_v1_floe_proto_msgTypes[82]
+	mi := &file_floe_v1_floe_proto_msgTypes[85]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5775,7 +5948,7 @@ func (x *ListAclsRequest) String() string {
 func (*ListAclsRequest) ProtoMessage() {}
 
 func (x *ListAclsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_floe_v1_floe_proto_msgTypes[82]
+	mi := &file_floe_v1_floe_proto_msgTypes[85]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5788,7 +5961,7 @@ func (x *ListAclsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListAclsRequest.ProtoReflect.Descriptor instead.
 func (*ListAclsRequest) Descriptor() ([]byte, []int) {
-	return file_floe_v1_floe_proto_rawDescGZIP(), []int{82}
+	return file_floe_v1_floe_proto_rawDescGZIP(), []int{85}
 }
 
 func (x *ListAclsRequest) GetFilter() *AclFilter {
@@ -5807,7 +5980,7 @@ type ListAclsResponse struct {
 
 func (x *ListAclsResponse) Reset() {
 	*x = ListAclsResponse{}
-	mi := &file_floe_v1_floe_proto_msgTypes[83]
+	mi := &file_floe_v1_floe_proto_msgTypes[86]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5819,7 +5992,7 @@ func (x *ListAclsResponse) String() string {
 func (*ListAclsResponse) ProtoMessage() {}
 
 func (x *ListAclsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_floe_v1_floe_proto_msgTypes[83]
+	mi := &file_floe_v1_floe_proto_msgTypes[86]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5832,7 +6005,7 @@ func (x *ListAclsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListAclsResponse.ProtoReflect.Descriptor instead.
 func (*ListAclsResponse) Descriptor() ([]byte, []int) {
-	return file_floe_v1_floe_proto_rawDescGZIP(), []int{83}
+	return file_floe_v1_floe_proto_rawDescGZIP(), []int{86}
 }
 
 func (x *ListAclsResponse) GetAcls() []*Acl {
@@ -5853,7 +6026,7 @@ type DeleteAclsRequest struct {
 
 func (x *DeleteAclsRequest) Reset() {
 	*x = DeleteAclsRequest{}
-	mi := &file_floe_v1_floe_proto_msgTypes[84]
+	mi := &file_floe_v1_floe_proto_msgTypes[87]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5865,7 +6038,7 @@ func (x *DeleteAclsRequest) String() string {
 func (*DeleteAclsRequest) ProtoMessage() {}
 
 func (x *DeleteAclsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_floe_v1_floe_proto_msgTypes[84]
+	mi := &file_floe_v1_floe_proto_msgTypes[87]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5878,7 +6051,7 @@ func (x *DeleteAclsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteAclsRequest.ProtoReflect.Descriptor instead.
 func (*DeleteAclsRequest) Descriptor() ([]byte, []int) {
-	return file_floe_v1_floe_proto_rawDescGZIP(), []int{84}
+	return file_floe_v1_floe_proto_rawDescGZIP(), []int{87}
 }
 
 func (x *DeleteAclsRequest) GetFilter() *AclFilter {
@@ -5904,7 +6077,7 @@ type DeleteAclsResponse struct {
 
 func (x *DeleteAclsResponse) Reset() {
 	*x = DeleteAclsResponse{}
-	mi := &file_floe_v1_floe_proto_msgTypes[85]
+	mi := &file_floe_v1_floe_proto_msgTypes[88]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5916,7 +6089,7 @@ func (x *DeleteAclsResponse) String() string {
 func (*DeleteAclsResponse) ProtoMessage() {}
 
 func (x *DeleteAclsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_floe_v1_floe_proto_msgTypes[85]
+	mi := &file_floe_v1_floe_proto_msgTypes[88]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5929,7 +6102,7 @@ func (x *DeleteAclsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteAclsResponse.ProtoReflect.Descriptor instead.
 func (*DeleteAclsResponse) Descriptor() ([]byte, []int) {
-	return file_floe_v1_floe_proto_rawDescGZIP(), []int{85}
+	return file_floe_v1_floe_proto_rawDescGZIP(), []int{88}
 }
 
 func (x *DeleteAclsResponse) GetDeleted() []*Acl {
@@ -5983,7 +6156,17 @@ const file_floe_v1_floe_proto_rawDesc = "" +
 	"\x06topics\x18\x01 \x03(\v2\x0e.floe.v1.TopicR\x06topics\x12&\n" +
 	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"*\n" +
 	"\x14DescribeTopicRequest\x12\x12\n" +
-	"\x04name\x18\x01 \x01(\tR\x04name\"\x97\x02\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\"D\n" +
+	"\x18DescribePlacementRequest\x12\x14\n" +
+	"\x05topic\x18\x01 \x01(\tR\x05topic\x12\x12\n" +
+	"\x04zone\x18\x02 \x01(\tR\x04zone\"v\n" +
+	"\x19DescribePlacementResponse\x12.\n" +
+	"\x06agents\x18\x01 \x03(\v2\x16.floe.v1.AgentEndpointR\x06agents\x12)\n" +
+	"\x10partition_agents\x18\x02 \x03(\x05R\x0fpartitionAgents\"_\n" +
+	"\rAgentEndpoint\x12\x17\n" +
+	"\anode_id\x18\x01 \x01(\x05R\x06nodeId\x12!\n" +
+	"\fgrpc_address\x18\x02 \x01(\tR\vgrpcAddress\x12\x12\n" +
+	"\x04zone\x18\x03 \x01(\tR\x04zone\"\x97\x02\n" +
 	"\x15DescribeTopicResponse\x12$\n" +
 	"\x05topic\x18\x01 \x01(\v2\x0e.floe.v1.TopicR\x05topic\x126\n" +
 	"\n" +
@@ -6426,7 +6609,7 @@ const file_floe_v1_floe_proto_rawDesc = "" +
 	"\rAclPermission\x12\x1e\n" +
 	"\x1aACL_PERMISSION_UNSPECIFIED\x10\x00\x12\x18\n" +
 	"\x14ACL_PERMISSION_ALLOW\x10\x01\x12\x17\n" +
-	"\x13ACL_PERMISSION_DENY\x10\x022\xe2\x03\n" +
+	"\x13ACL_PERMISSION_DENY\x10\x022\xbe\x04\n" +
 	"\fTopicService\x12H\n" +
 	"\vCreateTopic\x12\x1b.floe.v1.CreateTopicRequest\x1a\x1c.floe.v1.CreateTopicResponse\x12H\n" +
 	"\vDeleteTopic\x12\x1b.floe.v1.DeleteTopicRequest\x1a\x1c.floe.v1.DeleteTopicResponse\x12E\n" +
@@ -6434,7 +6617,8 @@ const file_floe_v1_floe_proto_rawDesc = "" +
 	"ListTopics\x12\x1a.floe.v1.ListTopicsRequest\x1a\x1b.floe.v1.ListTopicsResponse\x12N\n" +
 	"\rDescribeTopic\x12\x1d.floe.v1.DescribeTopicRequest\x1a\x1e.floe.v1.DescribeTopicResponse\x12W\n" +
 	"\x10AlterTopicConfig\x12 .floe.v1.AlterTopicConfigRequest\x1a!.floe.v1.AlterTopicConfigResponse\x12N\n" +
-	"\rDeleteRecords\x12\x1d.floe.v1.DeleteRecordsRequest\x1a\x1e.floe.v1.DeleteRecordsResponse2\xef\x04\n" +
+	"\rDeleteRecords\x12\x1d.floe.v1.DeleteRecordsRequest\x1a\x1e.floe.v1.DeleteRecordsResponse\x12Z\n" +
+	"\x11DescribePlacement\x12!.floe.v1.DescribePlacementRequest\x1a\".floe.v1.DescribePlacementResponse2\xef\x04\n" +
 	"\n" +
 	"LogService\x12<\n" +
 	"\aProduce\x12\x17.floe.v1.ProduceRequest\x1a\x18.floe.v1.ProduceResponse\x12R\n" +
@@ -6484,7 +6668,7 @@ func file_floe_v1_floe_proto_rawDescGZIP() []byte {
 }
 
 var file_floe_v1_floe_proto_enumTypes = make([]protoimpl.EnumInfo, 8)
-var file_floe_v1_floe_proto_msgTypes = make([]protoimpl.MessageInfo, 90)
+var file_floe_v1_floe_proto_msgTypes = make([]protoimpl.MessageInfo, 93)
 var file_floe_v1_floe_proto_goTypes = []any{
 	(Compression)(0),                     // 0: floe.v1.Compression
 	(OffsetSpec)(0),                      // 1: floe.v1.OffsetSpec
@@ -6503,217 +6687,223 @@ var file_floe_v1_floe_proto_goTypes = []any{
 	(*ListTopicsRequest)(nil),            // 14: floe.v1.ListTopicsRequest
 	(*ListTopicsResponse)(nil),           // 15: floe.v1.ListTopicsResponse
 	(*DescribeTopicRequest)(nil),         // 16: floe.v1.DescribeTopicRequest
-	(*DescribeTopicResponse)(nil),        // 17: floe.v1.DescribeTopicResponse
-	(*IcebergOutput)(nil),                // 18: floe.v1.IcebergOutput
-	(*TopicStorage)(nil),                 // 19: floe.v1.TopicStorage
-	(*DeletionQueue)(nil),                // 20: floe.v1.DeletionQueue
-	(*AlterTopicConfigRequest)(nil),      // 21: floe.v1.AlterTopicConfigRequest
-	(*AlterTopicConfigResponse)(nil),     // 22: floe.v1.AlterTopicConfigResponse
-	(*DeleteRecordsRequest)(nil),         // 23: floe.v1.DeleteRecordsRequest
-	(*DeleteRecordsResponse)(nil),        // 24: floe.v1.DeleteRecordsResponse
-	(*Header)(nil),                       // 25: floe.v1.Header
-	(*Record)(nil),                       // 26: floe.v1.Record
-	(*ProduceRequest)(nil),               // 27: floe.v1.ProduceRequest
-	(*ProduceResponse)(nil),              // 28: floe.v1.ProduceResponse
-	(*ProduceStreamRequest)(nil),         // 29: floe.v1.ProduceStreamRequest
-	(*ProduceStreamResponse)(nil),        // 30: floe.v1.ProduceStreamResponse
-	(*InitProducerRequest)(nil),          // 31: floe.v1.InitProducerRequest
-	(*InitProducerResponse)(nil),         // 32: floe.v1.InitProducerResponse
-	(*FetchRequest)(nil),                 // 33: floe.v1.FetchRequest
-	(*FetchResponse)(nil),                // 34: floe.v1.FetchResponse
-	(*StartPosition)(nil),                // 35: floe.v1.StartPosition
-	(*SubscribeRequest)(nil),             // 36: floe.v1.SubscribeRequest
-	(*SubscribeResponse)(nil),            // 37: floe.v1.SubscribeResponse
-	(*PartitionBatches)(nil),             // 38: floe.v1.PartitionBatches
-	(*ProduceBatchesRequest)(nil),        // 39: floe.v1.ProduceBatchesRequest
-	(*PartitionProduceResult)(nil),       // 40: floe.v1.PartitionProduceResult
-	(*ProduceBatchesResponse)(nil),       // 41: floe.v1.ProduceBatchesResponse
-	(*ProduceBatchesStreamRequest)(nil),  // 42: floe.v1.ProduceBatchesStreamRequest
-	(*ProduceBatchesStreamResponse)(nil), // 43: floe.v1.ProduceBatchesStreamResponse
-	(*ListOffsetsRequest)(nil),           // 44: floe.v1.ListOffsetsRequest
-	(*PartitionOffset)(nil),              // 45: floe.v1.PartitionOffset
-	(*ListOffsetsResponse)(nil),          // 46: floe.v1.ListOffsetsResponse
-	(*TopicPartition)(nil),               // 47: floe.v1.TopicPartition
-	(*GroupHeartbeatRequest)(nil),        // 48: floe.v1.GroupHeartbeatRequest
-	(*GroupHeartbeatResponse)(nil),       // 49: floe.v1.GroupHeartbeatResponse
-	(*OffsetCommit)(nil),                 // 50: floe.v1.OffsetCommit
-	(*CommitOffsetsRequest)(nil),         // 51: floe.v1.CommitOffsetsRequest
-	(*CommitOffsetsResponse)(nil),        // 52: floe.v1.CommitOffsetsResponse
-	(*FetchOffsetsRequest)(nil),          // 53: floe.v1.FetchOffsetsRequest
-	(*CommittedOffset)(nil),              // 54: floe.v1.CommittedOffset
-	(*FetchOffsetsResponse)(nil),         // 55: floe.v1.FetchOffsetsResponse
-	(*ListGroupsRequest)(nil),            // 56: floe.v1.ListGroupsRequest
-	(*GroupListing)(nil),                 // 57: floe.v1.GroupListing
-	(*ListGroupsResponse)(nil),           // 58: floe.v1.ListGroupsResponse
-	(*DescribeGroupRequest)(nil),         // 59: floe.v1.DescribeGroupRequest
-	(*GroupMember)(nil),                  // 60: floe.v1.GroupMember
-	(*PartitionLag)(nil),                 // 61: floe.v1.PartitionLag
-	(*DescribeGroupResponse)(nil),        // 62: floe.v1.DescribeGroupResponse
-	(*DeleteGroupRequest)(nil),           // 63: floe.v1.DeleteGroupRequest
-	(*DeleteGroupResponse)(nil),          // 64: floe.v1.DeleteGroupResponse
-	(*ResetOffsetsRequest)(nil),          // 65: floe.v1.ResetOffsetsRequest
-	(*OffsetResetPlan)(nil),              // 66: floe.v1.OffsetResetPlan
-	(*ResetOffsetsResponse)(nil),         // 67: floe.v1.ResetOffsetsResponse
-	(*CopyOffsetsRequest)(nil),           // 68: floe.v1.CopyOffsetsRequest
-	(*CopyOffsetsResponse)(nil),          // 69: floe.v1.CopyOffsetsResponse
-	(*AssignedPartition)(nil),            // 70: floe.v1.AssignedPartition
-	(*GroupAssignment)(nil),              // 71: floe.v1.GroupAssignment
-	(*TokenInfo)(nil),                    // 72: floe.v1.TokenInfo
-	(*CreateTokenRequest)(nil),           // 73: floe.v1.CreateTokenRequest
-	(*CreateTokenResponse)(nil),          // 74: floe.v1.CreateTokenResponse
-	(*ListTokensRequest)(nil),            // 75: floe.v1.ListTokensRequest
-	(*ListTokensResponse)(nil),           // 76: floe.v1.ListTokensResponse
-	(*RevokeTokenRequest)(nil),           // 77: floe.v1.RevokeTokenRequest
-	(*RevokeTokenResponse)(nil),          // 78: floe.v1.RevokeTokenResponse
-	(*UpsertUserRequest)(nil),            // 79: floe.v1.UpsertUserRequest
-	(*UpsertUserResponse)(nil),           // 80: floe.v1.UpsertUserResponse
-	(*UserInfo)(nil),                     // 81: floe.v1.UserInfo
-	(*ListUsersRequest)(nil),             // 82: floe.v1.ListUsersRequest
-	(*ListUsersResponse)(nil),            // 83: floe.v1.ListUsersResponse
-	(*DeleteUserRequest)(nil),            // 84: floe.v1.DeleteUserRequest
-	(*DeleteUserResponse)(nil),           // 85: floe.v1.DeleteUserResponse
-	(*Acl)(nil),                          // 86: floe.v1.Acl
-	(*AclFilter)(nil),                    // 87: floe.v1.AclFilter
-	(*CreateAclsRequest)(nil),            // 88: floe.v1.CreateAclsRequest
-	(*CreateAclsResponse)(nil),           // 89: floe.v1.CreateAclsResponse
-	(*ListAclsRequest)(nil),              // 90: floe.v1.ListAclsRequest
-	(*ListAclsResponse)(nil),             // 91: floe.v1.ListAclsResponse
-	(*DeleteAclsRequest)(nil),            // 92: floe.v1.DeleteAclsRequest
-	(*DeleteAclsResponse)(nil),           // 93: floe.v1.DeleteAclsResponse
-	nil,                                  // 94: floe.v1.Topic.ConfigEntry
-	nil,                                  // 95: floe.v1.CreateTopicRequest.ConfigEntry
-	nil,                                  // 96: floe.v1.AlterTopicConfigRequest.SetEntry
-	nil,                                  // 97: floe.v1.SubscribeRequest.OffsetsEntry
+	(*DescribePlacementRequest)(nil),     // 17: floe.v1.DescribePlacementRequest
+	(*DescribePlacementResponse)(nil),    // 18: floe.v1.DescribePlacementResponse
+	(*AgentEndpoint)(nil),                // 19: floe.v1.AgentEndpoint
+	(*DescribeTopicResponse)(nil),        // 20: floe.v1.DescribeTopicResponse
+	(*IcebergOutput)(nil),                // 21: floe.v1.IcebergOutput
+	(*TopicStorage)(nil),                 // 22: floe.v1.TopicStorage
+	(*DeletionQueue)(nil),                // 23: floe.v1.DeletionQueue
+	(*AlterTopicConfigRequest)(nil),      // 24: floe.v1.AlterTopicConfigRequest
+	(*AlterTopicConfigResponse)(nil),     // 25: floe.v1.AlterTopicConfigResponse
+	(*DeleteRecordsRequest)(nil),         // 26: floe.v1.DeleteRecordsRequest
+	(*DeleteRecordsResponse)(nil),        // 27: floe.v1.DeleteRecordsResponse
+	(*Header)(nil),                       // 28: floe.v1.Header
+	(*Record)(nil),                       // 29: floe.v1.Record
+	(*ProduceRequest)(nil),               // 30: floe.v1.ProduceRequest
+	(*ProduceResponse)(nil),              // 31: floe.v1.ProduceResponse
+	(*ProduceStreamRequest)(nil),         // 32: floe.v1.ProduceStreamRequest
+	(*ProduceStreamResponse)(nil),        // 33: floe.v1.ProduceStreamResponse
+	(*InitProducerRequest)(nil),          // 34: floe.v1.InitProducerRequest
+	(*InitProducerResponse)(nil),         // 35: floe.v1.InitProducerResponse
+	(*FetchRequest)(nil),                 // 36: floe.v1.FetchRequest
+	(*FetchResponse)(nil),                // 37: floe.v1.FetchResponse
+	(*StartPosition)(nil),                // 38: floe.v1.StartPosition
+	(*SubscribeRequest)(nil),             // 39: floe.v1.SubscribeRequest
+	(*SubscribeResponse)(nil),            // 40: floe.v1.SubscribeResponse
+	(*PartitionBatches)(nil),             // 41: floe.v1.PartitionBatches
+	(*ProduceBatchesRequest)(nil),        // 42: floe.v1.ProduceBatchesRequest
+	(*PartitionProduceResult)(nil),       // 43: floe.v1.PartitionProduceResult
+	(*ProduceBatchesResponse)(nil),       // 44: floe.v1.ProduceBatchesResponse
+	(*ProduceBatchesStreamRequest)(nil),  // 45: floe.v1.ProduceBatchesStreamRequest
+	(*ProduceBatchesStreamResponse)(nil), // 46: floe.v1.ProduceBatchesStreamResponse
+	(*ListOffsetsRequest)(nil),           // 47: floe.v1.ListOffsetsRequest
+	(*PartitionOffset)(nil),              // 48: floe.v1.PartitionOffset
+	(*ListOffsetsResponse)(nil),          // 49: floe.v1.ListOffsetsResponse
+	(*TopicPartition)(nil),               // 50: floe.v1.TopicPartition
+	(*GroupHeartbeatRequest)(nil),        // 51: floe.v1.GroupHeartbeatRequest
+	(*GroupHeartbeatResponse)(nil),       // 52: floe.v1.GroupHeartbeatResponse
+	(*OffsetCommit)(nil),                 // 53: floe.v1.OffsetCommit
+	(*CommitOffsetsRequest)(nil),         // 54: floe.v1.CommitOffsetsRequest
+	(*CommitOffsetsResponse)(nil),        // 55: floe.v1.CommitOffsetsResponse
+	(*FetchOffsetsRequest)(nil),          // 56: floe.v1.FetchOffsetsRequest
+	(*CommittedOffset)(nil),              // 57: floe.v1.CommittedOffset
+	(*FetchOffsetsResponse)(nil),         // 58: floe.v1.FetchOffsetsResponse
+	(*ListGroupsRequest)(nil),            // 59: floe.v1.ListGroupsRequest
+	(*GroupListing)(nil),                 // 60: floe.v1.GroupListing
+	(*ListGroupsResponse)(nil),           // 61: floe.v1.ListGroupsResponse
+	(*DescribeGroupRequest)(nil),         // 62: floe.v1.DescribeGroupRequest
+	(*GroupMember)(nil),                  // 63: floe.v1.GroupMember
+	(*PartitionLag)(nil),                 // 64: floe.v1.PartitionLag
+	(*DescribeGroupResponse)(nil),        // 65: floe.v1.DescribeGroupResponse
+	(*DeleteGroupRequest)(nil),           // 66: floe.v1.DeleteGroupRequest
+	(*DeleteGroupResponse)(nil),          // 67: floe.v1.DeleteGroupResponse
+	(*ResetOffsetsRequest)(nil),          // 68: floe.v1.ResetOffsetsRequest
+	(*OffsetResetPlan)(nil),              // 69: floe.v1.OffsetResetPlan
+	(*ResetOffsetsResponse)(nil),         // 70: floe.v1.ResetOffsetsResponse
+	(*CopyOffsetsRequest)(nil),           // 71: floe.v1.CopyOffsetsRequest
+	(*CopyOffsetsResponse)(nil),          // 72: floe.v1.CopyOffsetsResponse
+	(*AssignedPartition)(nil),            // 73: floe.v1.AssignedPartition
+	(*GroupAssignment)(nil),              // 74: floe.v1.GroupAssignment
+	(*TokenInfo)(nil),                    // 75: floe.v1.TokenInfo
+	(*CreateTokenRequest)(nil),           // 76: floe.v1.CreateTokenRequest
+	(*CreateTokenResponse)(nil),          // 77: floe.v1.CreateTokenResponse
+	(*ListTokensRequest)(nil),            // 78: floe.v1.ListTokensRequest
+	(*ListTokensResponse)(nil),           // 79: floe.v1.ListTokensResponse
+	(*RevokeTokenRequest)(nil),           // 80: floe.v1.RevokeTokenRequest
+	(*RevokeTokenResponse)(nil),          // 81: floe.v1.RevokeTokenResponse
+	(*UpsertUserRequest)(nil),            // 82: floe.v1.UpsertUserRequest
+	(*UpsertUserResponse)(nil),           // 83: floe.v1.UpsertUserResponse
+	(*UserInfo)(nil),                     // 84: floe.v1.UserInfo
+	(*ListUsersRequest)(nil),             // 85: floe.v1.ListUsersRequest
+	(*ListUsersResponse)(nil),            // 86: floe.v1.ListUsersResponse
+	(*DeleteUserRequest)(nil),            // 87: floe.v1.DeleteUserRequest
+	(*DeleteUserResponse)(nil),           // 88: floe.v1.DeleteUserResponse
+	(*Acl)(nil),                          // 89: floe.v1.Acl
+	(*AclFilter)(nil),                    // 90: floe.v1.AclFilter
+	(*CreateAclsRequest)(nil),            // 91: floe.v1.CreateAclsRequest
+	(*CreateAclsResponse)(nil),           // 92: floe.v1.CreateAclsResponse
+	(*ListAclsRequest)(nil),              // 93: floe.v1.ListAclsRequest
+	(*ListAclsResponse)(nil),             // 94: floe.v1.ListAclsResponse
+	(*DeleteAclsRequest)(nil),            // 95: floe.v1.DeleteAclsRequest
+	(*DeleteAclsResponse)(nil),           // 96: floe.v1.DeleteAclsResponse
+	nil,                                  // 97: floe.v1.Topic.ConfigEntry
+	nil,                                  // 98: floe.v1.CreateTopicRequest.ConfigEntry
+	nil,                                  // 99: floe.v1.AlterTopicConfigRequest.SetEntry
+	nil,                                  // 100: floe.v1.SubscribeRequest.OffsetsEntry
 }
 var file_floe_v1_floe_proto_depIdxs = []int32{
-	94, // 0: floe.v1.Topic.config:type_name -> floe.v1.Topic.ConfigEntry
-	95, // 1: floe.v1.CreateTopicRequest.config:type_name -> floe.v1.CreateTopicRequest.ConfigEntry
-	8,  // 2: floe.v1.CreateTopicResponse.topic:type_name -> floe.v1.Topic
-	8,  // 3: floe.v1.ListTopicsResponse.topics:type_name -> floe.v1.Topic
-	8,  // 4: floe.v1.DescribeTopicResponse.topic:type_name -> floe.v1.Topic
-	9,  // 5: floe.v1.DescribeTopicResponse.partitions:type_name -> floe.v1.PartitionInfo
-	19, // 6: floe.v1.DescribeTopicResponse.storage:type_name -> floe.v1.TopicStorage
-	20, // 7: floe.v1.DescribeTopicResponse.deletion_queue:type_name -> floe.v1.DeletionQueue
-	18, // 8: floe.v1.DescribeTopicResponse.iceberg:type_name -> floe.v1.IcebergOutput
-	96, // 9: floe.v1.AlterTopicConfigRequest.set:type_name -> floe.v1.AlterTopicConfigRequest.SetEntry
-	8,  // 10: floe.v1.AlterTopicConfigResponse.topic:type_name -> floe.v1.Topic
-	25, // 11: floe.v1.Record.headers:type_name -> floe.v1.Header
-	26, // 12: floe.v1.ProduceRequest.records:type_name -> floe.v1.Record
-	0,  // 13: floe.v1.ProduceRequest.compression:type_name -> floe.v1.Compression
-	27, // 14: floe.v1.ProduceStreamRequest.request:type_name -> floe.v1.ProduceRequest
-	28, // 15: floe.v1.ProduceStreamResponse.response:type_name -> floe.v1.ProduceResponse
-	26, // 16: floe.v1.FetchResponse.records:type_name -> floe.v1.Record
-	35, // 17: floe.v1.SubscribeRequest.start:type_name -> floe.v1.StartPosition
-	97, // 18: floe.v1.SubscribeRequest.offsets:type_name -> floe.v1.SubscribeRequest.OffsetsEntry
-	26, // 19: floe.v1.SubscribeResponse.records:type_name -> floe.v1.Record
-	71, // 20: floe.v1.SubscribeResponse.assignment:type_name -> floe.v1.GroupAssignment
-	38, // 21: floe.v1.ProduceBatchesRequest.partitions:type_name -> floe.v1.PartitionBatches
-	40, // 22: floe.v1.ProduceBatchesResponse.results:type_name -> floe.v1.PartitionProduceResult
-	39, // 23: floe.v1.ProduceBatchesStreamRequest.request:type_name -> floe.v1.ProduceBatchesRequest
-	41, // 24: floe.v1.ProduceBatchesStreamResponse.response:type_name -> floe.v1.ProduceBatchesResponse
-	1,  // 25: floe.v1.ListOffsetsRequest.spec:type_name -> floe.v1.OffsetSpec
-	45, // 26: floe.v1.ListOffsetsResponse.offsets:type_name -> floe.v1.PartitionOffset
-	47, // 27: floe.v1.GroupHeartbeatRequest.owned:type_name -> floe.v1.TopicPartition
-	47, // 28: floe.v1.GroupHeartbeatResponse.assigned:type_name -> floe.v1.TopicPartition
-	50, // 29: floe.v1.CommitOffsetsRequest.offsets:type_name -> floe.v1.OffsetCommit
-	47, // 30: floe.v1.FetchOffsetsRequest.partitions:type_name -> floe.v1.TopicPartition
-	54, // 31: floe.v1.FetchOffsetsResponse.offsets:type_name -> floe.v1.CommittedOffset
-	57, // 32: floe.v1.ListGroupsResponse.groups:type_name -> floe.v1.GroupListing
-	47, // 33: floe.v1.GroupMember.assigned:type_name -> floe.v1.TopicPartition
-	47, // 34: floe.v1.GroupMember.revoking:type_name -> floe.v1.TopicPartition
-	47, // 35: floe.v1.GroupMember.target:type_name -> floe.v1.TopicPartition
-	60, // 36: floe.v1.DescribeGroupResponse.members:type_name -> floe.v1.GroupMember
-	61, // 37: floe.v1.DescribeGroupResponse.partitions:type_name -> floe.v1.PartitionLag
-	47, // 38: floe.v1.ResetOffsetsRequest.partitions:type_name -> floe.v1.TopicPartition
-	2,  // 39: floe.v1.ResetOffsetsRequest.spec:type_name -> floe.v1.ResetSpec
-	66, // 40: floe.v1.ResetOffsetsResponse.plan:type_name -> floe.v1.OffsetResetPlan
-	70, // 41: floe.v1.GroupAssignment.partitions:type_name -> floe.v1.AssignedPartition
-	72, // 42: floe.v1.CreateTokenResponse.info:type_name -> floe.v1.TokenInfo
-	72, // 43: floe.v1.ListTokensResponse.tokens:type_name -> floe.v1.TokenInfo
-	3,  // 44: floe.v1.UpsertUserRequest.mechanism:type_name -> floe.v1.ScramMechanism
-	3,  // 45: floe.v1.UserInfo.mechanism:type_name -> floe.v1.ScramMechanism
-	81, // 46: floe.v1.ListUsersResponse.users:type_name -> floe.v1.UserInfo
-	3,  // 47: floe.v1.DeleteUserRequest.mechanism:type_name -> floe.v1.ScramMechanism
-	4,  // 48: floe.v1.Acl.resource_type:type_name -> floe.v1.AclResourceType
-	5,  // 49: floe.v1.Acl.pattern_type:type_name -> floe.v1.AclPatternType
-	6,  // 50: floe.v1.Acl.operation:type_name -> floe.v1.AclOperation
-	7,  // 51: floe.v1.Acl.permission:type_name -> floe.v1.AclPermission
-	4,  // 52: floe.v1.AclFilter.resource_type:type_name -> floe.v1.AclResourceType
-	5,  // 53: floe.v1.AclFilter.pattern_type:type_name -> floe.v1.AclPatternType
-	6,  // 54: floe.v1.AclFilter.operation:type_name -> floe.v1.AclOperation
-	7,  // 55: floe.v1.AclFilter.permission:type_name -> floe.v1.AclPermission
-	86, // 56: floe.v1.CreateAclsRequest.acls:type_name -> floe.v1.Acl
-	87, // 57: floe.v1.ListAclsRequest.filter:type_name -> floe.v1.AclFilter
-	86, // 58: floe.v1.ListAclsResponse.acls:type_name -> floe.v1.Acl
-	87, // 59: floe.v1.DeleteAclsRequest.filter:type_name -> floe.v1.AclFilter
-	86, // 60: floe.v1.DeleteAclsResponse.deleted:type_name -> floe.v1.Acl
-	10, // 61: floe.v1.TopicService.CreateTopic:input_type -> floe.v1.CreateTopicRequest
-	12, // 62: floe.v1.TopicService.DeleteTopic:input_type -> floe.v1.DeleteTopicRequest
-	14, // 63: floe.v1.TopicService.ListTopics:input_type -> floe.v1.ListTopicsRequest
-	16, // 64: floe.v1.TopicService.DescribeTopic:input_type -> floe.v1.DescribeTopicRequest
-	21, // 65: floe.v1.TopicService.AlterTopicConfig:input_type -> floe.v1.AlterTopicConfigRequest
-	23, // 66: floe.v1.TopicService.DeleteRecords:input_type -> floe.v1.DeleteRecordsRequest
-	27, // 67: floe.v1.LogService.Produce:input_type -> floe.v1.ProduceRequest
-	29, // 68: floe.v1.LogService.ProduceStream:input_type -> floe.v1.ProduceStreamRequest
-	31, // 69: floe.v1.LogService.InitProducer:input_type -> floe.v1.InitProducerRequest
-	33, // 70: floe.v1.LogService.Fetch:input_type -> floe.v1.FetchRequest
-	36, // 71: floe.v1.LogService.Subscribe:input_type -> floe.v1.SubscribeRequest
-	44, // 72: floe.v1.LogService.ListOffsets:input_type -> floe.v1.ListOffsetsRequest
-	39, // 73: floe.v1.LogService.ProduceBatches:input_type -> floe.v1.ProduceBatchesRequest
-	42, // 74: floe.v1.LogService.ProduceBatchesStream:input_type -> floe.v1.ProduceBatchesStreamRequest
-	48, // 75: floe.v1.GroupService.Heartbeat:input_type -> floe.v1.GroupHeartbeatRequest
-	51, // 76: floe.v1.GroupService.CommitOffsets:input_type -> floe.v1.CommitOffsetsRequest
-	53, // 77: floe.v1.GroupService.FetchOffsets:input_type -> floe.v1.FetchOffsetsRequest
-	56, // 78: floe.v1.GroupService.ListGroups:input_type -> floe.v1.ListGroupsRequest
-	59, // 79: floe.v1.GroupService.DescribeGroup:input_type -> floe.v1.DescribeGroupRequest
-	63, // 80: floe.v1.GroupService.DeleteGroup:input_type -> floe.v1.DeleteGroupRequest
-	65, // 81: floe.v1.GroupService.ResetOffsets:input_type -> floe.v1.ResetOffsetsRequest
-	68, // 82: floe.v1.GroupService.CopyOffsets:input_type -> floe.v1.CopyOffsetsRequest
-	73, // 83: floe.v1.AdminService.CreateToken:input_type -> floe.v1.CreateTokenRequest
-	75, // 84: floe.v1.AdminService.ListTokens:input_type -> floe.v1.ListTokensRequest
-	77, // 85: floe.v1.AdminService.RevokeToken:input_type -> floe.v1.RevokeTokenRequest
-	79, // 86: floe.v1.AdminService.UpsertUser:input_type -> floe.v1.UpsertUserRequest
-	82, // 87: floe.v1.AdminService.ListUsers:input_type -> floe.v1.ListUsersRequest
-	84, // 88: floe.v1.AdminService.DeleteUser:input_type -> floe.v1.DeleteUserRequest
-	88, // 89: floe.v1.AdminService.CreateAcls:input_type -> floe.v1.CreateAclsRequest
-	90, // 90: floe.v1.AdminService.ListAcls:input_type -> floe.v1.ListAclsRequest
-	92, // 91: floe.v1.AdminService.DeleteAcls:input_type -> floe.v1.DeleteAclsRequest
-	11, // 92: floe.v1.TopicService.CreateTopic:output_type -> floe.v1.CreateTopicResponse
-	13, // 93: floe.v1.TopicService.DeleteTopic:output_type -> floe.v1.DeleteTopicResponse
-	15, // 94: floe.v1.TopicService.ListTopics:output_type -> floe.v1.ListTopicsResponse
-	17, // 95: floe.v1.TopicService.DescribeTopic:output_type -> floe.v1.DescribeTopicResponse
-	22, // 96: floe.v1.TopicService.AlterTopicConfig:output_type -> floe.v1.AlterTopicConfigResponse
-	24, // 97: floe.v1.TopicService.DeleteRecords:output_type -> floe.v1.DeleteRecordsResponse
-	28, // 98: floe.v1.LogService.Produce:output_type -> floe.v1.ProduceResponse
-	30, // 99: floe.v1.LogService.ProduceStream:output_type -> floe.v1.ProduceStreamResponse
-	32, // 100: floe.v1.LogService.InitProducer:output_type -> floe.v1.InitProducerResponse
-	34, // 101: floe.v1.LogService.Fetch:output_type -> floe.v1.FetchResponse
-	37, // 102: floe.v1.LogService.Subscribe:output_type -> floe.v1.SubscribeResponse
-	46, // 103: floe.v1.LogService.ListOffsets:output_type -> floe.v1.ListOffsetsResponse
-	41, // 104: floe.v1.LogService.ProduceBatches:output_type -> floe.v1.ProduceBatchesResponse
-	43, // 105: floe.v1.LogService.ProduceBatchesStream:output_type -> floe.v1.ProduceBatchesStreamResponse
-	49, // 106: floe.v1.GroupService.Heartbeat:output_type -> floe.v1.GroupHeartbeatResponse
-	52, // 107: floe.v1.GroupService.CommitOffsets:output_type -> floe.v1.CommitOffsetsResponse
-	55, // 108: floe.v1.GroupService.FetchOffsets:output_type -> floe.v1.FetchOffsetsResponse
-	58, // 109: floe.v1.GroupService.ListGroups:output_type -> floe.v1.ListGroupsResponse
-	62, // 110: floe.v1.GroupService.DescribeGroup:output_type -> floe.v1.DescribeGroupResponse
-	64, // 111: floe.v1.GroupService.DeleteGroup:output_type -> floe.v1.DeleteGroupResponse
-	67, // 112: floe.v1.GroupService.ResetOffsets:output_type -> floe.v1.ResetOffsetsResponse
-	69, // 113: floe.v1.GroupService.CopyOffsets:output_type -> floe.v1.CopyOffsetsResponse
-	74, // 114: floe.v1.AdminService.CreateToken:output_type -> floe.v1.CreateTokenResponse
-	76, // 115: floe.v1.AdminService.ListTokens:output_type -> floe.v1.ListTokensResponse
-	78, // 116: floe.v1.AdminService.RevokeToken:output_type -> floe.v1.RevokeTokenResponse
-	80, // 117: floe.v1.AdminService.UpsertUser:output_type -> floe.v1.UpsertUserResponse
-	83, // 118: floe.v1.AdminService.ListUsers:output_type -> floe.v1.ListUsersResponse
-	85, // 119: floe.v1.AdminService.DeleteUser:output_type -> floe.v1.DeleteUserResponse
-	89, // 120: floe.v1.AdminService.CreateAcls:output_type -> floe.v1.CreateAclsResponse
-	91, // 121: floe.v1.AdminService.ListAcls:output_type -> floe.v1.ListAclsResponse
-	93, // 122: floe.v1.AdminService.DeleteAcls:output_type -> floe.v1.DeleteAclsResponse
-	92, // [92:123] is the sub-list for method output_type
-	61, // [61:92] is the sub-list for method input_type
-	61, // [61:61] is the sub-list for extension type_name
-	61, // [61:61] is the sub-list for extension extendee
-	0,  // [0:61] is the sub-list for field type_name
+	97,  // 0: floe.v1.Topic.config:type_name -> floe.v1.Topic.ConfigEntry
+	98,  // 1: floe.v1.CreateTopicRequest.config:type_name -> floe.v1.CreateTopicRequest.ConfigEntry
+	8,   // 2: floe.v1.CreateTopicResponse.topic:type_name -> floe.v1.Topic
+	8,   // 3: floe.v1.ListTopicsResponse.topics:type_name -> floe.v1.Topic
+	19,  // 4: floe.v1.DescribePlacementResponse.agents:type_name -> floe.v1.AgentEndpoint
+	8,   // 5: floe.v1.DescribeTopicResponse.topic:type_name -> floe.v1.Topic
+	9,   // 6: floe.v1.DescribeTopicResponse.partitions:type_name -> floe.v1.PartitionInfo
+	22,  // 7: floe.v1.DescribeTopicResponse.storage:type_name -> floe.v1.TopicStorage
+	23,  // 8: floe.v1.DescribeTopicResponse.deletion_queue:type_name -> floe.v1.DeletionQueue
+	21,  // 9: floe.v1.DescribeTopicResponse.iceberg:type_name -> floe.v1.IcebergOutput
+	99,  // 10: floe.v1.AlterTopicConfigRequest.set:type_name -> floe.v1.AlterTopicConfigRequest.SetEntry
+	8,   // 11: floe.v1.AlterTopicConfigResponse.topic:type_name -> floe.v1.Topic
+	28,  // 12: floe.v1.Record.headers:type_name -> floe.v1.Header
+	29,  // 13: floe.v1.ProduceRequest.records:type_name -> floe.v1.Record
+	0,   // 14: floe.v1.ProduceRequest.compression:type_name -> floe.v1.Compression
+	30,  // 15: floe.v1.ProduceStreamRequest.request:type_name -> floe.v1.ProduceRequest
+	31,  // 16: floe.v1.ProduceStreamResponse.response:type_name -> floe.v1.ProduceResponse
+	29,  // 17: floe.v1.FetchResponse.records:type_name -> floe.v1.Record
+	38,  // 18: floe.v1.SubscribeRequest.start:type_name -> floe.v1.StartPosition
+	100, // 19: floe.v1.SubscribeRequest.offsets:type_name -> floe.v1.SubscribeRequest.OffsetsEntry
+	29,  // 20: floe.v1.SubscribeResponse.records:type_name -> floe.v1.Record
+	74,  // 21: floe.v1.SubscribeResponse.assignment:type_name -> floe.v1.GroupAssignment
+	41,  // 22: floe.v1.ProduceBatchesRequest.partitions:type_name -> floe.v1.PartitionBatches
+	43,  // 23: floe.v1.ProduceBatchesResponse.results:type_name -> floe.v1.PartitionProduceResult
+	42,  // 24: floe.v1.ProduceBatchesStreamRequest.request:type_name -> floe.v1.ProduceBatchesRequest
+	44,  // 25: floe.v1.ProduceBatchesStreamResponse.response:type_name -> floe.v1.ProduceBatchesResponse
+	1,   // 26: floe.v1.ListOffsetsRequest.spec:type_name -> floe.v1.OffsetSpec
+	48,  // 27: floe.v1.ListOffsetsResponse.offsets:type_name -> floe.v1.PartitionOffset
+	50,  // 28: floe.v1.GroupHeartbeatRequest.owned:type_name -> floe.v1.TopicPartition
+	50,  // 29: floe.v1.GroupHeartbeatResponse.assigned:type_name -> floe.v1.TopicPartition
+	53,  // 30: floe.v1.CommitOffsetsRequest.offsets:type_name -> floe.v1.OffsetCommit
+	50,  // 31: floe.v1.FetchOffsetsRequest.partitions:type_name -> floe.v1.TopicPartition
+	57,  // 32: floe.v1.FetchOffsetsResponse.offsets:type_name -> floe.v1.CommittedOffset
+	60,  // 33: floe.v1.ListGroupsResponse.groups:type_name -> floe.v1.GroupListing
+	50,  // 34: floe.v1.GroupMember.assigned:type_name -> floe.v1.TopicPartition
+	50,  // 35: floe.v1.GroupMember.revoking:type_name -> floe.v1.TopicPartition
+	50,  // 36: floe.v1.GroupMember.target:type_name -> floe.v1.TopicPartition
+	63,  // 37: floe.v1.DescribeGroupResponse.members:type_name -> floe.v1.GroupMember
+	64,  // 38: floe.v1.DescribeGroupResponse.partitions:type_name -> floe.v1.PartitionLag
+	50,  // 39: floe.v1.ResetOffsetsRequest.partitions:type_name -> floe.v1.TopicPartition
+	2,   // 40: floe.v1.ResetOffsetsRequest.spec:type_name -> floe.v1.ResetSpec
+	69,  // 41: floe.v1.ResetOffsetsResponse.plan:type_name -> floe.v1.OffsetResetPlan
+	73,  // 42: floe.v1.GroupAssignment.partitions:type_name -> floe.v1.AssignedPartition
+	75,  // 43: floe.v1.CreateTokenResponse.info:type_name -> floe.v1.TokenInfo
+	75,  // 44: floe.v1.ListTokensResponse.tokens:type_name -> floe.v1.TokenInfo
+	3,   // 45: floe.v1.UpsertUserRequest.mechanism:type_name -> floe.v1.ScramMechanism
+	3,   // 46: floe.v1.UserInfo.mechanism:type_name -> floe.v1.ScramMechanism
+	84,  // 47: floe.v1.ListUsersResponse.users:type_name -> floe.v1.UserInfo
+	3,   // 48: floe.v1.DeleteUserRequest.mechanism:type_name -> floe.v1.ScramMechanism
+	4,   // 49: floe.v1.Acl.resource_type:type_name -> floe.v1.AclResourceType
+	5,   // 50: floe.v1.Acl.pattern_type:type_name -> floe.v1.AclPatternType
+	6,   // 51: floe.v1.Acl.operation:type_name -> floe.v1.AclOperation
+	7,   // 52: floe.v1.Acl.permission:type_name -> floe.v1.AclPermission
+	4,   // 53: floe.v1.AclFilter.resource_type:type_name -> floe.v1.AclResourceType
+	5,   // 54: floe.v1.AclFilter.pattern_type:type_name -> floe.v1.AclPatternType
+	6,   // 55: floe.v1.AclFilter.operation:type_name -> floe.v1.AclOperation
+	7,   // 56: floe.v1.AclFilter.permission:type_name -> floe.v1.AclPermission
+	89,  // 57: floe.v1.CreateAclsRequest.acls:type_name -> floe.v1.Acl
+	90,  // 58: floe.v1.ListAclsRequest.filter:type_name -> floe.v1.AclFilter
+	89,  // 59: floe.v1.ListAclsResponse.acls:type_name -> floe.v1.Acl
+	90,  // 60: floe.v1.DeleteAclsRequest.filter:type_name -> floe.v1.AclFilter
+	89,  // 61: floe.v1.DeleteAclsResponse.deleted:type_name -> floe.v1.Acl
+	10,  // 62: floe.v1.TopicService.CreateTopic:input_type -> floe.v1.CreateTopicRequest
+	12,  // 63: floe.v1.TopicService.DeleteTopic:input_type -> floe.v1.DeleteTopicRequest
+	14,  // 64: floe.v1.TopicService.ListTopics:input_type -> floe.v1.ListTopicsRequest
+	16,  // 65: floe.v1.TopicService.DescribeTopic:input_type -> floe.v1.DescribeTopicRequest
+	24,  // 66: floe.v1.TopicService.AlterTopicConfig:input_type -> floe.v1.AlterTopicConfigRequest
+	26,  // 67: floe.v1.TopicService.DeleteRecords:input_type -> floe.v1.DeleteRecordsRequest
+	17,  // 68: floe.v1.TopicService.DescribePlacement:input_type -> floe.v1.DescribePlacementRequest
+	30,  // 69: floe.v1.LogService.Produce:input_type -> floe.v1.ProduceRequest
+	32,  // 70: floe.v1.LogService.ProduceStream:input_type -> floe.v1.ProduceStreamRequest
+	34,  // 71: floe.v1.LogService.InitProducer:input_type -> floe.v1.InitProducerRequest
+	36,  // 72: floe.v1.LogService.Fetch:input_type -> floe.v1.FetchRequest
+	39,  // 73: floe.v1.LogService.Subscribe:input_type -> floe.v1.SubscribeRequest
+	47,  // 74: floe.v1.LogService.ListOffsets:input_type -> floe.v1.ListOffsetsRequest
+	42,  // 75: floe.v1.LogService.ProduceBatches:input_type -> floe.v1.ProduceBatchesRequest
+	45,  // 76: floe.v1.LogService.ProduceBatchesStream:input_type -> floe.v1.ProduceBatchesStreamRequest
+	51,  // 77: floe.v1.GroupService.Heartbeat:input_type -> floe.v1.GroupHeartbeatRequest
+	54,  // 78: floe.v1.GroupService.CommitOffsets:input_type -> floe.v1.CommitOffsetsRequest
+	56,  // 79: floe.v1.GroupService.FetchOffsets:input_type -> floe.v1.FetchOffsetsRequest
+	59,  // 80: floe.v1.GroupService.ListGroups:input_type -> floe.v1.ListGroupsRequest
+	62,  // 81: floe.v1.GroupService.DescribeGroup:input_type -> floe.v1.DescribeGroupRequest
+	66,  // 82: floe.v1.GroupService.DeleteGroup:input_type -> floe.v1.DeleteGroupRequest
+	68,  // 83: floe.v1.GroupService.ResetOffsets:input_type -> floe.v1.ResetOffsetsRequest
+	71,  // 84: floe.v1.GroupService.CopyOffsets:input_type -> floe.v1.CopyOffsetsRequest
+	76,  // 85: floe.v1.AdminService.CreateToken:input_type -> floe.v1.CreateTokenRequest
+	78,  // 86: floe.v1.AdminService.ListTokens:input_type -> floe.v1.ListTokensRequest
+	80,  // 87: floe.v1.AdminService.RevokeToken:input_type -> floe.v1.RevokeTokenRequest
+	82,  // 88: floe.v1.AdminService.UpsertUser:input_type -> floe.v1.UpsertUserRequest
+	85,  // 89: floe.v1.AdminService.ListUsers:input_type -> floe.v1.ListUsersRequest
+	87,  // 90: floe.v1.AdminService.DeleteUser:input_type -> floe.v1.DeleteUserRequest
+	91,  // 91: floe.v1.AdminService.CreateAcls:input_type -> floe.v1.CreateAclsRequest
+	93,  // 92: floe.v1.AdminService.ListAcls:input_type -> floe.v1.ListAclsRequest
+	95,  // 93: floe.v1.AdminService.DeleteAcls:input_type -> floe.v1.DeleteAclsRequest
+	11,  // 94: floe.v1.TopicService.CreateTopic:output_type -> floe.v1.CreateTopicResponse
+	13,  // 95: floe.v1.TopicService.DeleteTopic:output_type -> floe.v1.DeleteTopicResponse
+	15,  // 96: floe.v1.TopicService.ListTopics:output_type -> floe.v1.ListTopicsResponse
+	20,  // 97: floe.v1.TopicService.DescribeTopic:output_type -> floe.v1.DescribeTopicResponse
+	25,  // 98: floe.v1.TopicService.AlterTopicConfig:output_type -> floe.v1.AlterTopicConfigResponse
+	27,  // 99: floe.v1.TopicService.DeleteRecords:output_type -> floe.v1.DeleteRecordsResponse
+	18,  // 100: floe.v1.TopicService.DescribePlacement:output_type -> floe.v1.DescribePlacementResponse
+	31,  // 101: floe.v1.LogService.Produce:output_type -> floe.v1.ProduceResponse
+	33,  // 102: floe.v1.LogService.ProduceStream:output_type -> floe.v1.ProduceStreamResponse
+	35,  // 103: floe.v1.LogService.InitProducer:output_type -> floe.v1.InitProducerResponse
+	37,  // 104: floe.v1.LogService.Fetch:output_type -> floe.v1.FetchResponse
+	40,  // 105: floe.v1.LogService.Subscribe:output_type -> floe.v1.SubscribeResponse
+	49,  // 106: floe.v1.LogService.ListOffsets:output_type -> floe.v1.ListOffsetsResponse
+	44,  // 107: floe.v1.LogService.ProduceBatches:output_type -> floe.v1.ProduceBatchesResponse
+	46,  // 108: floe.v1.LogService.ProduceBatchesStream:output_type -> floe.v1.ProduceBatchesStreamResponse
+	52,  // 109: floe.v1.GroupService.Heartbeat:output_type -> floe.v1.GroupHeartbeatResponse
+	55,  // 110: floe.v1.GroupService.CommitOffsets:output_type -> floe.v1.CommitOffsetsResponse
+	58,  // 111: floe.v1.GroupService.FetchOffsets:output_type -> floe.v1.FetchOffsetsResponse
+	61,  // 112: floe.v1.GroupService.ListGroups:output_type -> floe.v1.ListGroupsResponse
+	65,  // 113: floe.v1.GroupService.DescribeGroup:output_type -> floe.v1.DescribeGroupResponse
+	67,  // 114: floe.v1.GroupService.DeleteGroup:output_type -> floe.v1.DeleteGroupResponse
+	70,  // 115: floe.v1.GroupService.ResetOffsets:output_type -> floe.v1.ResetOffsetsResponse
+	72,  // 116: floe.v1.GroupService.CopyOffsets:output_type -> floe.v1.CopyOffsetsResponse
+	77,  // 117: floe.v1.AdminService.CreateToken:output_type -> floe.v1.CreateTokenResponse
+	79,  // 118: floe.v1.AdminService.ListTokens:output_type -> floe.v1.ListTokensResponse
+	81,  // 119: floe.v1.AdminService.RevokeToken:output_type -> floe.v1.RevokeTokenResponse
+	83,  // 120: floe.v1.AdminService.UpsertUser:output_type -> floe.v1.UpsertUserResponse
+	86,  // 121: floe.v1.AdminService.ListUsers:output_type -> floe.v1.ListUsersResponse
+	88,  // 122: floe.v1.AdminService.DeleteUser:output_type -> floe.v1.DeleteUserResponse
+	92,  // 123: floe.v1.AdminService.CreateAcls:output_type -> floe.v1.CreateAclsResponse
+	94,  // 124: floe.v1.AdminService.ListAcls:output_type -> floe.v1.ListAclsResponse
+	96,  // 125: floe.v1.AdminService.DeleteAcls:output_type -> floe.v1.DeleteAclsResponse
+	94,  // [94:126] is the sub-list for method output_type
+	62,  // [62:94] is the sub-list for method input_type
+	62,  // [62:62] is the sub-list for extension type_name
+	62,  // [62:62] is the sub-list for extension extendee
+	0,   // [0:62] is the sub-list for field type_name
 }
 
 func init() { file_floe_v1_floe_proto_init() }
@@ -6721,9 +6911,9 @@ func file_floe_v1_floe_proto_init() {
 	if File_floe_v1_floe_proto != nil {
 		return
 	}
-	file_floe_v1_floe_proto_msgTypes[18].OneofWrappers = []any{}
-	file_floe_v1_floe_proto_msgTypes[19].OneofWrappers = []any{}
-	file_floe_v1_floe_proto_msgTypes[27].OneofWrappers = []any{
+	file_floe_v1_floe_proto_msgTypes[21].OneofWrappers = []any{}
+	file_floe_v1_floe_proto_msgTypes[22].OneofWrappers = []any{}
+	file_floe_v1_floe_proto_msgTypes[30].OneofWrappers = []any{
 		(*StartPosition_Earliest)(nil),
 		(*StartPosition_Latest)(nil),
 		(*StartPosition_Offset)(nil),
@@ -6735,7 +6925,7 @@ func file_floe_v1_floe_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_floe_v1_floe_proto_rawDesc), len(file_floe_v1_floe_proto_rawDesc)),
 			NumEnums:      8,
-			NumMessages:   90,
+			NumMessages:   93,
 			NumExtensions: 0,
 			NumServices:   4,
 		},

@@ -21,12 +21,13 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	TopicService_CreateTopic_FullMethodName      = "/floe.v1.TopicService/CreateTopic"
-	TopicService_DeleteTopic_FullMethodName      = "/floe.v1.TopicService/DeleteTopic"
-	TopicService_ListTopics_FullMethodName       = "/floe.v1.TopicService/ListTopics"
-	TopicService_DescribeTopic_FullMethodName    = "/floe.v1.TopicService/DescribeTopic"
-	TopicService_AlterTopicConfig_FullMethodName = "/floe.v1.TopicService/AlterTopicConfig"
-	TopicService_DeleteRecords_FullMethodName    = "/floe.v1.TopicService/DeleteRecords"
+	TopicService_CreateTopic_FullMethodName       = "/floe.v1.TopicService/CreateTopic"
+	TopicService_DeleteTopic_FullMethodName       = "/floe.v1.TopicService/DeleteTopic"
+	TopicService_ListTopics_FullMethodName        = "/floe.v1.TopicService/ListTopics"
+	TopicService_DescribeTopic_FullMethodName     = "/floe.v1.TopicService/DescribeTopic"
+	TopicService_AlterTopicConfig_FullMethodName  = "/floe.v1.TopicService/AlterTopicConfig"
+	TopicService_DeleteRecords_FullMethodName     = "/floe.v1.TopicService/DeleteRecords"
+	TopicService_DescribePlacement_FullMethodName = "/floe.v1.TopicService/DescribePlacement"
 )
 
 // TopicServiceClient is the client API for TopicService service.
@@ -46,6 +47,12 @@ type TopicServiceClient interface {
 	// records below it become unreadable and their files are deleted by the
 	// compactor.
 	DeleteRecords(ctx context.Context, in *DeleteRecordsRequest, opts ...grpc.CallOption) (*DeleteRecordsResponse, error)
+	// DescribePlacement names the live agents and each partition's
+	// preferred agent (the one the Kafka listener's Metadata names its
+	// leader), so that a client can send each partition's produce requests
+	// to one agent (client: ProducerOptions.PartitionAffinity). A
+	// preference: every agent accepts every partition.
+	DescribePlacement(ctx context.Context, in *DescribePlacementRequest, opts ...grpc.CallOption) (*DescribePlacementResponse, error)
 }
 
 type topicServiceClient struct {
@@ -116,6 +123,16 @@ func (c *topicServiceClient) DeleteRecords(ctx context.Context, in *DeleteRecord
 	return out, nil
 }
 
+func (c *topicServiceClient) DescribePlacement(ctx context.Context, in *DescribePlacementRequest, opts ...grpc.CallOption) (*DescribePlacementResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(DescribePlacementResponse)
+	err := c.cc.Invoke(ctx, TopicService_DescribePlacement_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // TopicServiceServer is the server API for TopicService service.
 // All implementations must embed UnimplementedTopicServiceServer
 // for forward compatibility.
@@ -133,6 +150,12 @@ type TopicServiceServer interface {
 	// records below it become unreadable and their files are deleted by the
 	// compactor.
 	DeleteRecords(context.Context, *DeleteRecordsRequest) (*DeleteRecordsResponse, error)
+	// DescribePlacement names the live agents and each partition's
+	// preferred agent (the one the Kafka listener's Metadata names its
+	// leader), so that a client can send each partition's produce requests
+	// to one agent (client: ProducerOptions.PartitionAffinity). A
+	// preference: every agent accepts every partition.
+	DescribePlacement(context.Context, *DescribePlacementRequest) (*DescribePlacementResponse, error)
 	mustEmbedUnimplementedTopicServiceServer()
 }
 
@@ -160,6 +183,9 @@ func (UnimplementedTopicServiceServer) AlterTopicConfig(context.Context, *AlterT
 }
 func (UnimplementedTopicServiceServer) DeleteRecords(context.Context, *DeleteRecordsRequest) (*DeleteRecordsResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method DeleteRecords not implemented")
+}
+func (UnimplementedTopicServiceServer) DescribePlacement(context.Context, *DescribePlacementRequest) (*DescribePlacementResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method DescribePlacement not implemented")
 }
 func (UnimplementedTopicServiceServer) mustEmbedUnimplementedTopicServiceServer() {}
 func (UnimplementedTopicServiceServer) testEmbeddedByValue()                      {}
@@ -290,6 +316,24 @@ func _TopicService_DeleteRecords_Handler(srv interface{}, ctx context.Context, d
 	return interceptor(ctx, in, info, handler)
 }
 
+func _TopicService_DescribePlacement_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(DescribePlacementRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(TopicServiceServer).DescribePlacement(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: TopicService_DescribePlacement_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(TopicServiceServer).DescribePlacement(ctx, req.(*DescribePlacementRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // TopicService_ServiceDesc is the grpc.ServiceDesc for TopicService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -320,6 +364,10 @@ var TopicService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "DeleteRecords",
 			Handler:    _TopicService_DeleteRecords_Handler,
+		},
+		{
+			MethodName: "DescribePlacement",
+			Handler:    _TopicService_DescribePlacement_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},
