@@ -158,6 +158,11 @@ func (r *Reader) table(ctx context.Context, topic string, fresh bool) (*loadedTa
 	if errors.Is(err, catalog.ErrNoSuchTable) || errors.Is(err, catalog.ErrNoSuchNamespace) {
 		return nil, fmt.Errorf("%w: %w", errNoTable, err)
 	}
+	if err != nil && ctx.Err() == nil && !errors.Is(err, ErrUnavailable) {
+		// The catalog did not answer (or not sensibly): a retry may;
+		// never a statement about the data.
+		return nil, fmt.Errorf("%w: load the table of %q: %w", ErrUnavailable, topic, err)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("tableread: load the table of %q: %w", topic, err)
 	}
