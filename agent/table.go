@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	floev1 "github.com/floe-broker/floe/api/floe/v1"
 	"github.com/floe-broker/floe/metadata"
 	"github.com/floe-broker/floe/tableread"
 )
@@ -47,6 +48,7 @@ type tableTopics struct {
 type tableTopic struct {
 	name   string
 	serves bool
+	floors map[int32]int64 // what DeleteRecords left: no table row below is served (metadata.TableFloorJob); never written once cached
 	at     time.Time
 }
 
@@ -78,13 +80,26 @@ func (a *Agent) tableTopic(ctx context.Context, id int64) (tableTopic, error) {
 		c, ok := metadata.ReadIcebergCursor(cur)
 		t.serves = ok && c.TopicID == id
 	}
+	if t.serves {
+		fl, err := a.meta.JobCursor(ctx, metadata.TableFloorJob(id))
+		if err != nil {
+			return tableTopic{}, err
+		}
+		t.floors = metadata.ParseTableFloors(fl)
+	}
+	a.rememberTableTopic(id, t)
+	return t, nil
+}
+
+// rememberTableTopic caches t as topic id's.
+func (a *Agent) rememberTableTopic(id int64, t tableTopic) {
+	tt := a.tableTopicsCache()
 	tt.mu.Lock()
 	if len(tt.byID) >= maxTableTopics {
 		clear(tt.byID)
 	}
 	tt.byID[id] = t
 	tt.mu.Unlock()
-	return t, nil
 }
 
 // tableTopicsCache returns the agent's tableTopics, made on first use.
@@ -114,12 +129,12 @@ func (a *Agent) readTable(ctx context.Context, topicID int64, partition int32, o
 	if !tt.serves {
 		return nil, nil, nil, st, oor
 	}
-	first, ok, err := a.tables.Earliest(ctx, tt.name, partition, oor.LogStartOffset)
+	first, err := a.tableStart(ctx, tt, partition, oor.LogStartOffset)
 	if err != nil {
-		return nil, nil, nil, st, tableError(tt.name, err)
+		return nil, nil, nil, st, err
 	}
-	if !ok {
-		return nil, nil, nil, st, oor // the table holds nothing below the raw log start
+	if first >= oor.LogStartOffset {
+		return nil, nil, nil, st, oor // the table serves nothing below the raw log start
 	}
 	st.LogStartOffset = first
 	if offset < first {
@@ -147,6 +162,17 @@ func (a *Agent) readTable(ctx context.Context, topicID int64, partition int32, o
 		raw[i], verified[i] = b.Data, true
 	}
 	return refs, raw, verified, st, nil
+}
+
+// tableStart is where a partition of a topic its table serves (tt)
+// starts given its raw log start: the table's first offset, raised to the
+// floor DeleteRecords left (metadata.ServedLogStart).
+func (a *Agent) tableStart(ctx context.Context, tt tableTopic, partition int32, rawStart int64) (int64, error) {
+	first, ok, err := a.tables.Earliest(ctx, tt.name, partition, rawStart)
+	if err != nil {
+		return 0, tableError(tt.name, err)
+	}
+	return metadata.ServedLogStart(rawStart, first, ok, tt.floors[partition]), nil
 }
 
 // tableError marks a failed table read: DataLoss for data that does not
@@ -183,12 +209,42 @@ func (a *Agent) earliest(ctx context.Context, topicID int64, partition int32, ra
 	if err != nil || !tt.serves {
 		return rawStart, err
 	}
-	first, ok, err := a.tables.Earliest(ctx, tt.name, partition, rawStart)
+	return a.tableStart(ctx, tt, partition, rawStart)
+}
+
+// lagLogStart is the log start a group's lag counts from: rawStart, or,
+// for a position below it on a topic its table serves, where the table
+// serves from (the records from there are still to consume). The table
+// unreachable, it is rawStart (logged): lag is never held up by the
+// catalog.
+func (a *Agent) lagLogStart(ctx context.Context, topicID int64, partition int32, rawStart, committed int64) int64 {
+	if a.tables == nil || committed >= rawStart {
+		return rawStart
+	}
+	start, err := a.earliest(ctx, topicID, partition, rawStart)
 	if err != nil {
-		return 0, tableError(tt.name, err)
+		a.log.Warn("group lag: the table's log start unavailable; counting from the raw log start", "topic_id", topicID, "partition", partition, "err", err)
+		return rawStart
 	}
-	if ok {
-		return first, nil
+	return start
+}
+
+// describeTableStarts sets the log start of a DescribeTopic answer's
+// partitions to where a topic its table serves starts (earliest): what
+// a consumer from the beginning reads. The table unreachable, the raw
+// log starts stay (logged).
+func (a *Agent) describeTableStarts(ctx context.Context, topicID int64, resp *floev1.DescribeTopicResponse) {
+	if a.tables == nil {
+		return
 	}
-	return rawStart, nil
+	ctx, cancel := context.WithTimeout(ctx, describeStorageTimeout)
+	defer cancel()
+	for _, p := range resp.Partitions {
+		start, err := a.earliest(ctx, topicID, p.Partition, p.LogStartOffset)
+		if err != nil {
+			a.log.Warn("describe topic: the table's log start unavailable", "topic_id", topicID, "partition", p.Partition, "err", err)
+			return
+		}
+		p.LogStartOffset = start
+	}
 }
