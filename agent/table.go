@@ -48,7 +48,6 @@ type tableTopics struct {
 type tableTopic struct {
 	name   string
 	serves bool
-	floors map[int32]int64 // what DeleteRecords left: no table row below is served (metadata.TableFloorJob); never written once cached
 	at     time.Time
 }
 
@@ -80,26 +79,13 @@ func (a *Agent) tableTopic(ctx context.Context, id int64) (tableTopic, error) {
 		c, ok := metadata.ReadIcebergCursor(cur)
 		t.serves = ok && c.TopicID == id
 	}
-	if t.serves {
-		fl, err := a.meta.JobCursor(ctx, metadata.TableFloorJob(id))
-		if err != nil {
-			return tableTopic{}, err
-		}
-		t.floors = metadata.ParseTableFloors(fl)
-	}
-	a.rememberTableTopic(id, t)
-	return t, nil
-}
-
-// rememberTableTopic caches t as topic id's.
-func (a *Agent) rememberTableTopic(id int64, t tableTopic) {
-	tt := a.tableTopicsCache()
 	tt.mu.Lock()
 	if len(tt.byID) >= maxTableTopics {
 		clear(tt.byID)
 	}
 	tt.byID[id] = t
 	tt.mu.Unlock()
+	return t, nil
 }
 
 // tableTopicsCache returns the agent's tableTopics, made on first use.
@@ -129,7 +115,7 @@ func (a *Agent) readTable(ctx context.Context, topicID int64, partition int32, o
 	if !tt.serves {
 		return nil, nil, nil, st, oor
 	}
-	first, err := a.tableStart(ctx, tt, partition, oor.LogStartOffset)
+	first, err := a.tableStart(ctx, topicID, tt, partition, oor.LogStartOffset)
 	if err != nil {
 		return nil, nil, nil, st, err
 	}
@@ -166,13 +152,23 @@ func (a *Agent) readTable(ctx context.Context, topicID int64, partition int32, o
 
 // tableStart is where a partition of a topic its table serves (tt)
 // starts given its raw log start: the table's first offset, raised to the
-// floor DeleteRecords left (metadata.ServedLogStart).
-func (a *Agent) tableStart(ctx context.Context, tt tableTopic, partition int32, rawStart int64) (int64, error) {
+// floor DeleteRecords left (metadata.ServedLogStart). The floors are
+// read afresh each time (one small query, next to a table read): a
+// DeleteRecords on another agent holds here at once.
+func (a *Agent) tableStart(ctx context.Context, topicID int64, tt tableTopic, partition int32, rawStart int64) (int64, error) {
+	fl, err := a.meta.JobCursor(ctx, metadata.TableFloorJob(topicID))
+	if err != nil {
+		return 0, err
+	}
+	floor := metadata.ParseTableFloors(fl)[partition]
+	if floor >= rawStart {
+		return rawStart, nil // nothing below the raw log start is served: no catalog needed
+	}
 	first, ok, err := a.tables.Earliest(ctx, tt.name, partition, rawStart)
 	if err != nil {
 		return 0, tableError(tt.name, err)
 	}
-	return metadata.ServedLogStart(rawStart, first, ok, tt.floors[partition]), nil
+	return metadata.ServedLogStart(rawStart, first, ok, floor), nil
 }
 
 // tableError marks a failed table read: DataLoss for data that does not
@@ -209,7 +205,7 @@ func (a *Agent) earliest(ctx context.Context, topicID int64, partition int32, ra
 	if err != nil || !tt.serves {
 		return rawStart, err
 	}
-	return a.tableStart(ctx, tt, partition, rawStart)
+	return a.tableStart(ctx, topicID, tt, partition, rawStart)
 }
 
 // lagLogStart is the log start a group's lag counts from: rawStart, or,

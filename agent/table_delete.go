@@ -3,7 +3,6 @@ package agent
 import (
 	"context"
 	"fmt"
-	"maps"
 	"math/rand/v2"
 	"os"
 	"time"
@@ -53,7 +52,7 @@ func (a *Agent) deleteTableRecords(ctx context.Context, t metadata.Topic, partit
 	if target > hw {
 		return nil, true, toStatus(fmt.Errorf("%w: offset %d is past the high watermark %d", metadata.ErrInvalidDeleteOffset, target, hw))
 	}
-	if err := a.raiseTableFloor(ctx, t.ID, tt, partition, target); err != nil {
+	if err := a.raiseTableFloor(ctx, t.ID, partition, target); err != nil {
 		return nil, true, toStatus(err)
 	}
 	st, err := a.meta.DeleteRecords(ctx, t.ID, partition, target)
@@ -69,8 +68,8 @@ func (a *Agent) deleteTableRecords(ctx context.Context, t metadata.Topic, partit
 }
 
 // raiseTableFloor raises the floor of the partition to offset (never
-// lowers it), under the topic's floor lease, and caches it.
-func (a *Agent) raiseTableFloor(ctx context.Context, topicID int64, tt tableTopic, partition int32, offset int64) error {
+// lowers it), under the topic's floor lease.
+func (a *Agent) raiseTableFloor(ctx context.Context, topicID int64, partition int32, offset int64) error {
 	job := metadata.TableFloorJob(topicID)
 	owner := fmt.Sprintf("delete-records-%d-%x", os.Getpid(), rand.Uint64())
 	for try := 0; ; try++ {
@@ -112,8 +111,5 @@ func (a *Agent) raiseTableFloor(ctx context.Context, topicID int64, tt tableTopi
 			return errf(codes.Unavailable, "delete records: the floor lease expired before the write; retry")
 		}
 	}
-	tt.floors = maps.Clone(floors)
-	tt.at = time.Now()
-	a.rememberTableTopic(topicID, tt)
 	return nil
 }
