@@ -271,7 +271,7 @@ func (r *Reader) Read(ctx context.Context, topic string, partition int32, from, 
 			if hi < lo { // overflow
 				hi = end
 			}
-			got, others, err := scanRows(ctx, lt.tbl, partition, lo, hi, r.cfg.ReadaheadBytes/2)
+			got, others, err := scanRows(ctx, lt.tbl, partition, lo, hi, r.cfg.ReadaheadBytes/2, arrowRows(int(lt.rowBytes.Load())))
 			if err != nil {
 				return err
 			}
