@@ -346,7 +346,7 @@ func (r *Reader) rebuild(rows []iceberg.Row, maxBytes int) ([]Batch, error) {
 		}
 		out = append(out, b)
 		total += len(data)
-		cur, size = nil, 0
+		cur, size = cur[:0], 0 // EncodeAt copied the records: the slice serves the next batch
 		return nil
 	}
 	for i := range rows {
