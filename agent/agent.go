@@ -241,6 +241,7 @@ func (a *Agent) DescribeTopic(ctx context.Context, req *floev1.DescribeTopicRequ
 	}
 	a.describeStorage(ctx, d.ID, resp)
 	a.describeIceberg(ctx, d, resp)
+	a.describeTableStarts(ctx, d.ID, resp) // table.go
 	return resp, nil
 }
 

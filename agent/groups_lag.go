@@ -51,6 +51,7 @@ func (a *Agent) groupLag(ctx context.Context, group string, names *topicNames, n
 		if !ok {
 			continue
 		}
+		l.LogStartOffset = a.lagLogStart(ctx, l.TopicID, l.Partition, l.LogStartOffset, l.Committed) // table.go
 		rate := a.grp.lag.sample(group, metadata.TopicPartition{TopicID: l.TopicID, Partition: l.Partition}, l.Committed, now, a.lagWindow())
 		out = append(out, lagRow{topicID: l.TopicID, pb: computeLag(t, l, rate, now)})
 	}
@@ -324,6 +325,7 @@ func (c *lagCollector) collect() []prometheus.Metric {
 			if !ok {
 				continue
 			}
+			l.LogStartOffset = a.lagLogStart(ctx, l.TopicID, l.Partition, l.LogStartOffset, l.Committed) // table.go
 			rate := a.grp.lag.sample(g.Group, metadata.TopicPartition{TopicID: l.TopicID, Partition: l.Partition}, l.Committed, now, a.lagWindow())
 			pl := computeLag(t, l, rate, now)
 			x := by[pl.Topic]

@@ -49,6 +49,10 @@ func (a *Agent) DeleteRecords(ctx context.Context, req *floev1.DeleteRecordsRequ
 	if err != nil {
 		return nil, err
 	}
+	if resp, handled, err := a.deleteTableRecords(ctx, t, req.GetPartition(), req.GetOffset()); handled { // table.go's topics
+		a.topics.forgetIfGone(req.GetTopic(), err)
+		return resp, err
+	}
 	st, err := a.meta.DeleteRecords(ctx, t.ID, req.GetPartition(), req.GetOffset())
 	if err != nil {
 		a.topics.forgetIfGone(req.GetTopic(), err)

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	floev1 "github.com/floe-broker/floe/api/floe/v1"
 	"github.com/floe-broker/floe/metadata"
 	"github.com/floe-broker/floe/tableread"
 )
@@ -114,12 +115,12 @@ func (a *Agent) readTable(ctx context.Context, topicID int64, partition int32, o
 	if !tt.serves {
 		return nil, nil, nil, st, oor
 	}
-	first, ok, err := a.tables.Earliest(ctx, tt.name, partition, oor.LogStartOffset)
+	first, err := a.tableStart(ctx, topicID, tt, partition, oor.LogStartOffset)
 	if err != nil {
-		return nil, nil, nil, st, tableError(tt.name, err)
+		return nil, nil, nil, st, err
 	}
-	if !ok {
-		return nil, nil, nil, st, oor // the table holds nothing below the raw log start
+	if first >= oor.LogStartOffset {
+		return nil, nil, nil, st, oor // the table serves nothing below the raw log start
 	}
 	st.LogStartOffset = first
 	if offset < first {
@@ -147,6 +148,27 @@ func (a *Agent) readTable(ctx context.Context, topicID int64, partition int32, o
 		raw[i], verified[i] = b.Data, true
 	}
 	return refs, raw, verified, st, nil
+}
+
+// tableStart is where a partition of a topic its table serves (tt)
+// starts given its raw log start: the table's first offset, raised to the
+// floor DeleteRecords left (metadata.ServedLogStart). The floors are
+// read afresh each time (one small query, next to a table read): a
+// DeleteRecords on another agent holds here at once.
+func (a *Agent) tableStart(ctx context.Context, topicID int64, tt tableTopic, partition int32, rawStart int64) (int64, error) {
+	fl, err := a.meta.JobCursor(ctx, metadata.TableFloorJob(topicID))
+	if err != nil {
+		return 0, err
+	}
+	floor := metadata.ParseTableFloors(fl)[partition]
+	if floor >= rawStart {
+		return rawStart, nil // nothing below the raw log start is served: no catalog needed
+	}
+	first, ok, err := a.tables.Earliest(ctx, tt.name, partition, rawStart)
+	if err != nil {
+		return 0, tableError(tt.name, err)
+	}
+	return metadata.ServedLogStart(rawStart, first, ok, floor), nil
 }
 
 // tableError marks a failed table read: DataLoss for data that does not
@@ -183,12 +205,42 @@ func (a *Agent) earliest(ctx context.Context, topicID int64, partition int32, ra
 	if err != nil || !tt.serves {
 		return rawStart, err
 	}
-	first, ok, err := a.tables.Earliest(ctx, tt.name, partition, rawStart)
+	return a.tableStart(ctx, topicID, tt, partition, rawStart)
+}
+
+// lagLogStart is the log start a group's lag counts from: rawStart, or,
+// for a position below it on a topic its table serves, where the table
+// serves from (the records from there are still to consume). The table
+// unreachable, it is rawStart (logged): lag is never held up by the
+// catalog.
+func (a *Agent) lagLogStart(ctx context.Context, topicID int64, partition int32, rawStart, committed int64) int64 {
+	if a.tables == nil || committed >= rawStart {
+		return rawStart
+	}
+	start, err := a.earliest(ctx, topicID, partition, rawStart)
 	if err != nil {
-		return 0, tableError(tt.name, err)
+		a.log.Warn("group lag: the table's log start unavailable; counting from the raw log start", "topic_id", topicID, "partition", partition, "err", err)
+		return rawStart
 	}
-	if ok {
-		return first, nil
+	return start
+}
+
+// describeTableStarts sets the log start of a DescribeTopic answer's
+// partitions to where a topic its table serves starts (earliest): what
+// a consumer from the beginning reads. The table unreachable, the raw
+// log starts stay (logged).
+func (a *Agent) describeTableStarts(ctx context.Context, topicID int64, resp *floev1.DescribeTopicResponse) {
+	if a.tables == nil {
+		return
 	}
-	return rawStart, nil
+	ctx, cancel := context.WithTimeout(ctx, describeStorageTimeout)
+	defer cancel()
+	for _, p := range resp.Partitions {
+		start, err := a.earliest(ctx, topicID, p.Partition, p.LogStartOffset)
+		if err != nil {
+			a.log.Warn("describe topic: the table's log start unavailable", "topic_id", topicID, "partition", p.Partition, "err", err)
+			return
+		}
+		p.LogStartOffset = start
+	}
 }

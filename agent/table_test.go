@@ -4,12 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"sync"
 	"testing"
 	"time"
 
-	icebergio "github.com/apache/iceberg-go/io"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -340,7 +338,7 @@ func TestReadBelowRawLogStartCorrupt(t *testing.T) {
 	c := e.reader(t, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	corruptDataFiles(ctx, t, e.w, e.topic)
+	icetest.CorruptDataFiles(ctx, t, e.w, e.topic)
 	_, err := c.Fetch(ctx, e.topic, 0, 0, 3000, 0)
 	if status.Code(err) != codes.DataLoss {
 		t.Fatalf("fetch of a corrupt table: %v, want DataLoss", err)
@@ -348,47 +346,5 @@ func TestReadBelowRawLogStartCorrupt(t *testing.T) {
 	// The raw part still reads.
 	if resp, err := c.Fetch(ctx, e.topic, 0, e.starts[0], 3000, 0); err != nil || len(resp.GetRecords()) == 0 || resp.GetRecords()[0].GetOffset() != e.starts[0] {
 		t.Fatalf("fetch of the raw part: %v, %v", resp, err)
-	}
-}
-
-// corruptDataFiles overwrites every data file of topic's table, through
-// the table's own file IO, with its bytes scrambled (magic and footer
-// length kept).
-func corruptDataFiles(ctx context.Context, t *testing.T, w *iceberg.Writer, topic string) {
-	t.Helper()
-	tbl, err := w.Load(ctx, topic)
-	if err != nil {
-		t.Fatal(err)
-	}
-	scan := tbl.Scan()
-	defer scan.Close()
-	tasks, err := scan.PlanFiles(ctx)
-	if err != nil || len(tasks) == 0 {
-		t.Fatalf("data files: %d, %v", len(tasks), err)
-	}
-	fsys, err := tbl.FS(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	wfs, ok := fsys.(icebergio.WriteFileIO)
-	if !ok {
-		t.Fatalf("the table's IO %T cannot write", fsys)
-	}
-	for _, task := range tasks {
-		f, err := fsys.Open(task.File.FilePath())
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, err := io.ReadAll(f)
-		f.Close()
-		if err != nil {
-			t.Fatal(err)
-		}
-		for i := 4; i < len(b)-8; i++ {
-			b[i] ^= 0x5a
-		}
-		if err := wfs.WriteFile(task.File.FilePath(), b); err != nil {
-			t.Fatal(err)
-		}
 	}
 }

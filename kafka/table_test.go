@@ -20,12 +20,28 @@ import (
 	"github.com/floe-broker/floe/tableread"
 )
 
-// TestKafkaReadsBelowRawLogStart: a Kafka consumer (franz-go) reading
-// from the start of a topic whose early raw files aged out into its
-// Iceberg table gets every record once and in order across the table and
-// the raw files, alone and in a group; ListOffsets earliest is the
-// table's first offset. PostgreSQL + S3, the compactor in process.
-func TestKafkaReadsBelowRawLogStart(t *testing.T) {
+// po is a partition and offset.
+type po struct {
+	p   int32
+	off int64
+}
+
+// kafkaTableEnv is a topic "aged" of 2 partitions whose offsets [0, 180)
+// of each are in its Iceberg table only (their raw files aged out) and
+// [180, 230) in raw files, and a broker whose agent reads the table.
+type kafkaTableEnv struct {
+	reader *broker
+	w      *iceberg.Writer
+	topic  string
+	want   map[po]string // the values produced
+}
+
+// newKafkaTableEnv produces through Kafka (lz4 batches), runs the
+// compactor in process (PostgreSQL + S3) until the table holds the
+// first 180 offsets of each partition and their raw files are gone, and
+// produces 50 more of each that stay raw.
+func newKafkaTableEnv(t *testing.T) *kafkaTableEnv {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	env := testenv.S3(t)
@@ -61,10 +77,6 @@ func TestKafkaReadsBelowRawLogStart(t *testing.T) {
 		t.Fatal(err)
 	}
 	pc := newClient(t, writer, kgo.ProducerBatchCompression(kgo.Lz4Compression()), kgo.RecordPartitioner(kgo.ManualPartitioner()))
-	type po struct {
-		p   int32
-		off int64
-	}
 	want := map[po]string{}
 	total := 0
 	produce := func(n int) {
@@ -103,7 +115,19 @@ func TestKafkaReadsBelowRawLogStart(t *testing.T) {
 	produce(100) // raw
 
 	reader := startBrokerWith(t, meta, store, nil, agent.Options{Tables: tr}, kafka.Options{}, nil)
+	return &kafkaTableEnv{reader: reader, w: w, topic: topic, want: want}
+}
 
+// TestKafkaReadsBelowRawLogStart: a Kafka consumer (franz-go) reading
+// from the start of a topic whose early raw files aged out into its
+// Iceberg table gets every record once and in order across the table and
+// the raw files, alone and in a group; ListOffsets earliest is the
+// table's first offset. PostgreSQL + S3, the compactor in process.
+func TestKafkaReadsBelowRawLogStart(t *testing.T) {
+	e := newKafkaTableEnv(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	reader, topic, want := e.reader, e.topic, e.want
 	lo := kmsg.NewPtrListOffsetsRequest()
 	lt := kmsg.NewListOffsetsRequestTopic()
 	lt.Topic = topic

@@ -97,3 +97,50 @@ func TestTableServesAndItsRetention(t *testing.T) {
 		}
 	}
 }
+
+func TestServedLogStart(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		raw, first  int64
+		inTable     bool
+		floor, want int64
+	}{
+		{"raw only", 100, 0, false, 0, 100},
+		{"the table's first", 100, 20, true, 0, 20},
+		{"a floor in the table", 100, 20, true, 50, 50},
+		{"a floor below the table's first", 100, 20, true, 10, 20},
+		{"a floor at the raw start", 100, 20, true, 100, 100},
+		{"a floor past the raw start: the raw log answers", 100, 20, true, 150, 100},
+		{"a table first at the raw start holds nothing below", 100, 100, true, 0, 100},
+		{"floor without a table", 100, 0, false, 50, 100},
+	} {
+		if got := ServedLogStart(tc.raw, tc.first, tc.inTable, tc.floor); got != tc.want {
+			t.Errorf("%s: ServedLogStart(%d, %d, %v, %d) = %d, want %d", tc.name, tc.raw, tc.first, tc.inTable, tc.floor, got, tc.want)
+		}
+	}
+}
+
+func TestTableFloorsRoundTrip(t *testing.T) {
+	in := map[int32]int64{3: 70, 0: 5, 12: 0}
+	s := FormatTableFloors(in)
+	if s != "0=5 3=70 12=0" {
+		t.Fatalf("FormatTableFloors = %q", s)
+	}
+	got := ParseTableFloors(s)
+	if len(got) != len(in) {
+		t.Fatalf("ParseTableFloors(%q) = %v", s, got)
+	}
+	for p, f := range in {
+		if got[p] != f {
+			t.Fatalf("ParseTableFloors(%q) = %v, want %v", s, got, in)
+		}
+	}
+	for _, bad := range []string{"x", "1=", "=2", "-1=3", "1=-3", "1=2=3", "99999999999=1"} {
+		if got := ParseTableFloors(bad); len(got) != 0 {
+			t.Errorf("ParseTableFloors(%q) = %v, want none", bad, got)
+		}
+	}
+	if got := ParseTableFloors("1=9 1=4"); got[1] != 9 {
+		t.Errorf("a partition twice: %v, want the higher floor", got)
+	}
+}

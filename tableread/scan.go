@@ -34,7 +34,11 @@ func window(p int32, lo, hi int64) icego.BooleanExpression {
 // the same) and returns, in others, those of the partitions whose rows
 // all fit in otherBudget bytes, each sorted and checked: their next reads
 // need no scan.
-func scanRows(ctx context.Context, tbl *table.Table, p int32, lo, hi, otherBudget int64) (rows []iceberg.Row, others map[int32][]iceberg.Row, err error) {
+//
+// The Parquet pages decode batchRows rows at a time (arrowRows): the
+// scan holds one such Arrow batch decoded (and the row group's column
+// chunks), not the whole row group as Arrow arrays.
+func scanRows(ctx context.Context, tbl *table.Table, p int32, lo, hi, otherBudget int64, batchRows int) (rows []iceberg.Row, others map[int32][]iceberg.Row, err error) {
 	if tbl.CurrentSnapshot() == nil {
 		return nil, nil, nil
 	}
@@ -43,7 +47,8 @@ func scanRows(ctx context.Context, tbl *table.Table, p int32, lo, hi, otherBudge
 		filter = icego.NewAnd(icego.GreaterThanEqual(icego.Reference(iceberg.ColOffset), lo), icego.LessThan(icego.Reference(iceberg.ColOffset), hi))
 		others = map[int32][]iceberg.Row{}
 	}
-	scan := tbl.Scan(table.WithRowFilter(filter), table.WithSelectedFields(rowColumns...), table.WithMaxConcurrency(1))
+	scan := tbl.Scan(table.WithRowFilter(filter), table.WithSelectedFields(rowColumns...), table.WithMaxConcurrency(1),
+		table.WithArrowBatchSize(batchRows))
 	defer scan.Close()
 	_, batches, err := scan.ToArrowRecords(ctx)
 	if err != nil {
@@ -90,6 +95,18 @@ func scanRows(ctx context.Context, tbl *table.Table, p int32, lo, hi, otherBudge
 	}
 	return rows, others, nil
 }
+
+// arrowRows is how many rows one Arrow batch of a scan decodes: about
+// arrowBatchBytes of rows of rowBytes each (1 KiB before any is known).
+func arrowRows(rowBytes int) int {
+	if rowBytes <= 0 {
+		rowBytes = 1024
+	}
+	return min(8192, max(64, arrowBatchBytes/rowBytes))
+}
+
+// arrowBatchBytes is about the bytes of rows one Arrow batch decodes.
+const arrowBatchBytes = 1 << 20
 
 // firstOffset returns the first offset tbl holds of partition p (-1:
 // none): it reads the offset column of the files that may hold p, in the

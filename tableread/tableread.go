@@ -158,6 +158,11 @@ func (r *Reader) table(ctx context.Context, topic string, fresh bool) (*loadedTa
 	if errors.Is(err, catalog.ErrNoSuchTable) || errors.Is(err, catalog.ErrNoSuchNamespace) {
 		return nil, fmt.Errorf("%w: %w", errNoTable, err)
 	}
+	if err != nil && ctx.Err() == nil && !errors.Is(err, ErrUnavailable) {
+		// The catalog did not answer (or not sensibly): a retry may;
+		// never a statement about the data.
+		return nil, fmt.Errorf("%w: load the table of %q: %w", ErrUnavailable, topic, err)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("tableread: load the table of %q: %w", topic, err)
 	}
@@ -266,7 +271,7 @@ func (r *Reader) Read(ctx context.Context, topic string, partition int32, from, 
 			if hi < lo { // overflow
 				hi = end
 			}
-			got, others, err := scanRows(ctx, lt.tbl, partition, lo, hi, r.cfg.ReadaheadBytes/2)
+			got, others, err := scanRows(ctx, lt.tbl, partition, lo, hi, r.cfg.ReadaheadBytes/2, arrowRows(int(lt.rowBytes.Load())))
 			if err != nil {
 				return err
 			}
@@ -341,7 +346,7 @@ func (r *Reader) rebuild(rows []iceberg.Row, maxBytes int) ([]Batch, error) {
 		}
 		out = append(out, b)
 		total += len(data)
-		cur, size = nil, 0
+		cur, size = cur[:0], 0 // EncodeAt copied the records: the slice serves the next batch
 		return nil
 	}
 	for i := range rows {

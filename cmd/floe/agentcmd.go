@@ -104,7 +104,7 @@ with backoff, one WARN line per attempt) unless -fail-fast is given.
 		}
 		return meta, withPrefix(s3, prefix), nil
 	}
-	sc.Tables = agentTables(c.Agent, pgURL, s3c, prefix)
+	sc.Tables = agentTables(c)
 	return serve(ctx, sc, open, prometheus.NewRegistry())
 }
 

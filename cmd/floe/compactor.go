@@ -125,7 +125,7 @@ func runCompactorOn(ctx context.Context, conf Config, d compactor.Config, ready 
 	closeIce := func() {}
 	err = st.retry(ctx, "iceberg catalog", func(ctx context.Context) error {
 		var err error
-		closeIce, err = conf.Iceberg.setup(ctx, &d, conf.Iceberg.postgresConfig(conf.Postgres.URL, s3c, conf.S3.Prefix), log)
+		closeIce, err = conf.Iceberg.setup(ctx, &d, conf.tablesConfig(), log)
 		return err
 	})
 	if err != nil {

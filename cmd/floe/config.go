@@ -163,7 +163,7 @@ type CompactorSettings struct {
 
 // Server commands and the sections each reads.
 var commandSections = map[string][]string{
-	"agent":     {"server", "log", "batcher", "agent", "kafka", "postgres", "s3", "auth", "tls"},
+	"agent":     {"server", "log", "batcher", "agent", "kafka", "postgres", "s3", "iceberg", "auth", "tls"},
 	"dev":       {"server", "log", "batcher", "agent", "kafka", "dev", "compactor", "iceberg", "auth", "tls"},
 	"compactor": {"log", "postgres", "s3", "compactor", "iceberg", "auth", "tls"},
 }

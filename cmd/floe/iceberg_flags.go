@@ -15,26 +15,28 @@ import (
 )
 
 // IcebergSettings are the compactor's Iceberg output (floe compactor and
-// floe dev): whether it writes the topics' tables, and how. The tags are
+// floe dev): whether it writes the topics' tables, and how. floe agent
+// reads the same namespace, catalog and prefix to find the tables it
+// serves old offsets from (tables.go): one source for both. The tags are
 // those of the settings of a YAML config file.
 type IcebergSettings struct {
-	Enabled        bool   `yaml:"enabled" flag:"iceberg" help:"write each topic (iceberg.enabled=true, the default) to its Iceberg table; retention waits for the table"`
+	Enabled        bool   `yaml:"enabled" flag:"iceberg" cmds:"dev,compactor" help:"write each topic (iceberg.enabled=true, the default) to its Iceberg table; retention waits for the table"`
 	Namespace      string `yaml:"namespace" flag:"iceberg-namespace" help:"Iceberg namespace of the tables ([a-z0-9_], no dots)"`
 	Catalog        string `yaml:"catalog" flag:"iceberg-catalog" help:"catalog name in the catalog tables (Spark and Trino must use the same)"`
-	Prefix         string `yaml:"prefix" flag:"iceberg-prefix" cmds:"compactor" help:"warehouse prefix inside the bucket, under the S3 prefix (floe compactor; floe dev uses DATA/warehouse)"`
-	TargetFileSize int64  `yaml:"target_file_size" flag:"iceberg-target-file-size" check:"positive" help:"target size of a table's data files, bytes"`
-	MaxBytes       int64  `yaml:"max_bytes" flag:"iceberg-max-bytes" check:"positive" help:"log bytes one pass appends to one table at most (held in memory as rows)"`
+	Prefix         string `yaml:"prefix" flag:"iceberg-prefix" cmds:"agent,compactor" help:"warehouse prefix inside the bucket, under the S3 prefix (floe compactor, and floe agent reads the tables there; floe dev uses DATA/warehouse)"`
+	TargetFileSize int64  `yaml:"target_file_size" flag:"iceberg-target-file-size" check:"positive" cmds:"dev,compactor" help:"target size of a table's data files, bytes"`
+	MaxBytes       int64  `yaml:"max_bytes" flag:"iceberg-max-bytes" check:"positive" cmds:"dev,compactor" help:"log bytes one pass appends to one table at most (held in memory as rows)"`
 	// Table maintenance (compactor/maintain.go).
-	MaintainInterval  time.Duration `yaml:"maintain_interval" flag:"iceberg-maintain-interval" check:"nonneg" help:"least time between two maintenances of a table: snapshot expiry, small-file rewrite, orphan deletion, the table's retention (0: no maintenance)"`
-	KeepSnapshots     int           `yaml:"keep_snapshots" flag:"iceberg-keep-snapshots" check:"positive" help:"snapshots a table keeps at least"`
-	SnapshotAge       time.Duration `yaml:"snapshot_age" flag:"iceberg-snapshot-age" check:"nonneg" help:"snapshots older than this expire, beyond the kept ones and those superseded within orphan_age"`
-	OrphanAge         time.Duration `yaml:"orphan_age" flag:"iceberg-orphan-age" check:"nonneg" help:"a file under a table's location that nothing references is deleted once this old, and a snapshot superseded less than this ago is kept, for the queries planned of it (more than the longest append and the longest query; 0: never)"`
-	RewriteMinFiles   int           `yaml:"rewrite_min_files" flag:"iceberg-rewrite-min-files" check:"nonneg" help:"rewrite a day partition's small files (under 3/4 of the target size) once it has more than this many (0: no rewrite)"`
-	RewriteMaxBytes   int64         `yaml:"rewrite_max_bytes" flag:"iceberg-rewrite-max-bytes" check:"nonneg" help:"bytes of small files one maintenance rewrites at most (0: twice the target file size; the rows of the files are held in memory)"`
-	DropDeletedTopics bool          `yaml:"drop_deleted_topics" flag:"iceberg-drop-deleted-topics" help:"drop the tables of deleted topics (their rows are lost); false keeps them"`
+	MaintainInterval  time.Duration `yaml:"maintain_interval" flag:"iceberg-maintain-interval" check:"nonneg" cmds:"dev,compactor" help:"least time between two maintenances of a table: snapshot expiry, small-file rewrite, orphan deletion, the table's retention (0: no maintenance)"`
+	KeepSnapshots     int           `yaml:"keep_snapshots" flag:"iceberg-keep-snapshots" check:"positive" cmds:"dev,compactor" help:"snapshots a table keeps at least"`
+	SnapshotAge       time.Duration `yaml:"snapshot_age" flag:"iceberg-snapshot-age" check:"nonneg" cmds:"dev,compactor" help:"snapshots older than this expire, beyond the kept ones and those superseded within orphan_age"`
+	OrphanAge         time.Duration `yaml:"orphan_age" flag:"iceberg-orphan-age" check:"nonneg" cmds:"dev,compactor" help:"a file under a table's location that nothing references is deleted once this old, and a snapshot superseded less than this ago is kept, for the queries planned of it (more than the longest append and the longest query; 0: never)"`
+	RewriteMinFiles   int           `yaml:"rewrite_min_files" flag:"iceberg-rewrite-min-files" check:"nonneg" cmds:"dev,compactor" help:"rewrite a day partition's small files (under 3/4 of the target size) once it has more than this many (0: no rewrite)"`
+	RewriteMaxBytes   int64         `yaml:"rewrite_max_bytes" flag:"iceberg-rewrite-max-bytes" check:"nonneg" cmds:"dev,compactor" help:"bytes of small files one maintenance rewrites at most (0: twice the target file size; the rows of the files are held in memory)"`
+	DropDeletedTopics bool          `yaml:"drop_deleted_topics" flag:"iceberg-drop-deleted-topics" cmds:"dev,compactor" help:"drop the tables of deleted topics (their rows are lost); false keeps them"`
 	// The read-only REST catalog on the HTTP listener (icebergrest.go).
-	RESTMaxRequestBytes int64 `yaml:"rest_max_request_bytes" flag:"iceberg-rest-max-request-bytes" check:"nonneg" help:"REST catalog (/iceberg): largest request body, bytes; every endpoint is a GET, a larger body gets 413 (0: none)"`
-	RESTMaxPathBytes    int   `yaml:"rest_max_path_bytes" flag:"iceberg-rest-max-path-bytes" check:"positive" help:"REST catalog (/iceberg): longest request path and query, bytes (at least 64); a longer one gets 400"`
+	RESTMaxRequestBytes int64 `yaml:"rest_max_request_bytes" flag:"iceberg-rest-max-request-bytes" check:"nonneg" cmds:"dev,compactor" help:"REST catalog (/iceberg): largest request body, bytes; every endpoint is a GET, a larger body gets 413 (0: none)"`
+	RESTMaxPathBytes    int   `yaml:"rest_max_path_bytes" flag:"iceberg-rest-max-path-bytes" check:"positive" cmds:"dev,compactor" help:"REST catalog (/iceberg): longest request path and query, bytes (at least 64); a longer one gets 400"`
 }
 
 // DefaultIcebergSettings are the defaults: tables on, namespace and
@@ -51,6 +53,9 @@ func DefaultIcebergSettings() IcebergSettings {
 // validate checks the settings' rules beyond their ranges, naming the
 // setting.
 func (s IcebergSettings) validate() error {
+	if err := iceberg.ValidateNamespace(s.Namespace); err != nil {
+		return fmt.Errorf("iceberg.namespace: %w", err)
+	}
 	if s.RESTMaxPathBytes < rest.MinPathBytes {
 		return fmt.Errorf("iceberg.rest_max_path_bytes: %d must be at least %d", s.RESTMaxPathBytes, rest.MinPathBytes)
 	}

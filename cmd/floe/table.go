@@ -125,7 +125,7 @@ func tableCatalog(conf Config, data string) (iceberg.Config, error) {
 		return conf.Iceberg.sqliteConfig(data)
 	}
 	// The configuration's checks made sure of postgres.url and s3.bucket.
-	return conf.Iceberg.postgresConfig(conf.Postgres.URL, conf.s3Config(), conf.S3.Prefix), nil
+	return conf.tablesConfig(), nil
 }
 
 // tableJSON is `floe table describe -o json`.
