@@ -22,3 +22,7 @@ func SubscribedPartitions(a *Agent) int64 { return a.readers.n.Load() }
 // FollowingNotices reports whether the agent follows the metadata store's
 // commit notices (its Run subscribed and the store's listener listens).
 func FollowingNotices(a *Agent) bool { return a.index.Live() }
+
+// ReadBuffersReused is how many whole-file loads read into a buffer that
+// an evicted file had used (readpath.Loader.ReusedBuffers).
+func ReadBuffersReused(a *Agent) int64 { return a.loads.ReusedBuffers() }

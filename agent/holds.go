@@ -37,6 +37,25 @@ func (h *holds) cached(c *readpath.Cache, key string) (data []byte, verified, ok
 	return b.Bytes(), b.Verified(), true
 }
 
+// adopt adds b, held by the caller, to h (nil b: nothing to hold); with
+// a nil or released h the buffer is pinned instead.
+func (h *holds) adopt(b *readpath.Buf) {
+	if b == nil {
+		return
+	}
+	if h != nil {
+		h.mu.Lock()
+		if !h.done {
+			h.bufs = append(h.bufs, b)
+			h.mu.Unlock()
+			return
+		}
+		h.mu.Unlock()
+	}
+	b.Pin()
+	b.Release()
+}
+
 // release lets go of every buffer held; calls after the first do nothing.
 func (h *holds) release() {
 	if h == nil {

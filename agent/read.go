@@ -158,10 +158,11 @@ func (a *Agent) readFile(ctx context.Context, h *holds, key string, refs []metad
 		size := refs[idx[0]].FileSize
 		// The load is shared by every reader of the file and bounded with
 		// all other reads (loader).
-		d, v, err := a.loads.File(ctx, key, size)
+		d, v, b, err := a.loads.FileHeld(ctx, key, size)
 		if err != nil {
 			return fmt.Errorf("agent: read file %s: %w", key, err)
 		}
+		h.adopt(b)
 		data, verified, ok = d, v, true
 	}
 	if ok {

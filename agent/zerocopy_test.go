@@ -92,41 +92,15 @@ func TestZeroCopyBuffersNotReusedWhileSent(t *testing.T) {
 		})
 		for _, c := range []*client.Client{n.c, slow} {
 			g.Go(func() error { // subscriber in batches mode
-				next := int64(0)
-				req := &floev1.SubscribeRequest{Topic: "zc", Partitions: []int32{p}, Batches: true, MaxBytes: 64 << 10,
-					Start: &floev1.StartPosition{Position: &floev1.StartPosition_Earliest{Earliest: true}}}
-				err := c.Subscribe(gctx, req, func(resp *floev1.SubscribeResponse) error {
-					if c == slow {
-						time.Sleep(10 * time.Millisecond)
-					}
-					_, err := client.WalkBatches(resp.GetBatches(), next, 0, func(r *kbatch.Record) error {
-						if r.Offset != next {
-							return fmt.Errorf("p%d: record %d where %d was due", p, r.Offset, next)
-						}
-						if want := zcValue(p, r.Offset); !bytes.Equal(r.Value, want) {
-							return fmt.Errorf("p%d offset %d: value %.24q, want %.24q", p, r.Offset, r.Value, want)
-						}
-						next++
-						return nil
-					})
-					if err != nil {
-						return err
-					}
+				var pause time.Duration
+				if c == slow {
+					pause = 10 * time.Millisecond
+				}
+				return subscribeZC(gctx, c, "zc", p, rounds*perRound, 64<<10, pause, func() {
 					mu.Lock()
 					checked++
 					mu.Unlock()
-					if next == rounds*perRound {
-						return client.ErrStop
-					}
-					return nil
 				})
-				if err != nil && !errors.Is(err, context.Canceled) {
-					return err
-				}
-				if next != rounds*perRound {
-					return fmt.Errorf("p%d: read up to %d of %d", p, next, rounds*perRound)
-				}
-				return nil
 			})
 		}
 	}
@@ -160,4 +134,43 @@ func TestZeroCopyBuffersNotReusedWhileSent(t *testing.T) {
 	if handed == 0 {
 		t.Fatal("no file buffer went back to the batcher: the race this test looks for never happened")
 	}
+}
+
+// subscribeZC reads partition p of topic from the earliest offset in
+// batches mode until total records have come, checking that each is due
+// and holds its zcValue; it sleeps pause before each message (a slow
+// reader) and calls onMsg after checking it.
+func subscribeZC(ctx context.Context, c *client.Client, topic string, p int32, total int64, maxBytes int32, pause time.Duration, onMsg func()) error {
+	next := int64(0)
+	req := &floev1.SubscribeRequest{Topic: topic, Partitions: []int32{p}, Batches: true, MaxBytes: maxBytes,
+		Start: &floev1.StartPosition{Position: &floev1.StartPosition_Earliest{Earliest: true}}}
+	err := c.Subscribe(ctx, req, func(resp *floev1.SubscribeResponse) error {
+		time.Sleep(pause)
+		if _, err := client.WalkBatches(resp.GetBatches(), next, 0, func(r *kbatch.Record) error {
+			if r.Offset != next {
+				return fmt.Errorf("p%d: record %d where %d was due", p, r.Offset, next)
+			}
+			if want := zcValue(p, r.Offset); !bytes.Equal(r.Value, want) {
+				return fmt.Errorf("p%d offset %d: value %.24q, want %.24q", p, r.Offset, r.Value, want)
+			}
+			next++
+			return nil
+		}); err != nil {
+			return err
+		}
+		if onMsg != nil {
+			onMsg()
+		}
+		if next == total {
+			return client.ErrStop
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, context.Canceled) {
+		return err
+	}
+	if next != total {
+		return fmt.Errorf("p%d: read up to %d of %d", p, next, total)
+	}
+	return nil
 }

@@ -182,7 +182,7 @@ func (d *Dir) Get(ctx context.Context, key string, off, length int64) ([]byte, e
 	if err != nil {
 		return nil, err
 	}
-	buf := make([]byte, end-start)
+	buf := Buffer(ctx, int(end-start))
 	if _, err := io.ReadFull(io.NewSectionReader(f, start, end-start), buf); err != nil {
 		return nil, fmt.Errorf("objectstore: read %q: %w", key, err)
 	}

@@ -62,7 +62,9 @@ func (m *Memory) Get(ctx context.Context, key string, off, length int64) ([]byte
 	if err != nil {
 		return nil, err
 	}
-	return append([]byte{}, obj.data[start:end]...), nil
+	buf := Buffer(ctx, int(end-start))
+	copy(buf, obj.data[start:end])
+	return buf, nil
 }
 
 // Head implements Store.

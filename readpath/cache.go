@@ -140,23 +140,38 @@ func (c *Cache) GetVerified(key string) ([]byte, bool, bool) {
 }
 
 // Add caches data under key (data must not be modified afterwards).
-func (c *Cache) Add(key string, data []byte) { c.add(key, data, false, nil) }
+func (c *Cache) Add(key string, data []byte) { c.add(key, data, false, nil, false) }
 
 // AddVerified is Add for a whole file whose checksums (logfile.ReadIndex:
 // the body CRC-32C covers every batch) held when it was read: readers of
 // its batches may skip their per-batch CRCs.
-func (c *Cache) AddVerified(key string, data []byte) { c.add(key, data, true, nil) }
+func (c *Cache) AddVerified(key string, data []byte) { c.add(key, data, true, nil, false) }
 
 // AddOwned is Add for a buffer the caller wants back: free(data) is called
 // once the file has left the cache and its last reader has let go — at
 // once when it is not cached (too large, or already cached).
 func (c *Cache) AddOwned(key string, data []byte, free func([]byte)) {
-	c.add(key, data, false, free)
+	c.add(key, data, false, free, false)
 }
 
-func (c *Cache) add(key string, data []byte, verified bool, free func([]byte)) {
+// AddVerifiedOwned is AddVerified for a buffer the caller wants back, as
+// AddOwned. It returns the file's Buf with a hold for the caller, who pins
+// it (Pin) before handing its bytes out without holds, and then releases
+// it.
+func (c *Cache) AddVerifiedOwned(key string, data []byte, free func([]byte)) *Buf {
+	return c.add(key, data, true, free, true)
+}
+
+// Pin marks the buffer as handed out without holds: it is never handed
+// back. Only a holder may call it.
+func (b *Buf) Pin() { b.pinned.Store(true) }
+
+func (c *Cache) add(key string, data []byte, verified bool, free func([]byte), hold bool) *Buf {
 	b := &Buf{data: data, verified: verified, free: free, cache: c}
 	b.refs.Store(1) // the cache's hold
+	if hold {
+		b.refs.Add(1) // the caller's
+	}
 	var evicted []*Buf
 	defer func() {
 		for _, e := range evicted {
@@ -165,13 +180,13 @@ func (c *Cache) add(key string, data []byte, verified bool, free func([]byte)) {
 	}()
 	if int64(len(data)) > c.max {
 		evicted = append(evicted, b)
-		return
+		return b
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if _, ok := c.items[key]; ok {
 		evicted = append(evicted, b)
-		return
+		return b
 	}
 	c.items[key] = c.order.PushFront(&cacheItem{key: key, buf: b})
 	c.size += int64(len(data))
@@ -183,6 +198,7 @@ func (c *Cache) add(key string, data []byte, verified bool, free func([]byte)) {
 		c.size -= int64(len(it.buf.data))
 		evicted = append(evicted, it.buf)
 	}
+	return b
 }
 
 // Size returns the cached bytes.

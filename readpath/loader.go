@@ -12,6 +12,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/floe-broker/floe/logfile"
+	"github.com/floe-broker/floe/objectstore"
 )
 
 // errLoadBusy refuses a read whose bytes did not fit in MaxLoadingBytes
@@ -27,6 +28,7 @@ var errLoadBusy = errors.New("agent: read memory busy")
 type Loader struct {
 	store   ObjectReader
 	cache   *Cache
+	pool    *filePool // buffers of whole files, reused (bounded by MaxLoadingBytes)
 	mem     *semaphore.Weighted
 	max     int64
 	wait    time.Duration // MaxLoadWait
@@ -49,13 +51,19 @@ type load struct {
 	waiters  int // readers waiting; guarded by loader.mu
 	cancel   context.CancelFunc
 	prefetch bool // started by the read-ahead (counted in loader.prefetches)
+	// buf is data's cache buffer when it came from the pool (nil: not
+	// pooled, or failed), set before done is closed; the load holds it
+	// until its last waiter has taken its own hold (bufHeld). Guarded by
+	// loader.mu.
+	buf     *Buf
+	bufHeld bool
 }
 
 // NewLoader returns a loader into cache, with its read-ahead when
 // cfg.ReadaheadBytes is positive.
 func NewLoader(store ObjectReader, cache *Cache, cfg Config) *Loader {
 	l := &Loader{
-		store: store, cache: cache,
+		store: store, cache: cache, pool: newFilePool(cfg.MaxLoadingBytes),
 		mem: semaphore.NewWeighted(cfg.MaxLoadingBytes), max: cfg.MaxLoadingBytes,
 		wait: cfg.MaxLoadWait, timeout: cfg.LoadTimeout,
 		loads: make(map[string]*load),
@@ -67,13 +75,26 @@ func NewLoader(store ObjectReader, cache *Cache, cfg Config) *Loader {
 // File returns the whole file, from the cache or by joining (or starting)
 // its load, and caches it. size is the file's size from the metadata.
 // verified reports that the file's checksums held when it was read (a load
-// checks them; a cached file tells, see Cache.AddVerified).
+// checks them; a cached file tells, see Cache.AddVerified). The bytes are
+// pinned (see Cache): FileHeld is the read that holds them instead.
 func (l *Loader) File(ctx context.Context, key string, size int64) (data []byte, verified bool, err error) {
-	if d, v, ok := l.cache.GetVerified(key); ok {
-		return d, v, nil
+	data, verified, b, err := l.FileHeld(ctx, key, size)
+	if b != nil {
+		b.Pin()
+		b.Release()
+	}
+	return data, verified, err
+}
+
+// FileHeld is File that returns the file's cache buffer with a hold the
+// caller must Release once it no longer reads data (nil: data is not a
+// buffer the cache hands back; nothing to release).
+func (l *Loader) FileHeld(ctx context.Context, key string, size int64) (data []byte, verified bool, b *Buf, err error) {
+	if b, ok := l.cache.Acquire(key); ok {
+		return b.Bytes(), b.Verified(), b, nil
 	}
 	if err := ctx.Err(); err != nil {
-		return nil, false, err
+		return nil, false, nil, err
 	}
 	l.mu.Lock()
 	ld, ok := l.loads[key]
@@ -88,16 +109,16 @@ func (l *Loader) File(ctx context.Context, key string, size int64) (data []byte,
 	l.mu.Unlock()
 	select {
 	case <-ld.done:
-		l.leave(key, ld)
+		b := l.leave(key, ld, true)
 		if errors.Is(ld.err, errPrefetchSkipped) {
 			// The read-ahead gave way to other reads: load it for this
 			// reader (its own load waits for room like any other).
-			return l.File(ctx, key, size)
+			return l.FileHeld(ctx, key, size)
 		}
-		return ld.data, ld.err == nil, ld.err
+		return ld.data, ld.err == nil, b, ld.err
 	case <-ctx.Done():
-		l.leave(key, ld)
-		return nil, false, ctx.Err()
+		l.leave(key, ld, false)
+		return nil, false, nil, ctx.Err()
 	}
 }
 
@@ -134,30 +155,52 @@ func (l *Loader) Loading(key string) bool {
 }
 
 // leave drops a reader of ld; the last one to leave an unfinished load
-// cancels it (a reader arriving later starts a new one).
-func (l *Loader) leave(key string, ld *load) {
+// cancels it (a reader arriving later starts a new one), and the last one
+// to leave a finished load lets go of the load's hold on its buffer. With
+// take, the reader takes a hold of its own on the loaded buffer (returned;
+// nil when there is none).
+func (l *Loader) leave(key string, ld *load, take bool) *Buf {
+	var mine, drop *Buf
 	l.mu.Lock()
-	defer l.mu.Unlock()
+	if take && ld.buf != nil {
+		ld.buf.Hold() // the load still holds it
+		mine = ld.buf
+	}
 	ld.waiters--
-	if ld.waiters > 0 {
-		return
+	if ld.waiters <= 0 {
+		if l.loads[key] == ld {
+			delete(l.loads, key)
+		}
+		ld.cancel()
+		if ld.bufHeld {
+			ld.bufHeld, drop = false, ld.buf
+		}
 	}
-	if l.loads[key] == ld {
-		delete(l.loads, key)
+	l.mu.Unlock()
+	if drop != nil {
+		drop.Release()
 	}
-	ld.cancel()
+	return mine
 }
 
 // run performs a whole-file load within the memory bound and caches the
 // file once its checksums hold (logfile.ReadIndex checks the trailer,
 // footer and body CRC-32C); a file failing them is data loss, not cached.
+// The file is read into a buffer of the loader's pool, which the cache
+// hands back once the file has left it and its last holder has let go;
+// the load holds it until each reader waiting for it has taken a hold of
+// its own (leave).
 func (l *Loader) run(ctx context.Context, key string, size int64, ld *load) {
 	defer l.wg.Done()
 	defer ld.cancel()
 	var (
-		data []byte
-		err  error
+		data, buf []byte
+		err       error
 	)
+	ctx = objectstore.WithBuffers(ctx, func(n int) []byte {
+		buf = l.pool.get(n)
+		return buf
+	})
 	if ld.prefetch {
 		data, err = l.tryGet(ctx, key, size)
 	} else {
@@ -173,8 +216,14 @@ func (l *Loader) run(ctx context.Context, key string, size int64, ld *load) {
 			data, err = nil, &DataLossError{fmt.Errorf("agent: file %s fails its checks: %w", key, cerr)}
 		}
 	}
-	if err == nil {
-		l.cache.AddVerified(key, data)
+	var b *Buf
+	switch {
+	case err == nil && objectstore.OwnBuffer(data, buf):
+		b = l.cache.AddVerifiedOwned(key, data, l.pool.put)
+	case err == nil:
+		l.cache.AddVerified(key, data) // the store's own buffer
+	case buf != nil && data == nil:
+		l.pool.put(buf) // nobody saw it
 	}
 	l.mu.Lock()
 	if l.loads[key] == ld {
@@ -183,9 +232,15 @@ func (l *Loader) run(ctx context.Context, key string, size int64, ld *load) {
 	if ld.prefetch {
 		l.prefetches--
 	}
-	ld.data, ld.err = data, err
+	ld.data, ld.err, ld.buf = data, err, b
+	if b != nil && ld.waiters > 0 {
+		ld.bufHeld, b = true, nil // the last waiter to leave releases it
+	}
 	close(ld.done)
 	l.mu.Unlock()
+	if b != nil {
+		b.Release()
+	}
 	if ld.prefetch && l.ra != nil {
 		l.ra.kick() // a prefetch slot is free
 	}
@@ -243,6 +298,10 @@ func (l *Loader) Range(ctx context.Context, key string, off, length int64) ([]by
 	defer cancel()
 	return l.get(ctx, key, off, length, length)
 }
+
+// ReusedBuffers counts the whole-file loads that read into a buffer a
+// file that left the cache had used.
+func (l *Loader) ReusedBuffers() int64 { return l.pool.reused.Load() }
 
 // Close stops the read-ahead and waits for the loads in progress (each
 // ends within LoadTimeout, or at once when its readers have left).

@@ -279,7 +279,7 @@ func (s *Store) Get(ctx context.Context, key string, off, length int64) ([]byte,
 		return nil, s.wrap("get", key, err)
 	}
 	defer out.Body.Close()
-	data, err := readBody(out.Body, out.ContentLength)
+	data, err := readBody(ctx, out.Body, out.ContentLength)
 	if err != nil {
 		return nil, fmt.Errorf("s3: get %q: read body: %w", key, err)
 	}
@@ -303,9 +303,10 @@ func (s *Store) Get(ctx context.Context, key string, off, length int64) ([]byte,
 const maxBody = 1 << 30
 
 // readBody reads a response body of the announced length into one buffer
-// of exactly that size (bytes.Buffer's ReadFrom would double it at EOF),
+// of exactly that size (bytes.Buffer's ReadFrom would double it at EOF;
+// from ctx's objectstore.Buffers when it has them),
 // checking the length; without a length it reads to EOF.
-func readBody(body io.Reader, contentLength *int64) ([]byte, error) {
+func readBody(ctx context.Context, body io.Reader, contentLength *int64) ([]byte, error) {
 	if contentLength == nil || *contentLength < 0 {
 		var buf bytes.Buffer
 		if _, err := buf.ReadFrom(io.LimitReader(body, maxBody+1)); err != nil {
@@ -320,7 +321,7 @@ func readBody(body io.Reader, contentLength *int64) ([]byte, error) {
 	if n > maxBody {
 		return nil, fmt.Errorf("announced body of %d bytes, limit %d", n, maxBody)
 	}
-	data := make([]byte, n)
+	data := objectstore.Buffer(ctx, int(n))
 	if got, err := io.ReadFull(body, data); err != nil {
 		return nil, fmt.Errorf("short body: %d of %d bytes: %w", got, n, err)
 	}
