@@ -6,6 +6,7 @@ import (
 
 	floev1 "github.com/floe-broker/floe/api/floe/v1"
 	"github.com/floe-broker/floe/batcher"
+	"github.com/floe-broker/floe/grpcwire"
 	"github.com/floe-broker/floe/metadata"
 )
 
@@ -135,6 +136,47 @@ func (a *Agent) KafkaRead(ctx context.Context, topicID int64, partition int32, o
 		batches = r.answer.Bytes() // one copy, as before; kmsg copies it into the response
 	}
 	return KafkaBatches{Batches: batches, Records: r.records, HighWatermark: st.HighWatermark, LogStartOffset: st.LogStartOffset, Next: r.next}, nil
+}
+
+// KafkaHeld is one read of stored batches that references them where
+// they were read (the read cache's buffers, held until Release) instead
+// of copying them: the Kafka listener writes Segments into its response
+// frame, then releases them.
+type KafkaHeld struct {
+	// Segments, concatenated, are whole Kafka v2 batches with their base
+	// offsets set; never to be modified, and valid only until Release.
+	Segments       [][]byte
+	Size           int // the segments' bytes
+	Records        int
+	HighWatermark  int64
+	LogStartOffset int64
+	Next           int64
+	answer         *grpcwire.Batches // nil: no batches
+}
+
+// Release lets go of what the segments reference; calls after the first
+// do nothing. A read never released keeps its buffers out of reuse (they
+// are left to the garbage collector), which is safe.
+func (h *KafkaHeld) Release() {
+	if h.answer != nil {
+		h.answer.Drop()
+		h.answer, h.Segments = nil, nil
+	}
+}
+
+// KafkaReadHeld is KafkaRead without the copy: the batches are referenced
+// where they were read until the caller releases them.
+func (a *Agent) KafkaReadHeld(ctx context.Context, topicID int64, partition int32, offset int64, maxBytes int) (KafkaHeld, error) {
+	r, st, err := a.readStoredBatches(ctx, topicID, partition, offset, max(1, min(maxBytes, a.cfg.MaxFetchBytes)))
+	if err != nil {
+		return KafkaHeld{}, toStatus(err)
+	}
+	a.m.fetched(r.records)
+	out := KafkaHeld{Records: r.records, HighWatermark: st.HighWatermark, LogStartOffset: st.LogStartOffset, Next: r.next}
+	if r.answer != nil {
+		out.answer, out.Segments, out.Size = r.answer, r.answer.Segments(), r.answer.Len()
+	}
+	return out, nil
 }
 
 // KafkaWake returns, for each partition, a channel closed at its next

@@ -30,6 +30,7 @@ type Backend interface {
 	KafkaInitProducer(ctx context.Context) (int64, int16, error)
 	KafkaAppend(ctx context.Context, topic string, partition int32, batch []byte) (*agent.KafkaPending, error)
 	KafkaRead(ctx context.Context, topicID int64, partition int32, offset int64, maxBytes int) (agent.KafkaBatches, error)
+	KafkaReadHeld(ctx context.Context, topicID int64, partition int32, offset int64, maxBytes int) (agent.KafkaHeld, error)
 	KafkaWake(tps []metadata.TopicPartition) []<-chan struct{}
 	KafkaCreateTopic(ctx context.Context, name string, partitions int32, config map[string]string) (metadata.Topic, error)
 	KafkaDeleteTopic(ctx context.Context, name string) error
@@ -66,15 +67,16 @@ type Options struct {
 
 // Server serves the Kafka protocol on listeners given to Serve.
 type Server struct {
-	cfg    Config
-	be     Backend
-	log    *slog.Logger
-	opts   Options
-	groups *coordinator  // classic-protocol groups (groups.go)
-	agents *cluster      // the live agents (cluster.go)
-	held   atomic.Int64  // bytes every connection holds (respbudget.go)
-	owned  *ownedCache   // KIP-848 members\' owned partitions (68_consumer_group_heartbeat.go)
-	slots  chan struct{} // one per open connection (MaxConnections)
+	cfg      Config
+	be       Backend
+	log      *slog.Logger
+	opts     Options
+	groups   *coordinator   // classic-protocol groups (groups.go)
+	agents   *cluster       // the live agents (cluster.go)
+	held     atomic.Int64   // bytes every connection holds (respbudget.go)
+	owned    *ownedCache    // KIP-848 members\' owned partitions (68_consumer_group_heartbeat.go)
+	sessions *fetchSessions // fetch sessions (fetch_sessions.go)
+	slots    chan struct{}  // one per open connection (MaxConnections)
 
 	mu    sync.Mutex // protects conns
 	conns map[*conn]struct{}
@@ -97,6 +99,7 @@ func New(cfg Config, be Backend, opts Options) (*Server, error) {
 	s := &Server{cfg: cfg, be: be, log: opts.Logger, opts: opts, slots: make(chan struct{}, cfg.MaxConnections), conns: map[*conn]struct{}{}}
 	s.groups = newCoordinator(s)
 	s.agents = newCluster(s)
+	s.sessions = newFetchSessions(sessionLimits{maxSessions: cfg.MaxFetchSessions, maxParts: cfg.MaxFetchSessionPartitions, evictAfter: cfg.FetchSessionEviction})
 	s.owned = &ownedCache{m: map[memberKey][]metadata.TopicPartition{}, max: cfg.MaxGroups * 10}
 	return s, nil
 }
