@@ -122,9 +122,18 @@ type fetchSessions struct {
 	lim sessionLimits
 	rnd func() int32 // a session id candidate (positive)
 
-	mu    sync.Mutex // protects byID and parts
+	mu    sync.Mutex // protects byID, parts and stats
 	byID  map[int32]*fetchSession
 	parts int // partitions over every session
+	stats FetchSessionStats
+}
+
+// FetchSessionStats count a server's fetch sessions.
+type FetchSessionStats struct {
+	Open, Partitions int // sessions open now, and their partitions
+	// Created, Evicted and Incremental count sessions created and
+	// evicted, and incremental fetches served, since the server started.
+	Created, Evicted, Incremental int64
 }
 
 func newFetchSessions(lim sessionLimits) *fetchSessions {
@@ -182,6 +191,7 @@ func (c *fetchSessions) begin(r sessionRequest, now time.Time) (fetchPlan, int16
 		return fetchPlan{}, kerr.FetchSessionIDNotFound.Code
 	}
 	s.epoch, s.used = nextEpoch(s.epoch), now
+	c.stats.Incremental++
 	return fetchPlan{parts: append([]sessionPart(nil), s.parts...), incremental: true, id: s.id, epoch: s.epoch}, 0
 }
 
@@ -280,6 +290,7 @@ func (c *fetchSessions) create(parts []sessionPart, now time.Time) int32 {
 			return 0
 		}
 		c.remove(victim)
+		c.stats.Evicted++
 	}
 	id := c.rnd()
 	for c.byID[id] != nil || id <= 0 {
@@ -287,6 +298,7 @@ func (c *fetchSessions) create(parts []sessionPart, now time.Time) int32 {
 	}
 	c.byID[id] = &fetchSession{id: id, epoch: 1, parts: uniq, index: index, created: now, used: now}
 	c.parts += len(uniq)
+	c.stats.Created++
 	return id
 }
 
@@ -330,7 +342,18 @@ func (c *fetchSessions) remove(id int32) {
 
 // counts are the open sessions and their partitions.
 func (c *fetchSessions) counts() (sessions, parts int) {
+	st := c.snapshot()
+	return st.Open, st.Partitions
+}
+
+// snapshot returns the stats now.
+func (c *fetchSessions) snapshot() FetchSessionStats {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return len(c.byID), c.parts
+	st := c.stats
+	st.Open, st.Partitions = len(c.byID), c.parts
+	return st
 }
+
+// FetchSessions counts the server's fetch sessions.
+func (s *Server) FetchSessions() FetchSessionStats { return s.sessions.snapshot() }
