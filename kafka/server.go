@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/floe-broker/floe/access"
 	"github.com/floe-broker/floe/agent"
 	floev1 "github.com/floe-broker/floe/api/floe/v1"
@@ -63,6 +65,8 @@ type Options struct {
 	// ACLs backs CreateAcls, DescribeAcls, DeleteAcls and the SCRAM
 	// credential APIs (nil: they answer SECURITY_DISABLED).
 	ACLs auth.Store
+	// Registry receives the server's metrics (metrics.go; nil: none).
+	Registry prometheus.Registerer
 }
 
 // Server serves the Kafka protocol on listeners given to Serve.
@@ -101,6 +105,9 @@ func New(cfg Config, be Backend, opts Options) (*Server, error) {
 	s.agents = newCluster(s)
 	s.sessions = newFetchSessions(sessionLimits{maxSessions: cfg.MaxFetchSessions, maxParts: cfg.MaxFetchSessionPartitions, evictAfter: cfg.FetchSessionEviction})
 	s.owned = &ownedCache{m: map[memberKey][]metadata.TopicPartition{}, max: cfg.MaxGroups * 10}
+	if err := s.registerMetrics(opts.Registry); err != nil {
+		return nil, err
+	}
 	return s, nil
 }
 
