@@ -6,7 +6,6 @@ import (
 
 	floev1 "github.com/floe-broker/floe/api/floe/v1"
 	"github.com/floe-broker/floe/batcher"
-	"github.com/floe-broker/floe/grpcwire"
 	"github.com/floe-broker/floe/metadata"
 )
 
@@ -151,17 +150,27 @@ type KafkaHeld struct {
 	HighWatermark  int64
 	LogStartOffset int64
 	Next           int64
-	answer         *grpcwire.Batches // nil: no batches
+	release        func() // nil: nothing held
+}
+
+// NewKafkaHeld is a read of segs that release lets go of (for backends
+// other than the agent: tests).
+func NewKafkaHeld(segs [][]byte, release func()) KafkaHeld {
+	h := KafkaHeld{Segments: segs, release: release}
+	for _, s := range segs {
+		h.Size += len(s)
+	}
+	return h
 }
 
 // Release lets go of what the segments reference; calls after the first
 // do nothing. A read never released keeps its buffers out of reuse (they
 // are left to the garbage collector), which is safe.
 func (h *KafkaHeld) Release() {
-	if h.answer != nil {
-		h.answer.Drop()
-		h.answer, h.Segments = nil, nil
+	if h.release != nil {
+		h.release()
 	}
+	h.release, h.Segments = nil, nil
 }
 
 // KafkaReadHeld is KafkaRead without the copy: the batches are referenced
@@ -174,7 +183,7 @@ func (a *Agent) KafkaReadHeld(ctx context.Context, topicID int64, partition int3
 	a.m.fetched(r.records)
 	out := KafkaHeld{Records: r.records, HighWatermark: st.HighWatermark, LogStartOffset: st.LogStartOffset, Next: r.next}
 	if r.answer != nil {
-		out.answer, out.Segments, out.Size = r.answer, r.answer.Segments(), r.answer.Len()
+		out.release, out.Segments, out.Size = r.answer.Drop, r.answer.Segments(), r.answer.Len()
 	}
 	return out, nil
 }

@@ -231,6 +231,7 @@ func answerOf(resp *kmsg.FetchResponse, parts []fetchPart, include []bool) *fetc
 		sp.HighWatermark, sp.LastStableOffset, sp.LogStartOffset = p.out.hwm, p.out.hwm, p.out.lso
 		if p.out.records {
 			a.hold(sp, p.got)
+			p.got = agent.KafkaHeld{} // the answer's now
 		}
 	}
 	return a
