@@ -53,7 +53,7 @@ type fetchPart struct {
 
 func fetch(ctx context.Context, s *Server, cc *conn, req *kmsg.FetchRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.FetchResponse)
-	plan, code := s.sessions.begin(sessionRequestOf(req), time.Now())
+	plan, code := s.sessions.begin(sessionRequestOf(req, cc.sessionOwner()), time.Now())
 	if code != 0 {
 		resp.ErrorCode = code
 		return resp
@@ -85,8 +85,8 @@ func fetch(ctx context.Context, s *Server, cc *conn, req *kmsg.FetchRequest) kms
 }
 
 // sessionRequestOf is what req says of sessions.
-func sessionRequestOf(req *kmsg.FetchRequest) sessionRequest {
-	r := sessionRequest{id: req.SessionID, epoch: req.SessionEpoch}
+func sessionRequestOf(req *kmsg.FetchRequest, owner string) sessionRequest {
+	r := sessionRequest{owner: owner, id: req.SessionID, epoch: req.SessionEpoch}
 	for _, rt := range req.Topics {
 		for _, rp := range rt.Partitions {
 			r.parts = append(r.parts, sessionPart{key: sessionKey{rt.Topic, rp.Partition}, offset: rp.FetchOffset,
@@ -141,6 +141,13 @@ func (c *conn) fetchChecker() checker {
 	}
 	p, _ := c.authenticated()
 	return connChecker{s: c.s, p: p}
+}
+
+// sessionOwner names who the connection's fetch sessions answer: its
+// principal (none with auth off) and client id.
+func (c *conn) sessionOwner() string {
+	p, _ := c.authenticated()
+	return p.Name + "\x00" + c.clientIDNow()
 }
 
 // readable lists the partitions of parts that are read.

@@ -70,7 +70,7 @@ func BenchmarkKafkaFetch(b *testing.B) {
 	}
 	b.StopTimer()
 	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &after)
-	cpu := time.Duration(after.Utime.Nano()+after.Stime.Nano()-before.Utime.Nano()-before.Stime.Nano())
+	cpu := time.Duration(after.Utime.Nano() + after.Stime.Nano() - before.Utime.Nano() - before.Stime.Nano())
 	b.SetBytes(total / int64(b.N))
 	b.ReportMetric(float64(cpu.Microseconds())/1000/(float64(total)/(1<<20)), "cpu-ms/MiB")
 }

@@ -84,6 +84,11 @@ func told(p sessionPart, o partOutcome) sessionPart {
 
 // sessionRequest is what a Fetch request says of sessions.
 type sessionRequest struct {
+	// owner is who asks (principal and client id): a session answers
+	// its owner only, as if it did not exist for anyone else (a client
+	// behind an address in front of several agents may bring another
+	// agent's session id).
+	owner     string
 	id, epoch int32
 	parts     []sessionPart // the request's partitions, in order
 	forgotten []sessionKey
@@ -95,8 +100,9 @@ type fetchPlan struct {
 	parts []sessionPart // to read, in answer order (a copy)
 	// incremental: answer only what mustRespond picks, in session order.
 	incremental bool
-	// create: a full fetch that asks for a session (epoch 0).
+	// create: a full fetch that asks for a session (epoch 0), of owner.
 	create bool
+	owner  string
 	id     int32
 	epoch  int32 // the session's epoch after this request (incremental)
 }
@@ -104,6 +110,7 @@ type fetchPlan struct {
 // fetchSession is one session.
 type fetchSession struct {
 	id            int32
+	owner         string
 	epoch         int32 // the epoch the next incremental fetch must carry
 	parts         []sessionPart
 	index         map[sessionKey]int // into parts
@@ -154,14 +161,14 @@ func (c *fetchSessions) begin(r sessionRequest, now time.Time) (fetchPlan, int16
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if r.epoch == -1 || r.epoch == 0 {
-		if r.id != 0 {
+		if s, ok := c.byID[r.id]; ok && s.owner == r.owner {
 			c.remove(r.id)
 		}
-		return fetchPlan{parts: r.parts, create: r.epoch == 0}, 0
+		return fetchPlan{parts: r.parts, create: r.epoch == 0, owner: r.owner}, 0
 	}
 	s, ok := c.byID[r.id]
 	switch {
-	case !ok:
+	case !ok || s.owner != r.owner:
 		return fetchPlan{}, kerr.FetchSessionIDNotFound.Code
 	case r.epoch != s.epoch:
 		return fetchPlan{}, kerr.InvalidFetchSessionEpoch.Code
@@ -214,7 +221,7 @@ func (c *fetchSessions) finish(plan fetchPlan, outs []partOutcome, now time.Time
 		}
 		c.mu.Lock()
 		defer c.mu.Unlock()
-		return c.create(parts, now), include
+		return c.create(plan.owner, parts, now), include
 	}
 	for i, p := range plan.parts {
 		include[i] = mustRespond(p, outs[i])
@@ -270,7 +277,7 @@ func (s *fetchSession) keep(ok func(sessionPart) bool) {
 
 // create makes a session of parts (deduplicated: the last of a key
 // wins), evicting one if the cache is full; 0: no session.
-func (c *fetchSessions) create(parts []sessionPart, now time.Time) int32 {
+func (c *fetchSessions) create(owner string, parts []sessionPart, now time.Time) int32 {
 	index := make(map[sessionKey]int, len(parts))
 	uniq := parts[:0]
 	for _, p := range parts {
@@ -296,7 +303,7 @@ func (c *fetchSessions) create(parts []sessionPart, now time.Time) int32 {
 	for c.byID[id] != nil || id <= 0 {
 		id = c.rnd()
 	}
-	c.byID[id] = &fetchSession{id: id, epoch: 1, parts: uniq, index: index, created: now, used: now}
+	c.byID[id] = &fetchSession{id: id, owner: owner, epoch: 1, parts: uniq, index: index, created: now, used: now}
 	c.parts += len(uniq)
 	c.stats.Created++
 	return id

@@ -284,3 +284,18 @@ func TestNextEpoch(t *testing.T) {
 		t.Fatal(nextEpoch(1), nextEpoch(math.MaxInt32))
 	}
 }
+
+// TestFetchSessionOwner: a session answers its owner only; another
+// client naming its id finds no session, and cannot close it.
+func TestFetchSessionOwner(t *testing.T) {
+	c := newFetchSessions(sessionLimits{maxSessions: 10, maxParts: 100, evictAfter: time.Minute})
+	plan, _ := c.begin(sessionRequest{owner: "alice", epoch: 0, parts: []sessionPart{reqPart("a", 0, 0)}}, t0)
+	id, _ := c.finish(plan, []partOutcome{seen(0)}, t0)
+	if _, code := c.begin(sessionRequest{owner: "bob", id: id, epoch: 1}, t0); code != kerr.FetchSessionIDNotFound.Code {
+		t.Fatalf("another owner: code %d", code)
+	}
+	c.begin(sessionRequest{owner: "bob", id: id, epoch: -1}, t0)
+	if _, code := c.begin(sessionRequest{owner: "alice", id: id, epoch: 1}, t0); code != 0 {
+		t.Fatalf("the owner after another's close: code %d", code)
+	}
+}
