@@ -138,6 +138,57 @@ func (a *Agent) KafkaRead(ctx context.Context, topicID int64, partition int32, o
 	return KafkaBatches{Batches: batches, Records: r.records, HighWatermark: st.HighWatermark, LogStartOffset: st.LogStartOffset, Next: r.next}, nil
 }
 
+// KafkaHeld is one read of stored batches that references them where
+// they were read (the read cache's buffers, held until Release) instead
+// of copying them: the Kafka listener writes Segments into its response
+// frame, then releases them.
+type KafkaHeld struct {
+	// Segments, concatenated, are whole Kafka v2 batches with their base
+	// offsets set; never to be modified, and valid only until Release.
+	Segments       [][]byte
+	Size           int // the segments' bytes
+	Records        int
+	HighWatermark  int64
+	LogStartOffset int64
+	Next           int64
+	release        func() // nil: nothing held
+}
+
+// NewKafkaHeld is a read of segs that release lets go of (for backends
+// other than the agent: tests).
+func NewKafkaHeld(segs [][]byte, release func()) KafkaHeld {
+	h := KafkaHeld{Segments: segs, release: release}
+	for _, s := range segs {
+		h.Size += len(s)
+	}
+	return h
+}
+
+// Release lets go of what the segments reference; calls after the first
+// do nothing. A read never released keeps its buffers out of reuse (they
+// are left to the garbage collector), which is safe.
+func (h *KafkaHeld) Release() {
+	if h.release != nil {
+		h.release()
+	}
+	h.release, h.Segments = nil, nil
+}
+
+// KafkaReadHeld is KafkaRead without the copy: the batches are referenced
+// where they were read until the caller releases them.
+func (a *Agent) KafkaReadHeld(ctx context.Context, topicID int64, partition int32, offset int64, maxBytes int) (KafkaHeld, error) {
+	r, st, err := a.readStoredBatches(ctx, topicID, partition, offset, max(1, min(maxBytes, a.cfg.MaxFetchBytes)))
+	if err != nil {
+		return KafkaHeld{}, toStatus(err)
+	}
+	a.m.fetched(r.records)
+	out := KafkaHeld{Records: r.records, HighWatermark: st.HighWatermark, LogStartOffset: st.LogStartOffset, Next: r.next}
+	if r.answer != nil {
+		out.release, out.Segments, out.Size = r.answer.Drop, r.answer.Segments(), r.answer.Len()
+	}
+	return out, nil
+}
+
 // KafkaWake returns, for each partition, a channel closed at its next
 // commit notice. Take them before reading, then wait on them.
 func (a *Agent) KafkaWake(tps []metadata.TopicPartition) []<-chan struct{} {

@@ -57,6 +57,18 @@ type Config struct {
 	MaxGroups int
 	// MaxGroupMembers bounds the members of one classic-protocol group.
 	MaxGroupMembers int
+	// MaxFetchSessions bounds the fetch sessions (KIP-227) the agent
+	// holds (Kafka's max.incremental.fetch.session.cache.slots); 0: none
+	// are created, every fetch is a full one.
+	MaxFetchSessions int
+	// MaxFetchSessionPartitions bounds the partitions of one fetch
+	// session: a full fetch of more gets no session, an incremental one
+	// that would pass it closes its session.
+	MaxFetchSessionPartitions int
+	// FetchSessionEviction is how long a session is kept from eviction:
+	// one unused this long is evicted first when the cache is full; a
+	// younger one is never evicted (Kafka's 120 s).
+	FetchSessionEviction time.Duration
 }
 
 // DefaultConfig returns production defaults.
@@ -74,6 +86,10 @@ func DefaultConfig() Config {
 		MaxGroups:             10000,
 		MaxGroupMembers:       1000,
 		AgentTTL:              10 * time.Second,
+
+		MaxFetchSessions:          1000,
+		MaxFetchSessionPartitions: 100000,
+		FetchSessionEviction:      2 * time.Minute,
 	}
 }
 
@@ -101,6 +117,12 @@ func (c Config) validate() error {
 		return fmt.Errorf("kafka: config AgentTTL %v must be at least 100ms", c.AgentTTL)
 	case len(c.Zone) > 255:
 		return fmt.Errorf("kafka: config Zone must be at most 255 bytes")
+	case c.MaxFetchSessions < 0:
+		return fmt.Errorf("kafka: config MaxFetchSessions %d must not be negative", c.MaxFetchSessions)
+	case c.MaxFetchSessionPartitions <= 0:
+		return fmt.Errorf("kafka: config MaxFetchSessionPartitions %d must be positive", c.MaxFetchSessionPartitions)
+	case c.FetchSessionEviction <= 0:
+		return fmt.Errorf("kafka: config FetchSessionEviction %v must be positive", c.FetchSessionEviction)
 	case c.AdvertisedPort < 0:
 		return fmt.Errorf("kafka: config AdvertisedPort %d must not be negative", c.AdvertisedPort)
 	}

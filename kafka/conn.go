@@ -217,13 +217,10 @@ func (c *conn) write(ctx context.Context, cancel context.CancelFunc, queue <-cha
 			}
 			continue
 		}
-		buf = appendResponse(buf[:0], f.correlation, f.resp)
 		_ = c.nc.SetWriteDeadline(time.Now().Add(c.s.cfg.WriteTimeout))
 		// Flushed at once: the next response may be a long poll.
-		_, err := bw.Write(buf)
-		if err == nil {
-			err = bw.Flush()
-		}
+		var err error
+		buf, err = c.writeResponse(bw, buf, f.correlation, f.resp)
 		c.written(respBudget, f)
 		if err != nil || f.closeAfter {
 			failed = true

@@ -11,7 +11,9 @@
 // sees a cluster of one broker. Produce hands the stored bytes of each
 // record batch to the same batcher the gRPC ProduceBatches uses (validated
 // by kbatch.Validate); Fetch serves stored batches as bytes with their
-// base offsets patched; committed offsets are floe's group positions, one
+// base offsets patched, written from the read cache into the response
+// frame without a copy, with fetch sessions (KIP-227) held per agent
+// (fetch_sessions.go); committed offsets are floe's group positions, one
 // state with the gRPC groups. See docs/kafka.md.
 //
 // With authentication on, a connection authenticates with SASL (PLAIN,

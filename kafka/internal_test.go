@@ -63,16 +63,19 @@ func TestConfigValidate(t *testing.T) {
 		t.Fatal(err)
 	}
 	for field, mutate := range map[string]func(*Config){
-		"MaxFrameBytes":         func(c *Config) { c.MaxFrameBytes = 10 },
-		"MaxConnections":        func(c *Config) { c.MaxConnections = 0 },
-		"MaxInFlight":           func(c *Config) { c.MaxInFlight = 0 },
-		"MaxBufferedBytes":      func(c *Config) { c.MaxBufferedBytes = int64(c.MaxFrameBytes) - 1 },
-		"WriteTimeout":          func(c *Config) { c.WriteTimeout = 0 },
-		"MinSessionTimeout":     func(c *Config) { c.MaxSessionTimeout = c.MinSessionTimeout - 1 },
-		"InitialRebalanceDelay": func(c *Config) { c.InitialRebalanceDelay = -1 },
-		"MaxGroups":             func(c *Config) { c.MaxGroups = 0 },
-		"MaxGroupMembers":       func(c *Config) { c.MaxGroupMembers = 0 },
-		"AdvertisedPort":        func(c *Config) { c.AdvertisedPort = -1 },
+		"MaxFrameBytes":             func(c *Config) { c.MaxFrameBytes = 10 },
+		"MaxConnections":            func(c *Config) { c.MaxConnections = 0 },
+		"MaxInFlight":               func(c *Config) { c.MaxInFlight = 0 },
+		"MaxBufferedBytes":          func(c *Config) { c.MaxBufferedBytes = int64(c.MaxFrameBytes) - 1 },
+		"WriteTimeout":              func(c *Config) { c.WriteTimeout = 0 },
+		"MinSessionTimeout":         func(c *Config) { c.MaxSessionTimeout = c.MinSessionTimeout - 1 },
+		"InitialRebalanceDelay":     func(c *Config) { c.InitialRebalanceDelay = -1 },
+		"MaxGroups":                 func(c *Config) { c.MaxGroups = 0 },
+		"MaxGroupMembers":           func(c *Config) { c.MaxGroupMembers = 0 },
+		"AdvertisedPort":            func(c *Config) { c.AdvertisedPort = -1 },
+		"MaxFetchSessions":          func(c *Config) { c.MaxFetchSessions = -1 },
+		"MaxFetchSessionPartitions": func(c *Config) { c.MaxFetchSessionPartitions = 0 },
+		"FetchSessionEviction":      func(c *Config) { c.FetchSessionEviction = 0 },
 	} {
 		c := DefaultConfig()
 		mutate(&c)

@@ -22,7 +22,8 @@ import (
 // classpath make test-kafka resolves into FLOE_KAFKA_JAVA_CP) against an
 // agent: admin, idempotent producers with every codec, a group of two
 // then three (classic, and KIP-848's group.protocol=consumer), commits, an
-// offset reset, and every record read back exactly. Built only with -tags kafkajava (make test-kafka).
+// offset reset, and every record read back exactly, its fetches through
+// fetch sessions. Built only with -tags kafkajava (make test-kafka).
 func TestJavaClient(t *testing.T) {
 	java, cp := javaClient(t)
 	for _, protocol := range []string{"classic", "consumer"} {
@@ -34,6 +35,11 @@ func TestJavaClient(t *testing.T) {
 			out, err := cmd.CombinedOutput()
 			if err != nil || !strings.Contains(string(out), "OK 420") {
 				t.Fatalf("java client, group.protocol=%s: %v\n%s", protocol, err, out)
+			}
+			// The Java consumer asks for fetch sessions (KIP-227): its
+			// fetches after the first are incremental.
+			if st := b.srv.FetchSessions(); st.Created == 0 || st.Incremental == 0 {
+				t.Fatalf("java client, group.protocol=%s: no incremental fetches: %+v", protocol, st)
 			}
 		})
 	}

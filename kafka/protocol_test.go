@@ -197,7 +197,8 @@ func fetchReq(topic string, n int32, maxBytes, partMax, minBytes, waitMs int32) 
 
 // TestFetchLimits: the total and per-partition byte bounds (at least one
 // batch for the first partition with data), a long poll that an append
-// wakes, and fetch sessions refused with session id 0.
+// wakes, a fetch without a session (epoch -1) answered with session id
+// 0, and an incremental fetch of an unknown session refused.
 func TestFetchLimits(t *testing.T) {
 	b := startBroker(t, nil)
 	cl := newClient(t, b)

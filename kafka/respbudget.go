@@ -89,6 +89,9 @@ func (c *conn) made(f *inflight) {
 // responseWeight is a response's record bytes (what makes a response
 // large); other responses count as nothing.
 func responseWeight(r kmsg.Response) int64 {
+	if a, ok := r.(*fetchAnswer); ok {
+		return a.size + responseWeight(a.FetchResponse)
+	}
 	fr, ok := r.(*kmsg.FetchResponse)
 	if !ok {
 		return 0
@@ -112,8 +115,12 @@ func (c *conn) release(b *budget, n int64) {
 	b.Release(n)
 }
 
-// written gives f's response bytes back.
+// written gives f's response bytes back (and what a fetch answer holds
+// of the read cache: written or not, it is done with).
 func (c *conn) written(b *budget, f *inflight) {
+	if a, ok := f.resp.(*fetchAnswer); ok {
+		a.release()
+	}
 	c.s.held.Add(-f.respWeight)
 	b.Release(f.respBound)
 }

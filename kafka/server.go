@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/floe-broker/floe/access"
 	"github.com/floe-broker/floe/agent"
 	floev1 "github.com/floe-broker/floe/api/floe/v1"
@@ -30,6 +32,7 @@ type Backend interface {
 	KafkaInitProducer(ctx context.Context, id int64, epoch int16) (int64, int16, error)
 	KafkaAppend(ctx context.Context, topic string, partition int32, batch []byte) (*agent.KafkaPending, error)
 	KafkaRead(ctx context.Context, topicID int64, partition int32, offset int64, maxBytes int) (agent.KafkaBatches, error)
+	KafkaReadHeld(ctx context.Context, topicID int64, partition int32, offset int64, maxBytes int) (agent.KafkaHeld, error)
 	KafkaWake(tps []metadata.TopicPartition) []<-chan struct{}
 	KafkaCreateTopic(ctx context.Context, name string, partitions int32, config map[string]string) (metadata.Topic, error)
 	KafkaDeleteTopic(ctx context.Context, name string) error
@@ -62,20 +65,23 @@ type Options struct {
 	// ACLs backs CreateAcls, DescribeAcls, DeleteAcls and the SCRAM
 	// credential APIs (nil: they answer SECURITY_DISABLED).
 	ACLs auth.Store
+	// Registry receives the server's metrics (metrics.go; nil: none).
+	Registry prometheus.Registerer
 }
 
 // Server serves the Kafka protocol on listeners given to Serve.
 type Server struct {
-	cfg    Config
-	be     Backend
-	log    *slog.Logger
-	opts   Options
-	groups *coordinator  // classic-protocol groups (groups.go)
-	agents *cluster      // the live agents (cluster.go)
-	held   atomic.Int64  // bytes every connection holds (respbudget.go)
-	owned  *ownedCache   // KIP-848 members\' owned partitions (68_consumer_group_heartbeat.go)
-	regex  *regexSubs    // KIP-848 regex subscriptions (regex_subscriptions.go)
-	slots  chan struct{} // one per open connection (MaxConnections)
+	cfg      Config
+	be       Backend
+	log      *slog.Logger
+	opts     Options
+	groups   *coordinator   // classic-protocol groups (groups.go)
+	agents   *cluster       // the live agents (cluster.go)
+	held     atomic.Int64   // bytes every connection holds (respbudget.go)
+	owned    *ownedCache    // KIP-848 members\' owned partitions (68_consumer_group_heartbeat.go)
+	sessions *fetchSessions // fetch sessions (fetch_sessions.go)
+	regex    *regexSubs     // KIP-848 regex subscriptions (regex_subscriptions.go)
+	slots    chan struct{}  // one per open connection (MaxConnections)
 
 	mu    sync.Mutex // protects conns
 	conns map[*conn]struct{}
@@ -98,8 +104,12 @@ func New(cfg Config, be Backend, opts Options) (*Server, error) {
 	s := &Server{cfg: cfg, be: be, log: opts.Logger, opts: opts, slots: make(chan struct{}, cfg.MaxConnections), conns: map[*conn]struct{}{}}
 	s.groups = newCoordinator(s)
 	s.agents = newCluster(s)
+	s.sessions = newFetchSessions(sessionLimits{maxSessions: cfg.MaxFetchSessions, maxParts: cfg.MaxFetchSessionPartitions, evictAfter: cfg.FetchSessionEviction})
 	s.owned = &ownedCache{m: map[memberKey][]metadata.TopicPartition{}, max: cfg.MaxGroups * 10}
 	s.regex = newRegexSubs(cfg.AgentTTL/4, be.KafkaTopics, cfg.MaxGroups*10)
+	if err := s.registerMetrics(opts.Registry); err != nil {
+		return nil, err
+	}
 	return s, nil
 }
 

@@ -40,6 +40,7 @@ func serverConfigOf(c Config, stderr io.Writer) serverConfig {
 	sc.Kafka.MaxFrameBytes, sc.Kafka.MaxConnections, sc.Kafka.MaxInFlight = k.MaxFrameBytes, k.MaxConnections, k.MaxInFlight
 	sc.Kafka.MaxBufferedBytes = k.MaxBufferedBytes
 	sc.Kafka.Zone, sc.Kafka.AgentTTL = k.Zone, k.AgentTTL
+	sc.Kafka.MaxFetchSessions, sc.Kafka.MaxFetchSessionPartitions, sc.Kafka.FetchSessionEviction = k.MaxFetchSessions, k.MaxFetchSessionPartitions, k.FetchSessionEviction
 	b, a := c.Batcher, c.Agent
 	sc.Batcher.Linger = b.Linger
 	sc.Batcher.MaxFileBytes = b.MaxFileBytes

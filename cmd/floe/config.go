@@ -120,6 +120,11 @@ type KafkaSettings struct {
 	MaxBufferedBytes int64         `yaml:"max_buffered_bytes" flag:"kafka-max-buffered-bytes" check:"positive" help:"request bytes one Kafka connection holds unanswered, and again response bytes not yet written; past it the agent stops reading the connection (at least max_frame_bytes)"`
 	Zone             string        `yaml:"zone" flag:"kafka-zone" help:"this agent's availability zone: Kafka clients whose client.id holds floe_az=<zone> get this zone's agents as partition leaders"`
 	AgentTTL         time.Duration `yaml:"agent_ttl" flag:"kafka-agent-ttl" check:"positive" help:"how long an agent's heartbeat row lives (it beats every quarter of it): a dead agent leaves the other agents' Kafka Metadata and its classic groups move, this long after its last beat"`
+
+	// Fetch sessions (KIP-227).
+	MaxFetchSessions          int           `yaml:"max_fetch_sessions" flag:"kafka-max-fetch-sessions" check:"nonneg" help:"Kafka fetch sessions (KIP-227) the agent holds, like Kafka's max.incremental.fetch.session.cache.slots; when full, one unused for fetch_session_eviction (or an older one with fewer partitions) is evicted, else the client fetches without a session (0: no sessions)"`
+	MaxFetchSessionPartitions int           `yaml:"max_fetch_session_partitions" flag:"kafka-max-fetch-session-partitions" check:"positive" help:"partitions of one Kafka fetch session: a full fetch of more gets no session, an incremental fetch growing past it closes its session (the client fetches in full again)"`
+	FetchSessionEviction      time.Duration `yaml:"fetch_session_eviction" flag:"kafka-fetch-session-eviction" check:"positive" help:"a Kafka fetch session unused this long is the first evicted when max_fetch_sessions is reached; a session younger than this is never evicted (Kafka's 120 s)"`
 }
 
 // PostgresSettings locate the metadata store of agent and compactor.
@@ -204,6 +209,7 @@ func DefaultServerConfig(command string) Config {
 		Auth:    defaultAuthSettings(),
 		TLS:     DefaultTLSSettings(),
 	}
+	c.Kafka.MaxFetchSessions, c.Kafka.MaxFetchSessionPartitions, c.Kafka.FetchSessionEviction = kd.MaxFetchSessions, kd.MaxFetchSessionPartitions, kd.FetchSessionEviction
 	if command == "dev" {
 		c.Server.Listen, c.Server.MetricsListen = devGRPCAddr, devMetricsAddr
 		c.Kafka.Listen = devKafkaAddr

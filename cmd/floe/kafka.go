@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"net"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/floe-broker/floe/agent"
 	"github.com/floe-broker/floe/kafka"
 )
@@ -15,7 +17,7 @@ import (
 // closed; the channel it returns yields Serve's error once every
 // connection's goroutines have ended (produces already appended wait for
 // their commit, which the batcher's drain flushes).
-func startKafka(sc serverConfig, ag *agent.Agent, grpcAddr string, log *slog.Logger) (stop func() <-chan error, err error) {
+func startKafka(sc serverConfig, ag *agent.Agent, grpcAddr string, log *slog.Logger, reg prometheus.Registerer) (stop func() <-chan error, err error) {
 	done := make(chan error, 1)
 	if sc.KafkaAddr == "" {
 		done <- nil
@@ -25,7 +27,7 @@ func startKafka(sc serverConfig, ag *agent.Agent, grpcAddr string, log *slog.Log
 	if kc.GRPCAddr == "" {
 		kc.GRPCAddr = grpcAddr
 	}
-	srv, err := kafka.New(kc, ag, sc.auth.kafkaOptions(kafka.Options{Logger: log}))
+	srv, err := kafka.New(kc, ag, sc.auth.kafkaOptions(kafka.Options{Logger: log, Registry: reg}))
 	if err != nil {
 		return nil, err
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/floe-broker/floe/agent"
 	"github.com/floe-broker/floe/batcher"
 	"github.com/floe-broker/floe/compactor"
+	"github.com/floe-broker/floe/kafka"
 	"github.com/floe-broker/floe/metadata"
 	"github.com/floe-broker/floe/metadata/sqlite"
 	"github.com/floe-broker/floe/objectstore"
@@ -41,6 +42,10 @@ func (r *recordingRegisterer) MustRegister(cs ...prometheus.Collector) {
 		}
 	}
 }
+
+// kafkaNop is a Kafka backend for registering the Kafka server's metrics
+// (never called).
+type kafkaNop struct{ kafka.Backend }
 
 // metricDoc is one metric as the code declares it.
 type metricDoc struct {
@@ -83,6 +88,9 @@ func serverMetrics(t *testing.T) []metricDoc {
 	cc := compactor.DefaultConfig()
 	cc.Owner, cc.Registerer = "test", rec
 	if _, err := compactor.New(meta, store, cc); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kafka.New(kafka.DefaultConfig(), kafkaNop{}, kafka.Options{Registry: rec}); err != nil {
 		t.Fatal(err)
 	}
 	newRPCMetrics(rec)

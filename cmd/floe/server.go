@@ -290,7 +290,7 @@ func runServing(ctx context.Context, sc serverConfig, meta metadata.Store, store
 		}
 		defer stopBackground()
 	}
-	stopKafka, err := startKafka(sc, ag, grpcAddr, log)
+	stopKafka, err := startKafka(sc, ag, grpcAddr, log, reg)
 	if err != nil {
 		_ = b.Close(context.Background())
 		return errors.Join(err, stopGRPC(nil, 5*time.Second))
