@@ -1,0 +1,111 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/floe-broker/floe/metadata"
+	"github.com/floe-broker/floe/metadata/internal/validate"
+)
+
+// lockPartitionsSQL locks the partitions of every file of a CommitFiles
+// call in (topic id, partition) order before any file is committed: each
+// floe_commit_file_v2 call then finds its partitions locked already, so
+// two calls naming the same partitions in other file orders cannot each
+// hold one the other waits for. The locking runs above the sort, as in
+// floe_commit_file_v2, whatever the plan.
+const lockPartitionsSQL = `SELECT count(*) FROM (SELECT p.topic_id
+	  FROM partitions p
+	 WHERE (p.topic_id, p.partition) IN (SELECT u.t, u.q FROM unnest($1::bigint[], $2::integer[]) AS u(t, q))
+	 ORDER BY p.topic_id, p.partition
+	   FOR UPDATE) x`
+
+// CommitFiles commits files in one transaction and one round trip: a pgx
+// batch (one pipeline, one Sync, so one implicit transaction) of the
+// partition lock (lockPartitionsSQL) and one floe_commit_file_v2 call per
+// file, in the order given. An ERROR from any statement rolls back the
+// whole call (ErrNotApplied); the results count only once the batch has
+// ended cleanly (the commit happens at its Sync), so a connection lost
+// before then is ambiguous even after every row was read.
+func (s *Store) CommitFiles(ctx context.Context, files []metadata.FileCommit) ([][]metadata.BatchResult, error) {
+	if err := validate.Commits(files); err != nil {
+		return nil, err
+	}
+	if len(files) == 0 {
+		return nil, nil
+	}
+	op := fmt.Sprintf("commit %d files (first %s)", len(files), files[0].Key)
+	if s.isClosed() {
+		return nil, fmt.Errorf("metadata: %s: %w", op, metadata.ErrClosed)
+	}
+	var lockTopic []int64
+	var lockPart []int32
+	seen := map[[2]int64]bool{}
+	for _, f := range files {
+		for _, b := range f.Batches {
+			if k := [2]int64{b.TopicID, int64(b.Partition)}; !seen[k] {
+				seen[k] = true
+				lockTopic, lockPart = append(lockTopic, b.TopicID), append(lockPart, b.Partition)
+			}
+		}
+	}
+	batch := &pgx.Batch{}
+	if len(files) > 1 { // one file: floe_commit_file_v2 locks its partitions
+		batch.Queue(lockPartitionsSQL, lockTopic, lockPart)
+	}
+	for _, f := range files {
+		batch.Queue(commitSQL, s.commitArgs(f)...)
+	}
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil { // nothing was sent
+		return nil, s.notApplied(op, err)
+	}
+	defer conn.Release()
+	br := conn.SendBatch(ctx, batch)
+	rows, err := readCommitRows(br, len(files), len(files) > 1)
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return nil, s.statementErr(op, err)
+	}
+	// Past this point every file is committed: errors say so and are
+	// never ErrNotApplied.
+	out := make([][]metadata.BatchResult, len(files))
+	var errs []error
+	for i, f := range files {
+		results, stored, err := rows[i].results(f)
+		s.announce(rows[i].notice, f, results)
+		switch {
+		case err != nil:
+			errs = append(errs, err)
+		case stored >= 0:
+			results = validate.ReplayMismatch(f.Key, len(f.Batches), stored)
+		}
+		out[i] = results
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// readCommitRows reads the answers of a CommitFiles batch: the lock
+// statement's (when locked), then one floe_commit_file_v2 row per file.
+func readCommitRows(br pgx.BatchResults, n int, locked bool) ([]commitRow, error) {
+	if locked {
+		if _, err := br.Exec(); err != nil {
+			return nil, err
+		}
+	}
+	rows := make([]commitRow, n)
+	for i := range rows {
+		if err := br.QueryRow().Scan(rows[i].dest()...); err != nil {
+			return nil, err
+		}
+	}
+	return rows, nil
+}
