@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/floe-broker/floe/metadata"
 )
 
 // Config tunes a Batcher.
@@ -37,6 +39,11 @@ type Config struct {
 	// until then; a commit whose outcome is still unknown at the deadline
 	// answers FlushError.Ambiguous. Default 10 s.
 	CommitTimeout time.Duration
+	// MaxFilesPerCommit bounds the files committed together: the commit
+	// goroutine takes every sealed, uploaded file waiting (in seal order)
+	// into one metadata transaction, up to this many. 1 commits files one
+	// at a time. Default 16, at most metadata.MaxCommitFiles.
+	MaxFilesPerCommit int
 }
 
 // DefaultConfig returns the defaults of the design notes.
@@ -48,6 +55,7 @@ func DefaultConfig() Config {
 		MaxConcurrentUploads: 4,
 		UploadTimeout:        10 * time.Second,
 		CommitTimeout:        10 * time.Second,
+		MaxFilesPerCommit:    16,
 	}
 }
 
@@ -69,6 +77,8 @@ func (c Config) validate() error {
 		return fmt.Errorf("batcher: config UploadTimeout %v must be within (0, %v]", c.UploadTimeout, maxTimeout)
 	case c.CommitTimeout <= 0 || c.CommitTimeout > maxTimeout:
 		return fmt.Errorf("batcher: config CommitTimeout %v must be within (0, %v]", c.CommitTimeout, maxTimeout)
+	case c.MaxFilesPerCommit < 1 || c.MaxFilesPerCommit > metadata.MaxCommitFiles:
+		return fmt.Errorf("batcher: config MaxFilesPerCommit %d must be within [1, %d]", c.MaxFilesPerCommit, metadata.MaxCommitFiles)
 	}
 	return nil
 }
