@@ -61,6 +61,7 @@ func TestMultiFileCommitFaultsRealBackends(t *testing.T) {
 				}
 				cfg := manualConfig()
 				cfg.CommitTimeout = tc.timeout
+				cfg.MaxFilesPerCommit = 16
 				e := &gatedEnv{gate: newGate(meta), reg: prometheus.NewRegistry(), logs: &logCapture{}}
 				e.b, err = batcher.New(cfg, objectstore.NewMemory(), e.gate, batcher.Options{Metrics: batcher.NewMetrics(e.reg)})
 				if err != nil {

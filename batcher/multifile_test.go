@@ -199,6 +199,7 @@ func TestWaitingFilesCommitTogether(t *testing.T) {
 func TestHungMultiFileCommit(t *testing.T) {
 	cfg := manualConfig()
 	cfg.CommitTimeout = 400 * time.Millisecond
+	cfg.MaxFilesPerCommit = 16
 	e := newGatedEnv(t, cfg, nil)
 	e.meta.next(1, commitPass) // the first file's
 	e.meta.setAlways(commitHang)
