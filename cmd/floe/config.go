@@ -69,7 +69,7 @@ type BatcherSettings struct {
 	CommitTimeout    time.Duration `yaml:"commit_timeout" flag:"commit-timeout" check:"positive" help:"bound of one file's metadata commit, retries included; past it its producers hear failed or outcome unknown"`
 	UploadTimeout    time.Duration `yaml:"upload_timeout" flag:"upload-timeout" check:"positive" help:"bound of one file's upload, all attempts included; past it its producers fail (retry safely)"`
 	// MaxFilesPerCommit bounds the uploaded files one metadata transaction commits together.
-	MaxFilesPerCommit int `yaml:"max_files_per_commit" flag:"max-files-per-commit" check:"positive" help:"most uploaded files committed together in one metadata transaction (1 to 64; 1: one file per commit)"`
+	MaxFilesPerCommit int `yaml:"max_files_per_commit" flag:"max-files-per-commit" check:"positive" help:"most uploaded files waiting that one metadata transaction commits together (1 to 64; 1: one file per commit; see docs/benchmarks.md before raising it with agents that share partitions)"`
 }
 
 // AgentSettings are the agent's limits (package agent).
