@@ -37,7 +37,7 @@ func (s *Store) CommitFiles(ctx context.Context, files []metadata.FileCommit) ([
 	if len(files) == 0 {
 		return nil, nil
 	}
-	op := fmt.Sprintf("commit %d files (first %s)", len(files), files[0].Key)
+	op := validate.CommitsOp(files)
 	if s.isClosed() {
 		return nil, fmt.Errorf("metadata: %s: %w", op, metadata.ErrClosed)
 	}

@@ -25,6 +25,11 @@ func Commits(files []metadata.FileCommit) error {
 	return nil
 }
 
+// CommitsOp names a CommitFiles call of files (at least one) in errors.
+func CommitsOp(files []metadata.FileCommit) string {
+	return fmt.Sprintf("commit %d files (first %s)", len(files), files[0].Key)
+}
+
 // ReplayMismatch is the results of a file of n batches whose key was
 // committed earlier with another number of batches (stored): a caller's
 // mistake, each batch refused with ErrInvalidCommit, nothing written.
