@@ -159,6 +159,12 @@ func testCommitFilesReplay(t *testing.T, s metadata.Store) {
 			t.Errorf("batch %d of a key committed with another batch count: %+v, want ErrInvalidCommit", j, r)
 		}
 	}
+	// The same mistake alone in a call.
+	for j, r := range commitFiles(t, s, file(set[1].Key, plain(tp.ID, 0, 1)))[0] {
+		if !errors.Is(r.Err, metadata.ErrInvalidCommit) {
+			t.Errorf("batch %d of a key committed with another batch count, alone: %+v, want ErrInvalidCommit", j, r)
+		}
+	}
 	if got := hw(t, s, tp.ID, 0); got != before[0][0]+5 {
 		t.Errorf("partition 0 high watermark %d, want %d: the mistaken file wrote", got, before[0][0]+5)
 	}

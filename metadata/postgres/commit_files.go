@@ -23,10 +23,11 @@ const lockPartitionsSQL = `SELECT count(*) FROM (SELECT p.topic_id
 	 ORDER BY p.topic_id, p.partition
 	   FOR UPDATE) x`
 
-// CommitFiles commits files in one transaction and one round trip: a pgx
-// batch (one pipeline, one Sync, so one implicit transaction) of the
-// partition lock (lockPartitionsSQL) and one floe_commit_file_v2 call per
-// file, in the order given. An ERROR from any statement rolls back the
+// CommitFiles commits files in one transaction and one round trip. One
+// file is CommitFile's one statement; several are a pgx batch (one
+// pipeline, one Sync, so one implicit transaction) of the partition lock
+// (lockPartitionsSQL) and one floe_commit_file_v2 call per file, in the
+// order given. An ERROR from any statement rolls back the
 // whole call (ErrNotApplied); the results count only once the batch has
 // ended cleanly (the commit happens at its Sync), so a connection lost
 // before then is ambiguous even after every row was read.
@@ -34,8 +35,18 @@ func (s *Store) CommitFiles(ctx context.Context, files []metadata.FileCommit) ([
 	if err := validate.Commits(files); err != nil {
 		return nil, err
 	}
-	if len(files) == 0 {
+	switch len(files) {
+	case 0:
 		return nil, nil
+	case 1: // one statement: CommitFile's
+		res, err := s.CommitFile(ctx, files[0])
+		if errors.Is(err, metadata.ErrInvalidCommit) { // a replay with another batch count (the file is valid)
+			return [][]metadata.BatchResult{validate.RefuseAll(len(files[0].Batches), err)}, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		return [][]metadata.BatchResult{res}, nil
 	}
 	op := validate.CommitsOp(files)
 	if s.isClosed() {
@@ -53,9 +64,7 @@ func (s *Store) CommitFiles(ctx context.Context, files []metadata.FileCommit) ([
 		}
 	}
 	batch := &pgx.Batch{}
-	if len(files) > 1 { // one file: floe_commit_file_v2 locks its partitions
-		batch.Queue(lockPartitionsSQL, lockTopic, lockPart)
-	}
+	batch.Queue(lockPartitionsSQL, lockTopic, lockPart)
 	for _, f := range files {
 		batch.Queue(commitSQL, s.commitArgs(f)...)
 	}
@@ -65,7 +74,7 @@ func (s *Store) CommitFiles(ctx context.Context, files []metadata.FileCommit) ([
 	}
 	defer conn.Release()
 	br := conn.SendBatch(ctx, batch)
-	rows, err := readCommitRows(br, len(files), len(files) > 1)
+	rows, err := readCommitRows(br, len(files))
 	if cerr := br.Close(); err == nil {
 		err = cerr
 	}
@@ -94,12 +103,10 @@ func (s *Store) CommitFiles(ctx context.Context, files []metadata.FileCommit) ([
 }
 
 // readCommitRows reads the answers of a CommitFiles batch: the lock
-// statement's (when locked), then one floe_commit_file_v2 row per file.
-func readCommitRows(br pgx.BatchResults, n int, locked bool) ([]commitRow, error) {
-	if locked {
-		if _, err := br.Exec(); err != nil {
-			return nil, err
-		}
+// statement's, then one floe_commit_file_v2 row per file.
+func readCommitRows(br pgx.BatchResults, n int) ([]commitRow, error) {
+	if _, err := br.Exec(); err != nil {
+		return nil, err
 	}
 	rows := make([]commitRow, n)
 	for i := range rows {
