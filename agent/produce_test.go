@@ -211,22 +211,25 @@ func TestProducerIDNeverIssued(t *testing.T) {
 // answers a producer id it never issued.
 type refuseProducers struct{ batcher.Committer }
 
-func (c refuseProducers) CommitFile(ctx context.Context, f metadata.FileCommit) ([]metadata.BatchResult, error) {
-	res := make([]metadata.BatchResult, len(f.Batches))
-	for i, b := range f.Batches {
-		if b.ProducerID < 0 {
-			return c.Committer.CommitFile(ctx, f)
+func (c refuseProducers) CommitFiles(ctx context.Context, files []metadata.FileCommit) ([][]metadata.BatchResult, error) {
+	out := make([][]metadata.BatchResult, len(files))
+	for i, f := range files {
+		out[i] = make([]metadata.BatchResult, len(f.Batches))
+		for j, b := range f.Batches {
+			if b.ProducerID < 0 {
+				return c.Committer.CommitFiles(ctx, files)
+			}
+			out[i][j].Err = metadata.ErrUnknownProducer
 		}
-		res[i].Err = metadata.ErrUnknownProducer
 	}
-	return res, nil
+	return out, nil
 }
 
-// loseAnswers commits the file and then loses the answer, every time.
+// loseAnswers commits the files and then loses the answer, every time.
 type loseAnswers struct{ batcher.Committer }
 
-func (c loseAnswers) CommitFile(ctx context.Context, f metadata.FileCommit) ([]metadata.BatchResult, error) {
-	if _, err := c.Committer.CommitFile(ctx, f); err != nil {
+func (c loseAnswers) CommitFiles(ctx context.Context, files []metadata.FileCommit) ([][]metadata.BatchResult, error) {
+	if _, err := c.Committer.CommitFiles(ctx, files); err != nil {
 		return nil, err
 	}
 	return nil, errors.New("read tcp 10.0.0.1:5432: connection reset by peer (user=floe dbname=floe)")

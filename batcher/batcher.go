@@ -1,14 +1,22 @@
 // Package batcher collects the record batches of every producer and
 // partition of one agent into one object file, flushes it on linger or size
-// with one PUT and one metadata commit, and only then completes the
-// producers waiting on it.
+// with one PUT, commits it to the metadata store, and only then completes
+// the producers waiting on it.
 //
 // Pipeline: Append adds a batch to the open file; sealing moves it to a
 // FIFO; the run goroutine lays the file out (batches grouped by partition,
 // in arrival order within a partition), starts its upload (at most
 // MaxConcurrentUploads at once) and hands it to the commit goroutine, which
 // commits files strictly in seal order, so one producer's batches to one
-// partition keep their order even though uploads overlap.
+// partition keep their order even though uploads overlap. Every sealed,
+// uploaded file that is waiting when a commit starts goes into that commit
+// (in seal order, up to MaxFilesPerCommit; nextCommit decides): one
+// metadata transaction (metadata.Store.CommitFiles) for all of them, so an
+// agent whose seals come faster than its commits pays one round trip, and
+// takes the partitions' locks once, for several files. The commit stops at
+// the first file still uploading (the files after it wait for the next
+// commit); a file whose upload failed is answered at once and holds no
+// other back. Each file's producers are answered when its commit lands.
 //
 // Consecutive batches of a partition without idempotence are committed as
 // one run: one metadata row covering several Kafka batches. A file of
@@ -21,17 +29,20 @@
 // CommittedFile.Release (bufpool.go).
 //
 // Failures: a file has one upload deadline and one commit deadline
-// (Config). An upload that fails or misses its deadline fails the file's
+// (Config); files committed together share the earliest of their commit
+// deadlines. An upload that fails or misses its deadline fails the file's
 // producers definitely; the file is never committed, and the files after
 // it go on. A commit error the metadata store marks as not applied
-// (metadata.NotApplied) fails the producers definitely, at once; any other
-// leaves the outcome unknown, so the same FileCommit (same key) is retried
-// until the commit deadline: CommitFile is idempotent by key, and a retry
-// after a commit that landed answers with its results, which each producer
-// then gets once. Only if the outcome is still unknown at the deadline do
-// the producers get a FlushError with Ambiguous set. A producer that stops
-// waiting before its file's commit started has its batch withdrawn from
-// the commit (Pending.Wait). Each failed file is logged once at ERROR.
+// (metadata.NotApplied: no file of the commit landed) fails the producers
+// of its files definitely, at once; any other leaves the outcome unknown,
+// so the same set of FileCommits (same keys) is retried until the commit
+// deadline: CommitFiles is idempotent by every file key, and a retry after
+// a commit that landed answers with each file's results, which each
+// producer then gets once. Only if the outcome is still unknown at the
+// deadline do the producers get a FlushError with Ambiguous set. A
+// producer that stops waiting before its file's commit started has its
+// batch withdrawn from the commit (Pending.Wait). Each failed file is
+// logged once at ERROR.
 package batcher
 
 import (
@@ -52,9 +63,10 @@ import (
 	"github.com/floe-broker/floe/objectstore"
 )
 
-// Committer assigns offsets to a stored file's batches (metadata.Store).
+// Committer assigns offsets to stored files' batches, several files in one
+// transaction (metadata.Store).
 type Committer interface {
-	CommitFile(ctx context.Context, f metadata.FileCommit) ([]metadata.BatchResult, error)
+	CommitFiles(ctx context.Context, files []metadata.FileCommit) ([][]metadata.BatchResult, error)
 }
 
 // Uploader stores a file (objectstore.Store).
@@ -185,7 +197,10 @@ type file struct {
 	data     []byte
 	order    []*waiter // the batches laid out, in file order
 	uploaded chan uploadResult
-	buf      *bufRef // data's holders: its upload and its commit path
+	up       *uploadResult          // the upload's outcome, once the commit goroutine knows it
+	buf      *bufRef                // data's holders: its upload and its commit path
+	commits  []metadata.BatchCommit // its runs, once its commit starts (buildCommits)
+	runs     [][]*waiter
 }
 
 // fileSize is the size the file will have with one more batch of n bytes.
@@ -498,154 +513,11 @@ func (b *Batcher) upload(ctx context.Context, cancel context.CancelFunc, f *file
 	if err != nil && ctx.Err() != nil {
 		err = b.uploadErr(ctx, err)
 	}
-	b.m.upload(time.Since(start), len(f.data), err)
+	d := time.Since(start)
 	f.uploaded <- uploadResult{err: err, at: time.Now()}
-}
-
-// commitLoop commits uploaded files in seal order and answers producers.
-func (b *Batcher) commitLoop() {
-	defer close(b.commDone)
-	for f := range b.commitQ {
-		b.finish(f)
-	}
-}
-
-// finish waits for the file's upload, commits it and answers its producers.
-func (b *Batcher) finish(f *file) {
-	handed := false // the commit path's hold on f's buffer went to OnCommit
-	defer func() {
-		if !handed {
-			f.buf.release()
-		}
-		for _, w := range f.waiters {
-			b.release(w.size)
-			close(w.done)
-		}
-	}()
-	up := b.awaitUpload(f)
-	if up.err != nil {
-		b.log.Error("file upload failed", "key", f.key, "batches", len(f.waiters), "err", up.err)
-		b.failAll(f, &FlushError{Stage: StageUpload, Err: up.err})
-		return
-	}
-	deadline := up.at.Add(b.cfg.CommitTimeout)
-	if !time.Now().Before(deadline) {
-		// The files before it took the whole deadline: nothing was sent.
-		err := fmt.Errorf("batcher: commit deadline (%v) passed before the commit started", b.cfg.CommitTimeout)
-		b.log.Error("file commit failed", "key", f.key, "batches", len(f.waiters), "err", err)
-		b.failAll(f, &FlushError{Stage: StageCommit, Err: err})
-		return
-	}
-	commits, runs := buildCommits(f.order)
-	if len(commits) == 0 {
-		b.log.Debug("file not committed: every batch withdrawn or refused", "key", f.key)
-		return
-	}
-	fc := metadata.FileCommit{Key: f.key, Size: int64(len(f.data)), Batches: commits}
-	results, ambiguous, err := b.commit(fc, deadline)
-	if err != nil {
-		b.log.Error("file commit failed", "key", f.key, "runs", len(commits), "outcome_unknown", ambiguous, "err", err)
-		b.failAll(f, &FlushError{Stage: StageCommit, Ambiguous: ambiguous, Err: err})
-		return
-	}
-	b.m.flush(len(f.data), len(f.waiters), len(f.parts), time.Since(f.sealedAt))
-	for i, run := range runs {
-		res := results[i]
-		next := res.BaseOffset
-		for _, w := range run {
-			wr := res
-			wr.BaseOffset = next
-			w.answer(wr, res.Err)
-			next += int64(w.records)
-		}
-	}
-	if b.opts.OnCommit != nil {
-		handed = true
-		b.opts.OnCommit(CommittedFile{Key: f.key, Data: f.data, Commits: commits, Results: results, Release: f.buf.releaseOnce()})
-	}
-}
-
-// awaitUpload waits for the file's upload until its deadline, even if the
-// store does not honour its context: past the deadline the file has failed
-// and will never be committed, whenever its PUT returns.
-func (b *Batcher) awaitUpload(f *file) uploadResult {
-	t := time.NewTimer(time.Until(f.sealedAt.Add(b.cfg.UploadTimeout)))
-	defer t.Stop()
-	select {
-	case up := <-f.uploaded:
-		return up
-	case <-t.C:
-	}
-	select {
-	case up := <-f.uploaded: // it ended with the deadline
-		return up
-	default:
-		return uploadResult{err: fmt.Errorf("batcher: upload deadline (%v) passed: the store had not returned", b.cfg.UploadTimeout), at: time.Now()}
-	}
-}
-
-// Commit retry pacing: the first pause, its cap, and the share of the
-// commit deadline one attempt may use (so a hung connection leaves time
-// for a retry on another).
-const (
-	commitBackoff    = 10 * time.Millisecond
-	commitMaxBackoff = 500 * time.Millisecond
-	commitAttemptDiv = 2
-)
-
-// commit commits fc, retrying the same FileCommit (CommitFile is
-// idempotent by key: a retry after a landed commit answers with its
-// results) while the outcome is unknown, until deadline. It returns
-// whether an error leaves the outcome unknown: false when every attempt
-// surely did nothing (metadata.NotApplied), which is answered at once.
-func (b *Batcher) commit(fc metadata.FileCommit, deadline time.Time) (_ []metadata.BatchResult, ambiguous bool, _ error) {
-	ctx, cancel := context.WithDeadline(b.ctx, deadline)
-	defer cancel()
-	pause := commitBackoff
-	for attempt := 1; ; attempt++ {
-		actx, acancel := context.WithTimeout(ctx, b.cfg.CommitTimeout/commitAttemptDiv)
-		start := time.Now()
-		results, err := b.committer.CommitFile(actx, fc)
-		acancel()
-		b.m.commit(time.Since(start), err)
-		if err == nil {
-			if len(results) != len(fc.Batches) {
-				// Committed, but the answer cannot be mapped to the batches.
-				return nil, true, fmt.Errorf("batcher: commit returned %d results for %d runs", len(results), len(fc.Batches))
-			}
-			return results, false, nil
-		}
-		definite := metadata.NotApplied(err)
-		ambiguous = ambiguous || !definite
-		b.log.Debug("file commit attempt failed", "key", fc.Key, "attempt", attempt, "outcome_unknown", !definite, "err", err)
-		if !ambiguous || errors.Is(err, metadata.ErrInvalidCommit) || errors.Is(err, metadata.ErrClosed) {
-			return nil, ambiguous, fmt.Errorf("batcher: commit: %w", err)
-		}
-		t := time.NewTimer(pause)
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			t.Stop()
-		}
-		if ctx.Err() != nil {
-			if b.ctx.Err() == nil {
-				return nil, true, fmt.Errorf("batcher: commit deadline (%v) passed after %d attempts: %w", b.cfg.CommitTimeout, attempt, err)
-			}
-			return nil, true, fmt.Errorf("batcher: commit aborted by close after %d attempts: %w", attempt, err)
-		}
-		pause = min(2*pause, commitMaxBackoff)
-	}
-}
-
-// failAll answers every batch of f still unanswered with err.
-func (b *Batcher) failAll(f *file, err error) {
-	for _, w := range f.waiters {
-		w.mu.Lock()
-		if w.state == statePending || w.state == stateCommitting {
-			w.state, w.err = stateAnswered, err
-		}
-		w.mu.Unlock()
-	}
+	// Counted once the commit goroutine can see the outcome (tests wait
+	// for the count to know that a file is ready to commit).
+	b.m.upload(d, len(f.data), err)
 }
 
 // layout writes the sealed file: partitions in (topic, partition) order,
@@ -692,35 +564,4 @@ func (b *Batcher) layout(f *file) {
 	// One holder: the commit path (the upload adds its own when it starts).
 	f.buf = &bufRef{pool: b.bufs, buf: f.data}
 	f.buf.hold()
-}
-
-// buildCommits moves the file's pending batches into its commit (batches
-// withdrawn before are left out) and groups them into runs, one metadata
-// row each: consecutive batches of a partition without idempotence that
-// are adjacent in the file form one run; an idempotent batch is a run of
-// its own (its sequence is checked alone). A withdrawn batch between two
-// others splits their run, so no run covers its bytes.
-func buildCommits(order []*waiter) (commits []metadata.BatchCommit, runs [][]*waiter) {
-	open := false // the last run may take more batches
-	for _, w := range order {
-		if !w.freeze() {
-			open = false
-			continue
-		}
-		e := w.entry
-		if n := len(commits); open && !w.idem {
-			c := &commits[n-1]
-			if c.TopicID == e.TopicID && c.Partition == e.Partition && c.ByteOffset+c.ByteLength == e.ByteOffset {
-				c.ByteLength += e.ByteLength
-				c.RecordCount += e.RecordCount
-				c.MaxTimestamp = max(c.MaxTimestamp, e.MaxTimestamp)
-				runs[n-1] = append(runs[n-1], w)
-				continue
-			}
-		}
-		commits = append(commits, e)
-		runs = append(runs, []*waiter{w})
-		open = !w.idem
-	}
-	return commits, runs
 }

@@ -42,19 +42,22 @@ func (s *countingStore) Put(ctx context.Context, key string, data []byte, o obje
 	return s.Store.Put(ctx, key, data, o)
 }
 
-// countingCommitter counts commits and can fail them.
+// countingCommitter counts commit calls and the files in them, and can
+// fail them.
 type countingCommitter struct {
 	metadata.Store
-	commits atomic.Int64
+	commits atomic.Int64 // CommitFiles calls
+	files   atomic.Int64 // files in those calls
 	fail    atomic.Bool
 }
 
-func (c *countingCommitter) CommitFile(ctx context.Context, f metadata.FileCommit) ([]metadata.BatchResult, error) {
+func (c *countingCommitter) CommitFiles(ctx context.Context, files []metadata.FileCommit) ([][]metadata.BatchResult, error) {
 	c.commits.Add(1)
+	c.files.Add(int64(len(files)))
 	if c.fail.Load() {
 		return nil, fmt.Errorf("%w: injected commit failure", metadata.ErrNotApplied)
 	}
-	return c.Store.CommitFile(ctx, f)
+	return c.Store.CommitFiles(ctx, files)
 }
 
 type env struct {
@@ -187,8 +190,8 @@ func TestManyProducersDenseOffsets(t *testing.T) {
 	}
 	wg.Wait()
 	checkDense(t, e, topic, want)
-	if puts, commits := e.store.puts.Load(), e.commit.commits.Load(); puts != commits || puts == 0 {
-		t.Fatalf("%d puts and %d commits: want one of each per flush", puts, commits)
+	if puts, files := e.store.puts.Load(), e.commit.files.Load(); puts != files || puts == 0 {
+		t.Fatalf("%d puts and %d files committed: want one of each per flush", puts, files)
 	}
 }
 

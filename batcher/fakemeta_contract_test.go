@@ -12,11 +12,12 @@ import (
 )
 
 // TestFakeMetaFollowsTheStore holds fakeMeta (faults off) to the real
-// store's CommitFile on generated cases within what the fake models:
-// files of plain batches (fakeMeta models no producer) over several
-// partitions, several in one file to one partition too, some committed again
-// with the same key (a retry). Every answer's base offsets and every
-// partition's high watermark must be the SQLite store's.
+// store's CommitFiles on generated cases within what the fake models:
+// calls of one to four files of plain batches (fakeMeta models no
+// producer) over several partitions, several in one file to one partition
+// too, some files committed again with the same key (a retry, alone or
+// among new files). Every answer's base offsets and every partition's high
+// watermark must be the SQLite store's.
 func TestFakeMetaFollowsTheStore(t *testing.T) {
 	ctx := context.Background()
 	real, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "meta.db"))
@@ -35,35 +36,51 @@ func TestFakeMetaFollowsTheStore(t *testing.T) {
 	fake := newFakeMeta()
 	rnd := mrand.New(mrand.NewPCG(1, 2))
 	var files []metadata.FileCommit
-	for i := range 200 {
-		var f metadata.FileCommit
-		if len(files) > 0 && rnd.IntN(4) == 0 {
-			f = files[rnd.IntN(len(files))] // a retry of an earlier file
-		} else {
-			f = metadata.FileCommit{Key: fmt.Sprintf("v1/files/%02x/f%d", i%256, i)}
-			var at int64
-			for range 1 + rnd.IntN(4) {
-				tp := topics[rnd.IntN(len(topics))]
-				n := int32(1 + rnd.IntN(5))
-				f.Batches = append(f.Batches, metadata.BatchCommit{TopicID: tp.ID, Partition: rnd.Int32N(tp.Partitions),
-					ByteOffset: at, ByteLength: 100, RecordCount: n, MaxTimestamp: 1700000000000,
-					ProducerID: -1, BaseSequence: metadata.NoSequence})
-				at += 100
+	n := 0
+	for call := range 120 {
+		var set []metadata.FileCommit
+		inSet := map[string]bool{}
+		for range 1 + rnd.IntN(4) {
+			var f metadata.FileCommit
+			if len(files) > 0 && rnd.IntN(4) == 0 {
+				f = files[rnd.IntN(len(files))] // a retry of an earlier file
+			} else {
+				n++
+				f = metadata.FileCommit{Key: fmt.Sprintf("v1/files/%02x/f%d", n%256, n)}
+				var at int64
+				for range 1 + rnd.IntN(4) {
+					tp := topics[rnd.IntN(len(topics))]
+					c := int32(1 + rnd.IntN(5))
+					f.Batches = append(f.Batches, metadata.BatchCommit{TopicID: tp.ID, Partition: rnd.Int32N(tp.Partitions),
+						ByteOffset: at, ByteLength: 100, RecordCount: c, MaxTimestamp: 1700000000000,
+						ProducerID: -1, BaseSequence: metadata.NoSequence})
+					at += 100
+				}
+				f.Size = at + 64
+				files = append(files, f)
 			}
-			f.Size = at + 64
-			files = append(files, f)
+			if !inSet[f.Key] {
+				inSet[f.Key] = true
+				set = append(set, f)
+			}
 		}
-		want, err := real.CommitFile(ctx, f)
+		want, err := real.CommitFiles(ctx, set)
 		if err != nil {
-			t.Fatalf("file %d: the store: %v", i, err)
+			t.Fatalf("call %d: the store: %v", call, err)
 		}
-		got, err := fake.CommitFile(ctx, f)
+		got, err := fake.CommitFiles(ctx, set)
 		if err != nil || len(got) != len(want) {
-			t.Fatalf("file %d: fakeMeta answered %d results, %v; the store %d", i, len(got), err, len(want))
+			t.Fatalf("call %d: fakeMeta answered %d files, %v; the store %d", call, len(got), err, len(want))
 		}
-		for j := range want {
-			if want[j].Err != nil || got[j].BaseOffset != want[j].BaseOffset {
-				t.Fatalf("file %d (%s) batch %d: fakeMeta base offset %d, the store %d (%v)", i, f.Key, j, got[j].BaseOffset, want[j].BaseOffset, want[j].Err)
+		for i := range want {
+			if len(got[i]) != len(want[i]) {
+				t.Fatalf("call %d file %d: fakeMeta %d results, the store %d", call, i, len(got[i]), len(want[i]))
+			}
+			for j := range want[i] {
+				if want[i][j].Err != nil || got[i][j].BaseOffset != want[i][j].BaseOffset {
+					t.Fatalf("call %d file %d (%s) batch %d: fakeMeta base offset %d, the store %d (%v)", call, i, set[i].Key, j,
+						got[i][j].BaseOffset, want[i][j].BaseOffset, want[i][j].Err)
+				}
 			}
 		}
 	}

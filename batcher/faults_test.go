@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -15,7 +16,7 @@ import (
 	"github.com/floe-broker/floe/objectstore"
 )
 
-// commitFault is what fakeMeta does with one CommitFile call.
+// commitFault is what fakeMeta does with one CommitFiles call.
 type commitFault int
 
 const (
@@ -27,16 +28,17 @@ const (
 )
 
 // fakeMeta is a Committer following metadata.Store's contract: offsets
-// per partition, and idempotent by file key (a re-commit answers the
-// first commit's results). Faults are scripted per call.
+// per partition, the files of a call in order and all together, and
+// idempotent by file key (a re-commit answers the first commit's
+// results). Faults are scripted per call.
 type fakeMeta struct {
 	mu      sync.Mutex // protects the fields below
 	hw      map[[2]int64]int64
 	files   map[string][]metadata.BatchResult
-	calls   []string      // file key of each call
+	calls   []string      // the file keys of each call, joined by "+"
 	script  []commitFault // faults of the next calls, then always
 	always  commitFault
-	started chan string // receives each call's key if not nil (never blocks)
+	started chan string // receives each call's keys if not nil (never blocks)
 }
 
 func newFakeMeta() *fakeMeta {
@@ -58,16 +60,21 @@ func (m *fakeMeta) setAlways(f commitFault) {
 	m.always = f
 }
 
-func (m *fakeMeta) CommitFile(ctx context.Context, fc metadata.FileCommit) ([]metadata.BatchResult, error) {
+func (m *fakeMeta) CommitFiles(ctx context.Context, fcs []metadata.FileCommit) ([][]metadata.BatchResult, error) {
+	keys := make([]string, len(fcs))
+	for i, fc := range fcs {
+		keys[i] = fc.Key
+	}
+	call := strings.Join(keys, "+")
 	m.mu.Lock()
-	m.calls = append(m.calls, fc.Key)
+	m.calls = append(m.calls, call)
 	fault := m.always
 	if len(m.script) > 0 {
 		fault, m.script = m.script[0], m.script[1:]
 	}
 	m.mu.Unlock()
 	select {
-	case m.started <- fc.Key:
+	case m.started <- call:
 	default:
 	}
 	switch fault {
@@ -79,21 +86,25 @@ func (m *fakeMeta) CommitFile(ctx context.Context, fc metadata.FileCommit) ([]me
 		<-ctx.Done()
 		return nil, fmt.Errorf("commit: %w", ctx.Err())
 	}
+	out := make([][]metadata.BatchResult, len(fcs))
 	m.mu.Lock()
-	res, ok := m.files[fc.Key]
-	if !ok {
-		for _, b := range fc.Batches {
-			k := [2]int64{b.TopicID, int64(b.Partition)}
-			res = append(res, metadata.BatchResult{BaseOffset: m.hw[k]})
-			m.hw[k] += int64(b.RecordCount)
+	for i, fc := range fcs {
+		res, ok := m.files[fc.Key]
+		if !ok {
+			for _, b := range fc.Batches {
+				k := [2]int64{b.TopicID, int64(b.Partition)}
+				res = append(res, metadata.BatchResult{BaseOffset: m.hw[k]})
+				m.hw[k] += int64(b.RecordCount)
+			}
+			m.files[fc.Key] = res
 		}
-		m.files[fc.Key] = res
+		out[i] = res
 	}
 	m.mu.Unlock()
 	if fault == commitLose {
 		return nil, errors.New("connection reset by peer after the commit")
 	}
-	return res, nil
+	return out, nil
 }
 
 func (m *fakeMeta) highWatermark(topic int64, part int32) int64 {
@@ -276,6 +287,7 @@ func TestRefusedCommitIsDefinite(t *testing.T) {
 func TestHungCommitIsAmbiguousAtDeadline(t *testing.T) {
 	cfg := manualConfig()
 	cfg.CommitTimeout = 400 * time.Millisecond
+	cfg.MaxFilesPerCommit = 1 // the second file waits, uploaded, behind the first (see TestHungMultiFileCommit)
 	e := newFakeEnv(t, cfg, nil)
 	e.meta.setAlways(commitHang)
 	start := time.Now()

@@ -18,6 +18,7 @@ type Metrics struct {
 	uploadSeconds prometheus.Histogram
 	commits       *prometheus.CounterVec
 	commitSeconds prometheus.Histogram
+	commitFileN   prometheus.Histogram
 	bufferedBytes prometheus.Gauge
 	backpressured prometheus.Counter
 	seals         *prometheus.CounterVec
@@ -46,10 +47,13 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "floe_batcher_upload_duration_seconds", Help: "File upload time, retries included.",
 			Buckets: prometheus.ExponentialBuckets(0.001, 2, 14)}),
 		commits: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "floe_metadata_commits_total", Help: "File commits to the metadata store by result."}, []string{"result"}),
+			Name: "floe_metadata_commits_total", Help: "Commit calls to the metadata store (each of one or more files, retries included) by result."}, []string{"result"}),
 		commitSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{
-			Name: "floe_metadata_commit_duration_seconds", Help: "File commit time.",
+			Name: "floe_metadata_commit_duration_seconds", Help: "Commit call time (one or more files).",
 			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 14)}),
+		commitFileN: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "floe_batcher_commit_files", Help: "Files per metadata commit (one transaction, retries not counted).",
+			Buckets: []float64{1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64}}),
 		bufferedBytes: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "floe_batcher_buffered_bytes", Help: "Bytes accepted and not yet acknowledged."}),
 		backpressured: prometheus.NewCounter(prometheus.CounterOpts{
@@ -62,7 +66,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	}
 	if reg != nil {
 		for _, c := range []prometheus.Collector{m.flushes, m.flushBytes, m.flushBatches, m.flushParts, m.flushLatency,
-			m.uploads, m.uploadSeconds, m.commits, m.commitSeconds, m.bufferedBytes, m.backpressured, m.seals} {
+			m.uploads, m.uploadSeconds, m.commits, m.commitSeconds, m.commitFileN, m.bufferedBytes, m.backpressured, m.seals} {
 			if err := reg.Register(c); err != nil {
 				var are prometheus.AlreadyRegisteredError
 				if !errors.As(err, &are) {
@@ -106,6 +110,13 @@ func (m *Metrics) commit(d time.Duration, err error) {
 	}
 	m.commits.WithLabelValues(result(err)).Inc()
 	m.commitSeconds.Observe(d.Seconds())
+}
+
+func (m *Metrics) commitFiles(n int) {
+	if m == nil {
+		return
+	}
+	m.commitFileN.Observe(float64(n))
 }
 
 func (m *Metrics) buffered(delta int64) {

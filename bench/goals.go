@@ -126,9 +126,10 @@ func EvaluateGoals(r *Report) []Goal {
 	var goals []Goal
 	runs := r.floeRuns()
 
-	// One PUT and one commit per flush.
-	g := Goal{ID: "put-commit-per-flush", Title: "one PUT and one metadata commit per flush",
-		Target: fmt.Sprintf("1 PUT and 1 commit per flush at %d partitions", r.Settings.Partitions)}
+	// One PUT per flush, and at most one commit (a commit may hold
+	// several files: batcher.max_files_per_commit).
+	g := Goal{ID: "put-commit-per-flush", Title: "one PUT and at most one metadata commit per flush",
+		Target: fmt.Sprintf("1 PUT and at most 1 commit per flush at %d partitions", r.Settings.Partitions)}
 	var puts, commits, flushes float64
 	for _, run := range runs {
 		puts += run.Cost.RunPUTs
@@ -139,7 +140,7 @@ func EvaluateGoals(r *Report) []Goal {
 		g.Status, g.Measured, g.Note = GoalNotMeasured, "no flush seen", "no agent metrics (-metrics) or nothing produced"
 	} else {
 		// Whole-run counts: every flush's PUT and commit are in.
-		g.Status = status(puts == flushes && commits == flushes)
+		g.Status = status(puts == flushes && commits > 0 && commits <= flushes)
 		g.Measured = fmt.Sprintf("%.0f PUTs, %.0f commits, %.0f flushes (%.3f PUTs and %.3f commits per flush)",
 			puts, commits, flushes, puts/flushes, commits/flushes)
 	}

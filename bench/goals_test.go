@@ -39,6 +39,18 @@ func TestGoals(t *testing.T) {
 		}
 	}
 
+	// Fewer commits than flushes (several files in one) pass; one more
+	// fails.
+	r.FloeSweep[0].Cost.RunCommits--
+	if g := goalByID(t, EvaluateGoals(r), "put-commit-per-flush"); g.Status != GoalPass {
+		t.Errorf("two files in one commit: %s (%s)", g.Status, g.Measured)
+	}
+	r.FloeSweep[0].Cost.RunCommits += 2
+	if g := goalByID(t, EvaluateGoals(r), "put-commit-per-flush"); g.Status != GoalFail {
+		t.Errorf("an extra commit: %s", g.Status)
+	}
+	r.FloeSweep[0].Cost.RunCommits--
+
 	// One PUT too many fails the cost goal; a dead agent fails memory.
 	r.FloeSweep[0].Cost.RunPUTs++
 	r.FloeSweep[1].Cost.ServersAlive = false

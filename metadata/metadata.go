@@ -133,6 +133,9 @@ type FileCommit struct {
 	Batches []BatchCommit
 }
 
+// MaxCommitFiles bounds the files of one CommitFiles call.
+const MaxCommitFiles = 64
+
 // BatchResult is the outcome of one BatchCommit, in the same position.
 type BatchResult struct {
 	// BaseOffset of the batch: its records hold BaseOffset..BaseOffset+RecordCount-1.
@@ -234,6 +237,27 @@ type Store interface {
 	// outcome. An error for which NotApplied is true means nothing was
 	// committed; any other error means the outcome is unknown.
 	CommitFile(ctx context.Context, f FileCommit) ([]BatchResult, error)
+
+	// CommitFiles commits several files in one transaction (one round
+	// trip on PostgreSQL): all of them or none. Files are sequenced in
+	// the order given: a partition's batches of files[i] get offsets below
+	// those of files[i+1]. The partitions of every file of the call are
+	// locked first, all together, in (topic id, partition) order, so that
+	// concurrent calls never deadlock. The answer holds each file's
+	// results, in the order given. At most MaxCommitFiles files, each
+	// valid for CommitFile, with distinct keys (else ErrInvalidCommit and
+	// nothing written); no file: no results and no call to the store.
+	//
+	// CommitFiles is idempotent by every file key, like CommitFile: a file
+	// already committed (by this call's retry, or by any earlier call)
+	// writes nothing and answers with its stored results, so a retry of
+	// the same set after a lost answer learns every file's real outcome.
+	// A file committed earlier with another number of batches is a
+	// caller's mistake: each of its results carries ErrInvalidCommit and
+	// nothing of it is written; the other files commit regardless. Errors
+	// are CommitFile's: NotApplied means no file of the call was
+	// committed, any other error leaves the outcome unknown.
+	CommitFiles(ctx context.Context, files []FileCommit) ([][]BatchResult, error)
 
 	// FindBatches returns the committed batches of a partition starting
 	// with the one containing offset, in offset order, stopping once their

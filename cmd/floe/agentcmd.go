@@ -47,6 +47,7 @@ func serverConfigOf(c Config, stderr io.Writer) serverConfig {
 	sc.Batcher.MaxBufferedBytes = b.MaxBufferedBytes
 	sc.Batcher.CommitTimeout = b.CommitTimeout
 	sc.Batcher.UploadTimeout = b.UploadTimeout
+	sc.Batcher.MaxFilesPerCommit = b.MaxFilesPerCommit
 	sc.Agent.MaxFetchRecords = a.MaxFetchRecords
 	sc.Agent.MaxLoadingBytes = a.MaxLoadingBytes
 	sc.Agent.ReadaheadBytes = a.ReadaheadBytes

@@ -12,6 +12,7 @@ import (
 	"github.com/floe-broker/floe/batcher"
 	"github.com/floe-broker/floe/compactor"
 	"github.com/floe-broker/floe/kafka"
+	"github.com/floe-broker/floe/metadata"
 	"github.com/floe-broker/floe/objectstore/s3store"
 	"github.com/floe-broker/floe/tableread"
 )
@@ -67,6 +68,8 @@ type BatcherSettings struct {
 	MaxBufferedBytes int64         `yaml:"max_buffered_bytes" flag:"max-buffered-bytes" check:"positive" help:"bytes accepted but not yet acknowledged before producers wait (at least max_file_bytes)"`
 	CommitTimeout    time.Duration `yaml:"commit_timeout" flag:"commit-timeout" check:"positive" help:"bound of one file's metadata commit, retries included; past it its producers hear failed or outcome unknown"`
 	UploadTimeout    time.Duration `yaml:"upload_timeout" flag:"upload-timeout" check:"positive" help:"bound of one file's upload, all attempts included; past it its producers fail (retry safely)"`
+	// MaxFilesPerCommit bounds the uploaded files one metadata transaction commits together.
+	MaxFilesPerCommit int `yaml:"max_files_per_commit" flag:"max-files-per-commit" check:"positive" help:"most uploaded files waiting that one metadata transaction commits together (1 to 64; 1: one file per commit; see docs/benchmarks.md before raising it with agents that share partitions)"`
 }
 
 // AgentSettings are the agent's limits (package agent).
@@ -184,7 +187,7 @@ func DefaultServerConfig(command string) Config {
 			HTTPIdleTimeout: defaultHTTPLimits.IdleTimeout, HTTPMaxInFlight: defaultHTTPLimits.MaxInFlight},
 		Log: LogSettings{Level: "info", Format: "text"},
 		Batcher: BatcherSettings{Linger: bd.Linger, MaxFileBytes: bd.MaxFileBytes, MaxBufferedBytes: bd.MaxBufferedBytes,
-			CommitTimeout: bd.CommitTimeout, UploadTimeout: bd.UploadTimeout},
+			CommitTimeout: bd.CommitTimeout, UploadTimeout: bd.UploadTimeout, MaxFilesPerCommit: bd.MaxFilesPerCommit},
 		Agent: AgentSettings{CacheBytes: ad.CacheBytes, MaxRecordBytes: ad.MaxRecordBytes, MaxFetchBytes: ad.MaxFetchBytes,
 			MaxFetchRecords: ad.MaxFetchRecords, MaxLoadingBytes: ad.MaxLoadingBytes, ReadaheadBytes: ad.ReadaheadBytes,
 			ReplayBytesPerSecond: ad.ReplayBytesPerSecond, ReplayMinLagRecords: ad.ReplayMinLagRecords,
@@ -406,6 +409,8 @@ func (c *Config) validate(command string) error {
 			return fmt.Errorf("batcher.upload_timeout: %v must be at most 10m", b.UploadTimeout)
 		case b.CommitTimeout > 10*time.Minute:
 			return fmt.Errorf("batcher.commit_timeout: %v must be at most 10m", b.CommitTimeout)
+		case b.MaxFilesPerCommit > metadata.MaxCommitFiles:
+			return fmt.Errorf("batcher.max_files_per_commit: %d must be at most %d", b.MaxFilesPerCommit, metadata.MaxCommitFiles)
 		}
 	}
 	if strings.Contains(sections, "postgres") && c.Postgres.URL == "" {

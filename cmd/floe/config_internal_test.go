@@ -58,6 +58,8 @@ func TestConfigBadSettings(t *testing.T) {
 		{"linger zero", required + "batcher:\n  linger: 0s\n", nil, nil, "batcher.linger: 0s must be positive (set by config file "},
 		{"linger zero env", required, map[string]string{"FLOE_BATCHER_LINGER": "0s"}, nil, "batcher.linger: 0s must be positive (set by environment FLOE_BATCHER_LINGER)"},
 		{"linger too long", required, nil, []string{"-linger", "2m"}, "batcher.linger: 2m0s must be at most 1m (set by flag -linger)"},
+		{"files per commit too many", required, nil, []string{"-max-files-per-commit", "65"}, "batcher.max_files_per_commit: 65 must be at most 64"},
+		{"files per commit zero", required + "batcher:\n  max_files_per_commit: 0\n", nil, nil, "batcher.max_files_per_commit: 0 must be positive"},
 		{"log level", required + "log:\n  level: loud\n", nil, nil, `log.level: "loud" must be debug`},
 		{"log format", required, nil, []string{"-log-format", "xml"}, `log.format: "xml" must be text or json`},
 		{"missing url", "s3:\n  bucket: b\n", nil, nil, "postgres.url: is required"},

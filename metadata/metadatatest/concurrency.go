@@ -196,43 +196,60 @@ func testConcurrentSamePartitions(t *testing.T, s metadata.Store) {
 		partitions = 8
 	)
 	tp := createTopic(t, s, "same-partitions", partitions)
-	c, cancel := context.WithTimeout(ctx(t), 45*time.Second)
-	defer cancel()
 	var (
-		wg   sync.WaitGroup
 		mu   sync.Mutex
 		want = map[int32]int64{}
-		errs = make(chan error, committers)
 	)
-	for g := range committers {
+	concurrently(t, committers, "commits naming the same partitions", func(c context.Context, g int) error {
+		rng := rand.New(rand.NewPCG(uint64(g), 7))
+		for i := range files {
+			var batches []metadata.BatchCommit
+			for _, p := range rng.Perm(partitions) {
+				batches = append(batches, plain(tp.ID, int32(p), int32(1+rng.IntN(3))))
+				if rng.IntN(4) == 0 {
+					batches = append(batches, plain(tp.ID, int32(p), 1))
+				}
+			}
+			f := file(fmt.Sprintf("same/%d/%d", g, i), batches...)
+			res, err := s.CommitFile(c, f)
+			if err != nil {
+				return fmt.Errorf("committer %d file %d: %w", g, i, err)
+			}
+			mu.Lock()
+			for j, r := range res {
+				if r.Err != nil {
+					mu.Unlock()
+					return fmt.Errorf("committer %d file %d batch %d: %w", g, i, j, r.Err)
+				}
+				want[f.Batches[j].Partition] += int64(f.Batches[j].RecordCount)
+			}
+			mu.Unlock()
+		}
+		return nil
+	})
+	denseTo(t, s, tp.ID, partitions, want)
+}
+
+// ConcurrentSamePartitions runs the ConcurrentSamePartitions conformance
+// test on s alone, for backends that repeat it under other settings (such
+// as planner settings that change every plan).
+func ConcurrentSamePartitions(t *testing.T, s metadata.Store) { testConcurrentSamePartitions(t, s) }
+
+// concurrently runs fn for committers 0..n-1 at once, each with a context
+// of 45 s, and fails the test with each one's error, or when they have not
+// all finished within 50 s (a deadlock).
+func concurrently(t *testing.T, n int, what string, fn func(c context.Context, g int) error) {
+	t.Helper()
+	c, cancel := context.WithTimeout(ctx(t), 45*time.Second)
+	defer cancel()
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	for g := range n {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			rng := rand.New(rand.NewPCG(uint64(g), 7))
-			for i := range files {
-				var batches []metadata.BatchCommit
-				for _, p := range rng.Perm(partitions) {
-					batches = append(batches, plain(tp.ID, int32(p), int32(1+rng.IntN(3))))
-					if rng.IntN(4) == 0 {
-						batches = append(batches, plain(tp.ID, int32(p), 1))
-					}
-				}
-				f := file(fmt.Sprintf("same/%d/%d", g, i), batches...)
-				res, err := s.CommitFile(c, f)
-				if err != nil {
-					errs <- fmt.Errorf("committer %d file %d: %w", g, i, err)
-					return
-				}
-				mu.Lock()
-				for j, r := range res {
-					if r.Err != nil {
-						errs <- fmt.Errorf("committer %d file %d batch %d: %w", g, i, j, r.Err)
-						mu.Unlock()
-						return
-					}
-					want[f.Batches[j].Partition] += int64(f.Batches[j].RecordCount)
-				}
-				mu.Unlock()
+			if err := fn(c, g); err != nil {
+				errs <- err
 			}
 		}()
 	}
@@ -241,21 +258,22 @@ func testConcurrentSamePartitions(t *testing.T, s metadata.Store) {
 	select {
 	case <-done:
 	case <-time.After(50 * time.Second):
-		t.Fatal("commits naming the same partitions did not finish within 50s: deadlock?")
+		t.Fatalf("%s did not finish within 50s: deadlock?", what)
 	}
 	close(errs)
 	for err := range errs {
 		t.Error(err)
 	}
-	for p := range int32(partitions) {
-		allBatches(t, s, tp.ID, p)
-		if got := hw(t, s, tp.ID, p); got != want[p] {
+}
+
+// denseTo checks that each of the topic's partitions is dense up to its
+// high watermark, want[p].
+func denseTo(t *testing.T, s metadata.Store, topic int64, partitions int32, want map[int32]int64) {
+	t.Helper()
+	for p := range partitions {
+		allBatches(t, s, topic, p)
+		if got := hw(t, s, topic, p); got != want[p] {
 			t.Errorf("partition %d high watermark %d, want %d", p, got, want[p])
 		}
 	}
 }
-
-// ConcurrentSamePartitions runs the ConcurrentSamePartitions conformance
-// test on s alone, for backends that repeat it under other settings (such
-// as planner settings that change every plan).
-func ConcurrentSamePartitions(t *testing.T, s metadata.Store) { testConcurrentSamePartitions(t, s) }

@@ -69,7 +69,8 @@ func Run(t *testing.T, open func(t *testing.T) metadata.Store) {
 		{"CancelledCommit", testCancelledCommit},
 		{"Closed", testClosed},
 	}
-	tests = append(tests, groupTests...) // groups.go
+	tests = append(tests, commitFilesTests...) // commit_files.go
+	tests = append(tests, groupTests...)       // groups.go
 	tests = append(tests, retentionTests...)
 	tests = append(tests, compactionTests...) // compaction.go
 	tests = append(tests, icebergTests...)    // iceberg.go

@@ -23,7 +23,7 @@ var ErrInjected = errors.New("metafault: injected fault")
 type Op string
 
 const (
-	OpCommit       Op = "commit"        // CommitFile
+	OpCommit       Op = "commit"        // CommitFile, CommitFiles (one fault per call, whatever its files)
 	OpRead         Op = "read"          // FindBatches, ListOffset, PartitionStates
 	OpTopics       Op = "topics"        // CreateTopic, DeleteTopic, ListTopics, DescribeTopic, TopicByID
 	OpInitProducer Op = "init-producer" // InitProducer
@@ -185,6 +185,12 @@ func call[T any](ctx context.Context, s *Store, op Op, fn func() (T, error)) (T,
 // CommitFile implements metadata.Store.
 func (s *Store) CommitFile(ctx context.Context, f metadata.FileCommit) ([]metadata.BatchResult, error) {
 	return call(ctx, s, OpCommit, func() ([]metadata.BatchResult, error) { return s.inner.CommitFile(ctx, f) })
+}
+
+// CommitFiles implements metadata.Store. A call is one OpCommit, so a lost
+// answer loses every file's results at once, as a lost transaction does.
+func (s *Store) CommitFiles(ctx context.Context, files []metadata.FileCommit) ([][]metadata.BatchResult, error) {
+	return call(ctx, s, OpCommit, func() ([][]metadata.BatchResult, error) { return s.inner.CommitFiles(ctx, files) })
 }
 
 // FindBatches implements metadata.Store.

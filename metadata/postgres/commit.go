@@ -35,6 +35,28 @@ func (s *Store) CommitFile(ctx context.Context, f metadata.FileCommit) ([]metada
 	if s.isClosed() {
 		return nil, fmt.Errorf("metadata: commit file %s: %w", f.Key, metadata.ErrClosed)
 	}
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil { // nothing was sent
+		return nil, s.notApplied("commit file "+f.Key, err)
+	}
+	defer conn.Release()
+	var row commitRow
+	err = conn.QueryRow(ctx, commitSQL, s.commitArgs(f)...).Scan(row.dest()...)
+	if err != nil {
+		return nil, s.statementErr("commit file "+f.Key, err)
+	}
+	// Past this point the file is committed: errors say so and are never
+	// ErrNotApplied.
+	results, stored, err := row.results(f)
+	s.announce(row.notice, f, results)
+	if stored >= 0 {
+		return nil, fmt.Errorf("%w: file %s was committed with %d batches, not %d", metadata.ErrInvalidCommit, f.Key, stored, len(f.Batches))
+	}
+	return results, err
+}
+
+// commitArgs are floe_commit_file_v2's arguments for f.
+func (s *Store) commitArgs(f metadata.FileCommit) []any {
 	n := len(f.Batches)
 	var (
 		topic   = make([]int64, n)
@@ -64,40 +86,39 @@ func (s *Store) CommitFile(ctx context.Context, f metadata.FileCommit) ([]metada
 	if s.opts.NotifyInCommit {
 		channel = &s.opts.NotifyChannel
 	}
-	conn, err := s.pool.Acquire(ctx)
-	if err != nil { // nothing was sent
-		return nil, s.notApplied("commit file "+f.Key, err)
-	}
-	defer conn.Release()
-	var (
-		base       []*int64
-		dup        []*int64
-		codes      []int16
-		appendTime *int64
-		replay     bool
-		notice     *string
-	)
-	err = conn.QueryRow(ctx, commitSQL, f.Key, f.Size, topic, part, byteOff, byteLen, count, maxTS,
-		pid, epoch, seq, channel).Scan(&base, &dup, &codes, &appendTime, &replay, &notice)
-	if err != nil {
-		return nil, s.statementErr("commit file "+f.Key, err)
-	}
-	// Past this point the file is committed: errors say so and are never
-	// ErrNotApplied.
-	if appendTime == nil {
-		s.announce(notice, f, nil)
-		if replay {
-			return nil, fmt.Errorf("metadata: commit file %s: %w", f.Key, errNoStoredResults)
+	return []any{f.Key, f.Size, topic, part, byteOff, byteLen, count, maxTS, pid, epoch, seq, channel}
+}
+
+// commitRow is floe_commit_file_v2's answer.
+type commitRow struct {
+	base       []*int64
+	dup        []*int64
+	codes      []int16
+	appendTime *int64
+	replay     bool
+	notice     *string
+}
+
+func (r *commitRow) dest() []any {
+	return []any{&r.base, &r.dup, &r.codes, &r.appendTime, &r.replay, &r.notice}
+}
+
+// results turns the answer of a commit of f into its results. stored >= 0
+// is the batch count of a replayed key that was committed with another
+// number of batches (no results then).
+func (r *commitRow) results(f metadata.FileCommit) (_ []metadata.BatchResult, stored int, _ error) {
+	n := len(f.Batches)
+	if r.appendTime == nil {
+		if r.replay {
+			return nil, -1, fmt.Errorf("metadata: commit file %s: %w", f.Key, errNoStoredResults)
 		}
-		return nil, fmt.Errorf("metadata: commit file %s (committed): no append time", f.Key)
+		return nil, -1, fmt.Errorf("metadata: commit file %s (committed): no append time", f.Key)
 	}
-	if replay && len(codes) != n {
-		s.announce(notice, f, nil)
-		return nil, fmt.Errorf("%w: file %s was committed with %d batches, not %d", metadata.ErrInvalidCommit, f.Key, len(codes), n)
+	if r.replay && len(r.codes) != n {
+		return nil, len(r.codes), nil
 	}
-	results, err := decodeResults(f.Key, n, base, dup, codes, *appendTime)
-	s.announce(notice, f, results)
-	return results, err
+	results, err := decodeResults(f.Key, n, r.base, r.dup, r.codes, *r.appendTime)
+	return results, -1, err
 }
 
 // announce hands a commit's notice, and the batches of its results when

@@ -5,7 +5,9 @@
 // floe_commit_file_v2 (migrations/0003_commit_file_v2.sql), which records
 // the file with its results (a second commit of the key answers with them),
 // locks the file's partitions in (topic id, partition) order, and sequences
-// the batches. The store's notifier announces the new high watermarks with
+// the batches. CommitFiles commits several files in one pipelined
+// transaction, their partitions locked first, all together, in that order
+// (commit_files.go). The store's notifier announces the new high watermarks with
 // NOTIFY after the commits, merged, outside their transactions (see
 // notifier). PostgreSQL's clock is the one clock for append times. Schema
 // migrations are embedded and applied at Open under an advisory lock, so

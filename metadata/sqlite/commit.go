@@ -62,11 +62,24 @@ func (s *Store) CommitFile(ctx context.Context, f metadata.FileCommit) ([]metada
 	if err := tx.Commit(); err != nil {
 		return nil, fmt.Errorf("metadata: %s: outcome unknown: %w", op, ctxErr(ctx, err))
 	}
-	var n metadata.Notice
-	for k, p := range parts {
-		if p.hw != p.start {
-			n.Partitions = append(n.Partitions, metadata.PartitionNotice{TopicID: k.topic, Partition: k.part, HighWatermark: p.hw})
+	s.publish(parts)
+	return results, nil
+}
+
+// publish announces the new high watermarks of the partitions a commit
+// advanced (a later commit's map overrides an earlier one's).
+func (s *Store) publish(commits ...map[partKey]*partState) {
+	hws := map[partKey]int64{}
+	for _, parts := range commits {
+		for k, p := range parts {
+			if p.hw != p.start {
+				hws[k] = p.hw
+			}
 		}
+	}
+	var n metadata.Notice
+	for k, hw := range hws {
+		n.Partitions = append(n.Partitions, metadata.PartitionNotice{TopicID: k.topic, Partition: k.part, HighWatermark: hw})
 	}
 	if len(n.Partitions) > 0 {
 		slices.SortFunc(n.Partitions, func(a, b metadata.PartitionNotice) int {
@@ -74,7 +87,6 @@ func (s *Store) CommitFile(ctx context.Context, f metadata.FileCommit) ([]metada
 		})
 		s.hub.Publish(n)
 	}
-	return results, nil
 }
 
 // notApplied wraps err, a failure that surely left the database unchanged,
