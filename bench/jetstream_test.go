@@ -31,7 +31,9 @@ func TestJetStreamPeer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Acked == 0 || res.Failed != 0 || res.RecordsPerSec < 400 || res.Produce.Count == 0 {
+	// No rate floor: under load the peer may not keep the schedule (a
+	// timing assert); every record sent must be acknowledged.
+	if res.Acked == 0 || res.Acked != res.Sent || res.Failed != 0 || res.Unacked != 0 || res.Produce.Count == 0 {
 		t.Fatalf("e2e run: %+v", res)
 	}
 	if res.E2E == nil || res.E2E.Count == 0 || res.Consumed != res.Acked {
