@@ -5,8 +5,8 @@ import (
 	"path/filepath"
 	"testing"
 
-	floev1 "github.com/floe-broker/floe/api/floe/v1"
 	"github.com/floe-broker/floe/agent"
+	floev1 "github.com/floe-broker/floe/api/floe/v1"
 	"github.com/floe-broker/floe/batcher"
 	"github.com/floe-broker/floe/metadata"
 	"github.com/floe-broker/floe/metadata/sqlite"
