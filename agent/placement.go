@@ -60,7 +60,7 @@ func (a *Agent) DescribePlacement(ctx context.Context, req *floev1.DescribePlace
 		return resp, nil
 	}
 	for _, g := range agents {
-		resp.Agents = append(resp.Agents, &floev1.AgentEndpoint{NodeId: g.NodeID, GrpcAddress: placement.GRPCAddr(g), Zone: g.Zone})
+		resp.Agents = append(resp.Agents, &floev1.AgentEndpoint{NodeId: g.NodeID, GrpcAddress: g.GRPCAddr, Zone: g.Zone})
 	}
 	resp.PartitionAgents = make([]int32, t.Partitions)
 	for p := range t.Partitions {

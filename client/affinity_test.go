@@ -19,7 +19,6 @@ import (
 	"github.com/floe-broker/floe/metadata"
 	"github.com/floe-broker/floe/metadata/sqlite"
 	"github.com/floe-broker/floe/objectstore"
-	"github.com/floe-broker/floe/placement"
 )
 
 // switchableCluster is a view of the live agents the test changes.
@@ -76,7 +75,7 @@ func startSharedAgents(t *testing.T, lingers []time.Duration, cluster *switchabl
 		if err != nil {
 			t.Fatal(err)
 		}
-		sa := &servedAgent{info: metadata.AgentInfo{ID: placement.WithGRPCAddr(fmt.Sprintf("agent-%d", i), lis.Addr().String()), NodeID: int32(i + 1)}}
+		sa := &servedAgent{info: metadata.AgentInfo{ID: fmt.Sprintf("agent-%d", i), NodeID: int32(i + 1), GRPCAddr: lis.Addr().String()}}
 		gs := grpc.NewServer(grpc.StreamInterceptor(func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, h grpc.StreamHandler) error {
 			return h(srv, countingStream{ServerStream: ss, n: &sa.produced})
 		}))
@@ -125,7 +124,7 @@ func TestAffinityRouteChangeKeepsOrder(t *testing.T) {
 	both := []metadata.AgentInfo{ags[0].info, ags[1].info}
 	cluster.set(both...)
 	ctx := context.Background()
-	boot, err := client.Dial(placement.GRPCAddr(ags[0].info))
+	boot, err := client.Dial(ags[0].info.GRPCAddr)
 	if err != nil {
 		t.Fatal(err)
 	}

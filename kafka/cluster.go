@@ -71,8 +71,8 @@ func (c *cluster) current() *clusterView { return c.view.Load() }
 func (c *cluster) start(ctx context.Context, lis net.Addr) {
 	v := *c.current()
 	v.self.Host, v.self.Port = registeredAddr(c.s.cfg, lis)
-	if g := grpcAddr(c.s.cfg.GRPCAddr, v.self.Host); g != "" && len(placement.WithGRPCAddr(v.self.ID, g)) <= metadata.MaxAgentFieldLen {
-		v.self.ID = placement.WithGRPCAddr(v.self.ID, g)
+	if g := grpcAddr(c.s.cfg.GRPCAddr, v.self.Host); len(g) <= metadata.MaxAgentFieldLen {
+		v.self.GRPCAddr = g
 	}
 	v.agents = []metadata.AgentInfo{v.self}
 	c.view.Store(&v)
@@ -123,7 +123,7 @@ func (c *cluster) beat(ctx context.Context) {
 	c.view.Store(v)
 }
 
-// grpcAddr is the gRPC address this agent's row names (placement.GRPCAddr):
+// grpcAddr is the gRPC address this agent's row names (its grpc_addr):
 // listen's host, or host where listen's is empty or unspecified ("" when
 // listen is not host:port).
 func grpcAddr(listen, host string) string {
@@ -138,7 +138,7 @@ func grpcAddr(listen, host string) string {
 }
 
 // LiveAgents is this agent's latest view of the live agents (by node id,
-// itself included; each id carries its gRPC address, placement.GRPCAddr).
+// itself included, each with its gRPC address, "" if it named none).
 func (s *Server) LiveAgents() []metadata.AgentInfo { return s.agents.current().agents }
 
 // registeredAddr is the address this agent's row gives other agents to

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"sort"
 	"time"
 )
@@ -23,10 +24,11 @@ import (
 // and write the plan.
 
 // ErrInvalidAgent reports a malformed agent beat (empty or too long id or
-// host, a port out of range, a non-positive ttl).
+// host, a port out of range, a gRPC address that is not host:port, a
+// non-positive ttl).
 var ErrInvalidAgent = errors.New("metadata: invalid agent")
 
-// MaxAgentFieldLen bounds an agent's id, host and zone.
+// MaxAgentFieldLen bounds an agent's id, host, zone and gRPC address.
 const MaxAgentFieldLen = 255
 
 // AgentInfo is one live agent as its beat described it.
@@ -36,6 +38,10 @@ type AgentInfo struct {
 	Host   string // where Kafka clients reach it
 	Port   int32
 	Zone   string // availability zone, "" if unknown
+	// GRPCAddr is where gRPC clients reach it (host:port), "" if it
+	// named none (an agent of an earlier release): DescribePlacement
+	// then gives it no partitions' clients.
+	GRPCAddr string
 }
 
 // AgentStore records live agents.
@@ -59,10 +65,21 @@ func ValidateAgent(a AgentInfo, ttl time.Duration) error {
 		return fmt.Errorf("%w: agent zone must be at most 255 bytes", ErrInvalidAgent)
 	case a.Port <= 0 || a.Port > 65535:
 		return fmt.Errorf("%w: agent port must be 1 to 65535", ErrInvalidAgent)
+	case len(a.GRPCAddr) > MaxAgentFieldLen || !validGRPCAddr(a.GRPCAddr):
+		return fmt.Errorf("%w: agent grpc address must be empty or host:port of at most 255 bytes", ErrInvalidAgent)
 	case ttl < time.Millisecond:
 		return fmt.Errorf("%w: agent ttl must be at least 1 ms", ErrInvalidAgent)
 	}
 	return nil
+}
+
+// validGRPCAddr: addr is "" or host:port with a non-empty host and port.
+func validGRPCAddr(addr string) bool {
+	if addr == "" {
+		return true
+	}
+	h, p, err := net.SplitHostPort(addr)
+	return err == nil && h != "" && p != ""
 }
 
 // AgentRow is an agent's stored row.

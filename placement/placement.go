@@ -23,7 +23,6 @@ import (
 	"hash/fnv"
 	"net"
 	"strconv"
-	"strings"
 
 	"github.com/floe-broker/floe/metadata"
 )
@@ -91,32 +90,4 @@ func Coordinator(group string, agents []metadata.AgentInfo, self metadata.AgentI
 // KafkaAddr is the address an agent's row gives Kafka clients.
 func KafkaAddr(a metadata.AgentInfo) string {
 	return net.JoinHostPort(a.Host, strconv.Itoa(int(a.Port)))
-}
-
-// grpcMark separates an agent's id from the gRPC address it carries.
-//
-// The agents table has no column for the gRPC address (its migrations
-// hold the Kafka listener's host and port), so an agent appends it to the
-// id it beats with: "<id> grpc=<host:port>". The id stays unique per
-// process (the prefix is), and agents of earlier releases, whose ids
-// carry none, are agents without a gRPC address: their partitions are
-// routed to the client's bootstrap agent.
-const grpcMark = " grpc="
-
-// WithGRPCAddr is id carrying the agent's gRPC address addr ("": id as
-// is).
-func WithGRPCAddr(id, addr string) string {
-	if addr == "" {
-		return id
-	}
-	return id + grpcMark + addr
-}
-
-// GRPCAddr is the gRPC address an agent's id carries, "" if none.
-func GRPCAddr(a metadata.AgentInfo) string {
-	_, addr, ok := strings.Cut(a.ID, grpcMark)
-	if !ok {
-		return ""
-	}
-	return addr
 }

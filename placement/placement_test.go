@@ -102,19 +102,3 @@ func TestLeaderZone(t *testing.T) {
 		}
 	}
 }
-
-func TestGRPCAddr(t *testing.T) {
-	for _, tc := range []struct{ id, addr, want string }{
-		{"host-00ff", "10.0.0.1:7070", "10.0.0.1:7070"},
-		{"host-00ff", "", ""},
-		{"host-00ff", "[::1]:7070", "[::1]:7070"},
-	} {
-		a := metadata.AgentInfo{ID: WithGRPCAddr(tc.id, tc.addr)}
-		if got := GRPCAddr(a); got != tc.want {
-			t.Errorf("GRPCAddr(WithGRPCAddr(%q, %q)) = %q, want %q", tc.id, tc.addr, got, tc.want)
-		}
-	}
-	if got := GRPCAddr(metadata.AgentInfo{ID: "old-release-id"}); got != "" {
-		t.Errorf("an id without an address: %q", got)
-	}
-}

@@ -1,6 +1,7 @@
 package metadatatest
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"reflect"
 	"testing"
@@ -39,6 +40,9 @@ func testAgentsRule(t *testing.T, s metadata.Store) {
 			ttl = time.Millisecond
 		}
 		a := metadata.AgentInfo{ID: id, Host: "10.0.0." + id, Port: int32(9000 + step), Zone: ids[rng.IntN(2)]}
+		if rng.IntN(3) != 0 { // else an agent of an earlier release: no gRPC address
+			a.GRPCAddr = fmt.Sprintf("10.0.0.%s:%d", id, 7000+step)
+		}
 		rows := make([]metadata.AgentRow, 0, len(model))
 		for _, r := range model {
 			rows = append(rows, r)

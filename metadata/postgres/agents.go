@@ -17,21 +17,21 @@ func (s *Store) BeatAgent(ctx context.Context, a metadata.AgentInfo, ttl time.Du
 	}
 	var now time.Time
 	var stored []metadata.AgentRow
-	rows, err := s.pool.Query(ctx, `SELECT now(), g.id, g.node_id, g.host, g.port, g.zone, g.expires_at
+	rows, err := s.pool.Query(ctx, `SELECT now(), g.id, g.node_id, g.host, g.port, g.zone, g.grpc_addr, g.expires_at
 		FROM (VALUES (1)) v LEFT JOIN agents g ON true`)
 	if err != nil {
 		return nil, s.wrap("beat agent", err)
 	}
 	for rows.Next() {
-		var id, host, zone *string
+		var id, host, zone, grpcAddr *string
 		var node, port *int32
 		var exp *time.Time
-		if err := rows.Scan(&now, &id, &node, &host, &port, &zone, &exp); err != nil {
+		if err := rows.Scan(&now, &id, &node, &host, &port, &zone, &grpcAddr, &exp); err != nil {
 			rows.Close()
 			return nil, s.wrap("beat agent", err)
 		}
 		if id != nil {
-			stored = append(stored, metadata.AgentRow{AgentInfo: metadata.AgentInfo{ID: *id, NodeID: *node, Host: *host, Port: *port, Zone: *zone}, ExpiresAt: *exp})
+			stored = append(stored, metadata.AgentRow{AgentInfo: metadata.AgentInfo{ID: *id, NodeID: *node, Host: *host, Port: *port, Zone: *zone, GRPCAddr: *grpcAddr}, ExpiresAt: *exp})
 		}
 	}
 	if err := rows.Err(); err != nil {
@@ -49,11 +49,11 @@ func (s *Store) BeatAgent(ctx context.Context, a metadata.AgentInfo, ttl time.Du
 			DELETE FROM agents g USING unnest($6::text[], $7::timestamptz[]) AS x(id, exp)
 			 WHERE g.id = x.id AND g.expires_at = x.exp AND g.id <> $1
 		)
-		INSERT INTO agents AS g (id, host, port, zone, expires_at) VALUES ($1, $2, $3, $4, $5)
+		INSERT INTO agents AS g (id, host, port, zone, expires_at, grpc_addr) VALUES ($1, $2, $3, $4, $5, $9)
 		ON CONFLICT (id) DO UPDATE SET host = excluded.host, port = excluded.port, zone = excluded.zone,
-			expires_at = excluded.expires_at,
+			grpc_addr = excluded.grpc_addr, expires_at = excluded.expires_at,
 			node_id = CASE WHEN $8 THEN g.node_id ELSE nextval(pg_get_serial_sequence('agents', 'node_id')) END
-		RETURNING node_id`, a.ID, a.Host, a.Port, a.Zone, plan.ExpiresAt, goneIDs, goneExp, plan.KeepNodeID).Scan(&self.NodeID)
+		RETURNING node_id`, a.ID, a.Host, a.Port, a.Zone, plan.ExpiresAt, goneIDs, goneExp, plan.KeepNodeID, a.GRPCAddr).Scan(&self.NodeID)
 	if err != nil {
 		return nil, s.wrap("beat agent", err)
 	}

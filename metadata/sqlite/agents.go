@@ -36,9 +36,10 @@ func (s *Store) BeatAgent(ctx context.Context, a metadata.AgentInfo, ttl time.Du
 			}
 		}
 		self := a
-		if err := tx.QueryRowContext(ctx, `INSERT INTO agents (id, host, port, zone, expires_at) VALUES (?1, ?2, ?3, ?4, ?5)
-			ON CONFLICT (id) DO UPDATE SET host = excluded.host, port = excluded.port, zone = excluded.zone, expires_at = excluded.expires_at
-			RETURNING node_id`, a.ID, a.Host, a.Port, a.Zone, plan.ExpiresAt.UnixMilli()).Scan(&self.NodeID); err != nil {
+		if err := tx.QueryRowContext(ctx, `INSERT INTO agents (id, host, port, zone, expires_at, grpc_addr) VALUES (?1, ?2, ?3, ?4, ?5, ?6)
+			ON CONFLICT (id) DO UPDATE SET host = excluded.host, port = excluded.port, zone = excluded.zone, expires_at = excluded.expires_at,
+				grpc_addr = excluded.grpc_addr
+			RETURNING node_id`, a.ID, a.Host, a.Port, a.Zone, plan.ExpiresAt.UnixMilli(), a.GRPCAddr).Scan(&self.NodeID); err != nil {
 			return err
 		}
 		live = plan.Live(self)
@@ -52,7 +53,7 @@ func (s *Store) BeatAgent(ctx context.Context, a metadata.AgentInfo, ttl time.Du
 
 // agentRows reads every agent row.
 func agentRows(ctx context.Context, tx *sql.Tx) ([]metadata.AgentRow, error) {
-	rows, err := tx.QueryContext(ctx, "SELECT id, node_id, host, port, zone, expires_at FROM agents")
+	rows, err := tx.QueryContext(ctx, "SELECT id, node_id, host, port, zone, grpc_addr, expires_at FROM agents")
 	if err != nil {
 		return nil, err
 	}
@@ -61,7 +62,7 @@ func agentRows(ctx context.Context, tx *sql.Tx) ([]metadata.AgentRow, error) {
 	for rows.Next() {
 		var r metadata.AgentRow
 		var exp int64
-		if err := rows.Scan(&r.ID, &r.NodeID, &r.Host, &r.Port, &r.Zone, &exp); err != nil {
+		if err := rows.Scan(&r.ID, &r.NodeID, &r.Host, &r.Port, &r.Zone, &r.GRPCAddr, &exp); err != nil {
 			return nil, err
 		}
 		r.ExpiresAt = time.UnixMilli(exp)
