@@ -64,9 +64,9 @@ func TestAuthEndToEndOnTheStore(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	kaddr := freeAddr(t)
-	serverArgs := []string{"dev", "-data", data, "-auth-enabled", "-auth-superusers", "User:admin", "-auth-refresh", "1s", "-kafka-listen", kaddr}
+	serverArgs := []string{"dev", "-data", data, "-auth-enabled", "-auth-superusers", "User:admin", "-auth-refresh", "1s", "-kafka-listen", "127.0.0.1:0"}
 	dev := startFloe(t, serverArgs...)
+	kaddr := dev.kafkaAddr(t)
 	at := []string{"-addr", dev.addr}
 	admin := append([]string{"-token-file", adminFile}, at...)
 

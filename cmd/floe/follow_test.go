@@ -202,8 +202,9 @@ func TestConsumeFollowNonRetriableExits(t *testing.T) {
 // With one agent, a follower waits out the agent's restart and resumes
 // where it stopped.
 func TestConsumeFollowSurvivesRestartOfItsOnlyAgent(t *testing.T) {
-	devArgs := []string{"dev", "-data", t.TempDir(), "-listen", freeAddr(t), "-metrics-listen", freeAddr(t)}
-	dev := startFloe(t, devArgs...)
+	data := t.TempDir()
+	dev := startFloe(t, "dev", "-data", data)
+	devArgs := []string{"dev", "-data", data, "-listen", dev.addr, "-metrics-listen", dev.metrics} // the restart's: the same ports
 	c := dialT(t, dev.addr)
 	if _, err := c.CreateTopic(context.Background(), "one", 3, nil); err != nil {
 		t.Fatal(err)
