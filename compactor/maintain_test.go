@@ -385,7 +385,7 @@ func TestIcebergDropDeletedTopics(t *testing.T) {
 			c.IcebergMaintain = compactor.IcebergMaintainConfig{Interval: time.Millisecond, KeepSnapshots: 1, OrphanAge: time.Millisecond}
 		}
 		runOnce(t, iceCompactor(t, e, "keep", w, keep)) // renames the old table
-		time.Sleep(5 * time.Millisecond) // its files pass OrphanAge (1 ms; the file times and time.Now are one clock)
+		time.Sleep(5 * time.Millisecond)                // its files pass OrphanAge (1 ms; the file times and time.Now are one clock)
 		runOnce(t, iceCompactor(t, e, "keep2", w, keep))
 		if _, err := w.Load(ctx, gone.Name); err != nil {
 			t.Fatalf("the deleted topic's table was not kept: %v", err)
