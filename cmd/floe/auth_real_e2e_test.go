@@ -117,6 +117,7 @@ func TestAuthEndToEndOnTheStore(t *testing.T) {
 	pki := testPKI(t, dir, "floe") // tls_e2e_test.go
 	dev = startFloe(t, append(serverArgs, "-grpc-tls-cert", pki.ServerCert, "-grpc-tls-key", pki.ServerKey,
 		"-kafka-tls-cert", pki.ServerCert, "-kafka-tls-key", pki.ServerKey)...)
+	kaddr = dev.kafkaAddr(t) // its own ports
 	at = []string{"-addr", dev.addr, "-ca", pki.CAFile}
 	admin = append([]string{"-token-file", adminFile}, at...)
 	refused("Unauthenticated", "", append([]string{"consume", "orders", "-token", alice}, at...)...)
