@@ -5,25 +5,16 @@ import (
 	"errors"
 	"fmt"
 	mrand "math/rand/v2"
-	"net"
-	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
-	"google.golang.org/grpc/test/bufconn"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/floe-broker/floe/agent"
 	floev1 "github.com/floe-broker/floe/api/floe/v1"
-	"github.com/floe-broker/floe/batcher"
 	"github.com/floe-broker/floe/client"
-	"github.com/floe-broker/floe/metadata/sqlite"
-	"github.com/floe-broker/floe/objectstore"
+	"github.com/floe-broker/floe/internal/agenttest"
 )
 
 // startAgent runs a real agent (SQLite, the in-memory store) with topic
@@ -31,44 +22,8 @@ import (
 // what the fakes of these tests are held to.
 func startAgent(t *testing.T, parts int32) *client.Client {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	meta, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "meta.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	store := objectstore.NewMemory()
-	bcfg := batcher.DefaultConfig()
-	bcfg.Linger = time.Millisecond
-	var ag *agent.Agent
-	b, err := batcher.New(bcfg, store, meta, batcher.Options{OnCommit: func(f batcher.CommittedFile) { ag.OnCommit(f) }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if ag, err = agent.New(agent.DefaultConfig(), meta, store, b, agent.Options{}); err != nil {
-		t.Fatal(err)
-	}
-	lis := bufconn.Listen(1 << 20)
-	gs := grpc.NewServer()
-	ag.Register(gs)
-	var wg sync.WaitGroup
-	wg.Add(2)
-	go func() { defer wg.Done(); _ = gs.Serve(lis) }()
-	go func() { defer wg.Done(); _ = ag.Run(ctx) }()
-	c, err := client.Dial("passthrough:///bufnet",
-		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return lis.DialContext(ctx) }),
-		grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		c.Close()
-		gs.Stop()
-		_ = b.Close(context.Background())
-		cancel()
-		wg.Wait()
-		meta.Close()
-	})
-	if _, err := c.CreateTopic(ctx, "t", parts, nil); err != nil {
+	c := agenttest.StartLocal(t, agenttest.Default()).Client
+	if _, err := c.CreateTopic(context.Background(), "t", parts, nil); err != nil {
 		t.Fatal(err)
 	}
 	return c

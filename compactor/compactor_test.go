@@ -413,7 +413,7 @@ func TestOrphansCollected(t *testing.T) {
 // metadata gave them.
 func TestReadersDuringDeletion(t *testing.T) {
 	backends(t, func(t *testing.T, e env) {
-		ctx, cancel := context.WithTimeout(context.Background(), 4*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
 		tp, _ := e.meta.CreateTopic(ctx, metadata.TopicSpec{Name: "rd", Partitions: 2,
 			Config: map[string]string{metadata.ConfigRetentionBytes: "2000"}})
@@ -424,7 +424,7 @@ func TestReadersDuringDeletion(t *testing.T) {
 			wg                sync.WaitGroup
 			reads, missing    atomic.Int64
 			outOfRange, files atomic.Int64
-			merged            atomic.Int64
+			merged, deleted   atomic.Int64
 		)
 		stop := make(chan struct{})
 		wg.Add(1)
@@ -466,6 +466,7 @@ func TestReadersDuringDeletion(t *testing.T) {
 					t.Errorf("RunOnce: %v", err)
 				}
 				merged.Add(int64(r.FilesMerged))
+				deleted.Add(int64(r.FilesDeleted))
 			}
 		}()
 		for r := range 4 {
@@ -499,17 +500,27 @@ func TestReadersDuringDeletion(t *testing.T) {
 				}
 			}()
 		}
-		time.Sleep(3 * time.Second)
+		// Run until enough of each happened at once, however slow the
+		// machine: files written, merged and deleted under the readers.
+		enough := func() bool {
+			return files.Load() >= 50 && merged.Load() >= 5 && deleted.Load() >= 10 && reads.Load() >= 200
+		}
+		for deadline := time.Now().Add(time.Minute); !enough(); time.Sleep(20 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				break // reported below
+			}
+		}
 		close(stop)
 		wg.Wait()
 		st, _ := e.meta.TopicStorage(context.Background(), tp.ID)
-		t.Logf("%d files written, %d merged, %d batch reads, %d out of range, %d missing objects; storage at the end %+v",
-			files.Load(), merged.Load(), reads.Load(), outOfRange.Load(), missing.Load(), st)
+		t.Logf("%d files written, %d merged, %d deleted, %d batch reads, %d out of range, %d missing objects; storage at the end %+v",
+			files.Load(), merged.Load(), deleted.Load(), reads.Load(), outOfRange.Load(), missing.Load(), st)
 		if missing.Load() != 0 {
 			t.Errorf("%d reads of a batch the metadata gave met a missing object", missing.Load())
 		}
-		if reads.Load() == 0 || files.Load() < 10 || merged.Load() == 0 {
-			t.Errorf("the run did too little: %d reads, %d files, %d merged", reads.Load(), files.Load(), merged.Load())
+		if !enough() {
+			t.Errorf("the run did too little in a minute: %d reads, %d files, %d merged, %d deleted; want 200, 50, 5, 10",
+				reads.Load(), files.Load(), merged.Load(), deleted.Load())
 		}
 	})
 }

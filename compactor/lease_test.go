@@ -20,6 +20,7 @@ type jobTracker struct {
 	inside  map[string]int
 	maxSeen map[string]int
 	runs    map[string]int // by owner, and by "owner/job"
+	refused map[string]int // lease attempts refused, by owner
 }
 
 func (j *jobTracker) enter(job, owner string) func() {
@@ -43,6 +44,32 @@ type tracked struct {
 	metadata.Store
 	owner string
 	j     *jobTracker
+}
+
+func (t tracked) AcquireLease(ctx context.Context, job, owner string, ttl time.Duration) (bool, error) {
+	ok, err := t.Store.AcquireLease(ctx, job, owner, ttl)
+	if err == nil && !ok {
+		t.j.mu.Lock()
+		t.j.refused[owner]++
+		t.j.mu.Unlock()
+	}
+	return ok, err
+}
+
+// waitJobs waits until cond holds of j (under its lock), 30 s at most.
+func (j *jobTracker) waitJobs(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		j.mu.Lock()
+		ok := cond()
+		j.mu.Unlock()
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within 30 s (runs %v, refused %v)", what, j.runs, j.refused)
+		}
+	}
 }
 
 func (t tracked) ListTopics(ctx context.Context) ([]metadata.Topic, error) {
@@ -82,7 +109,7 @@ func TestLeaseOneJobAtATime(t *testing.T) {
 		t.Fatal(err)
 	}
 	writeKeyed(t, e, kt.ID, 0, []kv{"a=1"})
-	j := &jobTracker{inside: map[string]int{}, maxSeen: map[string]int{}, runs: map[string]int{}}
+	j := &jobTracker{inside: map[string]int{}, maxSeen: map[string]int{}, runs: map[string]int{}, refused: map[string]int{}}
 	mk := func(owner string) *compactor.Compactor {
 		return newCompactor(t, env{meta: tracked{e.meta, owner, j}, store: e.store}, owner, func(c *compactor.Config) {
 			c.Interval, c.LeaseTTL, c.OrphanShards = 5*time.Millisecond, 2*time.Second, 1
@@ -93,27 +120,34 @@ func TestLeaseOneJobAtATime(t *testing.T) {
 	ctxB, stopB := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	wg.Add(2)
-	go func() { defer wg.Done(); _ = a.Run(ctxA) }()
+	aDone := make(chan struct{})
+	go func() { defer wg.Done(); defer close(aDone); _ = a.Run(ctxA) }()
 	// a takes the leases first: b starts once a went through every job
 	// (retention, compact, merge, deletion, orphans) once.
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-		j.mu.Lock()
-		all := true
-		for _, job := range compactor.Jobs {
-			all = all && j.runs["a/"+job] > 0
-		}
-		j.mu.Unlock()
-		if all || time.Now().After(deadline) {
-			break
+	ranAll := func(owner string) func() bool {
+		return func() bool {
+			for _, job := range compactor.Jobs {
+				if j.runs[owner+"/"+job] == 0 {
+					return false
+				}
+			}
+			return true
 		}
 	}
+	j.waitJobs(t, "a runs every job", ranAll("a"))
 	go func() { defer wg.Done(); _ = b.Run(ctxB) }()
-	time.Sleep(700 * time.Millisecond)
+	// b tries for the leases, passes after passes, and is refused each
+	// job (a renews them well inside their 2 s).
+	j.waitJobs(t, "b is refused the leases", func() bool { return j.refused["b"] >= 3*len(compactor.Jobs) })
 	j.mu.Lock()
 	bBefore := j.runs["b"]
 	j.mu.Unlock()
-	stopA() // releases its leases: b takes over at once
-	time.Sleep(500 * time.Millisecond)
+	stopA() // releases its leases: b takes over at once, not after their TTL
+	<-aDone
+	j.mu.Lock()
+	refusedAtStop := j.refused["b"]
+	j.mu.Unlock()
+	j.waitJobs(t, "b runs every job once a stopped", ranAll("b"))
 	stopB()
 	wg.Wait()
 	j.mu.Lock()
@@ -122,6 +156,10 @@ func TestLeaseOneJobAtATime(t *testing.T) {
 		if j.maxSeen[job] != 1 {
 			t.Errorf("job %s: %d compactors inside at once, want 1", job, j.maxSeen[job])
 		}
+	}
+	// At most the one attempt in flight when a released its leases is refused after.
+	if late := j.refused["b"] - refusedAtStop; late > 1 {
+		t.Errorf("b was refused %d leases after a stopped: a did not release them", late)
 	}
 	if j.runs["a"] == 0 || bBefore != 0 || j.runs["b"] == 0 {
 		t.Errorf("job runs: a %d, b %d while a held the leases, b %d in all; want a > 0, then b only after a stopped",

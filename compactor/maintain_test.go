@@ -114,7 +114,7 @@ func TestIcebergMaintenance(t *testing.T) {
 			c.IcebergMaintain = compactor.IcebergMaintainConfig{Interval: time.Hour, KeepSnapshots: 2,
 				OrphanAge: time.Millisecond, RewriteMinFiles: 2}
 		})
-		time.Sleep(5 * time.Millisecond) // the orphans are older than OrphanAge
+		time.Sleep(5 * time.Millisecond) // the orphans pass OrphanAge (1 ms; the file times and time.Now are one clock); the metric below checks the effect
 		runOnce(t, on)
 		after, err := w.Describe(ctx, tp.Name)
 		if err != nil {
@@ -246,7 +246,7 @@ func TestIcebergMaintainTwoCompactors(t *testing.T) {
 			wg        sync.WaitGroup
 			commits   atomic.Int64
 			notHolder atomic.Int64
-			passes    = make([]int, 2)
+			passes    [2]atomic.Int64
 		)
 		for i := range 2 {
 			owner := fmt.Sprintf("c%d", i)
@@ -269,7 +269,7 @@ func TestIcebergMaintainTwoCompactors(t *testing.T) {
 				defer wg.Done()
 				for ctx.Err() == nil {
 					if _, err := c.RunOnce(ctx); err == nil {
-						passes[i]++
+						passes[i].Add(1)
 					}
 				}
 			}()
@@ -277,9 +277,15 @@ func TestIcebergMaintainTwoCompactors(t *testing.T) {
 		for range 16 {
 			i := rnd.IntN(2)
 			produce(t, e.env, tps[i].ID, []int32{0, 1}, 1+rnd.IntN(20), want[i], rnd)
-			time.Sleep(time.Duration(rnd.IntN(120)) * time.Millisecond)
+			time.Sleep(time.Duration(rnd.IntN(120)) * time.Millisecond) // interleave with the passes
 		}
-		time.Sleep(time.Second)
+		// Both compactors at work, and enough commits to tell, however
+		// slow the machine.
+		for deadline := time.Now().Add(time.Minute); commits.Load() < 4 || passes[0].Load() == 0 || passes[1].Load() == 0; time.Sleep(10 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				break // reported below
+			}
+		}
 		cancel()
 		wg.Wait()
 		if n := notHolder.Load(); n > 0 {
@@ -290,10 +296,10 @@ func TestIcebergMaintainTwoCompactors(t *testing.T) {
 		for i, tp := range tps {
 			checkTable(t, w, tp.Name, want[i])
 		}
-		if commits.Load() < 4 {
-			t.Errorf("%d table commits: too few to tell", commits.Load())
+		if commits.Load() < 4 || passes[0].Load() == 0 || passes[1].Load() == 0 {
+			t.Errorf("%d table commits, passes by compactor %d and %d in a minute: too few to tell", commits.Load(), passes[0].Load(), passes[1].Load())
 		}
-		t.Logf("%d commits; passes by compactor: %v", commits.Load(), passes)
+		t.Logf("%d commits; passes by compactor: %d, %d", commits.Load(), passes[0].Load(), passes[1].Load())
 	})
 }
 
@@ -379,7 +385,7 @@ func TestIcebergDropDeletedTopics(t *testing.T) {
 			c.IcebergMaintain = compactor.IcebergMaintainConfig{Interval: time.Millisecond, KeepSnapshots: 1, OrphanAge: time.Millisecond}
 		}
 		runOnce(t, iceCompactor(t, e, "keep", w, keep)) // renames the old table
-		time.Sleep(5 * time.Millisecond)
+		time.Sleep(5 * time.Millisecond)                // its files pass OrphanAge (1 ms; the file times and time.Now are one clock)
 		runOnce(t, iceCompactor(t, e, "keep2", w, keep))
 		if _, err := w.Load(ctx, gone.Name); err != nil {
 			t.Fatalf("the deleted topic's table was not kept: %v", err)

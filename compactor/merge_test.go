@@ -140,11 +140,14 @@ func TestMergeSmallFiles(t *testing.T) {
 			getsBefore += len(files)
 		}
 		otherBefore, _ := readBack(t, e, other.ID, 0)
-		time.Sleep(10 * time.Millisecond)
+		waitStore(t, e, storeNow(t, e)) // every file is older than MergeMinAge 0 by the store's clock
+		// A grace period no pass outlasts, however slow the machine, for
+		// "none deleted yet"; the same compactor then runs with 300 ms.
 		c := newCompactor(t, e, "a", func(c *compactor.Config) {
-			c.MergeMinAge, c.Grace = 0, 300*time.Millisecond
+			c.MergeMinAge, c.Grace, c.OrphanAge = 0, time.Hour, 2*time.Hour
 		})
 		r := runOnce(t, c)
+		marked := storeNow(t, e) // every file the pass marked dead was marked by this
 		// Retention collects partition 2's first two batches first: the
 		// file of the first one dies without merging.
 		if r.FilesMerged != 23 || r.FilesMarked != 24 || r.FilesDeleted != 0 {
@@ -168,7 +171,10 @@ func TestMergeSmallFiles(t *testing.T) {
 		if getsAfter != 3 {
 			t.Errorf("catch-up read touches %d files after the merge, want 1 per partition", getsAfter)
 		}
-		time.Sleep(400 * time.Millisecond)
+		c = newCompactor(t, e, "a", func(c *compactor.Config) {
+			c.MergeMinAge, c.Grace = 0, 300*time.Millisecond
+		})
+		waitStore(t, e, marked.Add(300*time.Millisecond)) // the grace period, by the store's clock
 		r = runOnce(t, c)
 		if r.FilesDeleted < 20 {
 			t.Errorf("pass after the grace period: %+v, want the merged-away files deleted", r)
@@ -222,7 +228,7 @@ func TestFailedMergeLeavesOrphan(t *testing.T) {
 			writeReal(t, e, fmt.Sprint(i), row{tp.ID, 0, []int{2}})
 		}
 		before, _ := readBack(t, e, tp.ID, 0)
-		time.Sleep(10 * time.Millisecond)
+		waitStore(t, e, storeNow(t, e)) // every file is older than MergeMinAge 0 by the store's clock
 		left := new(atomic.Int64)
 		left.Store(1)
 		c := newCompactor(t, env{meta: commitMergeFails{e.meta, left}, store: e.store}, "a", func(c *compactor.Config) {

@@ -25,6 +25,7 @@ import (
 func serverConfigOf(c Config, stderr io.Writer) serverConfig {
 	sc := serverConfig{
 		GRPCAddr: c.Server.Listen, MetricsAddr: c.Server.MetricsListen,
+		AddrFile: c.Server.AddrFile,
 		FailFast: c.Server.FailFast, ReadyInterval: c.Server.ReadyInterval, DrainTimeout: c.Server.DrainTimeout,
 		Pprof: c.Server.Pprof,
 		HTTP: httpLimits{ReadHeaderTimeout: c.Server.HTTPReadHeaderTimeout, WriteTimeout: c.Server.HTTPWriteTimeout,

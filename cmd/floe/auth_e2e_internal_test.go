@@ -24,7 +24,6 @@ import (
 	"github.com/floe-broker/floe/access/accesstest"
 	floev1 "github.com/floe-broker/floe/api/floe/v1"
 	"github.com/floe-broker/floe/auth"
-	"github.com/floe-broker/floe/internal/testenv"
 	"github.com/floe-broker/floe/metadata"
 )
 
@@ -44,13 +43,17 @@ func TestDevWithAuth(t *testing.T) {
 	authBackends = func(context.Context, metadata.Store, time.Duration, *slog.Logger) (auth.Authorizer, access.TokenVerifier, auth.Store, func(), error) {
 		return st, v, st, func() {}, nil
 	}
-	grpcAddr, httpAddr, kafkaAddr := testenv.FreeAddr(t), testenv.FreeAddr(t), testenv.FreeAddr(t)
+	addrFile := filepath.Join(t.TempDir(), "addrs.json")
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
 		done <- runDev(ctx, []string{"-auth-enabled", "-auth-superusers", "User:root", "-data", filepath.Join(t.TempDir(), "data"),
-			"-listen", grpcAddr, "-metrics-listen", httpAddr, "-kafka-listen", kafkaAddr}, io.Discard, io.Discard)
+			"-listen", "127.0.0.1:0", "-metrics-listen", "127.0.0.1:0", "-kafka-listen", "127.0.0.1:0", "-addr-file", addrFile}, io.Discard, io.Discard)
 	}()
+	// Every listener bound (Kafka's once the stores are open): the ports
+	// the server took.
+	bound := waitAddrFile(t, addrFile, func(a listenAddrs) bool { return a.Kafka != "" })
+	grpcAddr, httpAddr, kafkaAddr := bound.GRPC, bound.Metrics, bound.Kafka
 	t.Cleanup(func() {
 		cancel()
 		if err := <-done; err != nil {

@@ -64,9 +64,9 @@ func TestAuthEndToEndOnTheStore(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	kaddr := freeAddr(t)
-	serverArgs := []string{"dev", "-data", data, "-auth-enabled", "-auth-superusers", "User:admin", "-auth-refresh", "1s", "-kafka-listen", kaddr}
+	serverArgs := []string{"dev", "-data", data, "-auth-enabled", "-auth-superusers", "User:admin", "-auth-refresh", "1s", "-kafka-listen", "127.0.0.1:0"}
 	dev := startFloe(t, serverArgs...)
+	kaddr := dev.kafkaAddr(t)
 	at := []string{"-addr", dev.addr}
 	admin := append([]string{"-token-file", adminFile}, at...)
 
@@ -117,6 +117,7 @@ func TestAuthEndToEndOnTheStore(t *testing.T) {
 	pki := testPKI(t, dir, "floe") // tls_e2e_test.go
 	dev = startFloe(t, append(serverArgs, "-grpc-tls-cert", pki.ServerCert, "-grpc-tls-key", pki.ServerKey,
 		"-kafka-tls-cert", pki.ServerCert, "-kafka-tls-key", pki.ServerKey)...)
+	kaddr = dev.kafkaAddr(t) // its own ports
 	at = []string{"-addr", dev.addr, "-ca", pki.CAFile}
 	admin = append([]string{"-token-file", adminFile}, at...)
 	refused("Unauthenticated", "", append([]string{"consume", "orders", "-token", alice}, at...)...)

@@ -55,6 +55,10 @@ retrying with backoff, one WARN line per attempt.`, 0, 0)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", conf.Compactor.MetricsListen, err)
 	}
+	if err := writeAddrFile(conf.Compactor.AddrFile, listenAddrs{Metrics: mlis.Addr().String()}); err != nil {
+		mlis.Close()
+		return err
+	}
 	if mlis, err = listenTLS(mlis, conf.TLS.httpTLS(), "http", log, newTLSMetrics(reg)); err != nil {
 		return err
 	}

@@ -8,12 +8,14 @@ import (
 	"github.com/floe-broker/floe/internal/testenv"
 )
 
-// startCompactorProc starts `floe compactor` with args and a free HTTP
-// address, and waits until its /healthz answers 200 (not /readyz).
+// startCompactorProc starts `floe compactor` with args, its HTTP listener
+// on a port it binds itself (read back from -addr-file), and waits until
+// its /healthz answers 200 (not /readyz).
 func startCompactorProc(t *testing.T, args ...string) *proc {
 	t.Helper()
-	p := &proc{metrics: freeAddr(t), logs: &strings.Builder{}, done: make(chan struct{})}
-	launch(t, p, "/healthz", append(append([]string{"compactor"}, args...), "-metrics-listen", p.metrics))
+	p := &proc{logs: &strings.Builder{}, done: make(chan struct{})}
+	args = append(append([]string{"compactor"}, args...), "-metrics-listen", "127.0.0.1:0")
+	launch(t, p, "/healthz", p.withAddrFile(t, args))
 	return p
 }
 
@@ -30,8 +32,21 @@ func TestCompactorListensBeforeItsStores(t *testing.T) {
 	restart := testenv.StopPostgres(t)
 
 	early := startCompactorProc(t, args...)
-	if body := waitReady(t, early, 503, false); !strings.Contains(body, "waiting for the metadata store") {
-		t.Fatalf("readyz while PostgreSQL is down: %q", body)
+	// "starting" at once, then, after its first attempt failed, what it
+	// waits for.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		code, body := readyz(t, early)
+		if code != 503 {
+			t.Fatalf("readyz while PostgreSQL is down: %d %q", code, body)
+		}
+		if strings.Contains(body, "waiting for the metadata store") {
+			break
+		}
+		if !strings.Contains(body, "not ready: starting") || time.Now().After(deadline) {
+			t.Fatalf("readyz while PostgreSQL is down: %q", body)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 	if code := stopGracefully(t, early); code != 0 {
 		t.Fatalf("compactor stopped while waiting for its stores: exit %d:\n%s", code, early.logText())
@@ -43,7 +58,7 @@ func TestCompactorListensBeforeItsStores(t *testing.T) {
 	}
 	restart()
 	waitReady(t, p, 200, false)
-	deadline := time.Now().Add(20 * time.Second)
+	deadline = time.Now().Add(20 * time.Second)
 	for metricValue0(p.metrics, "floe_compactor_passes_total") == 0 {
 		if time.Now().After(deadline) {
 			t.Fatalf("no compactor pass once PostgreSQL is back:\n%s", p.logText())

@@ -47,6 +47,7 @@ type ServerSettings struct {
 	FailFast      bool          `yaml:"fail_fast" flag:"fail-fast" cmds:"agent" help:"exit if a store does not answer at start (default: wait for it, retrying with backoff)"`
 	ReadyInterval time.Duration `yaml:"ready_interval" flag:"ready-interval" check:"positive" help:"period of the readiness checks of the stores (/readyz, gRPC health)"`
 	DrainTimeout  time.Duration `yaml:"drain_timeout" flag:"drain-timeout" check:"positive" help:"on SIGTERM, bound of flushing and committing what producers handed in"`
+	AddrFile      string        `yaml:"addr_file" flag:"addr-file" help:"write the bound listen addresses here as JSON ({\"grpc\",\"metrics\",\"kafka\"}; kafka once the stores answered), replaced atomically: for listening on port 0"`
 	Pprof         bool          `yaml:"pprof" flag:"pprof" help:"serve Go's profiles (CPU, heap, goroutines) at /debug/pprof/ on the metrics listener; keep it off where that listener is reachable by others"`
 	// The HTTP listener's bounds (/metrics, /readyz, the console).
 	HTTPReadHeaderTimeout time.Duration `yaml:"http_read_header_timeout" flag:"http-read-header-timeout" check:"positive" help:"HTTP listener: time a client has to send a request's headers"`
@@ -157,6 +158,7 @@ type DevSettings struct {
 // floe compactor and inside floe dev.
 type CompactorSettings struct {
 	MetricsListen    string        `yaml:"metrics_listen" flag:"metrics-listen" cmds:"compactor" help:"HTTP address of floe compactor's /metrics, /healthz (liveness) and /readyz (readiness)"`
+	AddrFile         string        `yaml:"addr_file" flag:"addr-file" cmds:"compactor" help:"write floe compactor's bound metrics address here as JSON ({\"metrics\"}), replaced atomically: for listening on port 0"`
 	Owner            string        `yaml:"owner" flag:"owner" cmds:"compactor" help:"this replica's name in the job leases (empty: host name and process id)"`
 	Interval         time.Duration `yaml:"interval" flag:"interval" check:"positive" help:"time between passes"`
 	LeaseTTL         time.Duration `yaml:"lease_ttl" flag:"lease-ttl" check:"positive" help:"how long a job's lease lasts without renewal"`

@@ -26,7 +26,7 @@ func TestAgentRefusesMissingBucket(t *testing.T) {
 			args[i+1] = "no-such-bucket-floe"
 		}
 	}
-	cmd := exec.Command(floeBin, append(args, "-listen", freeAddr(t), "-metrics-listen", freeAddr(t))...)
+	cmd := exec.Command(floeBin, append(args, "-listen", "127.0.0.1:0", "-metrics-listen", "127.0.0.1:0")...)
 	var errb strings.Builder
 	cmd.Stderr = &errb
 	err := cmd.Run()
@@ -71,7 +71,7 @@ func TestAgentConfigFile(t *testing.T) {
 	if err := os.WriteFile(bad, []byte(good+"batcher:\n  linger: 0s\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(floeBin, "agent", "-config", bad, "-listen", freeAddr(t), "-metrics-listen", freeAddr(t))
+	cmd := exec.Command(floeBin, "agent", "-config", bad, "-listen", "127.0.0.1:0", "-metrics-listen", "127.0.0.1:0")
 	var errb strings.Builder
 	cmd.Stderr = &errb
 	if err := cmd.Run(); err == nil || !strings.Contains(errb.String(), "batcher.linger: 0s must be positive") {
@@ -103,7 +103,7 @@ func TestAgentRefusesBucketThatRefusesWrites(t *testing.T) {
 	t.Cleanup(func() { _ = exec.Command(chattr, "-i", dirs[0]).Run() })
 	args := []string{"agent", "-fail-fast", "-postgres-url", dsn, "-s3-bucket", s3.Bucket, "-s3-endpoint", s3.Endpoint,
 		"-s3-region", s3.Region, "-s3-access-key", s3.AccessKey, "-s3-secret-key", s3.SecretKey, "-s3-path-style",
-		"-s3-prefix", "p", "-listen", freeAddr(t), "-metrics-listen", freeAddr(t)}
+		"-s3-prefix", "p", "-listen", "127.0.0.1:0", "-metrics-listen", "127.0.0.1:0"}
 	// Without the probe the agent would serve: bound the wait.
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -122,11 +122,12 @@ func TestAgentRefusesBucketThatRefusesWrites(t *testing.T) {
 func TestCompactorFromConfigFile(t *testing.T) {
 	dsn := testenv.Postgres(t)
 	s3 := testenv.S3(t)
-	metrics := freeAddr(t)
+	// The compactor binds its port and says which in its addr file.
+	p := &proc{addrFile: filepath.Join(t.TempDir(), "addrs.json")}
 	conf := "postgres:\n  url: " + dsn + "\ns3:\n  bucket: " + s3.Bucket + "\n  endpoint: " + s3.Endpoint +
 		"\n  region: " + s3.Region + "\n  access_key: " + s3.AccessKey + "\n  secret_key: " + s3.SecretKey +
-		"\n  path_style: true\nlog:\n  format: json\nbatcher:\n  linger: 10ms\ncompactor:\n  metrics_listen: " + metrics +
-		"\n  interval: 100ms\n  owner: c1\n"
+		"\n  path_style: true\nlog:\n  format: json\nbatcher:\n  linger: 10ms\ncompactor:\n  metrics_listen: 127.0.0.1:0\n  addr_file: " +
+		p.addrFile + "\n  interval: 100ms\n  owner: c1\n"
 	path := filepath.Join(t.TempDir(), "floe.yaml")
 	if err := os.WriteFile(path, []byte(conf), 0o600); err != nil {
 		t.Fatal(err)
@@ -141,8 +142,9 @@ func TestCompactorFromConfigFile(t *testing.T) {
 	}
 	done := make(chan struct{})
 	go func() { _ = cmd.Wait(); close(done) }()
-	p := &proc{mu: &mu, cmd: cmd, metrics: metrics, logs: &logs, done: done}
+	p.mu, p.cmd, p.logs, p.done = &mu, cmd, &logs, done
 	t.Cleanup(func() { _ = cmd.Process.Kill(); <-done })
+	metrics := p.waitAddrs(t, func(a boundAddrs) bool { return a.Metrics != "" }).Metrics
 	deadline := time.Now().Add(20 * time.Second)
 	for metricValue0(metrics, "floe_compactor_passes_total") == 0 {
 		if time.Now().After(deadline) {

@@ -46,9 +46,17 @@ func TestRollingRestartUnderLoad(t *testing.T) {
 	s3 := testenv.S3(t)
 	args := []string{"agent", "-postgres-url", dsn, "-s3-bucket", s3.Bucket, "-s3-endpoint", s3.Endpoint,
 		"-s3-region", s3.Region, "-s3-access-key", s3.AccessKey, "-s3-secret-key", s3.SecretKey, "-s3-path-style", "-s3-prefix", "roll"}
-	addrs := [2][2]string{{freeAddr(t), freeAddr(t)}, {freeAddr(t), freeAddr(t)}}
+	// Each agent binds its ports first, then restarts on them (its
+	// clients know its address).
+	var addrs [2][2]string
 	start := func(i int) *proc {
-		return startFloe(t, append(append([]string{}, args...), "-listen", addrs[i][0], "-metrics-listen", addrs[i][1])...)
+		a := append([]string{}, args...)
+		if addrs[i][0] != "" {
+			a = append(a, "-listen", addrs[i][0], "-metrics-listen", addrs[i][1])
+		}
+		p := startFloe(t, a...)
+		addrs[i] = [2]string{p.addr, p.metrics}
+		return p
 	}
 	agents := []*proc{start(0), start(1)}
 
@@ -163,8 +171,8 @@ func TestRollingRestartUnderLoad(t *testing.T) {
 // subscription with Unavailable "shutting down" so that its client goes
 // elsewhere, and exits 0 well before the linger.
 func TestSIGTERMAnswersWaitingProducersAndEndsSubscriptions(t *testing.T) {
-	addr, metrics := freeAddr(t), freeAddr(t)
-	cmd := exec.Command(floeBin, "dev", "-data", t.TempDir(), "-listen", addr, "-metrics-listen", metrics, "-linger", "1m")
+	p := &proc{}
+	cmd := exec.Command(floeBin, p.withAddrFile(t, []string{"dev", "-data", t.TempDir(), "-listen", "127.0.0.1:0", "-metrics-listen", "127.0.0.1:0", "-linger", "1m"})...)
 	var logs strings.Builder
 	var mu sync.Mutex
 	cmd.Stderr = lockedWriter{&mu, &logs}
@@ -174,7 +182,7 @@ func TestSIGTERMAnswersWaitingProducersAndEndsSubscriptions(t *testing.T) {
 	}
 	done := make(chan struct{})
 	go func() { _ = cmd.Wait(); close(done) }()
-	p := &proc{mu: &mu, cmd: cmd, addr: addr, metrics: metrics, logs: &logs, done: done}
+	p.mu, p.cmd, p.logs, p.done = &mu, cmd, &logs, done
 	t.Cleanup(func() {
 		_ = cmd.Process.Kill()
 		<-done
@@ -182,6 +190,9 @@ func TestSIGTERMAnswersWaitingProducersAndEndsSubscriptions(t *testing.T) {
 			t.Logf("logs:\n%s", p.logText())
 		}
 	})
+	bound := p.waitAddrs(t, func(a boundAddrs) bool { return a.Metrics != "" })
+	addr, metrics := bound.GRPC, bound.Metrics
+	p.addr, p.metrics = addr, metrics
 	deadline := time.Now().Add(20 * time.Second)
 	for {
 		if code, err := httpStatus(t, p, "/readyz"); err == nil && code == 200 {

@@ -2,6 +2,7 @@ package main_test
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -47,8 +48,6 @@ func TestMain(m *testing.M) {
 	testenv.Main(m)
 }
 
-func freeAddr(t *testing.T) string { return testenv.FreeAddr(t) }
-
 // proc is a running floe server process.
 type proc struct {
 	mu      *sync.Mutex // protects logs
@@ -57,6 +56,9 @@ type proc struct {
 	metrics string
 	logs    *strings.Builder
 	done    chan struct{}
+	// addrFile, when set, is the -addr-file the process reports its bound
+	// addresses in (addrfile_test.go); launch fills addr and metrics from it.
+	addrFile string
 }
 
 // startFloe starts a floe server and waits until it is ready (/readyz).
@@ -78,14 +80,14 @@ func startFloeWait(t *testing.T, path string, args ...string) *proc {
 			p.metrics = args[i+1]
 		}
 	}
+	// The others are bound by the process on port 0 and read back.
 	if p.addr == "" {
-		p.addr = freeAddr(t)
-		args = append(args, "-listen", p.addr)
+		args = append(args, "-listen", "127.0.0.1:0")
 	}
 	if p.metrics == "" {
-		p.metrics = freeAddr(t)
-		args = append(args, "-metrics-listen", p.metrics)
+		args = append(args, "-metrics-listen", "127.0.0.1:0")
 	}
+	args = p.withAddrFile(t, args)
 	if !slices.Contains(args, "-linger") { // a linger given in args is kept
 		args = append(args, "-linger", "20ms")
 	}
@@ -120,6 +122,11 @@ func launch(t *testing.T, p *proc, path string, args []string) {
 			t.Logf("logs of %v:\n%s", args, p.logText())
 		}
 	})
+	if p.addrFile != "" {
+		a := p.waitAddrs(t, func(a boundAddrs) bool { return a.Metrics != "" })
+		p.addr = cmp.Or(p.addr, a.GRPC)
+		p.metrics = cmp.Or(p.metrics, a.Metrics)
+	}
 	deadline := time.Now().Add(30 * time.Second)
 	scheme, get := readyGetter(args) // tls_e2e_test.go
 	for {
@@ -302,7 +309,7 @@ func TestTwoAgentsPostgresS3(t *testing.T) {
 	// (On free ports: a floe dev on the defaults must not fail it.)
 	bad := append([]string{}, agentArgs...)
 	bad[4] = "no-such-bucket"
-	bad = append(bad, "-listen", freeAddr(t), "-metrics-listen", freeAddr(t))
+	bad = append(bad, "-listen", "127.0.0.1:0", "-metrics-listen", "127.0.0.1:0")
 	cmd := exec.Command(floeBin, bad...)
 	var errb strings.Builder
 	cmd.Stderr = &errb

@@ -88,6 +88,22 @@ func (f *follower) waitLines(t *testing.T, n int) []string {
 	}
 }
 
+// waitErr waits until the follower's stderr says what.
+func (f *follower) waitErr(t *testing.T, what string) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !strings.Contains(f.errText(), what) {
+		select {
+		case <-f.done:
+			t.Fatalf("consumer exited before saying %q: %s", what, f.errText())
+		case <-time.After(20 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("consumer did not say %q: %s", what, f.errText())
+		}
+	}
+}
+
 // produceIdem produces values prefix-0.. prefix-(n-1), alternating
 // between partitions, with an idempotent producer (so the retries a
 // restart causes duplicate nothing).
@@ -171,11 +187,13 @@ func TestConsumeFollowSurvivesAgentAndPostgresRestarts(t *testing.T) {
 	produce("agent-killed", 20)
 
 	restart := testenv.StopPostgres(t)
-	time.Sleep(1500 * time.Millisecond) // long enough for a poll to fail
+	waitReady(t, a2, 503, false) // the agent's polls of PostgreSQL fail
 	restart()
 	produce("pg-restarted", 20)
 
-	time.Sleep(500 * time.Millisecond) // room for a duplicate to show up
+	// One last record per partition: a duplicate of an earlier one would
+	// be printed before it (each partition in order).
+	produce("end", parts)
 	f.mu.Lock()
 	lines := append([]string(nil), f.lines...)
 	f.mu.Unlock()
@@ -202,8 +220,9 @@ func TestConsumeFollowNonRetriableExits(t *testing.T) {
 // With one agent, a follower waits out the agent's restart and resumes
 // where it stopped.
 func TestConsumeFollowSurvivesRestartOfItsOnlyAgent(t *testing.T) {
-	devArgs := []string{"dev", "-data", t.TempDir(), "-listen", freeAddr(t), "-metrics-listen", freeAddr(t)}
-	dev := startFloe(t, devArgs...)
+	data := t.TempDir()
+	dev := startFloe(t, "dev", "-data", data)
+	devArgs := []string{"dev", "-data", data, "-listen", dev.addr, "-metrics-listen", dev.metrics} // the restart's: the same ports
 	c := dialT(t, dev.addr)
 	if _, err := c.CreateTopic(context.Background(), "one", 3, nil); err != nil {
 		t.Fatal(err)
@@ -212,18 +231,23 @@ func TestConsumeFollowSurvivesRestartOfItsOnlyAgent(t *testing.T) {
 	produceIdem(t, c, "one", 3, "a", 15)
 	f.waitLines(t, 15)
 	dev.kill()
-	time.Sleep(500 * time.Millisecond) // the follower retries meanwhile
+	f.waitErr(t, "lost the subscription at "+dev.addr) // the follower retries meanwhile
 	dev2 := startFloe(t, devArgs...)
 	produceIdem(t, dialT(t, dev2.addr), "one", 3, "b", 15)
-	lines := f.waitLines(t, 30)
-	time.Sleep(300 * time.Millisecond)
+	// One last record per partition: a duplicate of an earlier one would
+	// be printed before it (each partition in order).
+	produceIdem(t, dialT(t, dev2.addr), "one", 3, "end", 3)
+	f.waitLines(t, 33)
 	f.mu.Lock()
-	lines = append([]string(nil), f.lines...)
+	lines := append([]string(nil), f.lines...)
 	f.mu.Unlock()
 	var want []string
-	for _, p := range []string{"a", "b"} {
-		for i := 0; i < 15; i++ {
-			want = append(want, fmt.Sprintf("%s-%d", p, i))
+	for _, p := range []struct {
+		prefix string
+		n      int
+	}{{"a", 15}, {"b", 15}, {"end", 3}} {
+		for i := 0; i < p.n; i++ {
+			want = append(want, fmt.Sprintf("%s-%d", p.prefix, i))
 		}
 	}
 	checkFollowed(t, lines, want)

@@ -41,7 +41,7 @@ type killedCompactor struct {
 func spawnCompactor(t *testing.T, args ...string) *killedCompactor {
 	t.Helper()
 	k := &killedCompactor{mu: &sync.Mutex{}, logs: &strings.Builder{}, done: make(chan struct{})}
-	k.cmd = exec.Command(floeBin, append([]string{"compactor", "-metrics-listen", freeAddr(t)}, args...)...)
+	k.cmd = exec.Command(floeBin, append([]string{"compactor", "-metrics-listen", "127.0.0.1:0"}, args...)...)
 	k.cmd.Stdout, k.cmd.Stderr = lockedWriter{k.mu, k.logs}, lockedWriter{k.mu, k.logs}
 	k.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := k.cmd.Start(); err != nil {

@@ -17,8 +17,8 @@ import (
 // a topic created over Kafka, records produced by a Kafka client are
 // consumed by `floe consume`, and the other way round.
 func TestDevServesKafka(t *testing.T) {
-	kaddr := freeAddr(t)
-	dev := startFloe(t, "dev", "-data", t.TempDir(), "-kafka-listen", kaddr)
+	dev := startFloe(t, "dev", "-data", t.TempDir(), "-kafka-listen", "127.0.0.1:0")
+	kaddr := dev.kafkaAddr(t)
 	cl, err := kgo.NewClient(kgo.SeedBrokers(kaddr), kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{"kf": {0: kgo.NewOffset().AtStart()}}))
 	if err != nil {
 		t.Fatal(err)

@@ -26,13 +26,12 @@ import (
 func TestKafkaSurvivesAgentKill(t *testing.T) {
 	dsn := testenv.Postgres(t)
 	s3 := testenv.S3(t)
-	args := func(kaddr string) []string {
-		return []string{"agent", "-postgres-url", dsn, "-s3-bucket", s3.Bucket, "-s3-endpoint", s3.Endpoint,
-			"-s3-region", s3.Region, "-s3-access-key", s3.AccessKey, "-s3-secret-key", s3.SecretKey, "-s3-path-style",
-			"-s3-prefix", "kkill", "-kafka-listen", kaddr, "-kafka-agent-ttl", "2s"}
-	}
-	k1, k2 := freeAddr(t), freeAddr(t)
-	procs := map[string]*proc{k1: startFloe(t, args(k1)...), k2: startFloe(t, args(k2)...)}
+	args := []string{"agent", "-postgres-url", dsn, "-s3-bucket", s3.Bucket, "-s3-endpoint", s3.Endpoint,
+		"-s3-region", s3.Region, "-s3-access-key", s3.AccessKey, "-s3-secret-key", s3.SecretKey, "-s3-path-style",
+		"-s3-prefix", "kkill", "-kafka-listen", "127.0.0.1:0", "-kafka-agent-ttl", "2s"}
+	p1, p2 := startFloe(t, args...), startFloe(t, args...)
+	k1, k2 := p1.kafkaAddr(t), p2.kafkaAddr(t)
+	procs := map[string]*proc{k1: p1, k2: p2}
 	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 	defer cancel()
 	const topic, group, parts, perPart = "kk", "kk-group", 4, 500

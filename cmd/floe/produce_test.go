@@ -163,9 +163,9 @@ func TestProduceWholeAndConsumeJSON(t *testing.T) {
 // producer retries, and each line is in the log exactly once.
 func TestProduceRetriesWithoutDuplicates(t *testing.T) {
 	data := t.TempDir()
-	addr, metrics := freeAddr(t), freeAddr(t)
-	devArgs := []string{"dev", "-data", data, "-listen", addr, "-metrics-listen", metrics}
-	dev := startFloe(t, devArgs...)
+	dev := startFloe(t, "dev", "-data", data)
+	addr := dev.addr
+	devArgs := []string{"dev", "-data", data, "-listen", addr, "-metrics-listen", dev.metrics} // the restart's: the same ports
 	if _, errs, code := runFloe(t, "", "topic", "create", "once", "-partitions", "4", "-addr", addr); code != 0 {
 		t.Fatal(errs)
 	}
@@ -182,12 +182,19 @@ func TestProduceRetriesWithoutDuplicates(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(500 * time.Millisecond)
+	// Kill it once the producer is under way: its first file committed.
+	deadline := time.Now().Add(time.Minute)
+	for metricValue0(dev.metrics, "floe_batcher_flushes_total") == 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("no file committed a minute into the produce: %s", errb.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 	dev.kill()
 	if strings.Contains(errb.String(), "produced") {
 		t.Fatalf("produce ended before the kill (%s): give it more input", errb.String())
 	}
-	time.Sleep(300 * time.Millisecond)
+	time.Sleep(300 * time.Millisecond) // the agent stays down a while: the producer retries
 	startFloe(t, devArgs...)
 	if err := cmd.Wait(); err != nil {
 		t.Fatalf("produce across an agent restart: %v: %s", err, errb.String())

@@ -88,7 +88,7 @@ func TestAgentWaitsForPostgresAndReportsReadiness(t *testing.T) {
 	// here a database that does not exist.
 	noDB := append([]string{}, args...)
 	noDB[2] = strings.Replace(dsn, "/floe_test_", "/no_such_db_", 1)
-	cmd := exec.Command(floeBin, append(noDB, "-listen", freeAddr(t), "-metrics-listen", freeAddr(t))...)
+	cmd := exec.Command(floeBin, append(noDB, "-listen", "127.0.0.1:0", "-metrics-listen", "127.0.0.1:0")...)
 	var errb strings.Builder
 	cmd.Stderr = &errb
 	if err := cmd.Run(); err == nil || strings.Count(strings.TrimSpace(errb.String()), "\n") != 0 ||
@@ -99,7 +99,7 @@ func TestAgentWaitsForPostgresAndReportsReadiness(t *testing.T) {
 	restart := testenv.StopPostgres(t)
 
 	// -fail-fast: today's behaviour, one line and a non-zero exit.
-	cmd = exec.Command(floeBin, append(append([]string{}, args...), "-fail-fast", "-listen", freeAddr(t), "-metrics-listen", freeAddr(t))...)
+	cmd = exec.Command(floeBin, append(append([]string{}, args...), "-fail-fast", "-listen", "127.0.0.1:0", "-metrics-listen", "127.0.0.1:0")...)
 	errb.Reset()
 	cmd.Stderr = &errb
 	if err := cmd.Run(); err == nil || strings.Count(strings.TrimSpace(errb.String()), "\n") != 0 ||

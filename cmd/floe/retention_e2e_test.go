@@ -3,11 +3,8 @@ package main_test
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"os/exec"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -25,49 +22,11 @@ func floeCLI(t *testing.T, args ...string) (string, string, error) {
 	return out.String(), errb.String(), err
 }
 
-// startCompactor runs `floe compactor` until the test ends.
+// startCompactor runs `floe compactor` until the test ends and returns
+// its HTTP address once /healthz answers.
 func startCompactor(t *testing.T, args ...string) (metrics string) {
 	t.Helper()
-	metrics = freeAddr(t)
-	cmd := exec.Command(floeBin, append([]string{"compactor", "-metrics-listen", metrics}, args...)...)
-	var mu sync.Mutex
-	logs := &strings.Builder{}
-	cmd.Stdout, cmd.Stderr = lockedWriter{&mu, logs}, lockedWriter{&mu, logs}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(done) }()
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			_ = cmd.Process.Kill()
-			<-done
-		}
-		if t.Failed() {
-			mu.Lock()
-			t.Logf("compactor logs:\n%s", logs.String())
-			mu.Unlock()
-		}
-	})
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		if resp, err := http.Get("http://" + metrics + "/healthz"); err == nil {
-			resp.Body.Close()
-			return metrics
-		}
-		select {
-		case <-done:
-			t.Fatalf("floe compactor exited at start:\n%s", logs.String())
-		case <-time.After(100 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("floe compactor did not become healthy")
-		}
-	}
+	return startCompactorProc(t, args...).metrics
 }
 
 // An agent and two compactor replicas on PostgreSQL and S3: retention set

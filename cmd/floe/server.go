@@ -57,6 +57,8 @@ type serverConfig struct {
 	// without files).
 	GRPCTLS, KafkaTLS, HTTPTLS tlsconf.Config
 	tlsMetrics                 *tlsMetrics // set by serve
+	// AddrFile, optional, receives the bound addresses (addrfile.go).
+	AddrFile string
 	// Ready, optional, is called with the bound addresses once serving.
 	Ready func(grpcAddr, metricsAddr string)
 	// Background, optional, starts work beside the agent on the same
@@ -101,6 +103,11 @@ func serve(ctx context.Context, sc serverConfig, open openFunc, reg *prometheus.
 	if err != nil {
 		lis.Close()
 		return fmt.Errorf("listen on %s: %w", sc.MetricsAddr, err)
+	}
+	if err := writeAddrFile(sc.AddrFile, listenAddrs{GRPC: lis.Addr().String(), Metrics: mlis.Addr().String()}); err != nil {
+		lis.Close()
+		mlis.Close()
+		return err
 	}
 	sc.tlsMetrics = newTLSMetrics(reg)
 	grpcTLS, err := serverTLS(sc.GRPCTLS, "grpc", log, sc.tlsMetrics)
@@ -290,13 +297,19 @@ func runServing(ctx context.Context, sc serverConfig, meta metadata.Store, store
 		}
 		defer stopBackground()
 	}
-	stopKafka, err := startKafka(sc, ag, grpcAddr, log, reg)
+	stopKafka, kafkaAddr, err := startKafka(sc, ag, grpcAddr, log, reg)
+	if err == nil && kafkaAddr != "" {
+		err = writeAddrFile(sc.AddrFile, listenAddrs{GRPC: grpcAddr, Metrics: metricsAddr, Kafka: kafkaAddr})
+		if err != nil {
+			<-stopKafka()
+		}
+	}
 	if err != nil {
 		_ = b.Close(context.Background())
 		return errors.Join(err, stopGRPC(nil, 5*time.Second))
 	}
 	late.set(ag)
-	log.Info("floe agent serving", "grpc", grpcAddr, "metrics", metricsAddr, "kafka", sc.KafkaAddr)
+	log.Info("floe agent serving", "grpc", grpcAddr, "metrics", metricsAddr, "kafka", kafkaAddr)
 
 	runCtx, cancelRun := context.WithCancel(context.Background())
 	defer cancelRun()

@@ -335,10 +335,10 @@ func TestTLSRefusalsAreClear(t *testing.T) {
 func TestKafkaAndHTTPOverTLS(t *testing.T) {
 	dir := t.TempDir()
 	pki := testPKI(t, dir, "floe")
-	kaddr := freeAddr(t)
-	dev := startFloe(t, "dev", "-data", t.TempDir(), "-kafka-listen", kaddr,
+	dev := startFloe(t, "dev", "-data", t.TempDir(), "-kafka-listen", "127.0.0.1:0",
 		"-kafka-tls-cert", pki.ServerCert, "-kafka-tls-key", pki.ServerKey, "-kafka-tls-client-ca", pki.CAFile,
 		"-http-tls-cert", pki.ServerCert, "-http-tls-key", pki.ServerKey)
+	kaddr := dev.kafkaAddr(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	kafkaTLSRoundTrip(ctx, t, kaddr, tlsClient(t, pki.CAFile, pki.ClientCert, pki.ClientKey))
@@ -386,9 +386,10 @@ func TestKafkaAndHTTPOverTLS(t *testing.T) {
 		t.Fatalf("plain HTTP to the HTTPS listener: %d %q", resp.StatusCode, b)
 	}
 
-	// floe compactor, its stores unreachable: its HTTP listener is up over TLS.
-	comp := startCompactorProc(t, "-postgres-url", "postgres://floe@"+freeAddr(t)+"/floe", "-s3-bucket", "b",
-		"-s3-endpoint", "http://"+freeAddr(t), "-s3-access-key", "a", "-s3-secret-key", "s", "-s3-path-style",
+	// floe compactor, its stores unreachable (port 1 on the loopback:
+	// privileged, nothing listens there): its HTTP listener is up over TLS.
+	comp := startCompactorProc(t, "-postgres-url", "postgres://floe@"+deadAddr+"/floe", "-s3-bucket", "b",
+		"-s3-endpoint", "http://"+deadAddr, "-s3-access-key", "a", "-s3-secret-key", "s", "-s3-path-style",
 		"-http-tls-cert", pki.ServerCert, "-http-tls-key", pki.ServerKey)
 	if code, body := httpsGet("https://" + comp.metrics + "/healthz"); code != 200 {
 		t.Fatalf("compactor https /healthz: %d %s", code, body)

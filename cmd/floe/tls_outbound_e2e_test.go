@@ -65,7 +65,7 @@ func TestAgentOutboundTLS(t *testing.T) {
 		name   string
 		pg, s3 string
 	}{{"foreign PostgreSQL CA", foreign.CAFile, pki.CAFile}, {"foreign S3 CA", pki.CAFile, foreign.CAFile}} {
-		cmd := exec.Command(floeBin, append(args(tc.pg, tc.s3), "-fail-fast", "-listen", freeAddr(t), "-metrics-listen", freeAddr(t))...)
+		cmd := exec.Command(floeBin, append(args(tc.pg, tc.s3), "-fail-fast", "-listen", "127.0.0.1:0", "-metrics-listen", "127.0.0.1:0")...)
 		var errb strings.Builder
 		cmd.Stderr = &errb
 		err := cmd.Run()

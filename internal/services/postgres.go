@@ -148,10 +148,17 @@ func runPostmaster(ctx context.Context, cfg PostgresConfig, bin, dir string, cre
 	pg := &Postgres{AdminURL: fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", port), dir: dir, proc: proc}
 	wctx, cancel := context.WithTimeout(ctx, cfg.StartTimeout)
 	defer cancel()
+	data := filepath.Join(dir, "data")
 	for {
 		cctx, ccancel := context.WithTimeout(wctx, 2*time.Second)
-		err := pgExec(cctx, pg.AdminURL, "SELECT 1")
+		served, err := pgDataDirectory(cctx, pg.AdminURL)
 		ccancel()
+		if err == nil && served != data {
+			// Another cluster holds the port (another test process's,
+			// trusting the same superuser): ours cannot bind it.
+			proc.Stop(syscall.SIGKILL, time.Second)
+			return nil, fmt.Errorf("%w: %d by the cluster on %s", errPortTaken, port, served)
+		}
 		if err == nil {
 			return pg, nil
 		}
@@ -225,6 +232,19 @@ func (pg *Postgres) Stop() {
 }
 
 // pgExec runs one statement on a short-lived connection.
+// pgDataDirectory is the data directory of the server at dsn: which
+// cluster answers there.
+func pgDataDirectory(ctx context.Context, dsn string) (string, error) {
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		return "", err
+	}
+	defer conn.Close(context.Background())
+	var dir string
+	err = conn.QueryRow(ctx, "SHOW data_directory").Scan(&dir)
+	return dir, err
+}
+
 func pgExec(ctx context.Context, dsn, sql string) error {
 	conn, err := pgx.Connect(ctx, dsn)
 	if err != nil {

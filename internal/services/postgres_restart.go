@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"syscall"
 	"time"
 )
@@ -41,8 +42,13 @@ func (pg *Postgres) Resume(ctx context.Context) error {
 	pg.proc = proc
 	for {
 		cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-		err := pgExec(cctx, pg.AdminURL, "SELECT 1")
+		served, err := pgDataDirectory(cctx, pg.AdminURL)
 		cancel()
+		if want := filepath.Join(pg.dir, "data"); err == nil && served != want {
+			// Another cluster took the port while this one was halted.
+			proc.Stop(syscall.SIGKILL, time.Second)
+			return fmt.Errorf("%w: %s by the cluster on %s, not %s", errPortTaken, pg.AdminURL, served, want)
+		}
 		if err == nil {
 			return nil
 		}

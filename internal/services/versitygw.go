@@ -32,13 +32,35 @@ type S3Server struct {
 // into ToolsDir on first use.
 func StartVersitygw(ctx context.Context, log *slog.Logger) (*S3Server, error) {
 	const access, secret = "floebenchaccess", "floebenchsecretkey"
+	// A bucket only this server has (a folder of its posix data), so that
+	// another versitygw that holds the port (another test process's, with
+	// the same keys) is not taken for it.
+	var own, ownDir string
 	return startS3(ctx, s3Spec{name: "versitygw", module: VersitygwModule, access: access, secret: secret, timeout: 20 * time.Second,
 		args: func(addr, data string) ([]string, error) {
+			own = fmt.Sprintf("floe-own-%d-%d", os.Getpid(), time.Now().UnixNano())
+			ownDir = filepath.Join(data, own)
+			if err := os.Mkdir(ownDir, 0o755); err != nil {
+				return nil, fmt.Errorf("services: versitygw: %w", err)
+			}
 			return []string{"--access", access, "--secret", secret, "--port", addr, "--quiet", "--keep-alive", "posix", data}, nil
 		},
-		ready: func(ctx context.Context, addr string, p *Process) error { return WaitHTTP(ctx, "http://"+addr, p) },
+		ready: func(ctx context.Context, addr string, p *Process) error {
+			defer os.RemoveAll(ownDir)
+			if err := WaitHTTP(ctx, "http://"+addr, p); err != nil {
+				return err
+			}
+			s := &S3Server{Endpoint: "http://" + addr, Region: "us-east-1", AccessKey: access, SecretKey: secret}
+			if _, err := s.Client().HeadBucket(ctx, &s3.HeadBucketInput{Bucket: aws.String(own)}); err != nil {
+				return fmt.Errorf("services: the server on %s is not this versitygw (another holds the port): %w", addr, err)
+			}
+			return nil
+		},
 	}, log)
 }
+
+// s3FreeAddr picks the S3 servers' ports; tests replace it.
+var s3FreeAddr = FreeAddr
 
 // s3Spec is how startS3 runs one S3 server binary.
 type s3Spec struct {
@@ -72,7 +94,7 @@ func startS3(ctx context.Context, sp s3Spec, log *slog.Logger) (*S3Server, error
 	}
 	var lastErr error
 	for range 3 {
-		addr, err := FreeAddr()
+		addr, err := s3FreeAddr()
 		if err != nil {
 			lastErr = err
 			continue

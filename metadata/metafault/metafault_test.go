@@ -6,14 +6,16 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
+	"github.com/floe-broker/floe/internal/testenv"
 
 	"github.com/floe-broker/floe/metadata"
 	"github.com/floe-broker/floe/metadata/metafault"
 	"github.com/floe-broker/floe/metadata/sqlite"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+// TestMain stops the test PostgreSQL server (conformance_test.go) after the
+// tests, then checks that no goroutine is left.
+func TestMain(m *testing.M) { testenv.Main(m, testenv.VerifyNoLeaks()) }
 
 // TestFaultsAreCountedAndConsumed: queued faults apply to the next calls in
 // order, a standing fault to every call without a queued one, Reset stops

@@ -1,0 +1,63 @@
+package services
+
+import (
+	"context"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// TestPostgresPortOfAnotherCluster: a cluster whose first port is held by
+// another PostgreSQL (another test process's, which answers the same
+// trusted superuser) must not take that server for its own: it comes up
+// on another port, and the server at its URL is the one on its data
+// directory.
+func TestPostgresPortOfAnotherCluster(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cfg := DefaultPostgresConfig()
+	cfg.Durable = false
+	other, err := StartPostgres(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Stop()
+	cc, err := pgx.ParseConfig(other.AdminURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	calls := 0
+	pgFreePort = func() (int, error) {
+		calls++
+		if calls == 1 {
+			return int(cc.Port), nil
+		}
+		return FreePort()
+	}
+	defer func() { pgFreePort = FreePort }()
+	pg, err := StartPostgres(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pg.Stop()
+	own, err := pgx.ParseConfig(pg.AdminURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := pgx.Connect(ctx, pg.AdminURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	var dataDir string
+	if err := conn.QueryRow(ctx, "SHOW data_directory").Scan(&dataDir); err != nil {
+		t.Fatal(err)
+	}
+	if want := filepath.Join(pg.dir, "data"); own.Port == cc.Port || dataDir != want {
+		t.Fatalf("cluster on port %d (the other's %d) serves %s, want its own %s", own.Port, cc.Port, dataDir, want)
+	}
+	t.Logf("came up on port %s after %d ports tried", strconv.Itoa(int(own.Port)), calls)
+}
