@@ -25,7 +25,10 @@ import (
 //     READ on the group (GROUP_AUTHORIZATION_FAILED); the KIP-848
 //     heartbeat also DESCRIBE on each subscribed topic name.
 //   - OffsetCommit READ on the group and each topic; OffsetFetch DESCRIBE
-//     on the group, and each topic (all topics: filtered to those);
+//     on the group, and each topic (all topics: filtered to those); at v10
+//     the topics named by id are checked as the topics the ids name
+//     (resolveTopicIDs), an id that names none is the handler's
+//     UNKNOWN_TOPIC_ID;
 //     OffsetDelete DELETE on the group, READ on each topic.
 //   - FindCoordinator, DescribeGroups, ConsumerGroupDescribe DESCRIBE on
 //     the group; DescribeProducers READ on each topic; DeleteGroups
