@@ -82,7 +82,7 @@ test-kafka:
 	[ -d $(KAFKAJS_DIR)/node_modules/kafkajs ] || \
 		{ mkdir -p $(KAFKAJS_DIR) && npm install --no-audit --no-fund --prefix $(KAFKAJS_DIR) kafkajs@$(KAFKAJS); }
 	FLOE_KAFKA_JAVA_CP=$$(cat $(KAFKA_M2)/floe-kafka-java.cp) FLOE_KAFKA_PYTHON=$(KAFKA_PY_VENV)/bin/python FLOE_KAFKAJS_DIR=$(KAFKAJS_DIR) \
-		CI=$${CI:-} $(GO) test -tags 'kafkajava kafkaclients' -count=1 -timeout 10m -run 'TestJavaClient|TestKafkaTools|TestKcat|TestConfluentKafkaPython|TestConfluentKafkaGo|TestKafkaJS' ./kafka/
+		CI=$${CI:-} $(GO) test -tags 'kafkajava kafkaclients' -count=1 -timeout 10m -run 'TestJavaClient|TestJavaRegexSubscription|TestKafkaTools|TestKcat|TestConfluentKafkaPython|TestConfluentKafkaGo|TestKafkaJS' ./kafka/
 
 # The Dockerfile, the Helm chart and the compose file, checked statically
 # (no container engine or cluster needed).

@@ -51,13 +51,14 @@ func metadataAPI(ctx context.Context, s *Server, cc *conn, req *kmsg.MetadataReq
 			t   metadata.Topic
 			err error
 		)
+		// By id when no name is given: the Java client (4.1, KIP-848
+		// regex subscriptions) asks for its assigned topic ids with an
+		// empty name, not a null one.
 		switch {
-		case rt.Topic != nil:
+		case rt.Topic != nil && (*rt.Topic != "" || rt.TopicID == [16]byte{}):
 			t, err = s.be.KafkaTopic(ctx, *rt.Topic)
-		case topicIDOf(rt.TopicID) > 0:
-			t, err = s.be.KafkaTopicByID(ctx, topicIDOf(rt.TopicID))
 		default:
-			err = kerr.UnknownTopicID
+			t, err = s.topicRef(ctx, "", rt.TopicID, true)
 		}
 		if err != nil {
 			mt := kmsg.NewMetadataResponseTopic()

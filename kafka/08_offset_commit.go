@@ -9,7 +9,13 @@ import (
 	"github.com/floe-broker/floe/metadata"
 )
 
-// OffsetCommit: v0 to v8.
+// OffsetCommit: v0 to v10, advertised up to v9. v10 names topics by id
+// (an id that names no topic is UNKNOWN_TOPIC_ID; the answer gives the
+// ids back); it is served to a client that sends it but not listed in
+// ApiVersions, so that no client negotiates it: franz-go's kadm (1.17)
+// would, and send topic names only, which v10 drops from the wire
+// (Apache Kafka 4.1 keeps v10 unstable, unlisted; the Java client 4.1
+// commits at v9).
 //
 // A classic member's commit is fenced by the coordinator (member id and
 // generation of a group not rebalancing; generation -1 without a member id
@@ -24,7 +30,7 @@ import (
 // floe's own (gRPC, KIP-848-like) protocol refuses Kafka commits with
 // NON_EMPTY_GROUP: the two protocols share positions, not membership.
 
-func init() { register(kmsg.OffsetCommit, 0, 9, async(offsetCommit)) }
+func init() { registerUnadvertised(kmsg.OffsetCommit, 0, 10, 9, async(offsetCommit)) }
 
 // maxCommitMetadata bounds a committed position's metadata (as gRPC's).
 const maxCommitMetadata = 4096
@@ -49,11 +55,11 @@ func offsetCommit(ctx context.Context, s *Server, _ *conn, req *kmsg.OffsetCommi
 	var where []at
 	for ti, rt := range req.Topics {
 		st := kmsg.NewOffsetCommitResponseTopic()
-		st.Topic = rt.Topic
+		st.Topic, st.TopicID = rt.Topic, rt.TopicID
 		var t metadata.Topic
 		var terr error
 		if code == 0 {
-			t, terr = s.be.KafkaTopic(ctx, rt.Topic)
+			t, terr = s.topicRef(ctx, rt.Topic, rt.TopicID, req.Version >= 10)
 		}
 		for _, rp := range rt.Partitions {
 			sp := kmsg.NewOffsetCommitResponseTopicPartition()

@@ -9,8 +9,10 @@ import (
 	"github.com/floe-broker/floe/metadata"
 )
 
-// OffsetFetch: v1 to v9 (v8 asks for several groups at once; v9's member
-// id and epoch are not checked).
+// OffsetFetch: v1 to v10 (v8 asks for several groups at once; v9's member
+// id and epoch are not checked; v10 names topics by id: an id that names
+// no topic answers UNKNOWN_TOPIC_ID in each partition asked for, and every
+// answered topic carries its id).
 //
 // Positions are floe's group positions, whoever committed them (a Kafka
 // consumer, a gRPC consumer, `floe group reset`). A partition without a
@@ -18,11 +20,12 @@ import (
 // group. Deviations: RequireStable is met at once (no transactions, so no
 // pending offsets); leader epochs are -1.
 
-func init() { register(kmsg.OffsetFetch, 1, 9, async(offsetFetch)) }
+func init() { register(kmsg.OffsetFetch, 1, 10, async(offsetFetch)) }
 
 // wantedTopic is one topic an OffsetFetch asks for.
 type wantedTopic struct {
 	topic string
+	id    [16]byte // v10
 	parts []int32
 }
 
@@ -33,10 +36,10 @@ func offsetFetch(ctx context.Context, s *Server, _ *conn, req *kmsg.OffsetFetchR
 		if req.Topics != nil {
 			want = []wantedTopic{}
 			for _, t := range req.Topics {
-				want = append(want, wantedTopic{t.Topic, t.Partitions})
+				want = append(want, wantedTopic{topic: t.Topic, parts: t.Partitions})
 			}
 		}
-		topics, code := s.groupOffsets(ctx, req.Group, want)
+		topics, code := s.groupOffsets(ctx, req.Group, want, false)
 		resp.ErrorCode = code
 		for _, t := range topics {
 			rt := kmsg.NewOffsetFetchResponseTopic()
@@ -55,19 +58,21 @@ func offsetFetch(ctx context.Context, s *Server, _ *conn, req *kmsg.OffsetFetchR
 		if g.Topics != nil {
 			want = []wantedTopic{}
 			for _, t := range g.Topics {
-				want = append(want, wantedTopic{t.Topic, t.Partitions})
+				want = append(want, wantedTopic{t.Topic, t.TopicID, t.Partitions})
 			}
 		}
 		rg := kmsg.NewOffsetFetchResponseGroup()
 		rg.Group = g.Group
-		rg.Topics, rg.ErrorCode = s.groupOffsets(ctx, g.Group, want)
+		rg.Topics, rg.ErrorCode = s.groupOffsets(ctx, g.Group, want, req.Version >= 10)
 		resp.Groups = append(resp.Groups, rg)
 	}
 	return resp
 }
 
-// groupOffsets reads a group's positions for want (nil: all of them).
-func (s *Server) groupOffsets(ctx context.Context, group string, want []wantedTopic) ([]kmsg.OffsetFetchResponseGroupTopic, int16) {
+// groupOffsets reads a group's positions for want (nil: all of them),
+// its topics named by id if byID. Each answered topic has its name and
+// its id (the version decides which goes on the wire).
+func (s *Server) groupOffsets(ctx context.Context, group string, want []wantedTopic, byID bool) ([]kmsg.OffsetFetchResponseGroupTopic, int16) {
 	if group == "" {
 		return nil, kerr.InvalidGroupID.Code
 	}
@@ -96,7 +101,7 @@ func (s *Server) groupOffsets(ctx context.Context, group string, want []wantedTo
 			i, ok := byTopic[o.TopicID]
 			if !ok {
 				rt := kmsg.NewOffsetFetchResponseGroupTopic()
-				rt.Topic = name
+				rt.Topic, rt.TopicID = name, topicUUID(o.TopicID)
 				out = append(out, rt)
 				i = len(out) - 1
 				byTopic[o.TopicID] = i
@@ -107,10 +112,11 @@ func (s *Server) groupOffsets(ctx context.Context, group string, want []wantedTo
 	}
 	for _, w := range want {
 		rt := kmsg.NewOffsetFetchResponseGroupTopic()
-		rt.Topic = w.topic
-		t, terr := s.be.KafkaTopic(ctx, w.topic)
+		rt.Topic, rt.TopicID = w.topic, w.id
+		t, terr := s.topicRef(ctx, w.topic, w.id, byID)
 		var committed map[int32]metadata.CommittedOffset
 		if terr == nil {
+			rt.Topic, rt.TopicID = t.Name, topicUUID(t.ID)
 			tps := make([]metadata.TopicPartition, 0, len(w.parts))
 			for _, p := range w.parts {
 				tps = append(tps, metadata.TopicPartition{TopicID: t.ID, Partition: p})

@@ -18,7 +18,11 @@ type handler func(s *Server, cc *conn, req kmsg.Request) func(ctx context.Contex
 // api is one served API key.
 type api struct {
 	min, max int16
-	handle   handler
+	// advertised is the highest version ApiVersions lists: max, or below
+	// it for a version served only to clients that send it unasked (as
+	// Apache Kafka's unstable versions), see registerUnadvertised.
+	advertised int16
+	handle     handler
 }
 
 // apis are the served API keys, registered by each API's file.
@@ -30,7 +34,19 @@ func register(key kmsg.Key, min, max int16, h handler) {
 	if m := kmsg.RequestForKey(key.Int16()).MaxVersion(); max > m {
 		max = m
 	}
-	apis[key.Int16()] = api{min: min, max: max, handle: h}
+	apis[key.Int16()] = api{min: min, max: max, advertised: max, handle: h}
+}
+
+// registerUnadvertised serves key from min to max but lists it in
+// ApiVersions only up to advertised: clients that negotiate the highest
+// version both sides know would send the versions above it wrongly.
+func registerUnadvertised(key kmsg.Key, min, max, advertised int16, h handler) {
+	register(key, min, max, h)
+	a := apis[key.Int16()]
+	if advertised < a.max {
+		a.advertised = advertised
+	}
+	apis[key.Int16()] = a
 }
 
 // async adapts a handler that does all its work off the reader goroutine.

@@ -25,7 +25,10 @@ import (
 //     READ on the group (GROUP_AUTHORIZATION_FAILED); the KIP-848
 //     heartbeat also DESCRIBE on each subscribed topic name.
 //   - OffsetCommit READ on the group and each topic; OffsetFetch DESCRIBE
-//     on the group, and each topic (all topics: filtered to those);
+//     on the group, and each topic (all topics: filtered to those); at v10
+//     the topics named by id are checked as the topics the ids name
+//     (resolveTopicIDs), an id that names none is the handler's
+//     UNKNOWN_TOPIC_ID;
 //     OffsetDelete DELETE on the group, READ on each topic.
 //   - FindCoordinator, DescribeGroups, ConsumerGroupDescribe DESCRIBE on
 //     the group; DescribeProducers READ on each topic; DeleteGroups
@@ -265,21 +268,46 @@ func deleteTopicsRule(req kmsg.Request, ck checker) kafkaAuthz {
 	}}
 }
 
-// resolveTopicIDs names the topics a DeleteTopics request gives by id
-// only, so that its rule checks them by name.
+// resolveTopicIDs names the topics a DeleteTopics, OffsetCommit v10 or
+// OffsetFetch v10 request gives by id only, so that their rules check
+// them by name. An id that names no topic is left without a name.
 func (c *conn) resolveTopicIDs(req kmsg.Request) {
-	r, ok := req.(*kmsg.DeleteTopicsRequest)
-	if !ok {
-		return
+	name := func(id [16]byte) (string, bool) {
+		if topicIDOf(id) <= 0 {
+			return "", false
+		}
+		tp, err := c.s.be.KafkaTopicByID(c.ctx, topicIDOf(id))
+		return tp.Name, err == nil
 	}
-	for i, t := range r.Topics {
-		if t.Topic == nil && topicIDOf(t.TopicID) > 0 {
-			if tp, err := c.s.be.KafkaTopicByID(c.ctx, topicIDOf(t.TopicID)); err == nil {
-				r.Topics[i].Topic = kmsg.StringPtr(tp.Name)
+	switch r := req.(type) {
+	case *kmsg.DeleteTopicsRequest:
+		for i, t := range r.Topics {
+			if n, ok := name(t.TopicID); t.Topic == nil && ok {
+				r.Topics[i].Topic = kmsg.StringPtr(n)
+			}
+		}
+	case *kmsg.OffsetCommitRequest:
+		for i := range r.Topics {
+			if r.Version >= 10 {
+				r.Topics[i].Topic, _ = name(r.Topics[i].TopicID)
+			}
+		}
+	case *kmsg.OffsetFetchRequest:
+		for _, g := range r.Groups {
+			for i := range g.Topics {
+				if r.Version >= 10 {
+					g.Topics[i].Topic, _ = name(g.Topics[i].TopicID)
+				}
 			}
 		}
 	}
 }
+
+// unknownTopicID reports a topic of a request that names topics by id
+// (v10 of OffsetCommit and OffsetFetch) whose id names no topic
+// (resolveTopicIDs left it without a name): no topic to check, the
+// handler answers UNKNOWN_TOPIC_ID, as Kafka does.
+func unknownTopicID(version int16, name string) bool { return version >= 10 && name == "" }
 
 // metadataRule filters the answer: topics the principal may not DESCRIBE
 // are left out of a listing of all, and answer TOPIC_AUTHORIZATION_FAILED
@@ -341,7 +369,10 @@ func offsetCommitRule(req kmsg.Request, ck checker) kafkaAuthz {
 		appendDenied(resp, "Topics", "Topic", splitList(req, "Topics", "Topic", func(string) bool { return true }), groupDenied)
 		return kafkaAuthz{deny: resp}
 	}
-	return topicsRule("Topics", "Topic", auth.OpRead, false)(req, ck)
+	ds := splitList(req, "Topics", "Topic", func(t string) bool {
+		return !unknownTopicID(r.Version, t) && !ck.allowed(auth.OpRead, auth.Topic(t))
+	})
+	return withDenied(req, "Topics", "Topic", ds, topicDenied)
 }
 
 func offsetDeleteRule(req kmsg.Request, ck checker) kafkaAuthz {
@@ -426,6 +457,7 @@ func offsetFetchRule(req kmsg.Request, ck checker) kafkaAuthz {
 			keptT := g.Topics[:0]
 			for _, t := range g.Topics {
 				switch {
+				case unknownTopicID(r.Version, t.Topic):
 				case ck.permits(auth.OpDescribe, auth.Topic(t.Topic)):
 				case named[g.Group]:
 					ck.allowed(auth.OpDescribe, auth.Topic(t.Topic))
@@ -494,6 +526,7 @@ func configsRule(op auth.Operation) kafkaRule {
 // partitions it named.
 type deniedItem struct {
 	name  string
+	id    [16]byte // the element's TopicID, where it has one
 	parts []int32
 }
 
@@ -511,6 +544,9 @@ func splitList(req kmsg.Request, list, name string, deny func(string) bool) []de
 			continue
 		}
 		d := deniedItem{name: n}
+		if id := e.FieldByName("TopicID"); id.IsValid() && id.Type() == reflect.TypeOf(d.id) {
+			d.id = id.Interface().([16]byte)
+		}
 		if ps := e.FieldByName("Partitions"); ps.IsValid() && ps.Kind() == reflect.Slice {
 			for j := range ps.Len() {
 				p := ps.Index(j)
@@ -564,6 +600,9 @@ func appendDenied(resp kmsg.Response, list, name string, ds []deniedItem, code i
 	for _, d := range ds {
 		e := newElem(rv.Type().Elem())
 		e.FieldByName(name).SetString(d.name)
+		if id := e.FieldByName("TopicID"); id.IsValid() && id.Type() == reflect.TypeOf(d.id) {
+			id.Set(reflect.ValueOf(d.id))
+		}
 		if ec := e.FieldByName("ErrorCode"); ec.IsValid() {
 			ec.SetInt(int64(code))
 		} else if ps := e.FieldByName("Partitions"); ps.IsValid() {
