@@ -113,6 +113,7 @@ type Reader struct {
 	ahead  *readahead
 	// stripes serialise the scans of one topic's table (by name hash).
 	stripes [64]chan struct{}
+	scans   atomic.Int64 // scans of tables made (tests)
 
 	mu     sync.Mutex              // protects loaded
 	loaded map[string]*loadedTable // topic -> its table as last loaded
@@ -278,13 +279,14 @@ func (r *Reader) Read(ctx context.Context, topic string, partition int32, from, 
 			if hi < lo { // overflow
 				hi = upTo
 			}
+			r.scans.Add(1)
 			got, others, err := scanRows(ctx, lt.tbl, partition, lo, hi, r.cfg.ReadaheadBytes/2, arrowRows(int(lt.rowBytes.Load())))
 			if err != nil {
 				return err
 			}
 			for q, qr := range others {
 				if qhi := speaksUpTo(lt.wm, lt.wmKnown, q, hi); qhi > lo {
-					r.ahead.putIfAbsent(aheadKey{topic, q}, lo, qhi, qr)
+					r.ahead.putAhead(aheadKey{topic, q}, lo, qhi, qr)
 				}
 			}
 			if len(got) > 0 {

@@ -307,3 +307,54 @@ func TestReadStaleSnapshot(t *testing.T) {
 		t.Fatalf("Read of offsets the fresh table lacks: %d batches, %v; want ErrDataLoss", len(bs), err)
 	}
 }
+
+// TestReadaheadShared: partitions catching up together, read in turn,
+// share every scan of the table: the rows a scan for one partition
+// decoded of the others extend what they kept, so four partitions take
+// about the scans one alone does (each scanned the table for itself
+// past its first window before).
+func TestReadaheadShared(t *testing.T) {
+	w, _ := icetest.Open(t, icetest.SQLiteConfig(t), iceberg.Options{})
+	ctx := ctxT(t)
+	rows, wm := rowsOf(4, 0, 3000, nil)
+	if _, err := w.Append(ctx, "t", rows, wm); err != nil {
+		t.Fatal(err)
+	}
+	cfg := tableread.DefaultConfig()
+	cfg.WindowBytes = 60 << 10 // several windows a partition
+	reader := func() *tableread.Reader {
+		r, err := tableread.New(w, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	alone := reader()
+	if got := readAll(t, alone, "t", 0, 0, 3000, 4000); len(got) != 3000 {
+		t.Fatalf("one partition alone: %d records", len(got))
+	}
+	r := reader()
+	next := map[int32]int64{}
+	for done := false; !done; {
+		done = true
+		for p := range int32(4) {
+			if next[p] >= 3000 {
+				continue
+			}
+			done = false
+			bs, err := r.Read(ctx, "t", p, next[p], 3000, 4000)
+			if err != nil || len(bs) == 0 {
+				t.Fatalf("partition %d at %d: %d batches, %v", p, next[p], len(bs), err)
+			}
+			for _, b := range bs {
+				if b.BaseOffset != next[p] {
+					t.Fatalf("partition %d: a batch at %d, want %d", p, b.BaseOffset, next[p])
+				}
+				next[p] = b.LastOffset + 1
+			}
+		}
+	}
+	if one, four := tableread.Scans(alone), tableread.Scans(r); one < 3 || four > one+1 {
+		t.Fatalf("one partition alone took %d scans, four in turn %d: want several, and at most one more", one, four)
+	}
+}
