@@ -132,7 +132,10 @@ func (a *Agent) readTable(ctx context.Context, topicID int64, partition int32, o
 	}
 	if len(batches) == 0 {
 		// Nothing left in the table up to the raw log start (a compacted
-		// or expired stretch): the raw log from there.
+		// or expired stretch), at a snapshot that holds every offset below
+		// it (tableread judges a stale snapshot's silence: it loads the
+		// table afresh, and offsets the fresh table lacks are DataLoss):
+		// the raw log from there.
 		refs, raw, verified, rst, err := a.readRangeTurn(ctx, nil, topicID, partition, oor.LogStartOffset, maxBytes, turn+1)
 		rst.LogStartOffset = min(rst.LogStartOffset, first)
 		return refs, raw, verified, rst, err

@@ -10,9 +10,11 @@ import (
 
 // WaitRawAged waits until the raw files of the topic Setup created aged
 // out into its Iceberg table (a topic created with retention.raw.ms, see
-// FloeConfig.TopicConfig): every partition's log start, the raw log
-// start, at its high watermark. A catch-up read from the start then reads
-// the table. It gives up after limit.
+// FloeConfig.TopicConfig): the raw log holds no batch (the topic's
+// storage), every partition written. (DescribeTopic's log start is the
+// table's first offset on such a topic, not the raw log start.) A
+// catch-up read from the start then reads the table. It gives up after
+// limit.
 func (s *FloeSystem) WaitRawAged(ctx context.Context, limit time.Duration) error {
 	ctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
@@ -21,9 +23,9 @@ func (s *FloeSystem) WaitRawAged(ctx context.Context, limit time.Duration) error
 		if err != nil {
 			return fmt.Errorf("bench: describe %s: %w", s.topic, err)
 		}
-		aged := len(d.GetPartitions()) > 0
+		aged := len(d.GetPartitions()) > 0 && d.GetStorage() != nil && d.GetStorage().GetBatches() == 0
 		for _, p := range d.GetPartitions() {
-			aged = aged && p.GetHighWatermark() > 0 && p.GetLogStartOffset() == p.GetHighWatermark()
+			aged = aged && p.GetHighWatermark() > 0
 		}
 		if aged {
 			return nil

@@ -14,6 +14,10 @@ import (
 // rows beyond what it returned for the partition's next read, within
 // ReadaheadBytes across all partitions (the oldest kept go first). A
 // reader catching up then costs one scan per window, not one per answer.
+// The rows a scan decodes of the other partitions extend what they have
+// kept when they follow on from it (putAhead): partitions catching up
+// together then share every scan, not only the first (each went on to
+// scan the whole table for itself before).
 
 // aheadKey names a partition of a topic.
 type aheadKey struct {
@@ -27,6 +31,7 @@ type ahead struct {
 	rows   []iceberg.Row // sorted by offset; never written once kept
 	bytes  int64
 	at     time.Time
+	pos    int64 // the furthest offset a read took from (rows below it are read)
 }
 
 // readahead holds the kept rows.
@@ -58,18 +63,38 @@ func (ra *readahead) take(k aheadKey, from, end int64) ([]iceberg.Row, int64) {
 	if j < i {
 		j = i
 	}
+	a.pos = max(a.pos, from)
 	return a.rows[i:j], min(a.hi, end)
 }
 
-// putIfAbsent is put, unless k has rows kept that may still serve.
-func (ra *readahead) putIfAbsent(k aheadKey, lo, hi int64, rows []iceberg.Row) {
+// putAhead keeps rows, every row of k in [lo, hi), that a scan for
+// another partition decoded: in place of k's kept rows when those no
+// longer serve or the new ones start at or before where k's reader is;
+// appended to them when they follow on (k's kept rows reach lo), the
+// rows k's reader has passed left out; not at all when k's kept rows
+// reach past hi already or end short of lo (a reader elsewhere).
+func (ra *readahead) putAhead(k aheadKey, lo, hi int64, rows []iceberg.Row) {
 	ra.mu.Lock()
 	a, ok := ra.byKey[k]
-	live := ok && time.Since(a.at) <= ra.ttl
-	ra.mu.Unlock()
-	if !live {
-		ra.put(k, lo, hi, rows)
+	if ok && time.Since(a.at) <= ra.ttl {
+		if a.hi < lo || hi <= a.hi {
+			ra.mu.Unlock()
+			return
+		}
+		if from := max(a.lo, a.pos); from < lo {
+			i := sort.Search(len(a.rows), func(i int) bool { return a.rows[i].Offset >= from })
+			j := sort.Search(len(a.rows), func(i int) bool { return a.rows[i].Offset >= lo })
+			merged := make([]iceberg.Row, 0, max(0, j-i)+len(rows))
+			if j > i {
+				merged = append(merged, a.rows[i:j]...)
+			}
+			rows, lo = append(merged, rows...), from
+		}
 	}
+	ra.mu.Unlock()
+	// The scans of a topic's table are one at a time (Reader.stripes):
+	// no other put of k runs in between.
+	ra.put(k, lo, hi, rows)
 }
 
 // put keeps rows, every row of k in [lo, hi), if they fit.

@@ -113,6 +113,7 @@ type Reader struct {
 	ahead  *readahead
 	// stripes serialise the scans of one topic's table (by name hash).
 	stripes [64]chan struct{}
+	scans   atomic.Int64 // scans of tables made (tests)
 
 	mu     sync.Mutex              // protects loaded
 	loaded map[string]*loadedTable // topic -> its table as last loaded
@@ -122,6 +123,8 @@ type Reader struct {
 type loadedTable struct {
 	tbl      *table.Table
 	at       time.Time
+	wm       iceberg.Watermark // the snapshot's watermark (wmKnown: it has one)
+	wmKnown  bool
 	earliest map[int32]int64 // per partition: the first offset the snapshot holds (-1: none)
 	rowBytes atomic.Int64    // bytes per row seen by the last read (0: none yet)
 }
@@ -146,27 +149,28 @@ func New(tables Tables, cfg Config) (*Reader, error) {
 }
 
 // table returns topic's table, loaded at most TableTTL ago (fresh:
-// loaded now).
-func (r *Reader) table(ctx context.Context, topic string, fresh bool) (*loadedTable, error) {
+// loaded now); loaded says it was loaded by this call.
+func (r *Reader) table(ctx context.Context, topic string, fresh bool) (lt *loadedTable, loaded bool, err error) {
 	r.mu.Lock()
 	lt, ok := r.loaded[topic]
 	r.mu.Unlock()
 	if ok && !fresh && time.Since(lt.at) < r.cfg.TableTTL {
-		return lt, nil
+		return lt, false, nil
 	}
 	tbl, err := r.tables.Load(ctx, topic)
 	if errors.Is(err, catalog.ErrNoSuchTable) || errors.Is(err, catalog.ErrNoSuchNamespace) {
-		return nil, fmt.Errorf("%w: %w", errNoTable, err)
+		return nil, false, fmt.Errorf("%w: %w", errNoTable, err)
 	}
 	if err != nil && ctx.Err() == nil && !errors.Is(err, ErrUnavailable) {
 		// The catalog did not answer (or not sensibly): a retry may;
 		// never a statement about the data.
-		return nil, fmt.Errorf("%w: load the table of %q: %w", ErrUnavailable, topic, err)
+		return nil, false, fmt.Errorf("%w: load the table of %q: %w", ErrUnavailable, topic, err)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("tableread: load the table of %q: %w", topic, err)
+		return nil, false, fmt.Errorf("tableread: load the table of %q: %w", topic, err)
 	}
 	nt := &loadedTable{tbl: tbl, at: time.Now(), earliest: map[int32]int64{}}
+	nt.wm, nt.wmKnown = tableWatermark(tbl)
 	if ok && sameSnapshot(lt.tbl, tbl) {
 		nt.earliest = lt.earliest
 	}
@@ -179,7 +183,7 @@ func (r *Reader) table(ctx context.Context, topic string, fresh bool) (*loadedTa
 	}
 	r.loaded[topic] = nt
 	r.mu.Unlock()
-	return nt, nil
+	return nt, true, nil
 }
 
 // sameSnapshot reports whether a and b are at the same current snapshot.
@@ -205,22 +209,20 @@ func (r *Reader) acquire(ctx context.Context) (func(), error) {
 	}
 }
 
-// retried runs fn on topic's table, and once more on the table loaded
-// afresh when it fails other than by ctx: a snapshot superseded since it
-// was loaded may name files maintenance removed. A second failure that
-// is not the network's is ErrDataLoss.
-func (r *Reader) retried(ctx context.Context, topic string, fn func(*loadedTable) error) error {
+// retried runs fn on topic's table (fresh: loaded for this call), and
+// once more on the table loaded afresh when it fails other than by ctx:
+// a snapshot superseded since it was loaded may name files maintenance
+// removed, or predate the raw log start (errStale). A second failure
+// that is not the network's is ErrDataLoss.
+func (r *Reader) retried(ctx context.Context, topic string, fn func(lt *loadedTable, fresh bool) error) error {
 	var err error
 	for attempt := range 2 {
-		var lt *loadedTable
-		if lt, err = r.table(ctx, topic, attempt > 0); err != nil {
-			return err
+		lt, loaded, lerr := r.table(ctx, topic, attempt > 0)
+		if lerr != nil {
+			return lerr
 		}
-		if err = fn(lt); err == nil || ctx.Err() != nil {
+		if err = fn(lt, loaded); err == nil || ctx.Err() != nil {
 			return err
-		}
-		if errors.Is(err, ErrDataLoss) {
-			continue
 		}
 	}
 	var ne net.Error
@@ -258,25 +260,34 @@ func (r *Reader) Read(ctx context.Context, topic string, partition int32, from, 
 		return r.rebuild(rows, maxBytes)
 	}
 	from = covered
+	if from >= end {
+		return nil, nil // kept rows of a snapshot that holds up to end: none there
+	}
 	release, err := r.acquire(ctx)
 	if err != nil {
 		return nil, err
 	}
 	defer release()
-	err = r.retried(ctx, topic, func(lt *loadedTable) error {
+	err = r.retried(ctx, topic, func(lt *loadedTable, fresh bool) error {
 		rows = nil
+		// The snapshot speaks for the rows below its watermark only: the
+		// scans (and the rows kept ahead) end there.
+		upTo := speaksUpTo(lt.wm, lt.wmKnown, partition, end)
 		window := windowOffsets(max(maxBytes, r.cfg.WindowBytes), int(lt.rowBytes.Load()))
-		for lo := from; lo < end; lo, window = lo+window, window*2 {
-			hi := min(end, lo+window)
+		for lo := from; lo < upTo; lo, window = lo+window, window*2 {
+			hi := min(upTo, lo+window)
 			if hi < lo { // overflow
-				hi = end
+				hi = upTo
 			}
+			r.scans.Add(1)
 			got, others, err := scanRows(ctx, lt.tbl, partition, lo, hi, r.cfg.ReadaheadBytes/2, arrowRows(int(lt.rowBytes.Load())))
 			if err != nil {
 				return err
 			}
 			for q, qr := range others {
-				r.ahead.putIfAbsent(aheadKey{topic, q}, lo, hi, qr)
+				if qhi := speaksUpTo(lt.wm, lt.wmKnown, q, hi); qhi > lo {
+					r.ahead.putAhead(aheadKey{topic, q}, lo, qhi, qr)
+				}
 			}
 			if len(got) > 0 {
 				rows = got
@@ -284,6 +295,13 @@ func (r *Reader) Read(ctx context.Context, topic string, partition int32, from, 
 				r.ahead.put(key, lo, hi, rows)
 				return nil
 			}
+		}
+		switch judgeEmpty(lt.wm[partition], lt.wmKnown, end, fresh) {
+		case emptyStale:
+			return fmt.Errorf("%w: partition %d at %d, its watermark %d, the raw log start %d", errStale, partition, from, lt.wm[partition], end)
+		case emptyLost:
+			return fmt.Errorf("%w: partition %d: the table holds offsets below %d only, the raw log starts at %d: [%d, %d) are in neither",
+				ErrDataLoss, partition, lt.wm[partition], end, max(from, lt.wm[partition]), end)
 		}
 		return nil
 	})
@@ -385,7 +403,7 @@ func (r *Reader) Earliest(ctx context.Context, topic string, partition int32, en
 		if err != nil {
 			return 0, false, err
 		}
-		err = r.retried(ctx, topic, func(lt *loadedTable) error {
+		err = r.retried(ctx, topic, func(lt *loadedTable, _ bool) error {
 			var err error
 			if first, err = firstOffset(ctx, lt.tbl, partition); err != nil {
 				return err

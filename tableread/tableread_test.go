@@ -154,8 +154,15 @@ func TestReadRebuildsRecords(t *testing.T) {
 			if bs, err := r.Read(ctx, topic, 1, 41, 200, 100); err != nil || len(bs) == 0 || bs[0].BaseOffset != 47 {
 				t.Errorf("Read in the gap: %+v, %v; want the batch at 47", bs, err)
 			}
-			if bs, err := r.Read(ctx, topic, 1, 200, 500, 100); err != nil || len(bs) != 0 {
-				t.Errorf("Read past the table: %+v, %v", bs, err)
+			// A gap that runs up to the raw log start: nothing, the caller
+			// reads the raw log from there.
+			if bs, err := r.Read(ctx, topic, 1, 41, 47, 100); err != nil || len(bs) != 0 {
+				t.Errorf("Read of a gap up to the raw log start: %+v, %v", bs, err)
+			}
+			// Past the table's watermark, below the raw log start the
+			// caller names: offsets in neither, DataLoss.
+			if bs, err := r.Read(ctx, topic, 1, 200, 500, 100); !errors.Is(err, tableread.ErrDataLoss) || len(bs) != 0 {
+				t.Errorf("Read past the table: %+v, %v; want ErrDataLoss", bs, err)
 			}
 			if first, ok, err := r.Earliest(ctx, topic, 0, 1000); err != nil || !ok || first != 0 {
 				t.Errorf("Earliest = %d, %v, %v; want 0", first, ok, err)
@@ -251,5 +258,103 @@ func TestNoTable(t *testing.T) {
 	}
 	if _, ok, err := r.Earliest(ctxT(t), "none", 0, 100); err != nil || ok {
 		t.Errorf("Earliest = %v, %v", ok, err)
+	}
+}
+
+// TestReadStaleSnapshot: a read below a raw log start that a newer
+// snapshot of the table let retention move (the reader's snapshot, and
+// the rows it kept ahead, older than that) serves every offset once, in
+// order: the reader loads the table afresh rather than take the stale
+// snapshot's silence for a gap. A fresh table that still does not hold
+// offsets below the raw log start is DataLoss, never a skip.
+func TestReadStaleSnapshot(t *testing.T) {
+	w, _ := icetest.Open(t, icetest.SQLiteConfig(t), iceberg.Options{})
+	ctx := ctxT(t)
+	rows, wm := rowsOf(2, 0, 100, nil)
+	if _, err := w.Append(ctx, "t", rows, wm); err != nil {
+		t.Fatal(err)
+	}
+	cfg := tableread.DefaultConfig()
+	cfg.TableTTL = time.Hour // the snapshot stays cached: only the reader's rule reloads it
+	r, err := tableread.New(w, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The raw log start is already 200 (retention saw a newer snapshot);
+	// the reader's snapshot holds [0, 100).
+	bs, err := r.Read(ctx, "t", 0, 0, 200, 1<<20)
+	if err != nil || len(bs) == 0 || bs[0].BaseOffset != 0 {
+		t.Fatalf("first Read: %+v, %v", bs, err)
+	}
+	next := bs[len(bs)-1].LastOffset + 1
+	more, wm2 := rowsOf(2, 100, 200, nil)
+	if _, err := w.Append(ctx, "t", more, wm2); err != nil {
+		t.Fatal(err)
+	}
+	for p, from := range map[int32]int64{0: next, 1: 0} {
+		got := readAll(t, r, "t", p, from, 200, 1000)
+		if int64(len(got)) != 200-from {
+			t.Fatalf("partition %d from %d: %d records, want %d", p, from, len(got), 200-from)
+		}
+		for i, rec := range got {
+			if rec.Offset != from+int64(i) {
+				t.Fatalf("partition %d: record %d at offset %d, want %d", p, i, rec.Offset, from+int64(i))
+			}
+		}
+	}
+	// [200, 300) is in neither the table nor (the caller says) the raw log.
+	if bs, err := r.Read(ctx, "t", 0, 200, 300, 1000); !errors.Is(err, tableread.ErrDataLoss) || len(bs) != 0 {
+		t.Fatalf("Read of offsets the fresh table lacks: %d batches, %v; want ErrDataLoss", len(bs), err)
+	}
+}
+
+// TestReadaheadShared: partitions catching up together, read in turn,
+// share every scan of the table: the rows a scan for one partition
+// decoded of the others extend what they kept, so four partitions take
+// about the scans one alone does (each scanned the table for itself
+// past its first window before).
+func TestReadaheadShared(t *testing.T) {
+	w, _ := icetest.Open(t, icetest.SQLiteConfig(t), iceberg.Options{})
+	ctx := ctxT(t)
+	rows, wm := rowsOf(4, 0, 3000, nil)
+	if _, err := w.Append(ctx, "t", rows, wm); err != nil {
+		t.Fatal(err)
+	}
+	cfg := tableread.DefaultConfig()
+	cfg.WindowBytes = 60 << 10 // several windows a partition
+	reader := func() *tableread.Reader {
+		r, err := tableread.New(w, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	alone := reader()
+	if got := readAll(t, alone, "t", 0, 0, 3000, 4000); len(got) != 3000 {
+		t.Fatalf("one partition alone: %d records", len(got))
+	}
+	r := reader()
+	next := map[int32]int64{}
+	for done := false; !done; {
+		done = true
+		for p := range int32(4) {
+			if next[p] >= 3000 {
+				continue
+			}
+			done = false
+			bs, err := r.Read(ctx, "t", p, next[p], 3000, 4000)
+			if err != nil || len(bs) == 0 {
+				t.Fatalf("partition %d at %d: %d batches, %v", p, next[p], len(bs), err)
+			}
+			for _, b := range bs {
+				if b.BaseOffset != next[p] {
+					t.Fatalf("partition %d: a batch at %d, want %d", p, b.BaseOffset, next[p])
+				}
+				next[p] = b.LastOffset + 1
+			}
+		}
+	}
+	if one, four := tableread.Scans(alone), tableread.Scans(r); one < 3 || four > one+1 {
+		t.Fatalf("one partition alone took %d scans, four in turn %d: want several, and at most one more", one, four)
 	}
 }
