@@ -172,3 +172,15 @@ func TestConfigValidate(t *testing.T) {
 		t.Errorf("ParseSuperusers: %v, %v", su, err)
 	}
 }
+
+// A nil Guard is auth off: Config answers the zero Config, never panics
+// (the Kafka listener asks it on every fetch over TLS).
+func TestNilGuardConfig(t *testing.T) {
+	var g *access.Guard
+	if g.Enabled() {
+		t.Fatal("nil guard enabled")
+	}
+	if c := g.Config(); c.Enabled || c.CertPrincipal != 0 {
+		t.Fatalf("nil guard config %+v", c)
+	}
+}

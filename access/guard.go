@@ -73,8 +73,14 @@ func NewGuard(cfg Config, authz auth.Authorizer, opts GuardOptions) (*Guard, err
 // Enabled reports whether authentication and authorization are on.
 func (g *Guard) Enabled() bool { return g != nil && g.cfg.Enabled }
 
-// Config returns the guard's settings.
-func (g *Guard) Config() Config { return g.cfg }
+// Config returns the guard's settings (the zero Config for a nil Guard:
+// auth off).
+func (g *Guard) Config() Config {
+	if g == nil {
+		return Config{}
+	}
+	return g.cfg
+}
 
 // Allowed reports whether p may perform op on res, recording a denial
 // against api ("grpc", "kafka", "http").

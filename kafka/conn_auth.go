@@ -79,6 +79,9 @@ func (c *conn) authenticated() (auth.Principal, bool) {
 	if p, ok := c.sasl.get(); ok {
 		return p, true
 	}
+	if !c.s.guard().Enabled() {
+		return auth.Principal{}, false // auth off: no certificate principal to take
+	}
 	tc, ok := c.nc.(interface{ ConnectionState() tls.ConnectionState })
 	if !ok {
 		return auth.Principal{}, false
