@@ -15,10 +15,15 @@ import (
 // prefers for it (client.Router), so one agent writes each partition. A
 // batch of the schedule (records keyed over every partition) becomes one
 // request per agent; each record's range is reported when its request is
-// answered. MaxInFlight bounds each agent's stream.
+// answered. MaxInFlight bounds each agent's stream. Consumers
+// (FloeSystem.Consume) read each partition from the same agent through the
+// same router (client.SubscribeAffinityBatches), so an agent's read cache
+// holds the files it wrote and no agent loads files of others' partitions.
 
 // router is the topic's routes, made on first use after Setup.
 func (s *FloeSystem) routerFor(ctx context.Context) (*client.Router, error) {
+	s.routerMu.Lock()
+	defer s.routerMu.Unlock()
 	if s.router == nil {
 		r, err := client.NewRouter(ctx, s.clients[0], s.topic, client.RouterOptions{})
 		if err != nil {
@@ -30,6 +35,8 @@ func (s *FloeSystem) routerFor(ctx context.Context) (*client.Router, error) {
 }
 
 func (s *FloeSystem) closeRouter() error {
+	s.routerMu.Lock()
+	defer s.routerMu.Unlock()
 	if s.router == nil {
 		return nil
 	}
