@@ -1,0 +1,214 @@
+package bench
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"net"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+
+	"github.com/floe-broker/floe/agent"
+	floev1 "github.com/floe-broker/floe/api/floe/v1"
+	"github.com/floe-broker/floe/batcher"
+	"github.com/floe-broker/floe/metadata"
+	"github.com/floe-broker/floe/metadata/sqlite"
+	"github.com/floe-broker/floe/objectstore"
+)
+
+type staticCluster []metadata.AgentInfo
+
+func (c staticCluster) LiveAgents() []metadata.AgentInfo { return c }
+
+// servedBy counts the subscribe answers with data an agent sent, by
+// partition.
+type servedBy struct {
+	mu sync.Mutex // guards n
+	n  map[int32]int
+}
+
+func (s *servedBy) snapshot() map[int32]int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make(map[int32]int, len(s.n))
+	for p, n := range s.n {
+		out[p] = n
+	}
+	return out
+}
+
+type servedStream struct {
+	grpc.ServerStream
+	s *servedBy
+}
+
+func (st servedStream) SendMsg(m any) error {
+	if r, ok := m.(*floev1.SubscribeResponse); ok && len(r.GetBatches()) > 0 {
+		st.s.mu.Lock()
+		st.s.n[r.GetPartition()]++
+		st.s.mu.Unlock()
+	}
+	return st.ServerStream.SendMsg(m)
+}
+
+// twoAgents runs two in-process agents over one SQLite store and one
+// in-memory object store, both in the placement: their gRPC addresses
+// and what each served.
+func twoAgents(t *testing.T) ([]string, []*servedBy) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	meta, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "meta.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := objectstore.NewMemory()
+	var cluster staticCluster
+	var addrs []string
+	var served []*servedBy
+	var lis []net.Listener
+	for i := range 2 {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		lis = append(lis, l)
+		addrs = append(addrs, l.Addr().String())
+		cluster = append(cluster, metadata.AgentInfo{ID: fmt.Sprintf("agent-%d", i), NodeID: int32(i + 1), GRPCAddr: l.Addr().String()})
+	}
+	var wg sync.WaitGroup
+	var stops []func()
+	for i := range 2 {
+		bcfg := batcher.DefaultConfig()
+		bcfg.Linger = 5 * time.Millisecond
+		var ag *agent.Agent
+		b, err := batcher.New(bcfg, store, meta, batcher.Options{OnCommit: func(f batcher.CommittedFile) { ag.OnCommit(f) }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ag, err = agent.New(agent.DefaultConfig(), meta, store, b, agent.Options{}); err != nil {
+			t.Fatal(err)
+		}
+		ag.SetCluster(cluster)
+		s := &servedBy{n: map[int32]int{}}
+		served = append(served, s)
+		gs := grpc.NewServer(grpc.StreamInterceptor(func(srv any, ss grpc.ServerStream, _ *grpc.StreamServerInfo, h grpc.StreamHandler) error {
+			return h(srv, servedStream{ServerStream: ss, s: s})
+		}))
+		ag.Register(gs)
+		wg.Add(2)
+		go func() { defer wg.Done(); _ = gs.Serve(lis[i]) }()
+		go func() { defer wg.Done(); _ = ag.Run(ctx) }()
+		stops = append(stops, func() { gs.Stop(); _ = b.Close(context.Background()) })
+	}
+	t.Cleanup(func() {
+		for _, s := range stops {
+			s()
+		}
+		cancel()
+		wg.Wait()
+		meta.Close()
+	})
+	return addrs, served
+}
+
+// TestFloeAffinityConsumersReadFromTheirAgent: with FloeConfig.Affinity
+// the harness's consumer reads each partition from the agent the
+// placement prefers for it (both agents serve, each only its own
+// partitions); without it the consumer's one agent serves everything.
+// Every record is read once both ways.
+func TestFloeAffinityConsumersReadFromTheirAgent(t *testing.T) {
+	const parts, batches, perBatch = 8, 10, 100
+	addrs, served := twoAgents(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	sys, err := NewFloeSystem(FloeConfig{Addrs: addrs, RecordSize: 64, MaxInFlight: 4, Affinity: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sys.Close()
+	if err := sys.Setup(ctx, "t", parts); err != nil {
+		t.Fatal(err)
+	}
+	pr, err := sys.NewProducer(ctx, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex // guards failed
+	failed := 0
+	for i := range batches {
+		b := &Batch{First: int64(i * perBatch), Intended: make([]int64, perBatch)}
+		err := pr.Send(ctx, b, func(from, to int, err error) {
+			if err != nil {
+				mu.Lock()
+				failed += to - from
+				mu.Unlock()
+			}
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := pr.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if failed > 0 {
+		t.Fatalf("%d records not acknowledged", failed)
+	}
+	readAll := func(s *FloeSystem) {
+		t.Helper()
+		cctx, stop := context.WithCancel(ctx)
+		defer stop()
+		seen := map[uint64]bool{}
+		err := s.Consume(cctx, 0, 1, true, func(v []byte) {
+			idx := binary.BigEndian.Uint64(v[8:16])
+			if seen[idx] {
+				t.Errorf("record %d read twice", idx)
+			}
+			seen[idx] = true
+			if len(seen) == batches*perBatch {
+				stop()
+			}
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(seen) != batches*perBatch {
+			t.Fatalf("read %d records, want %d", len(seen), batches*perBatch)
+		}
+	}
+	readAll(sys)
+	pl, err := sys.clients[0].Topics.DescribePlacement(ctx, &floev1.DescribePlacementRequest{Topic: "t"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, s := range served {
+		got := s.snapshot()
+		if len(got) == 0 {
+			t.Fatalf("with affinity agent %d served nothing", i+1)
+		}
+		for p := range got {
+			if node := pl.GetPartitionAgents()[p]; node != int32(i+1) {
+				t.Fatalf("with affinity agent %d served partition %d, placed on node %d", i+1, p, node)
+			}
+		}
+	}
+	// Without affinity consumer 0 reads every partition from Addrs[1].
+	plain, err := NewFloeSystem(FloeConfig{Addrs: addrs, RecordSize: 64, MaxInFlight: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer plain.Close()
+	plain.topic, plain.parts = "t", parts
+	before := served[0].snapshot()
+	readAll(plain)
+	if after := served[0].snapshot(); fmt.Sprint(after) != fmt.Sprint(before) {
+		t.Fatalf("without affinity agent 1 served %v (before %v): want nothing more", after, before)
+	}
+	if got := served[1].snapshot(); len(got) != parts {
+		t.Fatalf("without affinity agent 2 served partitions %v: want all %d", got, parts)
+	}
+}
