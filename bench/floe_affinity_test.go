@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
-	"net"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -12,9 +11,8 @@ import (
 
 	"google.golang.org/grpc"
 
-	"github.com/floe-broker/floe/agent"
 	floev1 "github.com/floe-broker/floe/api/floe/v1"
-	"github.com/floe-broker/floe/batcher"
+	"github.com/floe-broker/floe/internal/agenttest"
 	"github.com/floe-broker/floe/metadata"
 	"github.com/floe-broker/floe/metadata/sqlite"
 	"github.com/floe-broker/floe/objectstore"
@@ -55,63 +53,36 @@ func (st servedStream) SendMsg(m any) error {
 	return st.ServerStream.SendMsg(m)
 }
 
-// twoAgents runs two in-process agents over one SQLite store and one
-// in-memory object store, both in the placement: their gRPC addresses
-// and what each served.
+// twoAgents runs two in-process agents on loopback ports over one SQLite
+// store and one in-memory object store, both in the placement: their
+// gRPC addresses and what each served.
 func twoAgents(t *testing.T) ([]string, []*servedBy) {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	meta, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "meta.db"))
+	meta, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "meta.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { meta.Close() }) // after the agents' stops
 	store := objectstore.NewMemory()
 	var cluster staticCluster
-	var addrs []string
+	var ags []*agenttest.Agent
 	var served []*servedBy
-	var lis []net.Listener
 	for i := range 2 {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		lis = append(lis, l)
-		addrs = append(addrs, l.Addr().String())
-		cluster = append(cluster, metadata.AgentInfo{ID: fmt.Sprintf("agent-%d", i), NodeID: int32(i + 1), GRPCAddr: l.Addr().String()})
-	}
-	var wg sync.WaitGroup
-	var stops []func()
-	for i := range 2 {
-		bcfg := batcher.DefaultConfig()
-		bcfg.Linger = 5 * time.Millisecond
-		var ag *agent.Agent
-		b, err := batcher.New(bcfg, store, meta, batcher.Options{OnCommit: func(f batcher.CommittedFile) { ag.OnCommit(f) }})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if ag, err = agent.New(agent.DefaultConfig(), meta, store, b, agent.Options{}); err != nil {
-			t.Fatal(err)
-		}
-		ag.SetCluster(cluster)
 		s := &servedBy{n: map[int32]int{}}
-		served = append(served, s)
-		gs := grpc.NewServer(grpc.StreamInterceptor(func(srv any, ss grpc.ServerStream, _ *grpc.StreamServerInfo, h grpc.StreamHandler) error {
+		o := agenttest.Default()
+		o.TCP = true
+		o.ServerOptions = []grpc.ServerOption{grpc.StreamInterceptor(func(srv any, ss grpc.ServerStream, _ *grpc.StreamServerInfo, h grpc.StreamHandler) error {
 			return h(srv, servedStream{ServerStream: ss, s: s})
-		}))
-		ag.Register(gs)
-		wg.Add(2)
-		go func() { defer wg.Done(); _ = gs.Serve(lis[i]) }()
-		go func() { defer wg.Done(); _ = ag.Run(ctx) }()
-		stops = append(stops, func() { gs.Stop(); _ = b.Close(context.Background()) })
+		})}
+		a := agenttest.Start(t, meta, store, o)
+		ags, served = append(ags, a), append(served, s)
+		cluster = append(cluster, metadata.AgentInfo{ID: fmt.Sprintf("agent-%d", i), NodeID: int32(i + 1), GRPCAddr: a.Addr})
 	}
-	t.Cleanup(func() {
-		for _, s := range stops {
-			s()
-		}
-		cancel()
-		wg.Wait()
-		meta.Close()
-	})
+	addrs := make([]string, len(ags))
+	for i, a := range ags {
+		a.Agent.SetCluster(cluster)
+		addrs[i] = a.Addr
+	}
 	return addrs, served
 }
 
