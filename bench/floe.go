@@ -138,26 +138,35 @@ func (s *FloeSystem) Stats(ctx context.Context) (ServerStats, error) {
 
 // Consume implements System with subscriptions of up to
 // MaxSubscribePartitions partitions each; with Affinity each partition is
-// read from its preferred agent (falling back to Addrs[0]).
+// read from its preferred agent (falling back to Addrs[0]), and the
+// consumers share the partitions by agent (affinityShare).
 func (s *FloeSystem) Consume(ctx context.Context, i, n int, earliest bool, fn func([]byte)) error {
 	c := s.clients[(i+1)%len(s.clients)]
 	desc, err := c.Topics.DescribeTopic(ctx, &floev1.DescribeTopicRequest{Name: s.topic})
 	if err != nil {
 		return fmt.Errorf("bench: describe topic %s: %w", s.topic, err)
 	}
-	var mine []int32
-	for p := int32(i); p < desc.GetTopic().GetPartitions(); p += int32(n) {
-		mine = append(mine, p)
-	}
-	start := &floev1.StartPosition{Position: &floev1.StartPosition_Latest{Latest: true}}
-	if earliest {
-		start = &floev1.StartPosition{Position: &floev1.StartPosition_Earliest{Earliest: true}}
-	}
 	var router *client.Router // Affinity: each partition read from its agent
 	if s.cfg.Affinity && !s.cfg.Records {
 		if router, err = s.routerFor(ctx); err != nil {
 			return err
 		}
+	}
+	var mine []int32
+	if router != nil {
+		owner := make([]string, desc.GetTopic().GetPartitions())
+		for p := range owner {
+			owner[p] = router.Route(int32(p)).Addr()
+		}
+		mine = affinityShare(owner, i, n)
+	} else {
+		for p := int32(i); p < desc.GetTopic().GetPartitions(); p += int32(n) {
+			mine = append(mine, p)
+		}
+	}
+	start := &floev1.StartPosition{Position: &floev1.StartPosition_Latest{Latest: true}}
+	if earliest {
+		start = &floev1.StartPosition{Position: &floev1.StartPosition_Earliest{Earliest: true}}
 	}
 	var (
 		wg       sync.WaitGroup

@@ -183,3 +183,35 @@ func TestFloeAffinityConsumersReadFromTheirAgent(t *testing.T) {
 		t.Fatalf("without affinity agent 2 served partitions %v: want all %d", got, parts)
 	}
 }
+
+func TestAffinityShare(t *testing.T) {
+	// a owns 0, 2, 3, 6; b owns 1, 4, 7; c owns 5.
+	owner := []string{"a", "b", "a", "a", "b", "c", "a", "b"}
+	cases := []struct {
+		n    int
+		want [][]int32
+	}{
+		{1, [][]int32{{0, 1, 2, 3, 4, 5, 6, 7}}},
+		{2, [][]int32{{0, 2, 3, 5, 6}, {1, 4, 7}}}, // agents a, c | b
+		{3, [][]int32{{0, 2, 3, 6}, {1, 4, 7}, {5}}},
+		{4, [][]int32{{0, 3}, {1, 4, 7}, {5}, {2, 6}}},          // a split over consumers 0 and 3
+		{7, [][]int32{{0, 6}, {1, 7}, {5}, {2}, {4}, nil, {3}}}, // a over 0, 3, 6; b over 1, 4; c over 2, 5
+	}
+	for _, c := range cases {
+		seen := map[int32]int{}
+		for i := range c.n {
+			got := affinityShare(owner, i, c.n)
+			if fmt.Sprint(got) != fmt.Sprint(c.want[i]) {
+				t.Errorf("n=%d consumer %d: %v, want %v", c.n, i, got, c.want[i])
+			}
+			for _, p := range got {
+				seen[p]++
+			}
+		}
+		for p := range owner {
+			if seen[int32(p)] != 1 {
+				t.Errorf("n=%d: partition %d read by %d consumers, want 1", c.n, p, seen[int32(p)])
+			}
+		}
+	}
+}
