@@ -46,7 +46,9 @@ type FloeConfig struct {
 	TopicConfig map[string]string
 	// Affinity sends each partition's batches to the agent that
 	// DescribePlacement prefers for it (client.Router from Addrs[0]):
-	// each request is split by agent (floe_affinity.go). Batches only.
+	// each request is split by agent (floe_affinity.go); consumers read
+	// each partition from that agent too (client.SubscribeAffinityBatches).
+	// Batches only.
 	Affinity bool
 }
 
@@ -64,12 +66,13 @@ func (c FloeConfig) validate() error {
 
 // FloeSystem drives floe agents through the Go client.
 type FloeSystem struct {
-	cfg     FloeConfig
-	router  *client.Router // Affinity: the topic's routes (made by the first NewProducer after Setup)
-	clients []*client.Client
-	scraper *Scraper
-	topic   string
-	parts   int32 // the topic's partitions (set by Setup, else asked)
+	cfg      FloeConfig
+	routerMu sync.Mutex     // guards router
+	router   *client.Router // Affinity: the topic's routes (made on first use after Setup)
+	clients  []*client.Client
+	scraper  *Scraper
+	topic    string
+	parts    int32 // the topic's partitions (set by Setup, else asked)
 }
 
 var _ System = (*FloeSystem)(nil)
@@ -134,16 +137,32 @@ func (s *FloeSystem) Stats(ctx context.Context) (ServerStats, error) {
 }
 
 // Consume implements System with subscriptions of up to
-// MaxSubscribePartitions partitions each.
+// MaxSubscribePartitions partitions each; with Affinity each partition is
+// read from its preferred agent (falling back to Addrs[0]), and the
+// consumers share the partitions by agent (affinityShare).
 func (s *FloeSystem) Consume(ctx context.Context, i, n int, earliest bool, fn func([]byte)) error {
 	c := s.clients[(i+1)%len(s.clients)]
 	desc, err := c.Topics.DescribeTopic(ctx, &floev1.DescribeTopicRequest{Name: s.topic})
 	if err != nil {
 		return fmt.Errorf("bench: describe topic %s: %w", s.topic, err)
 	}
+	var router *client.Router // Affinity: each partition read from its agent
+	if s.cfg.Affinity && !s.cfg.Records {
+		if router, err = s.routerFor(ctx); err != nil {
+			return err
+		}
+	}
 	var mine []int32
-	for p := int32(i); p < desc.GetTopic().GetPartitions(); p += int32(n) {
-		mine = append(mine, p)
+	if router != nil {
+		owner := make([]string, desc.GetTopic().GetPartitions())
+		for p := range owner {
+			owner[p] = router.Route(int32(p)).Addr()
+		}
+		mine = affinityShare(owner, i, n)
+	} else {
+		for p := int32(i); p < desc.GetTopic().GetPartitions(); p += int32(n) {
+			mine = append(mine, p)
+		}
 	}
 	start := &floev1.StartPosition{Position: &floev1.StartPosition_Latest{Latest: true}}
 	if earliest {
@@ -163,22 +182,15 @@ func (s *FloeSystem) Consume(ctx context.Context, i, n int, earliest bool, fn fu
 			req := &floev1.SubscribeRequest{Topic: s.topic, Partitions: parts, Start: start, MaxBytes: 4 << 20, Batches: !s.cfg.Records}
 			next := map[int32]int64{} // batches: partition -> offset due
 			seen := map[int32]bool{}  // batches: next holds an offset delivered
-			err := c.Subscribe(ctx, req, func(r *floev1.SubscribeResponse) error {
-				if len(r.GetBatches()) == 0 {
-					mu.Lock()
-					defer mu.Unlock()
-					for _, rec := range r.GetRecords() {
-						fn(rec.GetValue())
-					}
-					return nil
-				}
-				// Batches: every record checked (CRC, fields) and handed
-				// over without building records; offsets must follow on
-				// from the last one handed over, one by one.
+			// walk hands over the records of a batches answer from offset
+			// from on: every record checked (CRC, fields) and handed over
+			// without building records; offsets must follow on from the
+			// last one handed over, one by one.
+			walk := func(r *floev1.SubscribeResponse, from int64) error {
 				p := r.GetPartition()
 				mu.Lock()
 				defer mu.Unlock()
-				_, err := client.WalkBatches(r.GetBatches(), next[p], 0, func(kr *kbatch.Record) error {
+				_, err := client.WalkBatches(r.GetBatches(), max(from, next[p]), 0, func(kr *kbatch.Record) error {
 					if seen[p] && kr.Offset != next[p] {
 						return fmt.Errorf("bench: partition %d: record at offset %d, expected %d", p, kr.Offset, next[p])
 					}
@@ -191,7 +203,23 @@ func (s *FloeSystem) Consume(ctx context.Context, i, n int, earliest bool, fn fu
 				}
 				next[p] = max(next[p], r.GetNextOffset())
 				return nil
-			})
+			}
+			var err error
+			if router != nil {
+				err = client.SubscribeAffinityBatches(ctx, router, req, client.ResumeOptions{}, walk)
+			} else {
+				err = c.Subscribe(ctx, req, func(r *floev1.SubscribeResponse) error {
+					if len(r.GetBatches()) == 0 {
+						mu.Lock()
+						defer mu.Unlock()
+						for _, rec := range r.GetRecords() {
+							fn(rec.GetValue())
+						}
+						return nil
+					}
+					return walk(r, 0)
+				})
+			}
 			if err != nil && ctx.Err() == nil {
 				errMu.Lock()
 				firstErr = errors.Join(firstErr, fmt.Errorf("bench: subscribe: %w", err))

@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 
 	floev1 "github.com/floe-broker/floe/api/floe/v1"
@@ -15,10 +16,15 @@ import (
 // prefers for it (client.Router), so one agent writes each partition. A
 // batch of the schedule (records keyed over every partition) becomes one
 // request per agent; each record's range is reported when its request is
-// answered. MaxInFlight bounds each agent's stream.
+// answered. MaxInFlight bounds each agent's stream. Consumers
+// (FloeSystem.Consume) read each partition from the same agent through the
+// same router (client.SubscribeAffinityBatches), so an agent's read cache
+// holds the files it wrote and no agent loads files of others' partitions.
 
 // router is the topic's routes, made on first use after Setup.
 func (s *FloeSystem) routerFor(ctx context.Context) (*client.Router, error) {
+	s.routerMu.Lock()
+	defer s.routerMu.Unlock()
 	if s.router == nil {
 		r, err := client.NewRouter(ctx, s.clients[0], s.topic, client.RouterOptions{})
 		if err != nil {
@@ -30,6 +36,8 @@ func (s *FloeSystem) routerFor(ctx context.Context) (*client.Router, error) {
 }
 
 func (s *FloeSystem) closeRouter() error {
+	s.routerMu.Lock()
+	defer s.routerMu.Unlock()
 	if s.router == nil {
 		return nil
 	}
@@ -133,4 +141,40 @@ func (p *routedProducer) Close(ctx context.Context) error {
 		errs = append(errs, s.Close(ctx))
 	}
 	return errors.Join(errs...)
+}
+
+// affinityShare is consumer i's of n share of the partitions, owner[p]
+// naming partition p's preferred agent: whole agents' partitions where
+// there are no more consumers than agents (consumer i takes the agents
+// i, i+n, ... in the order of their smallest partition), else each
+// agent's partitions split over the consumers it gets (consumer i reads
+// agent i%agents). So each agent's files, which hold only its
+// partitions, are read by as few consumers as may be: two consumers
+// reading disjoint partitions of one agent's files at their own pace
+// would each make its read cache hold or fetch every file.
+func affinityShare(owner []string, i, n int) []int32 {
+	var agents []string // in the order of their smallest partition
+	parts := map[string][]int32{}
+	for p, o := range owner {
+		if _, ok := parts[o]; !ok {
+			agents = append(agents, o)
+		}
+		parts[o] = append(parts[o], int32(p))
+	}
+	var out []int32
+	if n <= len(agents) {
+		for k := i; k < len(agents); k += n {
+			out = append(out, parts[agents[k]]...)
+		}
+		slices.Sort(out)
+		return out
+	}
+	k := i % len(agents)
+	m := (n - k + len(agents) - 1) / len(agents) // consumers c < n with c%len(agents) == k
+	for j, p := range parts[agents[k]] {
+		if j%m == i/len(agents) {
+			out = append(out, p)
+		}
+	}
+	return out
 }

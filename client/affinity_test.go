@@ -44,6 +44,30 @@ func (s *switchableCluster) set(as ...metadata.AgentInfo) {
 type servedAgent struct {
 	info     metadata.AgentInfo
 	produced atomic.Int64
+	served   *servedParts // the subscribe answers it sent, by partition
+	kill     func()       // stops its gRPC server: its connections break
+}
+
+// servedParts counts the subscribe answers an agent sent per partition.
+type servedParts struct {
+	mu sync.Mutex // guards n
+	n  map[int32]int
+}
+
+func (s *servedParts) add(p int32) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.n[p]++
+}
+
+func (s *servedParts) snapshot() map[int32]int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make(map[int32]int, len(s.n))
+	for p, n := range s.n {
+		out[p] = n
+	}
+	return out
 }
 
 // startSharedAgents runs an agent per linger over one SQLite store and one
@@ -75,10 +99,12 @@ func startSharedAgents(t *testing.T, lingers []time.Duration, cluster *switchabl
 		if err != nil {
 			t.Fatal(err)
 		}
-		sa := &servedAgent{info: metadata.AgentInfo{ID: fmt.Sprintf("agent-%d", i), NodeID: int32(i + 1), GRPCAddr: lis.Addr().String()}}
+		sa := &servedAgent{info: metadata.AgentInfo{ID: fmt.Sprintf("agent-%d", i), NodeID: int32(i + 1), GRPCAddr: lis.Addr().String()},
+			served: &servedParts{n: map[int32]int{}}}
 		gs := grpc.NewServer(grpc.StreamInterceptor(func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, h grpc.StreamHandler) error {
-			return h(srv, countingStream{ServerStream: ss, n: &sa.produced})
+			return h(srv, countingStream{ServerStream: ss, n: &sa.produced, served: sa.served})
 		}))
+		sa.kill = gs.Stop
 		ag.Register(gs)
 		wg.Add(2)
 		go func() { defer wg.Done(); _ = gs.Serve(lis) }()
@@ -99,7 +125,15 @@ func startSharedAgents(t *testing.T, lingers []time.Duration, cluster *switchabl
 
 type countingStream struct {
 	grpc.ServerStream
-	n *atomic.Int64
+	n      *atomic.Int64
+	served *servedParts
+}
+
+func (s countingStream) SendMsg(m any) error {
+	if r, ok := m.(*floev1.SubscribeResponse); ok && (len(r.GetBatches()) > 0 || len(r.GetRecords()) > 0) {
+		s.served.add(r.GetPartition())
+	}
+	return s.ServerStream.SendMsg(m)
 }
 
 func (s countingStream) RecvMsg(m any) error {

@@ -105,39 +105,50 @@ func SubscribeResume(ctx context.Context, clients []*Client, req *floev1.Subscri
 			if !ok {
 				return nil // a partition not asked for: ignore
 			}
-			if len(resp.GetBatches()) > 0 {
-				// Batches mode: hand fn the decoded records.
-				recs, err := DecodeBatches(resp.GetBatches(), p, from, 0)
-				if err != nil {
-					return &callerError{err}
-				}
-				next[p] = max(from, resp.GetNextOffset())
-				if len(recs) == 0 {
-					return nil
-				}
-				return callFn(fn, &floev1.SubscribeResponse{Partition: p, Records: recs, HighWatermark: resp.GetHighWatermark(), NextOffset: resp.GetNextOffset()})
-			}
-			recs := resp.GetRecords()
-			keep := recs[:0:0]
-			for i, rec := range recs {
-				if rec.GetOffset() >= from {
-					keep = recs[i:]
-					break
-				}
-			}
-			if len(keep) < len(recs) {
-				resp = &floev1.SubscribeResponse{Partition: p, Records: keep, HighWatermark: resp.GetHighWatermark()}
-			}
-			if len(keep) > 0 {
-				next[p] = keep[len(keep)-1].GetOffset() + 1
-			}
-			return callFn(fn, resp)
+			n, err := handOver(resp, from, fn)
+			next[p] = n
+			return err
 		})
 		if err == nil {
 			err = io.EOF // a follow stream never ends by itself
 		}
 		return err
 	})
+}
+
+// handOver hands fn resp's records from offset from on (in batches mode
+// decoded, so fn sees records) and returns the partition's next offset.
+// Records below from in an answer (never expected) are dropped; fn's
+// error comes back as a callerError.
+func handOver(resp *floev1.SubscribeResponse, from int64, fn func(*floev1.SubscribeResponse) error) (int64, error) {
+	p := resp.GetPartition()
+	if len(resp.GetBatches()) > 0 {
+		recs, err := DecodeBatches(resp.GetBatches(), p, from, 0)
+		if err != nil {
+			return from, &callerError{err}
+		}
+		next := max(from, resp.GetNextOffset())
+		if len(recs) == 0 {
+			return next, nil
+		}
+		return next, callFn(fn, &floev1.SubscribeResponse{Partition: p, Records: recs, HighWatermark: resp.GetHighWatermark(), NextOffset: resp.GetNextOffset()})
+	}
+	recs := resp.GetRecords()
+	keep := recs[:0:0]
+	for i, rec := range recs {
+		if rec.GetOffset() >= from {
+			keep = recs[i:]
+			break
+		}
+	}
+	if len(keep) < len(recs) {
+		resp = &floev1.SubscribeResponse{Partition: p, Records: keep, HighWatermark: resp.GetHighWatermark()}
+	}
+	next := from
+	if len(keep) > 0 {
+		next = keep[len(keep)-1].GetOffset() + 1
+	}
+	return next, callFn(fn, resp)
 }
 
 // callFn calls the caller's callback, marking its error.

@@ -113,7 +113,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) (err
 	fs.IntVar(&rc.MaxBatch, "max-batch", rc.MaxBatch, "records per produce request at most")
 	tick := fs.Duration("tick", 0, "producer-side batching: least time between two requests of a producer (0: linger/25, within [1ms, 10ms])")
 	maxInFlight := fs.Int("max-inflight", 48, "unanswered produce requests per producer (JetStream: this × -max-batch messages, at most 4096)")
-	floeAffinity := fs.Bool("floe-affinity", false, "floe: partition affinity: each producer sends each partition's batches to the agent that DescribePlacement prefers for it (one request per agent), so that one agent writes each partition")
+	floeAffinity := fs.Bool("floe-affinity", false, "floe: partition affinity: each producer sends each partition's batches to the agent that DescribePlacement prefers for it (one request per agent), so that one agent writes each partition; consumers read each partition from that agent too")
 	floeRecords := fs.Bool("floe-records", false, "floe: produce and consume through the per-record API instead of the batch data plane (for comparison)")
 	backlogMB := fs.Int64("backlog-mb", rc.BacklogBytes/1e6, "catchup: backlog to write then read, MB (more than the agents' read cache, to measure the reads)")
 	fs.DurationVar(&dc.Linger, "linger", dc.Linger, "agents' linger (passed to agents it starts; tell it the deployment's for -addr)")

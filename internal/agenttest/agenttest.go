@@ -32,6 +32,13 @@ type Options struct {
 	Batcher batcher.Config
 	// AgentOptions are the agent's options (its Logger, Registry, ...).
 	AgentOptions agent.Options
+	// TCP serves the agent on a free loopback port (Agent.Addr: for a
+	// client.Router, which dials the addresses the placement names)
+	// instead of an in-memory connection.
+	TCP bool
+	// ServerOptions, optional, are given to the gRPC server (interceptors
+	// that count what it sends).
+	ServerOptions []grpc.ServerOption
 }
 
 // Default returns the packages' defaults with a 1 ms linger, so that a
@@ -50,6 +57,8 @@ type Agent struct {
 	Client *client.Client
 	Meta   metadata.Store
 	Store  objectstore.Store
+	// Addr is the agent's loopback address (Options.TCP), else "".
+	Addr string
 }
 
 // Start runs an agent on meta and store until the end of tb and returns
@@ -68,16 +77,32 @@ func Start(tb testing.TB, meta metadata.Store, store objectstore.Store, o Option
 		cancel()
 		tb.Fatal(err)
 	}
-	lis := bufconn.Listen(1 << 20)
-	gs := grpc.NewServer()
+	var lis net.Listener
+	addr, dialOpts := "", []grpc.DialOption(nil)
+	if o.TCP {
+		if lis, err = net.Listen("tcp", "127.0.0.1:0"); err != nil {
+			_ = b.Close(context.Background())
+			cancel()
+			tb.Fatal(err)
+		}
+		addr = lis.Addr().String()
+	} else {
+		bl := bufconn.Listen(1 << 20)
+		lis = bl
+		dialOpts = []grpc.DialOption{grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return bl.DialContext(ctx) }),
+			grpc.WithTransportCredentials(insecure.NewCredentials())}
+	}
+	gs := grpc.NewServer(o.ServerOptions...)
 	ag.Register(gs)
 	var wg sync.WaitGroup
 	wg.Add(2)
 	go func() { defer wg.Done(); _ = gs.Serve(lis) }()
 	go func() { defer wg.Done(); _ = ag.Run(ctx) }()
-	c, err := client.Dial("passthrough:///bufnet",
-		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return lis.DialContext(ctx) }),
-		grpc.WithTransportCredentials(insecure.NewCredentials()))
+	target := "passthrough:///bufnet"
+	if o.TCP {
+		target = addr
+	}
+	c, err := client.Dial(target, dialOpts...)
 	stop := func() {
 		if c != nil {
 			c.Close()
@@ -92,7 +117,7 @@ func Start(tb testing.TB, meta metadata.Store, store objectstore.Store, o Option
 		tb.Fatal(err)
 	}
 	tb.Cleanup(stop)
-	return &Agent{Agent: ag, Client: c, Meta: meta, Store: store}
+	return &Agent{Agent: ag, Client: c, Meta: meta, Store: store, Addr: addr}
 }
 
 // StartLocal is Start on a fresh SQLite store (in tb's temporary folder,
