@@ -83,17 +83,9 @@ func SubscribeResume(ctx context.Context, clients []*Client, req *floev1.Subscri
 	}
 	opts = opts.withDefaults()
 	r := &resumer{clients: clients, opts: opts, wait: opts.MinBackoff}
-	var next map[int32]int64 // partition -> offset of the next record due
-	err := r.do(ctx, func(c *Client) error {
-		var err error
-		next, err = c.ResolveOffsets(ctx, req)
-		return err
-	})
+	next, err := r.resolve(ctx, req) // partition -> offset of the next record due
 	if err != nil {
 		return err
-	}
-	if len(next) == 0 {
-		return errors.New("client: subscribe: no partition to read")
 	}
 	return r.do(ctx, func(c *Client) error {
 		sreq := &floev1.SubscribeRequest{Topic: req.GetTopic(), MaxBytes: req.GetMaxBytes(),
@@ -259,4 +251,22 @@ func (c *Client) ResolveOffsets(ctx context.Context, req *floev1.SubscribeReques
 		return nil, fmt.Errorf("client: topic %q: no partitions", req.GetTopic())
 	}
 	return out, nil
+}
+
+// resolve turns req's partitions and start into each partition's next
+// offset due, retried like any call of r; no partition is an error.
+func (r *resumer) resolve(ctx context.Context, req *floev1.SubscribeRequest) (map[int32]int64, error) {
+	var next map[int32]int64
+	err := r.do(ctx, func(c *Client) error {
+		var err error
+		next, err = c.ResolveOffsets(ctx, req)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	if len(next) == 0 {
+		return nil, errors.New("client: subscribe: no partition to read")
+	}
+	return next, nil
 }

@@ -91,17 +91,9 @@ func subscribeRouted(ctx context.Context, router *Router, req *floev1.SubscribeR
 	}
 	opts = opts.withDefaults()
 	boot := &resumer{clients: []*Client{router.Bootstrap()}, opts: opts, wait: opts.MinBackoff}
-	var next map[int32]int64
-	err := boot.do(ctx, func(c *Client) error {
-		var err error
-		next, err = c.ResolveOffsets(ctx, req)
-		return err
-	})
+	next, err := boot.resolve(ctx, req)
 	if err != nil {
 		return err
-	}
-	if len(next) == 0 {
-		return errors.New("client: subscribe: no partition to read")
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
