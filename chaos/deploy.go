@@ -78,6 +78,9 @@ type Deployment struct {
 	adminURL   string
 	exe        string
 	log        *slog.Logger
+
+	exitMu    sync.Mutex     // guards exitCount
+	exitCount map[string]int // processes that exited on their own, by name
 }
 
 // Start starts a deployment of agents agents and compactors compactors
@@ -252,6 +255,7 @@ func (d *Deployment) Kill(p *proc) error {
 	p.mu.Lock()
 	old := p.p
 	p.mu.Unlock()
+	d.noteExit(p, old)
 	_ = syscall.Kill(old.Pid(), syscall.SIGCONT) // a paused process dies too
 	old.Stop(syscall.SIGKILL, 5*time.Second)
 	sp, err := services.Start(services.ProcessSpec{Path: p.path, Args: p.args, Dir: d.Dir,
@@ -300,13 +304,11 @@ func (d *Deployment) Heal(ctx context.Context) error {
 		if p.compactor {
 			path = "/healthz"
 		}
-		select {
-		case <-sp.Exited():
+		if d.noteExit(p, sp) {
 			if err := d.startProc(ctx, p, path); err != nil {
 				return err
 			}
 			continue
-		default:
 		}
 		wctx, cancel := context.WithTimeout(ctx, 90*time.Second)
 		err := services.WaitHTTPOK(wctx, "http://"+p.metrics+path, sp)
@@ -316,6 +318,36 @@ func (d *Deployment) Heal(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// noteExit reports whether sp, p's process, has exited, and counts it:
+// the driver stops its processes only through Kill and Stop, so a process
+// found exited exited on its own.
+func (d *Deployment) noteExit(p *proc, sp *services.Process) bool {
+	select {
+	case <-sp.Exited():
+	default:
+		return false
+	}
+	d.log.Warn("chaos: a floe process exited on its own", "process", p.name)
+	d.exitMu.Lock()
+	defer d.exitMu.Unlock()
+	if d.exitCount == nil {
+		d.exitCount = map[string]int{}
+	}
+	d.exitCount[p.name]++
+	return true
+}
+
+// exits is a copy of the processes' exits, by name.
+func (d *Deployment) exits() map[string]int {
+	d.exitMu.Lock()
+	defer d.exitMu.Unlock()
+	m := make(map[string]int, len(d.exitCount))
+	for k, v := range d.exitCount {
+		m[k] = v
+	}
+	return m
 }
 
 func (d *Deployment) procs() []*proc {

@@ -54,8 +54,10 @@ type Config struct {
 	// final read. RawRetention, instead, gives the topic retention.raw.ms
 	// (its reads below the raw log start come from the table).
 	Retention, RawRetention time.Duration
-	// OutDir receives a failed run's history, seed and logs.
+	// OutDir receives a failed run's history, seed and logs; with Keep,
+	// every run's.
 	OutDir string
+	Keep   bool
 	Log    *slog.Logger
 	// keepOps, for tests, receives the history.
 	keepOps func([]history.Op)
@@ -115,6 +117,11 @@ type Result struct {
 	// Phases is how long the steps after the faults took: heal, final
 	// read, group drain, table, invariants.
 	Phases []Phase
+	// Exits counts, by process (agent-0, compactor-1), the times a floe
+	// process exited on its own (not killed by a fault) and was started
+	// again by the driver (deploy.go): a floe process must ride out every
+	// fault, so any exit is a finding (see its log in the kept run).
+	Exits map[string]int
 }
 
 // Phase is one step's duration.
@@ -273,7 +280,8 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		res.Report = history.Check(ops)
 	}
 	res.Elapsed = time.Since(start)
-	if res.Failed() {
+	res.Exits = d.exits()
+	if res.Failed() || cfg.Keep {
 		res.HistoryPath, err = writeFailure(cfg, d, ops, res)
 		if err != nil {
 			return res, err
@@ -400,8 +408,8 @@ func (w *workload) drainGroup(ctx context.Context, hws map[int32]int64) int {
 	return behind
 }
 
-// writeFailure writes a failed run's history, seed, report and logs
-// under cfg.OutDir.
+// writeFailure writes a failed (or kept) run's history, seed, report
+// and logs under cfg.OutDir.
 func writeFailure(cfg Config, d *Deployment, ops []history.Op, res *Result) (string, error) {
 	dir := filepath.Join(cfg.OutDir, fmt.Sprintf("seed-%d", cfg.Seed))
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -416,7 +424,7 @@ func writeFailure(cfg Config, d *Deployment, ops []history.Op, res *Result) (str
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
-	summary := fmt.Sprintf("seed %d\nanomalies %v\ninvariants %v\n", cfg.Seed, res.Report.Anomalies, res.Invariants)
+	summary := fmt.Sprintf("seed %d\nanomalies %v\ninvariants %v\nexits %v\n", cfg.Seed, res.Report.Anomalies, res.Invariants, res.Exits)
 	for _, a := range res.Report.Examples {
 		summary += a.String() + "\n"
 	}

@@ -21,7 +21,11 @@ type AsyncLoss struct {
 	// offsets at each of which it had read a lost value (the new primary
 	// wrote other values there, behind the reader's position), and a
 	// group's offsets below its position that no member read, at each of
-	// which a member had read a lost value.
+	// which a member had read a lost value; and a record delivered again
+	// after the kill to a member of a group whose earlier reader had
+	// committed past it only before the kill (group-committed-redelivery):
+	// the commit, acknowledged by the old primary, was lost with it, and
+	// the group went on from its older position.
 	AfterEffects map[string]int `json:"after_effects"`
 }
 
@@ -37,6 +41,9 @@ type excuses struct {
 	reader map[readerPartition]map[int64]bool
 	group  map[groupPartition]map[int64]bool
 	loss   *AsyncLoss
+	// killedAt is the kill's time: commits acknowledged before it may be
+	// lost, those after it are the new primary's.
+	killedAt int64
 }
 
 // skip reports whether a reader's skip over held offsets follows from the
@@ -65,6 +72,20 @@ func (e *excuses) unconsumed(g groupPartition, o int64) bool {
 	return true
 }
 
+// lostCommit reports whether read, a group's delivery of an offset an
+// earlier reader had committed past, follows from that commit being lost
+// with the primary, counting it: read came after the kill, and the
+// earlier reader's commits made after the kill (durable on the new
+// primary) stayed at or below the offset, so every commit past it was
+// acknowledged by the old primary before the kill.
+func (e *excuses) lostCommit(read *Op, committedAfterKill int64) bool {
+	if e == nil || read.Time <= e.killedAt || committedAfterKill > read.Offset {
+		return false
+	}
+	e.loss.AfterEffects[GroupCommittedRedelivery]++
+	return true
+}
+
 // CheckAsyncLoss checks a history whose PostgreSQL primary was killed (a
 // Fault op of kind killed, whose Time is the kill) and an asynchronous
 // standby promoted. A value is lost with the primary when its send was
@@ -74,7 +95,9 @@ func (e *excuses) unconsumed(g groupPartition, o int64) bool {
 // primary may have committed it, and the standby not have it. The lost sends are counted
 // (Report.AsyncLoss) and left out of the history with every read of their
 // values; the offsets at which each reader and each group read a lost
-// value excuse exactly the skips and unconsumed offsets over them.
+// value excuse exactly the skips and unconsumed offsets over them, and a
+// group's redelivery after the kill of what was committed only before it
+// excuses that redelivery (excuses.lostCommit).
 // Everything else is checked as Check does: a send handed to the client
 // after the kill and lost, two values at one offset, any other skip, a
 // table row of a lost value.
@@ -121,7 +144,7 @@ func CheckAsyncLoss(ops []Op, killed string) *Report {
 	if loss.Lost > 0 {
 		loss.Window = time.Duration(at - first)
 	}
-	ex := &excuses{reader: map[readerPartition]map[int64]bool{}, group: map[groupPartition]map[int64]bool{}, loss: loss}
+	ex := &excuses{reader: map[readerPartition]map[int64]bool{}, group: map[groupPartition]map[int64]bool{}, loss: loss, killedAt: at}
 	mark := func(m map[int64]bool, o int64) map[int64]bool {
 		if m == nil {
 			m = map[int64]bool{}

@@ -133,3 +133,53 @@ func TestCheckAsyncLossTrimmed(t *testing.T) {
 		t.Fatalf("anomalies %v, loss %+v, trimmed %v: want c lost, a trimmed", r.Anomalies, r.AsyncLoss, r.Trimmed)
 	}
 }
+
+// commitLostHistory: m1 read a (offset 0, replicated before the kill)
+// and committed past it at time 5; the kill at 10 lost that commit with
+// the primary (asynchronous replication), so m2, given the partition
+// after the promotion, starts again at the group's older position and
+// reads a again at time 12; then m2 loses the partition (revoked) and m1
+// gets it back. tail is what follows.
+func commitLostHistory(tail ...Op) []Op {
+	at := func(op Op, t int64) Op { op.Time = t; return op }
+	ops := []Op{
+		timed(send("a", 0, OK, 0), 1, 2),
+		at(assign("m1", 0), 3), at(assign("m2"), 3), at(gread("m1", 0, 0, "a"), 4), at(commit("m1", 0, 1), 5),
+		{Type: Fault, Value: killed, Time: 10},
+		at(assign("m1"), 11), at(assign("m2", 0), 11), at(gread("m2", 0, 0, "a"), 12),
+	}
+	ops = append(ops, tail...)
+	return append(ops, at(assign("m2"), 20), at(assign("m1", 0), 20), at(commit("m1", 0, 1), 21),
+		finalRead(0, 0, "a"), final(0, 0, 1), Op{Type: GroupEnd, Group: "g", Topic: topic, Partition: 0, Offset: 1},
+		Op{Type: Table, Topic: topic, Partition: 0, Offset: 0, Key: "ka", Value: "a"},
+		Op{Type: TableWatermark, Topic: topic, Partition: 0, Offset: 1})
+}
+
+// TestCheckAsyncLossCommitLost: a record delivered again after the
+// promotion because the commit past it, acknowledged before the kill, was
+// lost with the primary is an after-effect of the loss
+// (group-committed-redelivery), neither a zombie delivery nor an anomaly;
+// the same redelivery over a commit made after the kill (durable on the
+// new primary) is still counted as Check counts it.
+func TestCheckAsyncLossCommitLost(t *testing.T) {
+	r := CheckAsyncLoss(commitLostHistory(), killed)
+	if !r.Valid() {
+		t.Fatalf("anomalies %v: %v", r.Anomalies, r.Examples)
+	}
+	if r.AsyncLoss.AfterEffects[GroupCommittedRedelivery] != 1 || r.StaleDeliveries != 0 || r.Redelivered != 0 {
+		t.Fatalf("after-effects %v, zombie deliveries %d, redelivered %d: want 1 group-committed-redelivery after-effect only",
+			r.AsyncLoss.AfterEffects, r.StaleDeliveries, r.Redelivered)
+	}
+	// Check, without the loss, counts m2 (a stale owner) as a zombie.
+	if plain := Check(commitLostHistory()); plain.StaleDeliveries != 1 || !plain.Valid() {
+		t.Fatalf("Check: zombie deliveries %d, anomalies %v", plain.StaleDeliveries, plain.Anomalies)
+	}
+	// m1 committed past a again after the kill: the new primary has that
+	// commit, so a third delivery (m3, owning the partition) is flagged.
+	late := commitLostHistory(Op{Type: Commit, Group: "g", Member: "m1", Topic: topic, Partition: 0, Offset: 1, Time: 13},
+		Op{Type: Assign, Process: "m3", Group: "g", Member: "m3", Topic: topic, Partitions: []int32{0}, Time: 14},
+		Op{Type: Read, Process: "m3", Group: "g", Member: "m3", Topic: topic, Partition: 0, Offset: 0, Value: "a", Time: 15})
+	if r := CheckAsyncLoss(late, killed); r.Anomalies[GroupCommittedRedelivery] != 1 {
+		t.Fatalf("a redelivery past a commit made after the kill: anomalies %v, after-effects %v", r.Anomalies, r.AsyncLoss.AfterEffects)
+	}
+}

@@ -91,6 +91,9 @@ func ownedAt(own map[groupMember]map[tp][]*ownership, m groupMember, k tp, i int
 func checkGroups(r *Report, ops []Op, parts map[tp]*partitionState, ex *excuses) {
 	own := ownerships(ops)
 	committed := map[groupMember]map[tp]int64{}
+	// committedAfterKill, with an async loss: the positions committed
+	// after the primary's kill (see excuses.lostCommit).
+	committedAfterKill := map[groupMember]map[tp]int64{}
 	type delivery struct {
 		member string
 		index  int
@@ -106,6 +109,12 @@ func checkGroups(r *Report, ops []Op, parts map[tp]*partitionState, ex *excuses)
 				committed[m] = map[tp]int64{}
 			}
 			committed[m][k] = max(committed[m][k], op.Offset)
+			if ex != nil && op.Time > ex.killedAt {
+				if committedAfterKill[m] == nil {
+					committedAfterKill[m] = map[tp]int64{}
+				}
+				committedAfterKill[m][k] = max(committedAfterKill[m][k], op.Offset)
+			}
 		case Read:
 			if op.Group == "" {
 				continue
@@ -122,6 +131,8 @@ func checkGroups(r *Report, ops []Op, parts map[tp]*partitionState, ex *excuses)
 				prevAtMine, mineAtPrev := ownedAt(own, pm, k, i), ownedAt(own, m, k, prev.index)
 				mine := ownedAt(own, m, k, i)
 				switch {
+				case committed[pm][k] > op.Offset && ex.lostCommit(op, committedAfterKill[pm][k]):
+					// The commit past it was lost with the primary.
 				case committed[pm][k] > op.Offset && mine != nil && mine.stale():
 					// A zombie: fenced, it delivers what its stream still
 					// had; its commits are refused.

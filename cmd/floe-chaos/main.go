@@ -131,6 +131,7 @@ func runCampaign(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	fs.DurationVar(&cfg.Retention, "retention", cfg.Retention, "the topic's retention.ms while the faults run (0: the default, 7 days); set to for ever when they end")
 	fs.DurationVar(&cfg.RawRetention, "retention-raw", cfg.RawRetention, "give the topic retention.raw.ms instead (its reads below the raw log start come from the table)")
 	fs.StringVar(&cfg.OutDir, "out", cfg.OutDir, "folder of the failed runs' histories, seeds and logs")
+	fs.BoolVar(&cfg.Keep, "keep", cfg.Keep, "write every run's history, seed and logs under -out, not only a failed run's")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -185,8 +186,14 @@ func runCampaign(ctx context.Context, args []string, stdout, stderr io.Writer) e
 				n+1, l.Lost, l.Window.Round(time.Millisecond), l.LostRead, l.AfterEffects)
 		}
 		t.ops["offsets deleted by retention"] += int(res.RetentionMoved)
+		for k, v := range res.Exits {
+			t.exits[k] += v
+		}
 		if res.FailoverToAck > 0 {
 			fmt.Fprintf(stdout, "run %d: failover: first acknowledged send %v after the primary was killed\n", n+1, res.FailoverToAck.Round(time.Millisecond))
+		}
+		if len(res.Exits) > 0 {
+			fmt.Fprintf(stdout, "run %d: floe processes that exited on their own (restarted by the driver): %v\n", n+1, res.Exits)
 		}
 		fmt.Fprintf(stdout, "run %d: seed %d, %d ops, %d faults, %v (after the faults:%s): %s\n", n+1, cfg.Seed, res.Report.Ops,
 			sum(res.Report.Faults), res.Elapsed.Round(time.Second), phases(res.Phases), verdict)
@@ -218,13 +225,14 @@ func sum(m map[string]int) int {
 // table sums reports over runs.
 type table struct {
 	faults, ops, anomalies, invariants map[string]int
+	exits                              map[string]int // floe processes that exited on their own
 	faultTime                          time.Duration
 	asyncWindow                        time.Duration // the widest async-loss window
 	invariantsChecked                  bool          // by runs, not by check
 }
 
 func newTable() *table {
-	return &table{faults: map[string]int{}, ops: map[string]int{}, anomalies: map[string]int{}, invariants: map[string]int{}}
+	return &table{faults: map[string]int{}, ops: map[string]int{}, anomalies: map[string]int{}, invariants: map[string]int{}, exits: map[string]int{}}
 }
 
 func (t *table) add(r *history.Report, inv map[string]int) {
@@ -273,8 +281,8 @@ func (t *table) print(w io.Writer, runs int) {
 	for _, s := range []struct {
 		title string
 		m     map[string]int
-	}{{"fault", t.faults}, {"operations", t.ops}, {"anomaly", t.anomalies}, {"invariant violated", t.invariants}} {
-		if s.title == "invariant violated" && !t.invariantsChecked {
+	}{{"fault", t.faults}, {"operations", t.ops}, {"anomaly", t.anomalies}, {"invariant violated", t.invariants}, {"process exited on its own", t.exits}} {
+		if (s.title == "invariant violated" || s.title == "process exited on its own") && !t.invariantsChecked {
 			continue
 		}
 		if len(s.m) == 0 {
