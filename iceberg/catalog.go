@@ -179,6 +179,13 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*Writer, error) {
 		db.Close()
 		return nil, err
 	}
+	if cfg.Backend == BackendPostgres {
+		if w.aws, err = conditionalAWS(ctx, cfg.catalogProps()); err != nil {
+			cat.Close()
+			db.Close()
+			return nil, err
+		}
+	}
 	w.close = func() error {
 		cerr := cat.Close()
 		if err := db.Close(); err != nil {

@@ -72,6 +72,7 @@ func (w *Writer) Maintain(ctx context.Context, topic string, opts MaintainOption
 
 // maintain is Maintain on topic's table of kind k.
 func (w *Writer) maintain(ctx context.Context, topic string, k tableKind, opts MaintainOptions) (MaintainResult, error) {
+	ctx = w.writes(ctx)
 	var res MaintainResult
 	if opts.KeepSnapshots < 1 || opts.MaxSnapshotAge < 0 || opts.OrphanAge < 0 || opts.KeepSuperseded < 0 {
 		return res, fmt.Errorf("%w: maintain options %+v", ErrInvalidConfig, opts)

@@ -156,6 +156,7 @@ func (w *Writer) RewriteSmallFiles(ctx context.Context, topic string, opts Rewri
 
 // rewriteSmallFiles is RewriteSmallFiles on topic's table of kind k.
 func (w *Writer) rewriteSmallFiles(ctx context.Context, topic string, k tableKind, opts RewriteOptions) (RewriteResult, error) {
+	ctx = w.writes(ctx)
 	var res RewriteResult
 	if opts.MinFiles < 1 || opts.SmallFileBytes < 0 || opts.MaxBytes < 0 {
 		return res, fmt.Errorf("%w: rewrite options %+v", ErrInvalidConfig, opts)
@@ -335,6 +336,7 @@ func (w *Writer) ExpireDays(ctx context.Context, topic string, cutoff time.Time)
 
 // expireDays is ExpireDays on topic's table of kind k.
 func (w *Writer) expireDays(ctx context.Context, topic string, k tableKind, cutoff time.Time) (files int, rows int64, err error) {
+	ctx = w.writes(ctx)
 	tbl, err := w.load(ctx, topic, k)
 	if missing(err) {
 		return 0, 0, nil

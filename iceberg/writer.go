@@ -14,6 +14,7 @@ import (
 	icego "github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/catalog"
 	"github.com/apache/iceberg-go/table"
+	"github.com/aws/aws-sdk-go-v2/aws"
 
 	"github.com/floe-broker/floe/schema"
 )
@@ -70,6 +71,7 @@ type Writer struct {
 	opts  Options
 	log   *slog.Logger
 	close func() error // releases what Open opened; nil for NewWriter
+	aws   *aws.Config  // Open's on an S3 warehouse: its writes are conditional (conditional.go)
 }
 
 // NewWriter returns a Writer over cat. Closing it does not close cat.
@@ -169,6 +171,7 @@ func WithValueSchema(vs *schema.Schema) TableOption {
 // the schema's is not changed: EnsureTable then returns the table and an
 // error wrapping ErrSchemaConflict.
 func (w *Writer) EnsureTable(ctx context.Context, topic string, opts ...TableOption) (*table.Table, error) {
+	ctx = w.writes(ctx)
 	var o tableOptions
 	for _, opt := range opts {
 		opt(&o)
@@ -305,6 +308,7 @@ func (w *Writer) Append(ctx context.Context, topic string, rows []Row, want Wate
 
 // appendTo is Append to topic's table of kind k.
 func (w *Writer) appendTo(ctx context.Context, topic string, k tableKind, rows []Row, want Watermark) (AppendResult, error) {
+	ctx = w.writes(ctx)
 	var res AppendResult
 	if err := want.validate(); err != nil {
 		return res, err
