@@ -3,6 +3,7 @@ package iceberg
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/url"
@@ -170,7 +171,9 @@ func Open(ctx context.Context, cfg Config, log *slog.Logger) (*Writer, error) {
 	}
 	cat, err := newCatalog(ctx, cfg, db, dialect)
 	if err != nil {
-		db.Close()
+		if !errors.Is(err, errCatalogAbandoned) { // else db is closed once the open ends
+			db.Close()
+		}
 		return nil, fmt.Errorf("iceberg: open %s catalog: %w", cfg.Backend, err)
 	}
 	w, err := NewWriter(cat, cfg.Options, log)
@@ -213,7 +216,7 @@ func newCatalog(ctx context.Context, cfg Config, db *sql.DB, dialect sqlcat.Supp
 		if err := createJavaCatalogTables(ctx, db); err != nil {
 			return nil, err
 		}
-		return sqlcat.NewCatalog(cfg.CatalogName, db, dialect, cfg.catalogProps())
+		return openSQLCatalog(ctx, cfg, db, dialect)
 	}
 	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
@@ -226,7 +229,47 @@ func newCatalog(ctx context.Context, cfg Config, db *sql.DB, dialect sqlcat.Supp
 	if err := createJavaCatalogTables(ctx, db); err != nil {
 		return nil, err
 	}
-	return sqlcat.NewCatalog(cfg.CatalogName, db, dialect, cfg.catalogProps())
+	return openSQLCatalog(ctx, cfg, db, dialect)
+}
+
+// errCatalogAbandoned: ctx ended while sqlcat.NewCatalog ran; its
+// database handle is closed once it returns (openSQLCatalog).
+var errCatalogAbandoned = errors.New("iceberg: catalog open abandoned")
+
+// newSQLCatalog is sqlcat.NewCatalog (a variable for tests).
+var newSQLCatalog = sqlcat.NewCatalog
+
+// openSQLCatalog is sqlcat.NewCatalog bounded by ctx. NewCatalog runs its
+// statements (iceberg-go's CREATE TABLE IF NOT EXISTS, the schema
+// version's queries) without a context, so a server that hangs (paused,
+// or its packets lost) would hang the open, and the table read or the
+// start waiting on it, for as long as the server does, past any
+// deadline. It runs in a goroutine of its own: when ctx ends first the
+// caller gets errCatalogAbandoned at once, and the goroutine closes the
+// catalog and db once NewCatalog returns (when the server answers or the
+// connection fails); db is then no longer the caller's to close.
+func openSQLCatalog(ctx context.Context, cfg Config, db *sql.DB, dialect sqlcat.SupportedDialect) (*sqlcat.Catalog, error) {
+	type opened struct {
+		cat *sqlcat.Catalog
+		err error
+	}
+	done := make(chan opened, 1)
+	go func() {
+		cat, err := newSQLCatalog(cfg.CatalogName, db, dialect, cfg.catalogProps())
+		done <- opened{cat, err}
+	}()
+	select {
+	case o := <-done:
+		return o.cat, o.err
+	case <-ctx.Done():
+		go func() {
+			if o := <-done; o.cat != nil {
+				_ = o.cat.Close()
+			}
+			_ = db.Close()
+		}()
+		return nil, fmt.Errorf("%w: %w", errCatalogAbandoned, ctx.Err())
+	}
 }
 
 // javaCatalogDDL creates the catalog's tables as Iceberg's Java
