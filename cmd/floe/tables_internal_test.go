@@ -72,3 +72,45 @@ func TestAgentTablesOpenLazily(t *testing.T) {
 		t.Fatalf("read with the catalog down: %v, want ErrUnavailable", err)
 	}
 }
+
+// TestAgentTablesRideOutPostgresRestart: PostgreSQL restarting (fast
+// shutdown, then up again) at several moments of the agent's first table
+// read, while the lazy catalog opens (connect, the catalog's lock and
+// tables, iceberg-go's schema check), leaves the reader working: that read
+// is answered, at worst tableread.ErrUnavailable, within its deadline, and
+// once the server is back the reads are answered by the catalog (here: no
+// table yet) without an agent restart.
+func TestAgentTablesRideOutPostgresRestart(t *testing.T) {
+	for i, delay := range []time.Duration{0, 5 * time.Millisecond, 20 * time.Millisecond, 60 * time.Millisecond} {
+		cfg := iceberg.DefaultPostgresConfig(testenv.Postgres(t), "b")
+		r, closeTables, err := openTables(cfg, DefaultServerConfig("agent").Agent.tableConfig(), slog.New(slog.DiscardHandler))
+		if err != nil {
+			t.Fatal(err)
+		}
+		first := make(chan error, 1)
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		go func() {
+			_, err := r.Read(ctx, "t", 0, 0, 10, 1<<20)
+			first <- err
+		}()
+		time.Sleep(delay)
+		restart := testenv.StopPostgres(t)
+		time.Sleep(200 * time.Millisecond)
+		restart()
+		if err := <-first; err != nil && (!errors.Is(err, tableread.ErrUnavailable) || ctx.Err() != nil) {
+			t.Fatalf("restart %d: the read during the restart: %v, want an answer or ErrUnavailable within its deadline", i, err)
+		}
+		for {
+			_, err = r.Read(ctx, "t", 0, 0, 10, 1<<20)
+			if !errors.Is(err, tableread.ErrUnavailable) || ctx.Err() != nil {
+				break
+			}
+			time.Sleep(100 * time.Millisecond) // the lazy catalog tries again after its retry interval
+		}
+		cancel()
+		if err != nil && (errors.Is(err, tableread.ErrUnavailable) || ctx.Err() != nil) {
+			t.Fatalf("restart %d: reads once PostgreSQL is back: %v", i, err)
+		}
+		closeTables()
+	}
+}
