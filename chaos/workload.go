@@ -236,10 +236,13 @@ func (w *workload) memberSession(ctx context.Context, inst string, n int, stop <
 		w.log.Warn("chaos: group consumer", "err", err)
 		return false
 	}
+	var due commitDue
 	commit := func() {
 		cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		defer cancel()
-		if g.Commit(cctx) != nil {
+		err := g.Commit(cctx)
+		due.committed(err == nil)
+		if err != nil {
 			return
 		}
 		for p := range g.Assignment() {
@@ -248,7 +251,6 @@ func (w *workload) memberSession(ctx context.Context, inst string, n int, stop <
 			}
 		}
 	}
-	uncommitted := 0
 	for {
 		select {
 		case <-w.crash:
@@ -277,17 +279,38 @@ func (w *workload) memberSession(ctx context.Context, inst string, n int, stop <
 			w.add(history.Op{Type: history.MemberEnd, Group: Group, Member: memberName(), Detail: "failed: " + err.Error()})
 			return true
 		case r == nil:
-			if uncommitted > 0 {
+			if due.idle() {
 				commit()
-				uncommitted = 0
 			}
 			continue
 		}
 		w.add(history.Op{Type: history.Read, Process: inst, Group: Group, Member: memberName(), Partition: r.GetPartition(),
 			Offset: r.GetOffset(), Key: string(r.GetKey()), Value: string(r.GetValue())})
-		if uncommitted++; uncommitted >= 10 {
+		if due.read() {
 			commit()
-			uncommitted = 0
 		}
+	}
+}
+
+// commitDue is when a member commits: every commitEvery records read, and
+// when idle with records read since its last commit. A failed commit
+// leaves them uncommitted, so that the next read or idle poll tries
+// again: a member whose commit failed (its stream was resuming, its
+// agent cut off) once the records stopped would otherwise never commit
+// them, and its group would not reach the high watermark.
+type commitDue struct{ uncommitted int }
+
+const commitEvery = 10
+
+// read counts a record read and reports whether to commit.
+func (c *commitDue) read() bool { c.uncommitted++; return c.uncommitted >= commitEvery }
+
+// idle reports whether to commit on an idle poll.
+func (c *commitDue) idle() bool { return c.uncommitted > 0 }
+
+// committed records a commit's outcome.
+func (c *commitDue) committed(ok bool) {
+	if ok {
+		c.uncommitted = 0
 	}
 }
