@@ -133,6 +133,10 @@ type prodReq struct {
 	retry     bool  // failed retriably (or was lost with its stream)
 	err       error // the last failure (nil: none, or no answer)
 	lost      error // sent, and lost with its stream before an answer (outcome unknown)
+	// maybeStored: some attempt's outcome was unknown (lost with its
+	// stream, or answered so), so the request may be stored whatever a
+	// later attempt answers: it never ends as failed (maybeStoredErr).
+	maybeStored bool
 
 	// Batches: the request, and the records (indices into req.Records)
 	// of each of its PartitionBatches.
@@ -284,7 +288,7 @@ func (p *Producer) Settle() (failed, unknown []any) {
 			if p.opts.OnResult != nil {
 				p.opts.OnResult(r.tag, r.resp)
 			}
-		case r.err == nil || status.Code(r.err) == codes.Unknown || status.Code(r.err) == codes.DeadlineExceeded:
+		case r.maybeStored || r.err == nil || status.Code(r.err) == codes.Unknown || status.Code(r.err) == codes.DeadlineExceeded:
 			unknown = append(unknown, r.tag)
 		default:
 			failed = append(failed, r.tag)
@@ -292,6 +296,16 @@ func (p *Producer) Settle() (failed, unknown []any) {
 	}
 	p.queue, p.perPart, p.failed = nil, map[int32]int{}, false
 	return failed, unknown
+}
+
+// maybeStoredErr is err, the last attempt's failure, as the request's:
+// an unknown outcome (ErrOutcomeUnknown) when an earlier attempt may have
+// stored it, even though this one says nothing was committed.
+func (r *prodReq) maybeStoredErr(err error) error {
+	if !r.maybeStored || OutcomeUnknown(err) {
+		return err
+	}
+	return fmt.Errorf("%w: an earlier attempt's outcome is unknown; the last attempt: %w", ErrOutcomeUnknown, err)
 }
 
 // Close ends the stream. Unanswered requests are abandoned: Flush first.
@@ -410,7 +424,7 @@ func (p *Producer) closeStream() {
 	}
 	p.stream = nil
 	for id, r := range p.byID { // lost with the stream
-		r.retry, p.failed, r.err = true, true, nil
+		r.retry, p.failed, r.err, r.maybeStored = true, true, nil, true
 		r.lost = fmt.Errorf("%w: the stream to %s ended before its answer", ErrOutcomeUnknown, p.c.Addr())
 		delete(p.byID, id)
 	}
@@ -475,6 +489,7 @@ func (p *Producer) handle(a prodAnswer) error {
 	}
 	err := status.Error(codes.Code(a.msg.GetErrorCode()), a.msg.GetErrorMessage())
 	r.err = err
+	r.maybeStored = r.maybeStored || OutcomeUnknown(err)
 	// An answer on a live stream is the agent's: its Unavailable means
 	// nothing was committed. Out of order: an earlier request of its
 	// partition failed; the in-order retry settles it.
@@ -515,6 +530,7 @@ func (p *Producer) recover() error {
 		r.lost = nil
 		err := p.withRetries(func(ctx context.Context) error {
 			err := p.resend(ctx, r)
+			r.maybeStored = r.maybeStored || OutcomeUnknown(err)
 			if p.fallback != nil && p.c != p.fallback && status.Code(err) == codes.Unavailable {
 				p.markDown(p.c)
 				p.c = p.fallback // this and later attempts, and new streams
@@ -522,8 +538,8 @@ func (p *Producer) recover() error {
 			return err
 		})
 		if err != nil {
-			r.err = err
-			return &BatchError{Tag: r.tag, Err: err}
+			r.err = r.maybeStoredErr(err)
+			return &BatchError{Tag: r.tag, Err: r.err}
 		}
 		r.retry = false
 	}
