@@ -29,15 +29,7 @@ func TestPostgresPortOfAnotherCluster(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	calls := 0
-	pgFreePort = func() (int, error) {
-		calls++
-		if calls == 1 {
-			return int(cc.Port), nil
-		}
-		return FreePort()
-	}
-	defer func() { pgFreePort = FreePort }()
+	calls := takenFirst(t, &pgFreePort, int(cc.Port), FreePort)
 	pg, err := StartPostgres(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -59,5 +51,5 @@ func TestPostgresPortOfAnotherCluster(t *testing.T) {
 	if want := filepath.Join(pg.dir, "data"); own.Port == cc.Port || dataDir != want {
 		t.Fatalf("cluster on port %d (the other's %d) serves %s, want its own %s", own.Port, cc.Port, dataDir, want)
 	}
-	t.Logf("came up on port %s after %d ports tried", strconv.Itoa(int(own.Port)), calls)
+	t.Logf("came up on port %s after %d ports tried", strconv.Itoa(int(own.Port)), *calls)
 }
