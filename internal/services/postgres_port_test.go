@@ -53,3 +53,48 @@ func TestPostgresPortOfAnotherCluster(t *testing.T) {
 	}
 	t.Logf("came up on port %s after %d ports tried", strconv.Itoa(int(own.Port)), *calls)
 }
+
+// TestServePostgresPortOfAnotherCluster: a data directory made another
+// way (here a halted cluster's; in the chaos campaign a standby's base
+// backup) served on a port another cluster holds comes up on another
+// port, serving that data directory, not the other cluster's.
+func TestServePostgresPortOfAnotherCluster(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cfg := DefaultPostgresConfig()
+	cfg.Durable = false
+	other, err := StartPostgres(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Stop()
+	made, err := StartPostgres(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer made.Stop()
+	if err := made.Halt(); err != nil {
+		t.Fatal(err)
+	}
+	cc, err := pgx.ParseConfig(other.AdminURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	takenFirst(t, &pgFreePort, int(cc.Port), FreePort)
+	bin, err := PostgresBinDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pg, err := ServePostgres(ctx, cfg, bin, made.dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pg.Stop()
+	served, err := pgDataDirectory(ctx, pg.AdminURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := filepath.Join(made.dir, "data"); pg.AdminURL == other.AdminURL || served != want {
+		t.Fatalf("served at %s (the other's %s): %s, want %s", pg.AdminURL, other.AdminURL, served, want)
+	}
+}
