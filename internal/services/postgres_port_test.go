@@ -18,17 +18,7 @@ import (
 func TestPostgresPortOfAnotherCluster(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	cfg := DefaultPostgresConfig()
-	cfg.Durable = false
-	other, err := StartPostgres(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer other.Stop()
-	cc, err := pgx.ParseConfig(other.AdminURL)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg, _, cc := startOtherCluster(t, ctx)
 	calls := takenFirst(t, &pgFreePort, int(cc.Port), FreePort)
 	pg, err := StartPostgres(ctx, cfg)
 	if err != nil {
@@ -61,23 +51,13 @@ func TestPostgresPortOfAnotherCluster(t *testing.T) {
 func TestServePostgresPortOfAnotherCluster(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	cfg := DefaultPostgresConfig()
-	cfg.Durable = false
-	other, err := StartPostgres(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer other.Stop()
+	cfg, other, cc := startOtherCluster(t, ctx)
 	made, err := StartPostgres(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer made.Stop()
 	if err := made.Halt(); err != nil {
-		t.Fatal(err)
-	}
-	cc, err := pgx.ParseConfig(other.AdminURL)
-	if err != nil {
 		t.Fatal(err)
 	}
 	takenFirst(t, &pgFreePort, int(cc.Port), FreePort)
@@ -97,4 +77,23 @@ func TestServePostgresPortOfAnotherCluster(t *testing.T) {
 	if want := filepath.Join(made.dir, "data"); pg.AdminURL == other.AdminURL || served != want {
 		t.Fatalf("served at %s (the other's %s): %s, want %s", pg.AdminURL, other.AdminURL, served, want)
 	}
+}
+
+// startOtherCluster starts the cluster whose port the test's next one is
+// given first (stopped at the end of t), with the configuration both use
+// and its connection settings.
+func startOtherCluster(t *testing.T, ctx context.Context) (PostgresConfig, *Postgres, *pgx.ConnConfig) {
+	t.Helper()
+	cfg := DefaultPostgresConfig()
+	cfg.Durable = false
+	other, err := StartPostgres(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(other.Stop)
+	cc, err := pgx.ParseConfig(other.AdminURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg, other, cc
 }
