@@ -20,22 +20,6 @@ func TestVersitygwPortOfAnotherServer(t *testing.T) {
 	testS3PortOfAnotherServer(t, func(ctx context.Context) (*S3Server, error) { return StartVersitygw(ctx, nil) })
 }
 
-// TestMinIOPortOfAnotherServer: the same for MinIO (which, unlike
-// versitygw, keeps no bucket made beside its data: it proves itself with
-// a bucket it makes and removes, which no other listing shows).
-func TestMinIOPortOfAnotherServer(t *testing.T) {
-	srv := testS3PortOfAnotherServer(t, func(ctx context.Context) (*S3Server, error) {
-		return StartMinIO(ctx, "floetest", "floetestsecret", nil)
-	})
-	out, err := srv.Client().ListBuckets(context.Background(), &s3.ListBucketsInput{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(out.Buckets) != 1 {
-		t.Fatalf("%d buckets, want only the test's (the readiness bucket is removed)", len(out.Buckets))
-	}
-}
-
 // testS3PortOfAnotherServer starts an S3 server, then another whose first
 // port is the first's, and checks that the second came up on its own
 // port, serving its own data folder. It returns the second (stopped at
