@@ -106,7 +106,7 @@ func (c *cluster) startCompactor(t *testing.T, ctx context.Context) {
 // returns its gRPC address (agents).
 func (c *cluster) startFloe(t *testing.T, ctx context.Context, cmd, path string, extra ...string) string {
 	t.Helper()
-	addrFile := filepath.Join(c.dir, cmd+".addrs")
+	addrFile := filepath.Join(t.TempDir(), cmd+".addrs") // a fresh file for each process (a second compactor)
 	args := append([]string{cmd, "-metrics-listen", "127.0.0.1:0", "-addr-file", addrFile}, c.storeArgs()...)
 	if cmd == "agent" {
 		// Never the default Kafka :9092, which another run may hold.
