@@ -36,15 +36,22 @@ func ReadAddrFile(path string) (FloeAddrs, error) {
 	return a, nil
 }
 
+// mtimeSlack is how far a file's modification time may lag the clock
+// (the kernel stamps files with a coarse clock, a tick behind).
+const mtimeSlack = 50 * time.Millisecond
+
 // WaitAddrFile waits until the -addr-file at path holds addresses that ok
 // accepts (nil: any), the process p (which writes it) exits, or ctx ends.
-// The file must not exist before p starts (see FreshAddrFile): what it
-// holds then is p's, proof that p itself bound those addresses.
+// A file older than p (a predecessor's, on a restart) is not read: what
+// is read is p's, proof that p itself bound those addresses.
 func WaitAddrFile(ctx context.Context, path string, p *Process, ok func(FloeAddrs) bool) (FloeAddrs, error) {
 	for {
 		a, err := ReadAddrFile(path)
 		if err != nil && !errors.Is(err, os.ErrNotExist) {
 			return a, err
+		}
+		if fi, serr := os.Stat(path); err == nil && (serr != nil || fi.ModTime().Before(p.started.Add(-mtimeSlack))) {
+			a, err = FloeAddrs{}, os.ErrNotExist // not p's (yet)
 		}
 		if err == nil && (ok == nil || ok(a)) {
 			return a, nil
@@ -60,8 +67,9 @@ func WaitAddrFile(ctx context.Context, path string, p *Process, ok func(FloeAddr
 }
 
 // FreshAddrFile removes the -addr-file at path, if any, so that a
-// process started next on it writes it anew (a restart on the same path
-// must not be taken as ready on its predecessor's addresses).
+// process started next on it writes it anew (WaitAddrFile reads no file
+// older than its process; removing it also keeps a reader of the file
+// alone from a predecessor's addresses).
 func FreshAddrFile(path string) error {
 	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("services: addr file: %w", err)

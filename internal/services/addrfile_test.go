@@ -46,6 +46,23 @@ func TestWaitAddrFile(t *testing.T) {
 	if want := (FloeAddrs{GRPC: "127.0.0.1:5", Metrics: "127.0.0.1:6", Kafka: "127.0.0.1:7"}); a != want {
 		t.Fatalf("addresses %+v, want %+v", a, want)
 	}
+	// A predecessor's file, left in place, is not the next process's.
+	stale := filepath.Join(dir, "stale.json")
+	if err := os.WriteFile(stale, []byte(`{"grpc":"stale:1","metrics":"stale:2","kafka":"stale:3"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	old := time.Now().Add(-time.Second)
+	if err := os.Chtimes(stale, old, old); err != nil {
+		t.Fatal(err)
+	}
+	r, err := Start(ProcessSpec{Path: "/bin/sh", Args: []string{"-c", script, "sh", stale}, LogPath: filepath.Join(dir, "log3")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Stop(9, time.Second)
+	if a, err := WaitAddrFile(ctx, stale, r, nil); err != nil || a.GRPC != "127.0.0.1:5" {
+		t.Fatalf("with a predecessor's file in place: %+v, %v, want the new process's addresses", a, err)
+	}
 	q, err := Start(ProcessSpec{Path: "/bin/sh", Args: []string{"-c", "echo no addresses; exit 3"}, LogPath: filepath.Join(dir, "log2")})
 	if err != nil {
 		t.Fatal(err)

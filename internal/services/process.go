@@ -30,7 +30,8 @@ type Process struct {
 	cmd     *exec.Cmd
 	logPath string
 	exited  chan struct{}
-	err     error // exit status, set before exited closes
+	err     error     // exit status, set before exited closes
+	started time.Time // just before the process was started
 
 	stopOnce sync.Once
 }
@@ -67,7 +68,7 @@ func Start(spec ProcessSpec) (*Process, error) {
 	cmd.Env = spec.Env
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: spec.Credential, Pdeathsig: syscall.SIGKILL, Setpgid: true}
-	p := &Process{cmd: cmd, logPath: spec.LogPath, exited: make(chan struct{})}
+	p := &Process{cmd: cmd, logPath: spec.LogPath, exited: make(chan struct{}), started: time.Now()}
 	started := make(chan error, 1)
 	go func() {
 		defer close(p.exited)
