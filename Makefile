@@ -100,7 +100,8 @@ ENGINES_TOOLS := $(HOME)/.cache/floe/tools
 
 test-engines: $(ENGINES_TOOLS)/minio
 	bash engines/setup.sh
-	cd engines && PATH=$(ENGINES_TOOLS):$$PATH CI=$${CI:-} $(GO) test -tags engines -count=1 -timeout 14m -v -run 'TestEngines|TestDevTables|TestMaintenanceUnderPlannedScan' .
+	cd engines && PATH=$(ENGINES_TOOLS):$$PATH CI=$${CI:-} $(GO) test -tags engines -count=1 -timeout 14m -v -run 'TestEngines|TestDevTables|TestMaintenanceUnderPlannedScan|TestTrinoPortOfAnotherServer' .
+	PATH=$(ENGINES_TOOLS):$$PATH CI=$${CI:-} $(GO) test -tags engines -count=1 -timeout 5m -run 'TestMinIOPortOfAnotherServer' ./internal/services/
 
 $(ENGINES_TOOLS)/minio:
 	GOBIN=$(ENGINES_TOOLS) $(GO) install github.com/minio/minio@v0.0.0-20260212201848-7aac2a2c5b7c
@@ -117,7 +118,7 @@ bench: tools build
 # franz-go workload (Java 17+).
 .PHONY: test-kafka-peer
 test-kafka-peer:
-	CI=$${CI:-} $(GO) test -tags kafkabroker -count=1 -timeout 5m -run TestKafkaBrokerPeer ./bench/
+	CI=$${CI:-} $(GO) test -tags kafkabroker -count=1 -timeout 8m -run 'TestKafkaBrokerPeer|TestKafkaBrokerPortOfAnotherBroker' ./bench/
 
 bench-report: build
 	./bin/floe-bench -start dev -workload e2e -sweep -sweep-steps 10,25,50,75,100,125 \

@@ -3,18 +3,15 @@ package agent_test
 import (
 	"context"
 	"fmt"
-	"net"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/floe-broker/floe/internal/agenttest"
 	"github.com/floe-broker/floe/internal/testenv"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
-	"google.golang.org/grpc/test/bufconn"
 
 	"github.com/floe-broker/floe/agent"
 	floev1 "github.com/floe-broker/floe/api/floe/v1"
@@ -35,47 +32,24 @@ type harness struct {
 
 func start(t *testing.T, mutate func(*agent.Config, *batcher.Config)) *harness {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	meta := harnessMeta(ctx, t)
+	meta := harnessMeta(context.Background(), t)
+	t.Cleanup(func() { meta.Close() }) // after the agent's stop (cleanups run last first)
 	objects := harnessObjects(t)
 	store := objectstore.WithFaults(objects, objectstore.FaultConfig{})
-	acfg, bcfg := agent.DefaultConfig(), batcher.DefaultConfig()
-	bcfg.Linger = 5 * time.Millisecond
-	acfg.PollInterval = 200 * time.Millisecond
+	a := agenttest.Start(t, meta, store, harnessOptions(mutate))
+	return &harness{c: a.Client, store: store, objects: objects, meta: meta}
+}
+
+// harnessOptions are agenttest's options with the agent tests' timings
+// (a 5 ms linger, a 200 ms poll), then mutate's changes.
+func harnessOptions(mutate func(*agent.Config, *batcher.Config)) agenttest.Options {
+	o := agenttest.Default()
+	o.Batcher.Linger = 5 * time.Millisecond
+	o.Agent.PollInterval = 200 * time.Millisecond
 	if mutate != nil {
-		mutate(&acfg, &bcfg)
+		mutate(&o.Agent, &o.Batcher)
 	}
-	var ag *agent.Agent
-	b, err := batcher.New(bcfg, store, meta, batcher.Options{OnCommit: func(f batcher.CommittedFile) { ag.OnCommit(f) }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ag, err = agent.New(acfg, meta, store, b, agent.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	lis := bufconn.Listen(1 << 20)
-	gs := grpc.NewServer()
-	ag.Register(gs)
-	var wg sync.WaitGroup
-	wg.Add(2)
-	go func() { defer wg.Done(); _ = gs.Serve(lis) }()
-	go func() { defer wg.Done(); _ = ag.Run(ctx) }()
-	c, err := client.Dial("passthrough:///bufnet",
-		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return lis.DialContext(ctx) }),
-		grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		c.Close()
-		gs.Stop()
-		_ = b.Close(context.Background())
-		cancel()
-		wg.Wait()
-		meta.Close()
-	})
-	return &harness{c: c, store: store, objects: objects, meta: meta}
+	return o
 }
 
 func code(err error) codes.Code { return status.Code(err) }

@@ -5,21 +5,17 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
-	"net"
 	"sync"
 	"testing"
 	"time"
 
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
-	"google.golang.org/grpc/test/bufconn"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/floe-broker/floe/agent"
 	floev1 "github.com/floe-broker/floe/api/floe/v1"
 	"github.com/floe-broker/floe/batcher"
 	"github.com/floe-broker/floe/client"
 	"github.com/floe-broker/floe/compactor"
+	"github.com/floe-broker/floe/internal/agenttest"
 	"github.com/floe-broker/floe/kbatch"
 	"github.com/floe-broker/floe/metadata"
 	"github.com/floe-broker/floe/metadata/sqlite"
@@ -266,37 +262,7 @@ func TestCompactedTopicInBatchesMode(t *testing.T) {
 // startOnWith is startOn with a hook seeing each committed file after the agent.
 func startOnWith(t testing.TB, meta metadata.Store, store objectstore.Store, hook func(batcher.CommittedFile)) *client.Client {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	acfg, bcfg := agent.DefaultConfig(), batcher.DefaultConfig()
-	bcfg.Linger = 5 * time.Millisecond
-	acfg.PollInterval = 200 * time.Millisecond
-	var ag *agent.Agent
-	b, err := batcher.New(bcfg, store, meta, batcher.Options{OnCommit: func(f batcher.CommittedFile) { ag.OnCommit(f); hook(f) }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if ag, err = agent.New(acfg, meta, store, b, agent.Options{}); err != nil {
-		t.Fatal(err)
-	}
-	lis := bufconn.Listen(1 << 20)
-	gs := grpc.NewServer()
-	ag.Register(gs)
-	var wg sync.WaitGroup
-	wg.Add(2)
-	go func() { defer wg.Done(); _ = gs.Serve(lis) }()
-	go func() { defer wg.Done(); _ = ag.Run(ctx) }()
-	c, err := client.Dial("passthrough:///bufnet",
-		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return lis.DialContext(ctx) }),
-		grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		c.Close()
-		gs.Stop()
-		_ = b.Close(context.Background())
-		cancel()
-		wg.Wait()
-	})
-	return c
+	o := harnessOptions(nil)
+	o.OnCommit = hook
+	return agenttest.Start(t, meta, store, o).Client
 }

@@ -5,22 +5,19 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"net"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
-	"google.golang.org/grpc/test/bufconn"
 
 	"github.com/floe-broker/floe/agent"
 	floev1 "github.com/floe-broker/floe/api/floe/v1"
 	"github.com/floe-broker/floe/batcher"
 	"github.com/floe-broker/floe/client"
+	"github.com/floe-broker/floe/internal/agenttest"
 	"github.com/floe-broker/floe/internal/testenv"
 	"github.com/floe-broker/floe/metadata"
 	"github.com/floe-broker/floe/metadata/sqlite"
@@ -50,51 +47,18 @@ func groupBackends(t *testing.T) map[string]func(t *testing.T) metadata.Store {
 type killableNode struct {
 	c    *client.Client
 	ag   *agent.Agent
-	once sync.Once
-	stop func()
+	kill func()
 }
-
-func (n *killableNode) kill() { n.once.Do(n.stop) }
 
 func startKillable(t testing.TB, meta metadata.Store, store objectstore.Store, acfg agent.Config, opts ...agent.Options) *killableNode {
 	t.Helper()
-	bcfg := batcher.DefaultConfig()
-	bcfg.Linger = 2 * time.Millisecond
-	ctx, cancel := context.WithCancel(context.Background())
-	var ag *agent.Agent
-	b, err := batcher.New(bcfg, store, meta, batcher.Options{OnCommit: func(f batcher.CommittedFile) { ag.OnCommit(f) }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var o agent.Options
+	o := agenttest.Options{Agent: acfg, Batcher: batcher.DefaultConfig()}
+	o.Batcher.Linger = 2 * time.Millisecond
 	if len(opts) > 0 {
-		o = opts[0]
+		o.AgentOptions = opts[0]
 	}
-	if ag, err = agent.New(acfg, meta, store, b, o); err != nil {
-		t.Fatal(err)
-	}
-	lis := bufconn.Listen(1 << 20)
-	gs := grpc.NewServer()
-	ag.Register(gs)
-	var wg sync.WaitGroup
-	wg.Add(2)
-	go func() { defer wg.Done(); _ = gs.Serve(lis) }()
-	go func() { defer wg.Done(); _ = ag.Run(ctx) }()
-	c, err := client.Dial("passthrough:///bufnet",
-		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return lis.DialContext(ctx) }),
-		grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	n := &killableNode{c: c, ag: ag}
-	n.stop = func() {
-		gs.Stop()
-		_ = b.Close(context.Background())
-		cancel()
-		wg.Wait()
-	}
-	t.Cleanup(func() { n.kill(); c.Close() })
-	return n
+	a := agenttest.Start(t, meta, store, o)
+	return &killableNode{c: a.Client, ag: a.Agent, kill: a.Kill}
 }
 
 func groupConfig() agent.Config {

@@ -8,17 +8,16 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
-	"google.golang.org/grpc/test/bufconn"
 
 	"github.com/floe-broker/floe/agent"
 	floev1 "github.com/floe-broker/floe/api/floe/v1"
 	"github.com/floe-broker/floe/batcher"
+	"github.com/floe-broker/floe/internal/agenttest"
 	"github.com/floe-broker/floe/metadata"
 	"github.com/floe-broker/floe/objectstore"
 )
@@ -32,7 +31,7 @@ type guardedServer struct {
 	logs   *syncBuffer
 	store  *objectstore.Faulty
 	ag     *agent.Agent
-	lis    *bufconn.Listener
+	lis    *agenttest.Agent // more connections: lis.DialContext
 }
 
 type guardedConfig struct {
@@ -61,57 +60,31 @@ func (b *syncBuffer) String() string {
 
 func startGuarded(t *testing.T, gc guardedConfig) *guardedServer {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	sq := harnessMeta(ctx, t)
+	sq := harnessMeta(context.Background(), t)
+	t.Cleanup(func() { sq.Close() }) // after the agent's stop
 	var meta metadata.Store = sq
 	if gc.meta != nil {
 		meta = gc.meta(sq)
 	}
-	var committer batcher.Committer = sq
+	o := harnessOptions(gc.agent)
 	if gc.committer != nil {
-		committer = gc.committer(sq)
+		o.Committer = gc.committer(sq)
 	}
 	store := objectstore.WithFaults(harnessObjects(t), objectstore.FaultConfig{})
-	acfg, bcfg := agent.DefaultConfig(), batcher.DefaultConfig()
-	bcfg.Linger = 5 * time.Millisecond
-	acfg.PollInterval = 200 * time.Millisecond
-	if gc.agent != nil {
-		gc.agent(&acfg, &bcfg)
-	}
 	logs := &syncBuffer{}
 	log := slog.New(slog.NewTextHandler(logs, nil))
-	var ag *agent.Agent
-	b, err := batcher.New(bcfg, store, committer, batcher.Options{OnCommit: func(f batcher.CommittedFile) { ag.OnCommit(f) }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ag, err = agent.New(acfg, meta, store, b, agent.Options{Logger: log})
-	if err != nil {
-		t.Fatal(err)
-	}
-	lis := bufconn.Listen(1 << 20)
-	gs := grpc.NewServer(agent.GRPCServerOptions(acfg, log)...)
-	ag.Register(gs)
-	var wg sync.WaitGroup
-	wg.Add(2)
-	go func() { defer wg.Done(); _ = gs.Serve(lis) }()
-	go func() { defer wg.Done(); _ = ag.Run(ctx) }()
+	o.AgentOptions.Logger = log
+	o.ServerOptions = agent.GRPCServerOptions(o.Agent, log)
+	a := agenttest.Start(t, meta, store, o)
 	conn, err := grpc.NewClient("passthrough:///bufnet",
-		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return lis.DialContext(ctx) }),
+		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return a.DialContext(ctx) }),
 		grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		conn.Close()
-		gs.Stop()
-		_ = b.Close(context.Background())
-		cancel()
-		wg.Wait()
-		sq.Close()
-	})
+	t.Cleanup(func() { conn.Close() })
 	return &guardedServer{conn: conn, topics: floev1.NewTopicServiceClient(conn), log: floev1.NewLogServiceClient(conn), logs: logs, store: store,
-		ag: ag, lis: lis}
+		ag: a.Agent, lis: a}
 }
 
 func (s *guardedServer) createTopic(t *testing.T, name string, partitions int32) {

@@ -3,21 +3,17 @@ package agent_test
 import (
 	"context"
 	"fmt"
-	"net"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"golang.org/x/sync/errgroup"
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
-	"google.golang.org/grpc/test/bufconn"
 
 	"github.com/floe-broker/floe/agent"
 	floev1 "github.com/floe-broker/floe/api/floe/v1"
 	"github.com/floe-broker/floe/batcher"
-	"github.com/floe-broker/floe/client"
+	"github.com/floe-broker/floe/internal/agenttest"
 	"github.com/floe-broker/floe/internal/testenv"
 	"github.com/floe-broker/floe/metadata"
 	"github.com/floe-broker/floe/metadata/postgres"
@@ -196,33 +192,6 @@ func rawGets(store objectstore.Store, files map[string]int64) (float64, error) {
 // benchNode runs an agent with a batcher and a gRPC client, as startNode
 // does for tests, until stop.
 func benchNode(b *testing.B, meta metadata.Store, store objectstore.Store, acfg agent.Config) (*node, func()) {
-	ctx, cancel := context.WithCancel(context.Background())
-	var ag *agent.Agent
-	bt, err := batcher.New(batcher.DefaultConfig(), store, meta, batcher.Options{OnCommit: func(f batcher.CommittedFile) { ag.OnCommit(f) }})
-	if err != nil {
-		b.Fatal(err)
-	}
-	if ag, err = agent.New(acfg, meta, store, bt, agent.Options{}); err != nil {
-		b.Fatal(err)
-	}
-	lis := bufconn.Listen(1 << 20)
-	gs := grpc.NewServer()
-	ag.Register(gs)
-	var wg sync.WaitGroup
-	wg.Add(2)
-	go func() { defer wg.Done(); _ = gs.Serve(lis) }()
-	go func() { defer wg.Done(); _ = ag.Run(ctx) }()
-	c, err := client.Dial("passthrough:///bufnet",
-		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return lis.DialContext(ctx) }),
-		grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		b.Fatal(err)
-	}
-	return &node{c: c, ag: ag}, func() {
-		c.Close()
-		gs.Stop()
-		_ = bt.Close(context.Background())
-		cancel()
-		wg.Wait()
-	}
+	a := agenttest.Start(b, meta, store, agenttest.Options{Agent: acfg, Batcher: batcher.DefaultConfig()})
+	return &node{c: a.Client, ag: a.Agent, lis: a}, a.Kill
 }

@@ -29,7 +29,7 @@ func (openOnly) Close() error { return nil }
 // the same reads are served from the table.
 func TestReadBelowRawLogStartCatalogDown(t *testing.T) {
 	e := newTableEnv(t)
-	down := iceberg.DefaultPostgresConfig("postgres://floe:floe@"+testenv.FreeAddr(t)+"/floe?connect_timeout=2", "nowhere")
+	down := iceberg.DefaultPostgresConfig("postgres://floe:floe@"+testenv.DeadAddr+"/floe?connect_timeout=2", "nowhere")
 	var up atomic.Bool
 	var opens atomic.Int32
 	lazy, err := tableread.NewLazy(func(ctx context.Context) (tableread.Catalog, error) {

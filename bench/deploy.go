@@ -90,25 +90,30 @@ func (d *Deployment) commonArgs(grpc, metrics, kafka string) []string {
 		"-cache-bytes", strconv.FormatInt(d.cfg.CacheBytes, 10), "-log-level", "warn"}, d.tlsArgs...)
 }
 
-// startAgent starts agent i and waits for it to serve.
+// startAgent starts agent i and waits for it to serve. Its first start
+// listens on port 0 and the addresses it bound, read back from its
+// -addr-file, become d's; a restart binds the same ones again.
 func (d *Deployment) startAgent(ctx context.Context, i int) error {
-	p, err := services.Start(services.ProcessSpec{Path: d.cfg.Executable, Args: d.agentArgs(i), Dir: d.dir,
-		LogPath: filepath.Join(d.dir, fmt.Sprintf("agent-%d.log", i))})
+	addrFile := filepath.Join(d.dir, fmt.Sprintf("agent-%d.addrs", i))
+	if err := services.FreshAddrFile(addrFile); err != nil {
+		return err
+	}
+	p, err := services.Start(services.ProcessSpec{Path: d.cfg.Executable, Args: append(d.agentArgs(i), "-addr-file", addrFile),
+		Dir: d.dir, LogPath: filepath.Join(d.dir, fmt.Sprintf("agent-%d.log", i))})
 	if err != nil {
 		return err
 	}
 	wctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
 	// Ready, not only alive: the agent answers "starting" until its
-	// stores (and, in floe dev, the compactor's catalog) are open.
-	if err := services.WaitHTTPOK(wctx, "http://"+d.MetricsAddrs[i]+"/readyz", p); err != nil {
+	// stores (and, in floe dev, the compactor's catalog) are open; its
+	// Kafka listener is bound (and in the file) once they answered.
+	bound, err := services.WaitFloe(wctx, p, addrFile, "/readyz", func(a services.FloeAddrs) bool { return a.Kafka != "" })
+	if err != nil {
 		p.Stop(syscall.SIGKILL, time.Second)
 		return fmt.Errorf("bench: agent %d: %w", i, err)
 	}
-	if err := services.WaitTCP(wctx, d.Addrs[i], p); err != nil {
-		p.Stop(syscall.SIGKILL, time.Second)
-		return fmt.Errorf("bench: agent %d: %w", i, err)
-	}
+	d.Addrs[i], d.MetricsAddrs[i], d.KafkaAddrs[i] = bound.GRPC, bound.Metrics, bound.Kafka
 	if i < len(d.agents) {
 		d.agents[i] = p
 	} else {
@@ -118,7 +123,8 @@ func (d *Deployment) startAgent(ctx context.Context, i int) error {
 }
 
 // Restart stops every agent and starts it again on the same addresses
-// and data: their read caches are cold afterwards.
+// (the ones it bound first) and data: their read caches are cold
+// afterwards.
 func (d *Deployment) Restart(ctx context.Context) error {
 	for _, p := range d.agents {
 		p.Stop(syscall.SIGTERM, 30*time.Second)
@@ -156,25 +162,14 @@ func (d *Deployment) AgentLogs() string {
 	return s
 }
 
-func (d *Deployment) allocAddrs(n int) error {
+// allocAddrs gives n agents port 0 on the loopback for each listener:
+// startAgent replaces them with the bound ones.
+func (d *Deployment) allocAddrs(n int) {
 	for range n {
-		g, err := services.FreeAddr()
-		if err != nil {
-			return err
-		}
-		m, err := services.FreeAddr()
-		if err != nil {
-			return err
-		}
-		k, err := services.FreeAddr()
-		if err != nil {
-			return err
-		}
-		d.Addrs = append(d.Addrs, g)
-		d.MetricsAddrs = append(d.MetricsAddrs, m)
-		d.KafkaAddrs = append(d.KafkaAddrs, k)
+		d.Addrs = append(d.Addrs, "127.0.0.1:0")
+		d.MetricsAddrs = append(d.MetricsAddrs, "127.0.0.1:0")
+		d.KafkaAddrs = append(d.KafkaAddrs, "127.0.0.1:0")
 	}
-	return nil
 }
 
 // StartDev runs `floe dev` (one agent, a local directory, SQLite) in a
@@ -197,9 +192,7 @@ func StartDev(ctx context.Context, cfg DeployConfig) (_ *Deployment, err error) 
 	if err := d.setupTLS(); err != nil {
 		return nil, err
 	}
-	if err := d.allocAddrs(1); err != nil {
-		return nil, err
-	}
+	d.allocAddrs(1)
 	data := filepath.Join(dir, "data")
 	d.argsOf = []func(string, string, string) []string{func(g, m, k string) []string {
 		return append([]string{"dev", "-data", data}, d.commonArgs(g, m, k)...)
@@ -265,9 +258,7 @@ func StartCluster(ctx context.Context, cfg DeployConfig) (_ *Deployment, err err
 	if err := s3.CreateBucket(ctx, "floe-probe"); err != nil {
 		return nil, err
 	}
-	if err := d.allocAddrs(cfg.Agents); err != nil {
-		return nil, err
-	}
+	d.allocAddrs(cfg.Agents)
 	for range cfg.Agents {
 		d.argsOf = append(d.argsOf, func(g, m, k string) []string {
 			return append([]string{"agent", "-postgres-url", dbURL, "-s3-bucket", "floe", "-s3-endpoint", s3.Endpoint,

@@ -175,9 +175,21 @@ func (b *KafkaBroker) Stop() {
 	_ = os.RemoveAll(b.dir)
 }
 
+// kafkaFreeAddr picks the broker's ports; tests replace it.
+var kafkaFreeAddr = services.FreeAddr
+
+// kafkaPortAttempts is how many pairs of free ports StartKafkaBroker
+// tries: Kafka cannot listen on port 0 (its controller quorum names the
+// controller's port), and a free port may be taken before it binds it.
+const kafkaPortAttempts = 3
+
+// errKafkaPortTaken marks a broker whose port another process holds.
+var errKafkaPortTaken = errors.New("bench: kafka broker port taken")
+
 // StartKafkaBroker formats a KRaft log directory in a temporary directory
 // (kafka.tools.StorageTool format), starts kafka.Kafka on free loopback
-// ports and waits until it answers metadata requests.
+// ports and waits until it answers metadata requests with its own
+// cluster id (another broker on the port is not taken for it).
 func StartKafkaBroker(ctx context.Context, cfg KafkaBrokerConfig) (_ *KafkaBroker, err error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
@@ -195,40 +207,20 @@ func StartKafkaBroker(ctx context.Context, cfg KafkaBrokerConfig) (_ *KafkaBroke
 			b.Stop()
 		}
 	}()
-	if b.Addr, err = services.FreeAddr(); err != nil {
-		return nil, err
-	}
-	ctrl, err := services.FreeAddr()
-	if err != nil {
-		return nil, err
-	}
-	props := filepath.Join(dir, "server.properties")
-	if err := os.WriteFile(props, []byte(RenderKafkaBrokerProperties(cfg, b.Addr, ctrl, filepath.Join(dir, "log"))), 0o644); err != nil {
-		return nil, fmt.Errorf("bench: kafka properties: %w", err)
-	}
 	id, err := newKafkaClusterID()
 	if err != nil {
 		return nil, err
 	}
-	cp := strings.Join(cfg.Classpath, ":")
-	format := exec.CommandContext(ctx, cfg.Java, "-cp", cp, "kafka.tools.StorageTool", "format", "-t", id, "-c", props)
-	if out, err := format.CombinedOutput(); err != nil {
-		return nil, fmt.Errorf("bench: kafka storage format: %w: %s", err, lastLine(out))
-	}
-	heap := fmt.Sprintf("%dm", cfg.HeapBytes>>20)
-	b.proc, err = services.Start(services.ProcessSpec{Path: cfg.Java, Dir: dir, LogPath: filepath.Join(dir, "kafka.log"),
-		Args: []string{"-Xms" + heap, "-Xmx" + heap, "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20",
-			"-Djava.awt.headless=true", "-cp", cp, "kafka.Kafka", props}})
-	if err != nil {
-		return nil, err
-	}
-	wctx, cancel := context.WithTimeout(ctx, 90*time.Second)
-	defer cancel()
-	if err := services.WaitTCP(wctx, b.Addr, b.proc); err != nil {
-		return nil, fmt.Errorf("bench: kafka broker: %w", err)
-	}
-	if err := waitKafkaReady(wctx, b.Addr); err != nil {
-		return nil, err
+	for attempt := 1; ; attempt++ {
+		err := b.run(ctx, cfg, id, filepath.Join(dir, fmt.Sprintf("run-%d", attempt)))
+		if err == nil {
+			break
+		}
+		if attempt == kafkaPortAttempts || !errors.Is(err, errKafkaPortTaken) {
+			return nil, err
+		}
+		b.proc.Stop(syscall.SIGKILL, time.Second)
+		b.proc = nil
 	}
 	if cfg.Logger != nil {
 		cfg.Logger.Info("kafka broker ready", "addr", b.Addr, "pid", b.Pid(), "flush_every_message", cfg.FlushEveryMessage)
@@ -236,8 +228,46 @@ func StartKafkaBroker(ctx context.Context, cfg KafkaBrokerConfig) (_ *KafkaBroke
 	return b, nil
 }
 
-// waitKafkaReady waits until the broker lists itself in metadata.
-func waitKafkaReady(ctx context.Context, addr string) error {
+// run formats a log directory under dir for cluster id and starts the
+// broker on two free ports, until it answers as that cluster.
+func (b *KafkaBroker) run(ctx context.Context, cfg KafkaBrokerConfig, id, dir string) (err error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("bench: kafka dir: %w", err)
+	}
+	if b.Addr, err = kafkaFreeAddr(); err != nil {
+		return err
+	}
+	ctrl, err := kafkaFreeAddr()
+	if err != nil {
+		return err
+	}
+	props := filepath.Join(dir, "server.properties")
+	if err := os.WriteFile(props, []byte(RenderKafkaBrokerProperties(cfg, b.Addr, ctrl, filepath.Join(dir, "log"))), 0o644); err != nil {
+		return fmt.Errorf("bench: kafka properties: %w", err)
+	}
+	cp := strings.Join(cfg.Classpath, ":")
+	format := exec.CommandContext(ctx, cfg.Java, "-cp", cp, "kafka.tools.StorageTool", "format", "-t", id, "-c", props)
+	if out, err := format.CombinedOutput(); err != nil {
+		return fmt.Errorf("bench: kafka storage format: %w: %s", err, lastLine(out))
+	}
+	heap := fmt.Sprintf("%dm", cfg.HeapBytes>>20)
+	b.proc, err = services.Start(services.ProcessSpec{Path: cfg.Java, Dir: dir, LogPath: filepath.Join(dir, "kafka.log"),
+		Args: []string{"-Xms" + heap, "-Xmx" + heap, "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20",
+			"-Djava.awt.headless=true", "-cp", cp, "kafka.Kafka", props}})
+	if err != nil {
+		return err
+	}
+	wctx, cancel := context.WithTimeout(ctx, 90*time.Second)
+	defer cancel()
+	if err := waitKafkaReady(wctx, b.Addr, id, b.proc); err != nil {
+		return err
+	}
+	return nil
+}
+
+// waitKafkaReady waits until the broker at addr lists itself in metadata
+// as cluster id: the broker p, not another one holding the port.
+func waitKafkaReady(ctx context.Context, addr, id string, p *services.Process) error {
 	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
 	if err != nil {
 		return fmt.Errorf("bench: kafka client: %w", err)
@@ -246,10 +276,18 @@ func waitKafkaReady(ctx context.Context, addr string) error {
 	adm := kadm.NewClient(cl)
 	for {
 		m, err := adm.BrokerMetadata(ctx)
+		if err == nil && m.Cluster != id {
+			return fmt.Errorf("%w: %s answers as cluster %q, not %q", errKafkaPortTaken, addr, m.Cluster, id)
+		}
 		if err == nil && len(m.Brokers) > 0 && m.Controller >= 0 {
 			return nil
 		}
 		select {
+		case <-p.Exited():
+			if log := p.LogTail(); strings.Contains(log, "already in use") {
+				return fmt.Errorf("%w: %s", errKafkaPortTaken, addr)
+			}
+			return fmt.Errorf("bench: kafka broker exited at start: %v", p.Err())
 		case <-ctx.Done():
 			return fmt.Errorf("bench: kafka broker at %s not ready: %w (last: %v)", addr, ctx.Err(), err)
 		case <-time.After(200 * time.Millisecond):

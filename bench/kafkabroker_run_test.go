@@ -17,12 +17,8 @@ import (
 func TestKafkaBrokerPeer(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	cp, err := ResolveKafkaClasspath(ctx, KafkaClasspathFile(), "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := DefaultKafkaBrokerConfig()
-	cfg.Classpath, cfg.HeapBytes, cfg.FlushEveryMessage = cp, 256<<20, true
+	cfg := testKafkaBrokerConfig(t, ctx)
+	cfg.FlushEveryMessage = true
 	b, err := StartKafkaBroker(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)

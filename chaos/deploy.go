@@ -43,6 +43,9 @@ type proc struct {
 	compactor bool
 	metrics   string
 	listen    string // agents: gRPC
+	// addrFile is the process's -addr-file: started on port 0 it says
+	// there which ports it bound (bind), and a restart writes it anew.
+	addrFile string
 
 	mu     sync.Mutex // guards p, paused
 	p      *services.Process
@@ -158,14 +161,11 @@ func Start(ctx context.Context, exe string, agents, compactors int, withNetns bo
 			// The namespace is empty: fixed ports are free.
 			a.ns, a.listen, a.metrics = ns, ns.agent+":7070", ns.agent+":7071"
 		} else {
-			listen, err1 := services.FreeAddr()
-			metrics, err2 := services.FreeAddr()
-			if err := errors.Join(err1, err2); err != nil {
-				return nil, err
-			}
-			a.listen, a.metrics = listen, metrics
+			// Ports of the kernel's (bind): restarts keep them.
+			a.listen, a.metrics = "127.0.0.1:0", "127.0.0.1:0"
 		}
-		a.args = append([]string{"agent", "-listen", a.listen, "-metrics-listen", a.metrics, "-kafka-listen", "",
+		a.addrFile = filepath.Join(dir, a.name+".addrs")
+		a.args = append([]string{"agent", "-listen", a.listen, "-metrics-listen", a.metrics, "-addr-file", a.addrFile, "-kafka-listen", "",
 			"-linger", "20ms", "-ready-interval", "200ms", "-commit-timeout", "8s", "-upload-timeout", "8s",
 			"-drain-timeout", "5s"}, agentStores...)
 		if a.ns != nil {
@@ -182,15 +182,11 @@ func Start(ctx context.Context, exe string, agents, compactors int, withNetns bo
 		d.Clients = append(d.Clients, c)
 	}
 	for i := range compactors {
-		metrics, err := services.FreeAddr()
-		if err != nil {
-			return nil, err
-		}
 		name := "compactor-" + strconv.Itoa(i)
-		c := &proc{name: name, path: exe, metrics: metrics, compactor: true,
-			args: append([]string{"compactor", "-metrics-listen", metrics, "-owner", name, "-interval", compactorPeriod.String(),
-				"-lease-ttl", compactorLease.String(), "-grace", compactorGrace.String(), "-orphan-age", orphanAge.String(),
-				"-iceberg-maintain-interval", "0"}, stores...)}
+		c := &proc{name: name, path: exe, metrics: "127.0.0.1:0", compactor: true, addrFile: filepath.Join(dir, name+".addrs")}
+		c.args = append([]string{"compactor", "-metrics-listen", c.metrics, "-addr-file", c.addrFile, "-owner", name, "-interval", compactorPeriod.String(),
+			"-lease-ttl", compactorLease.String(), "-grace", compactorGrace.String(), "-orphan-age", orphanAge.String(),
+			"-iceberg-maintain-interval", "0"}, stores...)
 		d.Compactors = append(d.Compactors, c)
 		if err := d.startProc(ctx, c, "/healthz"); err != nil {
 			return nil, err
@@ -231,22 +227,56 @@ func (d *Deployment) setPG(m PGMode) {
 	}
 }
 
-// startProc starts p and waits until its metrics listener answers path.
+// startProc starts p and waits until it wrote the addresses it bound and
+// its metrics listener answers path. On its first start (port 0) they
+// become p's, for its restarts.
 func (d *Deployment) startProc(ctx context.Context, p *proc, path string) error {
+	sp, err := d.spawn(p)
+	if err != nil {
+		return err
+	}
+	wctx, cancel := context.WithTimeout(ctx, 90*time.Second)
+	defer cancel()
+	bound, err := services.WaitFloe(wctx, sp, p.addrFile, path, nil)
+	if err != nil {
+		return fmt.Errorf("chaos: %s: %w", p.name, err)
+	}
+	p.bind(bound)
+	return nil
+}
+
+// spawn starts p's process (its -addr-file removed first: what the file
+// holds next is the new process's) and makes it p's.
+func (d *Deployment) spawn(p *proc) (*services.Process, error) {
+	if err := services.FreshAddrFile(p.addrFile); err != nil {
+		return nil, err
+	}
 	sp, err := services.Start(services.ProcessSpec{Path: p.path, Args: p.args, Dir: d.Dir,
 		LogPath: filepath.Join(d.Dir, p.name+".log")})
 	if err != nil {
-		return err
+		return nil, err
 	}
 	p.mu.Lock()
 	p.p, p.paused = sp, false
 	p.mu.Unlock()
-	wctx, cancel := context.WithTimeout(ctx, 90*time.Second)
-	defer cancel()
-	if err := services.WaitHTTPOK(wctx, "http://"+p.metrics+path, sp); err != nil {
-		return fmt.Errorf("chaos: %s: %w", p.name, err)
+	return sp, nil
+}
+
+// bind makes the addresses p bound its own: p.listen, p.metrics, and
+// its arguments, so that a restart listens where the clients dial.
+func (p *proc) bind(a services.FloeAddrs) {
+	for i := 0; i+1 < len(p.args); i++ {
+		switch p.args[i] {
+		case "-listen":
+			p.args[i+1] = a.GRPC
+		case "-metrics-listen":
+			p.args[i+1] = a.Metrics
+		}
 	}
-	return nil
+	if !p.compactor {
+		p.listen = a.GRPC
+	}
+	p.metrics = a.Metrics
 }
 
 // Kill SIGKILLs p and starts it again (without waiting for it to be
@@ -258,15 +288,8 @@ func (d *Deployment) Kill(p *proc) error {
 	d.noteExit(p, old)
 	_ = syscall.Kill(old.Pid(), syscall.SIGCONT) // a paused process dies too
 	old.Stop(syscall.SIGKILL, 5*time.Second)
-	sp, err := services.Start(services.ProcessSpec{Path: p.path, Args: p.args, Dir: d.Dir,
-		LogPath: filepath.Join(d.Dir, p.name+".log")})
-	if err != nil {
-		return err
-	}
-	p.mu.Lock()
-	p.p, p.paused = sp, false
-	p.mu.Unlock()
-	return nil
+	_, err := d.spawn(p)
+	return err
 }
 
 // Pause sends SIGSTOP (stop) or SIGCONT (!stop) to p.
@@ -311,7 +334,7 @@ func (d *Deployment) Heal(ctx context.Context) error {
 			continue
 		}
 		wctx, cancel := context.WithTimeout(ctx, 90*time.Second)
-		err := services.WaitHTTPOK(wctx, "http://"+p.metrics+path, sp)
+		_, err := services.WaitFloe(wctx, sp, p.addrFile, path, nil)
 		cancel()
 		if err != nil {
 			return fmt.Errorf("chaos: %s not ready after the faults: %w", p.name, err)

@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"syscall"
 	"time"
 
@@ -50,7 +49,7 @@ type standby struct {
 	dir      string
 	hostPort string // 127.0.0.1:PORT
 	adminURL string
-	proc     *services.Process
+	pg       *services.Postgres
 }
 
 // startStandby copies the primary with pg_basebackup, starts the copy as a
@@ -114,18 +113,15 @@ func startStandby(ctx context.Context, primaryAdmin string, sync bool, log *slog
 	if err != nil {
 		return nil, fmt.Errorf("chaos: %w", err)
 	}
-	port, err := services.FreePort()
+	// On a free port, proven to be this cluster (not another holding it).
+	if s.pg, err = services.ServePostgres(ctx, services.DefaultPostgresConfig(), bin, dir); err != nil {
+		return nil, fmt.Errorf("chaos: standby: %w", err)
+	}
+	au, err := url.Parse(s.pg.AdminURL)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("chaos: standby URL: %w", err)
 	}
-	s.hostPort = "127.0.0.1:" + strconv.Itoa(port)
-	s.adminURL = fmt.Sprintf("postgres://postgres@%s/postgres?sslmode=disable", s.hostPort)
-	if s.proc, err = services.Start(services.ProcessSpec{Path: filepath.Join(bin, "postgres"),
-		Args: []string{"-D", data, "-p", strconv.Itoa(port), "-k", dir, "-c", "listen_addresses=127.0.0.1",
-			"-c", "max_connections=200"},
-		Dir: dir, LogPath: filepath.Join(dir, "postgres.log"), Credential: cred}); err != nil {
-		return nil, err
-	}
+	s.adminURL, s.hostPort = s.pg.AdminURL, au.Host
 	if err := retry(ctx, time.Minute, func(ctx context.Context) error {
 		var streaming bool
 		return withConn(ctx, primaryAdmin, func(c *pgx.Conn) error {
@@ -139,7 +135,7 @@ func startStandby(ctx context.Context, primaryAdmin string, sync bool, log *slog
 			return nil
 		})
 	}); err != nil {
-		return nil, fmt.Errorf("chaos: standby: %w\n%s", err, s.proc.LogTail())
+		return nil, fmt.Errorf("chaos: standby: %w\n%s", err, s.pg.LogTail())
 	}
 	if !sync {
 		return s, nil
@@ -174,8 +170,8 @@ func (s *standby) stop() {
 	if s.repl != nil {
 		s.repl.Close()
 	}
-	if s.proc != nil {
-		s.proc.Stop(syscall.SIGINT, 15*time.Second)
+	if s.pg != nil {
+		s.pg.Stop()
 	}
 	_ = os.RemoveAll(s.dir)
 }

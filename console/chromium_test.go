@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"html"
 	"net/http"
@@ -21,7 +22,7 @@ import (
 
 	floev1 "github.com/floe-broker/floe/api/floe/v1"
 	"github.com/floe-broker/floe/client"
-	"github.com/floe-broker/floe/internal/testenv"
+	"github.com/floe-broker/floe/internal/services"
 )
 
 // chromium finds Debian's chromium: under CI=true its absence fails the
@@ -58,7 +59,22 @@ func browse(t *testing.T, bin, url string, extra ...string) []byte {
 	return out.Bytes()
 }
 
-func freeAddr(t *testing.T) string { return testenv.FreeAddr(t) }
+// boundAddrs waits until the floe server writing the -addr-file at path
+// (started just before, the file fresh) has written the addresses it
+// bound, and returns its gRPC and HTTP ones.
+func boundAddrs(t *testing.T, path string, deadline time.Time) (grpcAddr, httpAddr string) {
+	t.Helper()
+	for {
+		a, err := services.ReadAddrFile(path)
+		if err == nil {
+			return a.GRPC, a.Metrics
+		}
+		if !errors.Is(err, os.ErrNotExist) || time.Now().After(deadline) {
+			t.Fatalf("floe dev's addresses: %v", err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
 
 // lockedBuffer collects a process's output.
 type lockedBuffer struct {
@@ -234,11 +250,12 @@ func TestConsoleInChromium(t *testing.T) {
 	if out, err := exec.Command("go", "build", "-o", bin, "github.com/floe-broker/floe/cmd/floe").CombinedOutput(); err != nil {
 		t.Fatalf("build floe: %v\n%s", err, out)
 	}
-	grpcAddr, httpAddr := freeAddr(t), freeAddr(t)
-	_, devOut := floeProc(t, bin, "dev", "-data", filepath.Join(dir, "data"), "-listen", grpcAddr, "-metrics-listen", httpAddr,
-		"-linger", "20ms", "-ready-interval", "200ms")
-	base := "http://" + httpAddr
+	addrFile := filepath.Join(dir, "addrs.json")
+	_, devOut := floeProc(t, bin, "dev", "-data", filepath.Join(dir, "data"), "-listen", "127.0.0.1:0", "-metrics-listen", "127.0.0.1:0",
+		"-kafka-listen", "127.0.0.1:0", "-addr-file", addrFile, "-linger", "20ms", "-ready-interval", "200ms")
 	deadline := time.Now().Add(30 * time.Second)
+	grpcAddr, httpAddr := boundAddrs(t, addrFile, deadline)
+	base := "http://" + httpAddr
 	for {
 		resp, err := http.Get(base + "/readyz")
 		if err == nil {

@@ -101,25 +101,16 @@ func (c *cluster) startCompactor(t *testing.T, ctx context.Context) {
 		"-iceberg-maintain-interval", "0")
 }
 
-// startFloe starts `floe CMD` and waits until its metrics listener
-// answers path; it returns its -listen address (agents).
+// startFloe starts `floe CMD` on ports it binds itself (read back from
+// its -addr-file) and waits until its metrics listener answers path; it
+// returns its gRPC address (agents).
 func (c *cluster) startFloe(t *testing.T, ctx context.Context, cmd, path string, extra ...string) string {
 	t.Helper()
-	metrics, err := services.FreeAddr()
-	if err != nil {
-		t.Fatal(err)
-	}
-	args := append([]string{cmd, "-metrics-listen", metrics}, c.storeArgs()...)
-	var listen string
+	addrFile := filepath.Join(t.TempDir(), cmd+".addrs") // a fresh file for each process (a second compactor)
+	args := append([]string{cmd, "-metrics-listen", "127.0.0.1:0", "-addr-file", addrFile}, c.storeArgs()...)
 	if cmd == "agent" {
-		if listen, err = services.FreeAddr(); err != nil {
-			t.Fatal(err)
-		}
-		kafka, err := services.FreeAddr() // never the default :9092, which another run may hold
-		if err != nil {
-			t.Fatal(err)
-		}
-		args = append(args, "-listen", listen, "-kafka-listen", kafka)
+		// Never the default Kafka :9092, which another run may hold.
+		args = append(args, "-listen", "127.0.0.1:0", "-kafka-listen", "127.0.0.1:0")
 	}
 	args = append(args, extra...)
 	logPath := filepath.Join(c.dir, cmd+".log")
@@ -136,13 +127,14 @@ func (c *cluster) startFloe(t *testing.T, ctx context.Context, cmd, path string,
 	})
 	wctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 	defer cancel()
-	if err := services.WaitHTTPOK(wctx, "http://"+metrics+path, p); err != nil {
+	bound, err := services.WaitFloe(wctx, p, addrFile, path, nil)
+	if err != nil {
 		t.Fatal(err)
 	}
 	if cmd == "compactor" {
-		c.compactor, c.compactorHTTP = p, metrics
+		c.compactor, c.compactorHTTP = p, bound.Metrics
 	}
-	return listen
+	return bound.GRPC
 }
 
 func tail(b []byte, n int) string {

@@ -31,17 +31,10 @@ func TestDevTables(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
 	data := t.TempDir()
-	listen, err := services.FreeAddr()
-	if err != nil {
-		t.Fatal(err)
-	}
-	metrics, err := services.FreeAddr()
-	if err != nil {
-		t.Fatal(err)
-	}
-	logPath := filepath.Join(t.TempDir(), "dev.log")
+	logPath, addrFile := filepath.Join(t.TempDir(), "dev.log"), filepath.Join(t.TempDir(), "dev.addrs")
 	p, err := services.Start(services.ProcessSpec{Path: floeBin, LogPath: logPath,
-		Args: []string{"dev", "-data", data, "-listen", listen, "-metrics-listen", metrics, "-interval", "200ms", "-linger", "20ms"}})
+		Args: []string{"dev", "-data", data, "-listen", "127.0.0.1:0", "-metrics-listen", "127.0.0.1:0", "-addr-file", addrFile,
+			"-kafka-listen", "127.0.0.1:0", "-interval", "200ms", "-linger", "20ms"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,9 +47,11 @@ func TestDevTables(t *testing.T) {
 	})
 	wctx, wcancel := context.WithTimeout(ctx, time.Minute)
 	defer wcancel()
-	if err := services.WaitHTTPOK(wctx, "http://"+metrics+"/readyz", p); err != nil {
+	bound, err := services.WaitFloe(wctx, p, addrFile, "/readyz", nil)
+	if err != nil {
 		t.Fatal(err)
 	}
+	listen, metrics := bound.GRPC, bound.Metrics
 	c := &cluster{agent: listen}
 	if c.client, err = client.Dial(listen); err != nil {
 		t.Fatal(err)

@@ -7,8 +7,10 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math/rand/v2"
 	"net/http"
 	"os"
@@ -35,20 +37,20 @@ type trino struct {
 	dir  string
 }
 
+// trinoPortAttempts is how many free ports startTrino tries: Trino
+// needs its port before it starts (discovery.uri names it), and a free
+// port may be taken before Trino binds it.
+const trinoPortAttempts = 3
+
+// errTrinoPortTaken marks a Trino whose port another server holds.
+var errTrinoPortTaken = errors.New("trino port taken")
+
 // startTrino configures and starts Trino from the cache and waits until
 // it serves queries.
 func startTrino(ctx context.Context, c *cluster) (*trino, error) {
 	home := filepath.Join(cache, "trino")
 	if _, err := os.Stat(filepath.Join(home, ".complete")); err != nil {
 		return nil, fmt.Errorf("engine not installed: %s (run engines/setup.sh)", home)
-	}
-	dir, err := os.MkdirTemp("", "floe-trino-")
-	if err != nil {
-		return nil, err
-	}
-	port, err := services.FreePort()
-	if err != nil {
-		return nil, err
 	}
 	catalog, err := c.shippedText("trino/floe.properties")
 	if err != nil {
@@ -58,23 +60,47 @@ func startTrino(ctx context.Context, c *cluster) (*trino, error) {
 	if err != nil {
 		return nil, err
 	}
+	for attempt := 1; ; attempt++ {
+		tr, err := runTrino(ctx, home, map[string]string{"catalog/floe.properties": catalog, "catalog/floe_rest.properties": restCatalog})
+		if err == nil || attempt == trinoPortAttempts || !errors.Is(err, errTrinoPortTaken) {
+			return tr, err
+		}
+	}
+}
+
+// runTrino starts Trino with the catalogs on a free port, under an
+// environment name of its own, and waits until the server on the port
+// serves as that environment.
+func runTrino(ctx context.Context, home string, catalogs map[string]string) (*trino, error) {
+	dir, err := os.MkdirTemp("", "floe-trino-")
+	if err != nil {
+		return nil, err
+	}
+	port, err := services.FreePort()
+	if err != nil {
+		_ = os.RemoveAll(dir)
+		return nil, err
+	}
+	// Unique: which Trino answers on the port ([a-z0-9_]).
+	environment := fmt.Sprintf("floe_engines_%d_%d", os.Getpid(), time.Now().UnixNano())
 	etc := filepath.Join(dir, "etc")
 	files := map[string]string{
-		"node.properties": "node.environment=floe_engines\nnode.id=engines\nnode.data-dir=" + filepath.Join(dir, "data") + "\n",
+		"node.properties": "node.environment=" + environment + "\nnode.id=engines\nnode.data-dir=" + filepath.Join(dir, "data") + "\n",
 		"jvm.config": "-server\n-Xmx2G\n-XX:+UseG1GC\n-XX:+ExitOnOutOfMemoryError\n-Djdk.attach.allowAttachSelf=true\n" +
 			"-XX:TieredStopAtLevel=1\n-Xshare:auto\n",
 		"config.properties": fmt.Sprintf("coordinator=true\nnode-scheduler.include-coordinator=true\n"+
 			"http-server.http.port=%d\ndiscovery.uri=http://127.0.0.1:%d\nquery.max-memory=1GB\nquery.max-memory-per-node=1GB\n", port, port),
-		"log.properties":               "io.trino=WARN\n",
-		"catalog/floe.properties":      catalog,
-		"catalog/floe_rest.properties": restCatalog,
+		"log.properties": "io.trino=WARN\n",
 	}
+	maps.Copy(files, catalogs)
 	for name, text := range files {
 		p := filepath.Join(etc, name)
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			_ = os.RemoveAll(dir)
 			return nil, err
 		}
 		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+			_ = os.RemoveAll(dir)
 			return nil, err
 		}
 	}
@@ -83,29 +109,46 @@ func startTrino(ctx context.Context, c *cluster) (*trino, error) {
 		Args: []string{"run", "--etc-dir", etc, "--data-dir", filepath.Join(dir, "data")}, Env: env,
 		LogPath: filepath.Join(dir, "trino.log")})
 	if err != nil {
+		_ = os.RemoveAll(dir)
 		return nil, err
 	}
 	tr := &trino{url: fmt.Sprintf("http://127.0.0.1:%d", port), proc: proc, dir: dir}
 	wctx, cancel := context.WithTimeout(ctx, 4*time.Minute)
 	defer cancel()
+	if err := waitTrino(wctx, tr.url, environment, proc); err != nil {
+		tr.stop()
+		return nil, err
+	}
+	return tr, nil
+}
+
+// waitTrino polls url's /v1/info until the Trino there has started as
+// environment (p's, not another server holding the port), p exits, or
+// ctx ends.
+func waitTrino(ctx context.Context, url, environment string, p *services.Process) error {
 	for {
-		if resp, err := http.Get(tr.url + "/v1/info"); err == nil {
+		if resp, err := http.Get(url + "/v1/info"); err == nil {
 			var info struct {
-				Starting bool `json:"starting"`
+				Environment string `json:"environment"`
+				Starting    bool   `json:"starting"`
 			}
-			_ = json.NewDecoder(resp.Body).Decode(&info)
+			derr := json.NewDecoder(resp.Body).Decode(&info)
 			resp.Body.Close()
-			if resp.StatusCode == 200 && !info.Starting {
-				return tr, nil
+			if resp.StatusCode == 200 && derr == nil && info.Environment != environment {
+				return fmt.Errorf("%w: the server on %s is environment %q, not %q", errTrinoPortTaken, url, info.Environment, environment)
+			}
+			if resp.StatusCode == 200 && derr == nil && !info.Starting {
+				return nil
 			}
 		}
 		select {
-		case <-proc.Exited():
-			tr.stop()
-			return nil, fmt.Errorf("trino exited at start: %v\n%s", proc.Err(), proc.LogTail())
-		case <-wctx.Done():
-			tr.stop()
-			return nil, fmt.Errorf("trino did not start: %w\n%s", wctx.Err(), proc.LogTail())
+		case <-p.Exited():
+			if log := p.LogTail(); strings.Contains(log, "already in use") {
+				return fmt.Errorf("%w: %s:\n%s", errTrinoPortTaken, url, log)
+			}
+			return fmt.Errorf("trino exited at start: %v\n%s", p.Err(), p.LogTail())
+		case <-ctx.Done():
+			return fmt.Errorf("trino did not start: %w\n%s", ctx.Err(), p.LogTail())
 		case <-time.After(500 * time.Millisecond):
 		}
 	}

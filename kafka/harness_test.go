@@ -4,19 +4,15 @@ import (
 	"context"
 	"net"
 	"path/filepath"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"go.uber.org/goleak"
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
-	"google.golang.org/grpc/test/bufconn"
 
 	"github.com/floe-broker/floe/agent"
-	"github.com/floe-broker/floe/batcher"
 	"github.com/floe-broker/floe/client"
+	"github.com/floe-broker/floe/internal/agenttest"
 	"github.com/floe-broker/floe/internal/testenv"
 	"github.com/floe-broker/floe/kafka"
 	"github.com/floe-broker/floe/metadata"
@@ -78,25 +74,17 @@ func startBrokerOn(t testing.TB, meta metadata.Store, store objectstore.Store, m
 // (its logger is the test's) and a wrapper of its listener (nil: plain TCP).
 func startBrokerWith(t testing.TB, meta metadata.Store, store objectstore.Store, mutate func(*kafka.Config), aopts agent.Options, opts kafka.Options, wrap func(net.Listener) net.Listener) *broker {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	acfg, bcfg := agent.DefaultConfig(), batcher.DefaultConfig()
-	bcfg.Linger = 5 * time.Millisecond
-	acfg.PollInterval = 200 * time.Millisecond
-	var ag *agent.Agent
-	b, err := batcher.New(bcfg, store, meta, batcher.Options{OnCommit: func(f batcher.CommittedFile) { ag.OnCommit(f) }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ag, err = agent.New(acfg, meta, store, b, aopts)
-	if err != nil {
-		t.Fatal(err)
-	}
+	o := agenttest.Default()
+	o.Batcher.Linger = 5 * time.Millisecond
+	o.Agent.PollInterval = 200 * time.Millisecond
+	o.AgentOptions = aopts
+	a := agenttest.Start(t, meta, store, o)
 	kcfg := kafka.DefaultConfig()
 	kcfg.MinSessionTimeout = time.Second
 	if mutate != nil {
 		mutate(&kcfg)
 	}
-	be := &crashable{Agent: ag}
+	be := &crashable{Agent: a.Agent}
 	opts.Logger = testLogger(t)
 	srv, err := kafka.New(kcfg, be, opts)
 	if err != nil {
@@ -109,39 +97,23 @@ func startBrokerWith(t testing.TB, meta metadata.Store, store objectstore.Store,
 	if wrap != nil {
 		klis = wrap(klis)
 	}
-	lis := bufconn.Listen(1 << 20)
-	gs := grpc.NewServer()
-	ag.Register(gs)
-	var wg sync.WaitGroup
-	wg.Add(3)
-	go func() { defer wg.Done(); _ = gs.Serve(lis) }()
-	go func() { defer wg.Done(); _ = ag.Run(ctx) }()
-	kctx, kcancel := context.WithCancel(ctx)
+	kctx, kcancel := context.WithCancel(context.Background())
 	served := make(chan struct{})
 	go func() {
-		defer wg.Done()
 		defer close(served)
 		if err := srv.Serve(kctx, klis); err != nil {
 			t.Errorf("kafka serve: %v", err)
 		}
 	}()
+	// Before the agent's stop (cleanups run last first).
+	t.Cleanup(func() {
+		kcancel()
+		<-served
+	})
 	kill := func() {
 		be.crashed.Store(true)
 		kcancel()
 		<-served
 	}
-	c, err := client.Dial("passthrough:///bufnet",
-		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return lis.DialContext(ctx) }),
-		grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		c.Close()
-		cancel()
-		gs.Stop()
-		_ = b.Close(context.Background())
-		wg.Wait()
-	})
-	return &broker{addr: klis.Addr().String(), c: c, meta: meta, srv: srv, kill: kill}
+	return &broker{addr: klis.Addr().String(), c: a.Client, meta: meta, srv: srv, kill: kill}
 }

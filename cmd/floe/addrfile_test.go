@@ -7,12 +7,14 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/floe-broker/floe/internal/testenv"
 )
 
 // deadAddr is an address nothing answers at: a privileged port on the
 // loopback, which no test process can take (unlike a port free a moment
 // ago).
-const deadAddr = "127.0.0.1:1"
+const deadAddr = testenv.DeadAddr
 
 // boundAddrs is what a floe server writes to its -addr-file.
 type boundAddrs struct {

@@ -59,7 +59,7 @@ func TestAgentReadsTheCompactorsTables(t *testing.T) {
 // at start, so an agent whose catalog is down starts; a table read then
 // is tableread.ErrUnavailable, promptly.
 func TestAgentTablesOpenLazily(t *testing.T) {
-	cfg := iceberg.DefaultPostgresConfig("postgres://floe:floe@"+testenv.FreeAddr(t)+"/floe?connect_timeout=2", "b")
+	cfg := iceberg.DefaultPostgresConfig("postgres://floe:floe@"+testenv.DeadAddr+"/floe?connect_timeout=2", "b")
 	r, closeTables, err := openTables(cfg, DefaultServerConfig("agent").Agent.tableConfig(), slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatalf("open the table reader with the catalog down: %v", err)

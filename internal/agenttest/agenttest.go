@@ -1,8 +1,9 @@
 // Package agenttest runs a real floe agent in process for tests: an
 // agent and its batcher on the stores a test gives, served over an
 // in-memory gRPC connection (bufconn: no port), with a client of it, all
-// stopped when the test ends. The client package's fake-contract tests
-// hold their fakes to it; the Kafka tests build their broker on it.
+// stopped when the test ends (or when the test kills it). The agent
+// tests' harnesses, the client package's fake-contract tests and the
+// Kafka tests' brokers are built on it: one harness.
 package agenttest
 
 import (
@@ -37,8 +38,13 @@ type Options struct {
 	// instead of an in-memory connection.
 	TCP bool
 	// ServerOptions, optional, are given to the gRPC server (interceptors
-	// that count what it sends).
+	// that count what it sends, agent.GRPCServerOptions).
 	ServerOptions []grpc.ServerOption
+	// Committer, optional, is the batcher's committer (a wrapper of the
+	// metadata store that injects faults); nil: the metadata store.
+	Committer batcher.Committer
+	// OnCommit, optional, sees each committed file after the agent did.
+	OnCommit func(batcher.CommittedFile)
 }
 
 // Default returns the packages' defaults with a 1 ms linger, so that a
@@ -59,7 +65,22 @@ type Agent struct {
 	Store  objectstore.Store
 	// Addr is the agent's loopback address (Options.TCP), else "".
 	Addr string
+
+	dial     func(context.Context) (net.Conn, error)
+	killOnce sync.Once
+	kill     func()
 }
+
+// DialContext opens a connection to the agent's gRPC server, for more
+// clients than Client: grpc.WithContextDialer(func(ctx context.Context,
+// _ string) (net.Conn, error) { return a.DialContext(ctx) }).
+func (a *Agent) DialContext(ctx context.Context) (net.Conn, error) { return a.dial(ctx) }
+
+// Kill stops the agent now, as a crash would for its clients: its gRPC
+// server, its batcher (pending records fail) and its background loops.
+// Client stays open (its calls fail) until the end of the test. Kill may
+// be called more than once.
+func (a *Agent) Kill() { a.killOnce.Do(a.kill) }
 
 // Start runs an agent on meta and store until the end of tb and returns
 // it. The stores stay the caller's: Start does not close them.
@@ -67,7 +88,17 @@ func Start(tb testing.TB, meta metadata.Store, store objectstore.Store, o Option
 	tb.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	var ag *agent.Agent
-	b, err := batcher.New(o.Batcher, store, meta, batcher.Options{OnCommit: func(f batcher.CommittedFile) { ag.OnCommit(f) }})
+	var committer batcher.Committer = meta
+	if o.Committer != nil {
+		committer = o.Committer
+	}
+	onCommit := func(f batcher.CommittedFile) {
+		ag.OnCommit(f)
+		if o.OnCommit != nil {
+			o.OnCommit(f)
+		}
+	}
+	b, err := batcher.New(o.Batcher, store, committer, batcher.Options{OnCommit: onCommit})
 	if err != nil {
 		cancel()
 		tb.Fatal(err)
@@ -78,17 +109,22 @@ func Start(tb testing.TB, meta metadata.Store, store objectstore.Store, o Option
 		tb.Fatal(err)
 	}
 	var lis net.Listener
-	addr, dialOpts := "", []grpc.DialOption(nil)
+	a := &Agent{Agent: ag, Meta: meta, Store: store}
+	var dialOpts []grpc.DialOption
 	if o.TCP {
 		if lis, err = net.Listen("tcp", "127.0.0.1:0"); err != nil {
 			_ = b.Close(context.Background())
 			cancel()
 			tb.Fatal(err)
 		}
-		addr = lis.Addr().String()
+		a.Addr = lis.Addr().String()
+		a.dial = func(ctx context.Context) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, "tcp", a.Addr)
+		}
 	} else {
 		bl := bufconn.Listen(1 << 20)
-		lis = bl
+		lis, a.dial = bl, bl.DialContext
 		dialOpts = []grpc.DialOption{grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return bl.DialContext(ctx) }),
 			grpc.WithTransportCredentials(insecure.NewCredentials())}
 	}
@@ -98,26 +134,27 @@ func Start(tb testing.TB, meta metadata.Store, store objectstore.Store, o Option
 	wg.Add(2)
 	go func() { defer wg.Done(); _ = gs.Serve(lis) }()
 	go func() { defer wg.Done(); _ = ag.Run(ctx) }()
-	target := "passthrough:///bufnet"
-	if o.TCP {
-		target = addr
-	}
-	c, err := client.Dial(target, dialOpts...)
-	stop := func() {
-		if c != nil {
-			c.Close()
-		}
-		cancel()
+	a.kill = func() {
 		gs.Stop()
 		_ = b.Close(context.Background())
+		cancel()
 		wg.Wait()
 	}
+	target := "passthrough:///bufnet"
+	if o.TCP {
+		target = a.Addr
+	}
+	c, err := client.Dial(target, dialOpts...)
 	if err != nil {
-		stop()
+		a.Kill()
 		tb.Fatal(err)
 	}
-	tb.Cleanup(stop)
-	return &Agent{Agent: ag, Client: c, Meta: meta, Store: store, Addr: addr}
+	a.Client = c
+	tb.Cleanup(func() {
+		c.Close()
+		a.Kill()
+	})
+	return a
 }
 
 // StartLocal is Start on a fresh SQLite store (in tb's temporary folder,

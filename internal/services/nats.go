@@ -1,11 +1,15 @@
 package services
 
 import (
+	"bufio"
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -40,12 +44,18 @@ func (c NATSConfig) validate() error {
 type NATS struct {
 	// URL is the client URL, nats://127.0.0.1:port.
 	URL  string
+	name string // server_name, unique: which server answers at URL
 	dir  string
 	proc *Process
 }
 
+// natsFreePort picks the server's port; tests replace it.
+var natsFreePort = FreePort
+
 // StartNATS starts nats-server with JetStream on a free loopback port,
-// building it into ToolsDir on first use.
+// building it into ToolsDir on first use. It is ready once the server at
+// the port says it is this one (its server_name, unique), not another
+// nats-server holding the port.
 func StartNATS(ctx context.Context, cfg NATSConfig, log *slog.Logger) (*NATS, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
@@ -60,13 +70,14 @@ func StartNATS(ctx context.Context, cfg NATSConfig, log *slog.Logger) (*NATS, er
 	}
 	var lastErr error
 	for range 3 {
-		port, err := FreePort()
+		port, err := natsFreePort()
 		if err != nil {
 			lastErr = err
 			continue
 		}
-		conf := fmt.Sprintf("listen: \"127.0.0.1:%d\"\njetstream {\n  store_dir: %q\n  max_memory_store: %d\n  max_file_store: %d\n",
-			port, filepath.Join(dir, "js"), cfg.MaxMemory, cfg.MaxFile)
+		name := fmt.Sprintf("floe-%d-%d", os.Getpid(), time.Now().UnixNano())
+		conf := fmt.Sprintf("server_name: %q\nlisten: \"127.0.0.1:%d\"\njetstream {\n  store_dir: %q\n  max_memory_store: %d\n  max_file_store: %d\n",
+			name, port, filepath.Join(dir, "js"), cfg.MaxMemory, cfg.MaxFile)
 		if cfg.SyncInterval != "" {
 			conf += fmt.Sprintf("  sync_interval: %s\n", cfg.SyncInterval)
 		}
@@ -83,14 +94,14 @@ func StartNATS(ctx context.Context, cfg NATSConfig, log *slog.Logger) (*NATS, er
 		}
 		addr := fmt.Sprintf("127.0.0.1:%d", port)
 		wctx, cancel := context.WithTimeout(ctx, 20*time.Second)
-		err = WaitTCP(wctx, addr, proc)
+		err = waitNATS(wctx, addr, name, proc)
 		cancel()
 		if err != nil {
 			proc.Stop(syscall.SIGTERM, 5*time.Second)
 			lastErr = err
 			continue
 		}
-		return &NATS{URL: "nats://" + addr, dir: dir, proc: proc}, nil
+		return &NATS{URL: "nats://" + addr, name: name, dir: dir, proc: proc}, nil
 	}
 	_ = os.RemoveAll(dir)
 	return nil, fmt.Errorf("services: nats-server: %w", lastErr)
@@ -103,4 +114,52 @@ func (n *NATS) Pid() int { return n.proc.Pid() }
 func (n *NATS) Stop() {
 	n.proc.Stop(syscall.SIGTERM, 10*time.Second)
 	_ = os.RemoveAll(n.dir)
+}
+
+// waitNATS polls addr until the nats-server there greets as name (the
+// INFO line a server sends each connection first), p exits, or ctx ends.
+func waitNATS(ctx context.Context, addr, name string, p *Process) error {
+	for {
+		served, err := natsServerName(ctx, addr)
+		if err == nil && served != name {
+			return fmt.Errorf("services: the nats-server on %s is %q, not this one %q (another holds the port)", addr, served, name)
+		}
+		if err == nil {
+			return nil
+		}
+		select {
+		case <-p.Exited():
+			return fmt.Errorf("services: nats-server exited before %s answered: %v\n%s", addr, p.Err(), p.LogTail())
+		case <-ctx.Done():
+			return fmt.Errorf("services: nats-server on %s did not answer: %w (last error: %v)\n%s", addr, ctx.Err(), err, p.LogTail())
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// natsServerName reads the server_name of the INFO greeting of the
+// nats-server at addr.
+func natsServerName(ctx context.Context, addr string) (string, error) {
+	var d net.Dialer
+	c, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return "", err
+	}
+	defer c.Close()
+	_ = c.SetReadDeadline(time.Now().Add(2 * time.Second))
+	line, err := bufio.NewReaderSize(c, 64<<10).ReadString('\n')
+	if err != nil {
+		return "", fmt.Errorf("services: nats greeting: %w", err)
+	}
+	rest, ok := strings.CutPrefix(line, "INFO ")
+	if !ok {
+		return "", fmt.Errorf("services: nats greeting %.40q is not INFO", line)
+	}
+	var info struct {
+		Name string `json:"server_name"`
+	}
+	if err := json.Unmarshal([]byte(rest), &info); err != nil {
+		return "", fmt.Errorf("services: nats INFO: %w", err)
+	}
+	return info.Name, nil
 }

@@ -114,13 +114,37 @@ func StartPostgres(ctx context.Context, cfg PostgresConfig) (*Postgres, error) {
 			return fail(err)
 		}
 	}
+	pg, err := servePostmaster(ctx, cfg, bin, dir, cred)
+	if err != nil {
+		return fail(err)
+	}
+	return pg, nil
+}
+
+// ServePostgres starts a postmaster on dir/data, a data directory made
+// another way than StartPostgres (a pg_basebackup copy for a standby,
+// say), on a free loopback port, and waits until the server answering
+// there is this one (its data directory). bin is PostgresBinDir's; the
+// server runs as PostgresCredential's user, which must own dir. Stop
+// removes dir; on failure dir is left to the caller.
+func ServePostgres(ctx context.Context, cfg PostgresConfig, bin, dir string) (*Postgres, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	cred, err := pgCredential()
+	if err != nil {
+		return nil, err
+	}
+	return servePostmaster(ctx, cfg, bin, dir, cred)
+}
+
+// servePostmaster runs the postmaster on dir/data, trying pgPortAttempts
+// free ports.
+func servePostmaster(ctx context.Context, cfg PostgresConfig, bin, dir string, cred *syscall.Credential) (*Postgres, error) {
 	for attempt := 1; ; attempt++ {
 		pg, err := runPostmaster(ctx, cfg, bin, dir, cred)
-		if err == nil {
-			return pg, nil
-		}
-		if attempt == pgPortAttempts || !errors.Is(err, errPortTaken) {
-			return fail(err)
+		if err == nil || attempt == pgPortAttempts || !errors.Is(err, errPortTaken) {
+			return pg, err
 		}
 	}
 }
@@ -223,6 +247,15 @@ func (pg *Postgres) databaseURL(name string) (string, error) {
 
 // Pid is the postmaster's process id (0 for an attached server).
 func (pg *Postgres) Pid() int { return pg.proc.Pid() }
+
+// LogTail returns the end of the server's log ("" for an attached
+// server).
+func (pg *Postgres) LogTail() string {
+	if pg.proc == nil {
+		return ""
+	}
+	return pg.proc.LogTail()
+}
 
 // Stop shuts the cluster down (fast shutdown) and removes its directory.
 // It does nothing for an attached server.

@@ -18,26 +18,8 @@ import (
 func TestPostgresPortOfAnotherCluster(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	cfg := DefaultPostgresConfig()
-	cfg.Durable = false
-	other, err := StartPostgres(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer other.Stop()
-	cc, err := pgx.ParseConfig(other.AdminURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	calls := 0
-	pgFreePort = func() (int, error) {
-		calls++
-		if calls == 1 {
-			return int(cc.Port), nil
-		}
-		return FreePort()
-	}
-	defer func() { pgFreePort = FreePort }()
+	cfg, _, cc := startOtherCluster(t, ctx)
+	calls := takenFirst(t, &pgFreePort, int(cc.Port), FreePort)
 	pg, err := StartPostgres(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -59,5 +41,59 @@ func TestPostgresPortOfAnotherCluster(t *testing.T) {
 	if want := filepath.Join(pg.dir, "data"); own.Port == cc.Port || dataDir != want {
 		t.Fatalf("cluster on port %d (the other's %d) serves %s, want its own %s", own.Port, cc.Port, dataDir, want)
 	}
-	t.Logf("came up on port %s after %d ports tried", strconv.Itoa(int(own.Port)), calls)
+	t.Logf("came up on port %s after %d ports tried", strconv.Itoa(int(own.Port)), *calls)
+}
+
+// TestServePostgresPortOfAnotherCluster: a data directory made another
+// way (here a halted cluster's; in the chaos campaign a standby's base
+// backup) served on a port another cluster holds comes up on another
+// port, serving that data directory, not the other cluster's.
+func TestServePostgresPortOfAnotherCluster(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cfg, other, cc := startOtherCluster(t, ctx)
+	made, err := StartPostgres(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer made.Stop()
+	if err := made.Halt(); err != nil {
+		t.Fatal(err)
+	}
+	takenFirst(t, &pgFreePort, int(cc.Port), FreePort)
+	bin, err := PostgresBinDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pg, err := ServePostgres(ctx, cfg, bin, made.dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pg.Stop()
+	served, err := pgDataDirectory(ctx, pg.AdminURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := filepath.Join(made.dir, "data"); pg.AdminURL == other.AdminURL || served != want {
+		t.Fatalf("served at %s (the other's %s): %s, want %s", pg.AdminURL, other.AdminURL, served, want)
+	}
+}
+
+// startOtherCluster starts the cluster whose port the test's next one is
+// given first (stopped at the end of t), with the configuration both use
+// and its connection settings.
+func startOtherCluster(t *testing.T, ctx context.Context) (PostgresConfig, *Postgres, *pgx.ConnConfig) {
+	t.Helper()
+	cfg := DefaultPostgresConfig()
+	cfg.Durable = false
+	other, err := StartPostgres(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(other.Stop)
+	cc, err := pgx.ParseConfig(other.AdminURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg, other, cc
 }

@@ -30,7 +30,8 @@ type Process struct {
 	cmd     *exec.Cmd
 	logPath string
 	exited  chan struct{}
-	err     error // exit status, set before exited closes
+	err     error     // exit status, set before exited closes
+	started time.Time // just before the process was started
 
 	stopOnce sync.Once
 }
@@ -67,7 +68,7 @@ func Start(spec ProcessSpec) (*Process, error) {
 	cmd.Env = spec.Env
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: spec.Credential, Pdeathsig: syscall.SIGKILL, Setpgid: true}
-	p := &Process{cmd: cmd, logPath: spec.LogPath, exited: make(chan struct{})}
+	p := &Process{cmd: cmd, logPath: spec.LogPath, exited: make(chan struct{}), started: time.Now()}
 	started := make(chan error, 1)
 	go func() {
 		defer close(p.exited)
@@ -134,7 +135,14 @@ func (p *Process) Stop(sig syscall.Signal, grace time.Duration) {
 	<-p.exited
 }
 
-// FreePort asks the kernel for a free TCP port on the loopback.
+// FreePort asks the kernel for a TCP port on the loopback that is free
+// at this moment, for a third-party server that must be told its port
+// before it listens (it cannot listen on port 0). Someone else may take
+// the port before the server binds it: its start tries again on another
+// port, and its readiness proves that the server answering there is the
+// one it started (a data directory, a name, a cluster id of its own).
+// floe's own processes never need it: they listen on 127.0.0.1:0 and
+// report the addresses they bound (-addr-file, WaitFloe).
 func FreePort() (int, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -144,7 +152,7 @@ func FreePort() (int, error) {
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
-// FreeAddr returns a free "127.0.0.1:port" address.
+// FreeAddr returns a free "127.0.0.1:port" address (see FreePort).
 func FreeAddr() (string, error) {
 	port, err := FreePort()
 	if err != nil {

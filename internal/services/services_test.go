@@ -27,15 +27,7 @@ func TestPostgres(t *testing.T) {
 	}
 	defer l.Close()
 	taken := l.Addr().(*net.TCPAddr).Port
-	calls := 0
-	pgFreePort = func() (int, error) {
-		calls++
-		if calls == 1 {
-			return taken, nil
-		}
-		return FreePort()
-	}
-	defer func() { pgFreePort = FreePort }()
+	calls := takenFirst(t, &pgFreePort, taken, FreePort)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	cfg := DefaultPostgresConfig()
@@ -45,9 +37,9 @@ func TestPostgres(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := pg.dir
-	if calls != 2 || strings.Contains(pg.AdminURL, fmt.Sprintf(":%d/", taken)) {
+	if *calls != 2 || strings.Contains(pg.AdminURL, fmt.Sprintf(":%d/", taken)) {
 		pg.Stop()
-		t.Fatalf("after a taken port: %d ports tried, AdminURL %s (taken port %d)", calls, pg.AdminURL, taken)
+		t.Fatalf("after a taken port: %d ports tried, AdminURL %s (taken port %d)", *calls, pg.AdminURL, taken)
 	}
 	url, err := pg.CreateDatabase(ctx, "floe_services_test")
 	if err != nil {

@@ -17,27 +17,27 @@ import (
 // not take that server for its own: it comes up on another port, and a
 // bucket made through its endpoint is in its own data folder.
 func TestVersitygwPortOfAnotherServer(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	testS3PortOfAnotherServer(t, func(ctx context.Context) (*S3Server, error) { return StartVersitygw(ctx, nil) })
+}
+
+// testS3PortOfAnotherServer starts an S3 server, then another whose first
+// port is the first's, and checks that the second came up on its own
+// port, serving its own data folder. It returns the second (stopped at
+// the end of t).
+func testS3PortOfAnotherServer(t *testing.T, start func(context.Context) (*S3Server, error)) *S3Server {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	other, err := StartVersitygw(ctx, nil)
+	other, err := start(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer other.Stop()
-	calls := 0
-	s3FreeAddr = func() (string, error) {
-		calls++
-		if calls == 1 {
-			return strings.TrimPrefix(other.Endpoint, "http://"), nil
-		}
-		return FreeAddr()
-	}
-	defer func() { s3FreeAddr = FreeAddr }()
-	srv, err := StartVersitygw(ctx, nil)
+	t.Cleanup(other.Stop)
+	calls := takenFirst(t, &s3FreeAddr, strings.TrimPrefix(other.Endpoint, "http://"), FreeAddr)
+	srv, err := start(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer srv.Stop()
+	t.Cleanup(srv.Stop)
 	if srv.Endpoint == other.Endpoint {
 		t.Fatalf("came up on the other server's endpoint %s", srv.Endpoint)
 	}
@@ -47,4 +47,21 @@ func TestVersitygwPortOfAnotherServer(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(srv.dir, "data", "own")); err != nil {
 		t.Fatalf("bucket made through %s is not in its data folder: %v", srv.Endpoint, err)
 	}
+	t.Logf("came up on %s after %d ports tried", srv.Endpoint, *calls)
+	return srv
+}
+
+// takenFirst makes *pick return taken on its first call and what free
+// returns after, until the end of t; it returns the count of calls.
+func takenFirst[T any](t *testing.T, pick *func() (T, error), taken T, free func() (T, error)) *int {
+	calls := 0
+	*pick = func() (T, error) {
+		calls++
+		if calls == 1 {
+			return taken, nil
+		}
+		return free()
+	}
+	t.Cleanup(func() { *pick = free })
+	return &calls
 }

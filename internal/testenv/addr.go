@@ -1,18 +1,8 @@
 package testenv
 
-import (
-	"net"
-	"testing"
-)
-
-// FreeAddr is a loopback address with a port free a moment ago, for a
-// server that must be given its address before it listens.
-func FreeAddr(t testing.TB) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
-}
+// DeadAddr is an address nothing answers at, for a server that must be
+// down (a connection is refused at once): a privileged port on the
+// loopback, which no test process takes, unlike a port that was free a
+// moment ago. A server a test starts binds 127.0.0.1:0 and reports the
+// port it got (floe's -addr-file) instead.
+const DeadAddr = "127.0.0.1:1"

@@ -128,14 +128,49 @@ func testGroupChurn(t *testing.T, s metadata.Store) {
 			all = append(all, tp{TopicID: tpc.ID, Partition: p})
 		}
 	}
-	const grp, timeout = "churn", 1500 * time.Millisecond
-	var clients []*client
-	join := func() {
-		c := &client{held: map[tp]bool{}}
-		if err := c.beat(t, s, grp, timeout); err != nil {
-			t.Fatalf("join: %v", err)
+	// A short session, so that killed members expire within the run. On
+	// a loaded machine a live member may go unheard that long (a slow
+	// round of heartbeats), and the store then rightly expires it: such a
+	// run proves nothing and is run again, on a new group, with a session
+	// twice as long.
+	const attempts = 4
+	timeout := 1500 * time.Millisecond
+	for attempt := 1; ; attempt++ {
+		unheard := groupChurn(t, s, fmt.Sprintf("churn-%d", attempt), all, timeout)
+		if unheard == 0 {
+			return
 		}
-		clients = append(clients, c)
+		if attempt == attempts {
+			t.Fatalf("a live member went unheard for %v of a %v session in each of %d runs", unheard, timeout, attempts)
+		}
+		t.Logf("run %d: a live member went unheard for %v of a %v session; again with %v", attempt, unheard, timeout, 2*timeout)
+		timeout *= 2
+	}
+}
+
+// groupChurn runs members of grp that join, leave and die at random,
+// with the session timeout, and checks that no partition is ever held
+// twice and that the group ends stable with every partition of all held
+// once. It returns 0, or, for a run that proves nothing, how long a live
+// member went unheard (as long as the session timeout, near enough: the
+// store may have expired it, and a check could fail on that alone).
+func groupChurn(t *testing.T, s metadata.Store, grp string, all []tp, timeout time.Duration) time.Duration {
+	var clients []*client
+	// sent is when a live member's last heartbeat was sent: the store
+	// heard it later, so no live member can have expired while every
+	// one's is within the timeout. The margin covers clock granularity.
+	sent := map[*client]time.Time{}
+	limit := timeout * 9 / 10
+	// beat heartbeats c; a heartbeat after too long unheard (answered or
+	// not: the store may have expired c meanwhile) ends the run.
+	beat := func(c *client) (time.Duration, error) {
+		since := time.Since(sent[c])
+		sent[c] = time.Now()
+		err := c.beat(t, s, grp, timeout)
+		if since >= limit {
+			return since, nil
+		}
+		return 0, err
 	}
 	live := func() []*client {
 		var l []*client
@@ -146,6 +181,24 @@ func testGroupChurn(t *testing.T, s metadata.Store) {
 		}
 		return l
 	}
+	// unheard is how long the longest-unheard live member has been, when
+	// it may have expired, else 0.
+	unheard := func() time.Duration {
+		for _, c := range live() {
+			if d := time.Since(sent[c]); d >= limit {
+				return d
+			}
+		}
+		return 0
+	}
+	join := func() {
+		c := &client{held: map[tp]bool{}}
+		sent[c] = time.Now()
+		if err := c.beat(t, s, grp, timeout); err != nil {
+			t.Fatalf("join: %v", err)
+		}
+		clients = append(clients, c)
+	}
 	for range 3 {
 		join()
 	}
@@ -154,10 +207,18 @@ func testGroupChurn(t *testing.T, s metadata.Store) {
 		l := live()
 		rand.Shuffle(len(l), func(i, j int) { l[i], l[j] = l[j], l[i] })
 		for _, c := range l {
-			if err := c.beat(t, s, grp, timeout); err != nil {
+			if d, err := beat(c); d > 0 {
+				return d
+			} else if err != nil {
 				t.Fatalf("round %d: heartbeat of %s: %v", round, c.id, err)
 			}
+			if d := unheard(); d > 0 {
+				return d
+			}
 			checkDisjoint(t, clients, fmt.Sprintf("round %d after %s", round, c.id))
+		}
+		if d := unheard(); d > 0 {
+			return d
 		}
 		checkServerDisjoint(t, s, grp)
 		switch r := rand.IntN(10); {
@@ -178,21 +239,30 @@ func testGroupChurn(t *testing.T, s metadata.Store) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	// No more churn: heartbeat until stable (killed members expire within
-	// a session timeout).
-	deadline := time.Now().Add(3 * timeout)
-	for {
+	// a session timeout). Not stable after three session timeouts and 20
+	// rounds of heartbeats (a loaded machine's rounds are slow) fails.
+	start := time.Now()
+	for rounds := 1; ; rounds++ {
 		for _, c := range live() {
-			if err := c.beat(t, s, grp, timeout); err != nil {
+			if d, err := beat(c); d > 0 {
+				return d
+			} else if err != nil {
 				t.Fatalf("settling: %v", err)
 			}
+			if d := unheard(); d > 0 {
+				return d
+			}
 			checkDisjoint(t, clients, "settling")
+		}
+		if d := unheard(); d > 0 {
+			return d
 		}
 		d := checkServerDisjoint(t, s, grp)
 		if d.State == metadata.GroupStable && len(d.Members) == len(live()) {
 			break
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("not stable after %v: %+v", 3*timeout, d)
+		if time.Since(start) > 3*timeout && rounds >= 20 {
+			t.Fatalf("not stable after %v and %d rounds: %+v", time.Since(start), rounds, d)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
@@ -212,7 +282,8 @@ func testGroupChurn(t *testing.T, s metadata.Store) {
 	if len(owners) != len(all) || hi-lo > 1 {
 		t.Errorf("stable: %d partitions owned (want %d), loads %d..%d", len(owners), len(all), lo, hi)
 	}
-	t.Logf("%d kills, %d members at the end", kills, len(live()))
+	t.Logf("%d kills, %d members at the end, session %v", kills, len(live()), timeout)
+	return 0
 }
 
 func testGroupJoinLeave(t *testing.T, s metadata.Store) {
