@@ -224,6 +224,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) (err
 		}
 		defer d.Stop()
 		fc.Addrs, fc.MetricsAddrs, fc.TLS = d.Addrs, d.MetricsAddrs, d.ClientTLS
+		rc.ServicePids, sc.Run.ServicePids = d.ServicePids, d.ServicePids
 		*kafkaAddrs = strings.Join(d.KafkaAddrs, ",")
 		if dc.TLS {
 			sc.Deployment += ", gRPC over TLS"
