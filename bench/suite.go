@@ -258,9 +258,7 @@ func runSweep(ctx context.Context, cfg SuiteConfig, t Targets, rep *Report, runO
 	}
 	steps := append([]float64(nil), cfg.SweepSteps...)
 	sort.Float64s(steps)
-	broken := func(r RunResult) bool {
-		return !r.Followed() || r.Produce.P99Ms > ms(cfg.SweepMaxP99)
-	}
+	broken := func(r RunResult) bool { return !r.Sustained(cfg.SweepMaxP99) }
 	// sweep runs rates in order until one breaks; with extend, it goes on
 	// past the last while the system still follows.
 	sweep := func(sys System, rates []float64, extend int) ([]RunResult, error) {

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/floe-broker/floe/bench"
 	"github.com/floe-broker/floe/internal/services"
@@ -85,8 +86,8 @@ func fileExists(p string) bool {
 // runCompare is -systems: each named system in turn through the same
 // workload, one table.
 func runCompare(ctx context.Context, names []string, floe *bench.FloeSystem, kafkaAddrs []string, t bench.Targets,
-	rc bench.RunConfig, maxBuffered int, command string, log *slog.Logger, progress *bench.Progress, stdout, stderr io.Writer, out string) error {
-	cc := bench.CompareConfig{Run: rc, Command: command, Progress: progress, Logger: log}
+	rc bench.RunConfig, maxP99 time.Duration, maxBuffered int, command string, log *slog.Logger, progress *bench.Progress, stdout, stderr io.Writer, out string) error {
+	cc := bench.CompareConfig{Run: rc, MaxP99: maxP99, Command: command, Progress: progress, Logger: log}
 	for _, name := range names {
 		target := bench.CompareTarget{Label: systemLabels[name]}
 		switch name {

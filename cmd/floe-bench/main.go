@@ -122,9 +122,9 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) (err
 	fs.Int64Var(&dc.CacheBytes, "cache-bytes", dc.CacheBytes, "agents' read cache (as -linger)")
 	fs.BoolVar(&sc.Sweep, "sweep", false, "raise the rate through -sweep-steps until latency breaks: the latency-throughput curve")
 	steps := fs.String("sweep-steps", joinFloats(sc.SweepSteps), "sweep rates, percent of floe's closed-loop maximum")
-	fs.DurationVar(&sc.SweepMaxP99, "sweep-max-p99", sc.SweepMaxP99, "a sweep stops at the first rate whose produce p99 exceeds this")
+	fs.DurationVar(&sc.SweepMaxP99, "sweep-max-p99", sc.SweepMaxP99, "a sweep stops at the first rate whose produce p99 exceeds this; -systems: the p99 a rate must keep to count as sustained")
 	peer := fs.String("peer", "", "run a peer side by side: jetstream (nats-server, file storage, on loopback), kafka or kafka-flush (Apache Kafka 4.1, one KRaft broker on loopback from the cached jars; kafka-flush: flush.messages=1)")
-	systems := fs.String("systems", "", "instead of the suite, a side-by-side table of floe-kafka, floe-grpc, kafka, kafka-flush (comma separated): max ingest, produce p99 and CPU per MiB at half of it, catch-up read, each")
+	systems := fs.String("systems", "", "instead of the suite, a side-by-side table of floe-kafka, floe-grpc, kafka, kafka-flush (comma separated): max ingest (closed loop), the maximum sustained open-loop rate (searched down from it), produce p99 and CPU per MiB at half of that, catch-up read, each")
 	kafkaAddrs := fs.String("kafka-addrs", "", "-addr: the agents' Kafka listeners (host:port), comma separated, for -systems floe-kafka")
 	peerSync := fs.String("peer-sync", "always", "JetStream sync_interval: always (fsync before the ack, like floe's object PUT) or default (the server's: every 2 min)")
 	peerURL := fs.String("peer-url", "", "an existing NATS server to use as the peer instead of starting one")
@@ -320,7 +320,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) (err
 	}
 
 	if *systems != "" {
-		return runCompare(ctx, names, floe, splitList(*kafkaAddrs), t, rc, min(*maxInFlight*rc.MaxBatch, 1<<16),
+		return runCompare(ctx, names, floe, splitList(*kafkaAddrs), t, rc, sc.SweepMaxP99, min(*maxInFlight*rc.MaxBatch, 1<<16),
 			sc.Command, log, sc.Progress, stdout, stderr, *out)
 	}
 
