@@ -68,7 +68,7 @@ func (c CompareConfig) validate() error {
 type CompareRow struct {
 	System string    `json:"system"`
 	Label  string    `json:"label"`
-	Max RunResult `json:"max"`
+	Max    RunResult `json:"max"`
 	// Search are the open-loop runs from searchStart of the closed-loop
 	// figure down, the last the first sustained; SustainedRate is its
 	// rate (zero when none was).
@@ -81,13 +81,13 @@ type CompareRow struct {
 
 // CompareReport is a comparison's outcome.
 type CompareReport struct {
-	Started time.Time    `json:"started"`
-	Host    Host         `json:"host"`
-	Command string       `json:"command,omitempty"`
-	Run     RunConfig    `json:"-"`
+	Started time.Time `json:"started"`
+	Host    Host      `json:"host"`
+	Command string    `json:"command,omitempty"`
+	Run     RunConfig `json:"-"`
 	// MaxP99 is the sustained runs' p99 bound.
 	MaxP99 time.Duration `json:"max_p99_ns"`
-	Rows    []CompareRow `json:"rows"`
+	Rows   []CompareRow  `json:"rows"`
 }
 
 // RunCompare runs the comparison, one system after the other.
