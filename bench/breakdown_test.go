@@ -1,7 +1,9 @@
 package bench
 
 import (
+	"bytes"
 	"context"
+	"encoding/binary"
 	"math"
 	"os"
 	"runtime"
@@ -140,5 +142,33 @@ func TestWriteBreakdown(t *testing.T) {
 	}
 	if got := busyCell(x); got != "75% (ours 65%)" {
 		t.Errorf("busyCell = %q", got)
+	}
+}
+
+func TestRecordArena(t *testing.T) {
+	// Records from a reused arena equal fresh ones (MakeValue), across a
+	// shrink and a growth of the batch.
+	a := recordArena{size: 100}
+	for _, n := range []int{5, 3, 9} {
+		b := &Batch{First: int64(10 * n), Intended: make([]int64, n)}
+		for i := range b.Intended {
+			b.Intended[i] = int64(1000*n + i)
+		}
+		recs := a.records(7, b)
+		if len(recs) != n {
+			t.Fatalf("%d records for %d", len(recs), n)
+		}
+		for i, r := range recs {
+			idx := uint64(b.First) + uint64(i)
+			if want := MakeValue(100, b.Intended[i], idx); !bytes.Equal(r.GetValue(), want) {
+				t.Fatalf("batch of %d, record %d: value differs from MakeValue", n, i)
+			}
+			if got := binary.BigEndian.Uint64(r.GetKey()); got != 7<<40|idx || len(r.GetKey()) != 8 {
+				t.Fatalf("batch of %d, record %d: key %x", n, i, r.GetKey())
+			}
+			if cap(r.GetValue()) != 100 {
+				t.Fatalf("a value's capacity reaches into the next: %d", cap(r.GetValue()))
+			}
+		}
 	}
 }
