@@ -35,6 +35,10 @@ type Breakdown struct {
 	// window (go_gc_duration_seconds): how many per second and their mean.
 	AgentGCPausesPerSec float64 `json:"agent_gc_pauses_per_sec"`
 	AgentGCPauseMeanMs  float64 `json:"agent_gc_pause_mean_ms"`
+	// AgentSchedP99Ms is the agents' goroutine scheduling latency at p99
+	// (go_sched_latencies_seconds, runnable to running): how long their
+	// goroutines waited for a CPU. Zero when not exported.
+	AgentSchedP99Ms float64 `json:"agent_sched_p99_ms"`
 	// HarnessSchedP99Ms is the harness's goroutine scheduling latency
 	// (runnable to running, runtime/metrics) at p99: how long the
 	// producers and consumers waited for a CPU.
@@ -59,6 +63,9 @@ func (b *Breakdown) agentStages(d Metrics, secs float64) {
 	b.SealToCommit = histQuantiles(d, "floe_batcher_flush_duration_seconds")
 	b.Upload = histQuantiles(d, "floe_batcher_upload_duration_seconds")
 	b.Commit = histQuantiles(d, "floe_metadata_commit_duration_seconds")
+	if q := histQuantiles(d, "go_sched_latencies_seconds"); q.Count > 0 {
+		b.AgentSchedP99Ms = q.P99Ms
+	}
 	if n := d.Sum("go_gc_duration_seconds_count"); n > 0 && secs > 0 {
 		b.AgentGCPausesPerSec = n / secs
 		b.AgentGCPauseMeanMs = d.Sum("go_gc_duration_seconds_sum") / n * 1000

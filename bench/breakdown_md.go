@@ -32,8 +32,8 @@ func writeBreakdown(b *strings.Builder, x RunResult) {
 	quant("agents: file sealed → committed, per file", bd.SealToCommit)
 	quant("agents: upload, per file", bd.Upload)
 	quant("agents: metadata commit, per call", bd.Commit)
-	fmt.Fprintf(b, "\nGC: agents %s pauses/s, mean %s ms; harness %s ms of pauses in the window; harness goroutine scheduling latency p99 %s ms.\n",
-		num(bd.AgentGCPausesPerSec), num(bd.AgentGCPauseMeanMs), num(bd.HarnessGCPauseMs), num(bd.HarnessSchedP99Ms))
+	fmt.Fprintf(b, "\nGC: agents %s pauses/s, mean %s ms; harness %s ms of pauses in the window. Goroutine scheduling latency p99 (waiting for a CPU): agents %s ms, harness %s ms.\n",
+		num(bd.AgentGCPausesPerSec), num(bd.AgentGCPauseMeanMs), num(bd.HarnessGCPauseMs), num(bd.AgentSchedP99Ms), num(bd.HarnessSchedP99Ms))
 	c := bd.CPU
 	fmt.Fprintf(b, "CPU over the window, in cores of %d: machine %s (%s niced), harness %s, servers %s, services %s, other work %s.\n",
 		c.Cores, num(c.Machine), num(c.MachineNiced), num(c.Harness), num(c.Servers), num(c.Services), num(c.Others()))

@@ -51,9 +51,14 @@ func TestHistQuantile(t *testing.T) {
 
 func TestAgentStagesGC(t *testing.T) {
 	var b Breakdown
-	b.agentStages(Metrics{"go_gc_duration_seconds_count": 20, "go_gc_duration_seconds_sum": 0.1}, 10)
+	b.agentStages(Metrics{"go_gc_duration_seconds_count": 20, "go_gc_duration_seconds_sum": 0.1,
+		`go_sched_latencies_seconds_bucket{le="0.001"}`: 99, `go_sched_latencies_seconds_bucket{le="0.002"}`: 100,
+		`go_sched_latencies_seconds_bucket{le="+Inf"}`: 100, "go_sched_latencies_seconds_count": 100}, 10)
 	if b.AgentGCPausesPerSec != 2 || math.Abs(b.AgentGCPauseMeanMs-5) > 1e-9 {
 		t.Fatalf("GC figures = %v/s, mean %v ms; want 2/s, 5 ms", b.AgentGCPausesPerSec, b.AgentGCPauseMeanMs)
+	}
+	if math.Abs(b.AgentSchedP99Ms-1) > 1e-9 {
+		t.Fatalf("agents' scheduling p99 = %v ms, want 1", b.AgentSchedP99Ms)
 	}
 }
 
