@@ -3,6 +3,7 @@ package bench
 import (
 	"fmt"
 	"strings"
+	"time"
 )
 
 // writeBreakdown renders where the headline run's produce latency and the
@@ -49,3 +50,15 @@ func busyCell(x RunResult) string {
 }
 
 func count(v float64) string { return thousands(fmt.Sprintf("%.0f", v)) }
+
+// keptUp says how a swept run kept up with its offer: sustained (the
+// sweep's criterion: it goes on), followed only (it stops there), or no.
+func (r *Report) keptUp(x RunResult) string {
+	switch {
+	case x.TargetRate > 0 && r.Settings.SweepMaxP99Ms > 0 && x.Sustained(time.Duration(r.Settings.SweepMaxP99Ms*float64(time.Millisecond))):
+		return "sustained"
+	case x.Followed():
+		return "yes"
+	}
+	return "no"
+}

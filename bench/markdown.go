@@ -65,7 +65,7 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 			}
 			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", x.System, rateCell(x.TargetRate),
 				num(x.RecordsPerSec), num(x.MBPerSec), num(x.Produce.P50Ms), num(x.Produce.P99Ms), num(x.Produce.P999Ms),
-				num(x.Produce.MaxMs), e2e, yesNo(x.Followed()), busyCell(x))
+				num(x.Produce.MaxMs), e2e, r.keptUp(x), busyCell(x))
 		}
 		if r.FloeMax != nil {
 			row(*r.FloeMax)
