@@ -70,6 +70,9 @@ type Deployment struct {
 	ProbeCommitName string
 	// ClientTLS is the clients' TLS with DeployConfig.TLS (nil without).
 	ClientTLS *tls.Config
+	// ServicePids are the services the agents depend on (cluster:
+	// PostgreSQL's postmaster and versitygw), for RunConfig.ServicePids.
+	ServicePids []int
 
 	cfg     DeployConfig
 	tlsArgs []string // the agents' TLS flags
@@ -252,6 +255,7 @@ func StartCluster(ctx context.Context, cfg DeployConfig) (_ *Deployment, err err
 		return nil, err
 	}
 	d.stops = append(d.stops, s3.Stop)
+	d.ServicePids = []int{pg.Pid(), s3.Pid()}
 	if err := s3.CreateBucket(ctx, "floe"); err != nil {
 		return nil, err
 	}

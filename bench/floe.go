@@ -3,7 +3,6 @@ package bench
 import (
 	"context"
 	"crypto/tls"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -252,7 +251,7 @@ func (s *FloeSystem) newFloeProducer(c *client.Client, i int) *floeProducer {
 	pctx, cancel := context.WithCancel(context.Background())
 	return &floeProducer{
 		c: c, topic: s.topic, size: s.cfg.RecordSize, id: uint64(i), records: s.cfg.Records, parts: s.parts,
-		slots: make(chan struct{}, s.cfg.MaxInFlight), ctx: pctx, cancel: cancel,
+		slots: make(chan struct{}, s.cfg.MaxInFlight), ctx: pctx, cancel: cancel, arena: recordArena{size: s.cfg.RecordSize},
 	}
 }
 
@@ -268,6 +267,9 @@ type floeProducer struct {
 	size  int
 	id    uint64
 	slots chan struct{}
+	// arena: Send's records (keys and values reused: records are
+	// keyed by producer id and schedule index, values of size bytes).
+	arena recordArena
 	// records: the per-record API; else batches encoded here, one per
 	// partition of parts (Kafka's partitioner, as the agent's).
 	records bool
@@ -290,20 +292,12 @@ func (p *floeProducer) Send(ctx context.Context, b *Batch, done func(from, to in
 	case <-ctx.Done():
 		return ctx.Err()
 	}
-	return p.sendRecs(floeRecords(p.id, p.size, b), func(err error) { done(0, len(b.Intended), err) })
-}
-
-// floeRecords is b's records of producer id: values of size bytes, keyed
-// by producer id and schedule index.
-func floeRecords(id uint64, size int, b *Batch) []*floev1.Record {
-	recs := make([]*floev1.Record, len(b.Intended))
-	for i, t := range b.Intended {
-		idx := uint64(b.First) + uint64(i)
-		key := make([]byte, 8)
-		binary.BigEndian.PutUint64(key, id<<40|idx)
-		recs[i] = &floev1.Record{Key: key, Value: MakeValue(size, t, idx)}
+	if p.records {
+		// The request holds the values themselves, and gRPC may read a
+		// sent message lazily: fresh ones every time.
+		p.arena = recordArena{size: p.size}
 	}
-	return recs
+	return p.sendRecs(p.arena.records(p.id, b), func(err error) { done(0, len(b.Intended), err) })
 }
 
 // sendRecs sends recs as one request, a slot taken; done reports it.

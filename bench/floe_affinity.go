@@ -51,7 +51,7 @@ func (s *FloeSystem) newRoutedProducer(ctx context.Context, i int) (Producer, er
 	if err != nil {
 		return nil, err
 	}
-	return &routedProducer{sys: s, router: r, id: i, subs: map[*client.Client]*floeProducer{}}, nil
+	return &routedProducer{sys: s, router: r, id: i, subs: map[*client.Client]*floeProducer{}, arena: recordArena{size: s.cfg.RecordSize}}, nil
 }
 
 // routedProducer is one floeProducer per agent connection.
@@ -59,6 +59,7 @@ type routedProducer struct {
 	sys    *FloeSystem
 	router *client.Router
 	id     int
+	arena  recordArena // Send's records (its Sends are sequential)
 
 	mu   sync.Mutex // guards subs
 	subs map[*client.Client]*floeProducer
@@ -77,7 +78,7 @@ func (p *routedProducer) sub(c *client.Client) *floeProducer {
 
 // Send implements Sink: b's records split by their partition's agent.
 func (p *routedProducer) Send(ctx context.Context, b *Batch, done func(from, to int, err error)) error {
-	recs := floeRecords(uint64(p.id), p.sys.cfg.RecordSize, b)
+	recs := p.arena.records(uint64(p.id), b)
 	type group struct {
 		recs []*floev1.Record
 		idx  []int

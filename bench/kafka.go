@@ -24,6 +24,14 @@ type KafkaConfig struct {
 	RecordSize int
 	// MaxBuffered bounds each producer's unacknowledged records.
 	MaxBuffered int
+	// MaxInFlight is each producer's produce requests in flight per
+	// broker. 0 or 1: an idempotent producer, which franz-go allows only
+	// one (a record that falls due while a request is out waits for its
+	// answer: up to one whole produce round trip, an agent's linger
+	// included, before it is even sent). Above 1 (at most 5, Kafka's
+	// bound; the Java client's default is 5 with idempotence on):
+	// idempotence off, acks=all still, requests pipelined.
+	MaxInFlight int
 	// Stats, optional, reads the servers' figures (floe: its agents'
 	// metrics); else Pid, when positive, is read from /proc (a local
 	// broker's JVM).
@@ -43,6 +51,8 @@ func (c KafkaConfig) validate() error {
 		return fmt.Errorf("%w: KafkaConfig.RecordSize is %d", ErrRecordTooSmall, c.RecordSize)
 	case c.MaxBuffered < 1:
 		return fmt.Errorf("bench: KafkaConfig.MaxBuffered %d must be at least 1", c.MaxBuffered)
+	case c.MaxInFlight < 0 || c.MaxInFlight > 5:
+		return fmt.Errorf("bench: KafkaConfig.MaxInFlight %d must be within [0, 5]", c.MaxInFlight)
 	}
 	return nil
 }
@@ -141,16 +151,20 @@ func (s *KafkaSystem) Consume(ctx context.Context, i, n int, earliest bool, fn f
 
 // NewProducer implements System: its own client, at most MaxBuffered
 // records unacknowledged, lingering 1 ms so that a burst of records
-// shares requests.
+// shares requests, MaxInFlight requests in flight.
 func (s *KafkaSystem) NewProducer(ctx context.Context, i int) (Producer, error) {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(s.cfg.Brokers...),
+	opts := []kgo.Opt{kgo.SeedBrokers(s.cfg.Brokers...),
 		kgo.DefaultProduceTopic(s.topic),
 		kgo.RecordPartitioner(kgo.ManualPartitioner()),
 		kgo.MaxBufferedRecords(s.cfg.MaxBuffered),
 		kgo.ProducerLinger(time.Millisecond),
-		kgo.ProducerBatchMaxBytes(1<<20),
+		kgo.ProducerBatchMaxBytes(1 << 20),
 		kgo.ProducerBatchCompression(kgo.NoCompression()),
-		kgo.RecordDeliveryTimeout(time.Minute))
+		kgo.RecordDeliveryTimeout(time.Minute)}
+	if s.cfg.MaxInFlight > 1 {
+		opts = append(opts, kgo.DisableIdempotentWrite(), kgo.MaxProduceRequestsInflightPerBroker(s.cfg.MaxInFlight))
+	}
+	cl, err := kgo.NewClient(opts...)
 	if err != nil {
 		return nil, fmt.Errorf("bench: kafka producer: %w", err)
 	}

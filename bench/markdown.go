@@ -43,6 +43,7 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 
 	r.writeLimits(&b)
 	r.writeFigures(&b)
+	writeBreakdown(&b, r.Floe)
 
 	fmt.Fprintf(&b, "\n## Goals\n\n")
 	for _, g := range r.Goals {
@@ -55,16 +56,16 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 
 	if len(r.FloeSweep) > 0 || len(r.PeerSweep) > 0 {
 		fmt.Fprintf(&b, "\n## Sweep\n\n")
-		fmt.Fprintf(&b, "| system | offered rec/s | acked rec/s | MB/s | produce p50 ms | p99 ms | p99.9 ms | max ms | e2e p99 ms | followed |\n")
-		fmt.Fprintf(&b, "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |\n")
+		fmt.Fprintf(&b, "| system | offered rec/s | acked rec/s | MB/s | produce p50 ms | p99 ms | p99.9 ms | max ms | e2e p99 ms | followed | machine CPU busy |\n")
+		fmt.Fprintf(&b, "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | ---: |\n")
 		row := func(x RunResult) {
 			e2e := "—"
 			if x.E2E != nil {
 				e2e = num(x.E2E.P99Ms)
 			}
-			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", x.System, rateCell(x.TargetRate),
+			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", x.System, rateCell(x.TargetRate),
 				num(x.RecordsPerSec), num(x.MBPerSec), num(x.Produce.P50Ms), num(x.Produce.P99Ms), num(x.Produce.P999Ms),
-				num(x.Produce.MaxMs), e2e, yesNo(x.Followed()))
+				num(x.Produce.MaxMs), e2e, r.keptUp(x), busyCell(x))
 		}
 		if r.FloeMax != nil {
 			row(*r.FloeMax)

@@ -45,7 +45,7 @@ func fixtureReport() *Report {
 		Settings: Settings{Deployment: "floe dev (local directory + SQLite)", Command: "floe bench -start dev -sweep -peer jetstream",
 			Workload: WorkloadE2E, Partitions: 16, Producers: 4, Consumers: 1, RecordSize: 1024,
 			WarmupSeconds: 1, DurationSeconds: 3, LingerMs: 250, MaxFileBytes: 8 << 20, MaxBufferedBytes: 64 << 20,
-			CacheBytes: 256 << 20, Sweep: true, Peer: "jetstream"},
+			CacheBytes: 256 << 20, Sweep: true, SweepMaxP99Ms: 2000, Peer: "jetstream"},
 		FloeMax:         &max,
 		FloeSweep:       []RunResult{floeRun(5800, 5.9, 150), floeRun(29000, 29.7, 160), floeRun(58000, 40, 900)},
 		SustainableRate: 29000,

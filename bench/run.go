@@ -50,6 +50,10 @@ type RunConfig struct {
 	// BeforeRead, optional, runs between the catch-up's write and read
 	// phases (restarting agents so that their read caches are cold).
 	BeforeRead func(context.Context) error
+	// ServicePids, optional, are the processes the servers depend on
+	// (PostgreSQL, versitygw): their CPU, children included, is reported
+	// in the run's breakdown beside the harness's and the servers'.
+	ServicePids []int
 	// Progress, optional, shows the run's advance.
 	Progress *Progress
 	Logger   *slog.Logger
@@ -161,7 +165,10 @@ type RunResult struct {
 	Consumed      int64          `json:"consumed,omitempty"`
 	Catchup       *CatchupResult `json:"catchup,omitempty"`
 	Cost          Cost           `json:"cost"`
-	FirstError    string         `json:"first_error,omitempty"`
+	// Breakdown is where the produce latency and the machine's CPU went
+	// over the measured window (produce and e2e runs).
+	Breakdown  *Breakdown `json:"breakdown,omitempty"`
+	FirstError string     `json:"first_error,omitempty"`
 }
 
 // Followed reports whether the system kept up with the offered load:
@@ -176,6 +183,23 @@ func (r RunResult) Followed() bool {
 		return r.Failed == 0
 	}
 	return r.RecordsPerSec >= 0.9*r.TargetRate && r.Failed == 0 && float64(r.Unsent) <= 0.01*r.TargetRate*r.Seconds
+}
+
+// SustainedShare is the least share of an open-loop run's offered rate
+// that must be acknowledged within its window for the rate to count as
+// sustained: in steady state the window's acknowledgements match the
+// offer (the records answered after the window's end balance those sent
+// before its start), while Followed's 90% passes a system 10% short of the
+// offer whose backlog, and latency, grow through the window.
+const SustainedShare = 0.97
+
+// Sustained reports whether an open-loop run held its offered rate in
+// steady state: Followed, at least SustainedShare of the offer
+// acknowledged within the window, and a produce p99 of at most maxP99. The
+// maximum sustainable rate, whose half the headline figures are taken at,
+// is the highest rate sustained.
+func (r RunResult) Sustained(maxP99 time.Duration) bool {
+	return r.TargetRate > 0 && r.Followed() && r.RecordsPerSec >= SustainedShare*r.TargetRate && r.Produce.P99Ms <= ms(maxP99)
 }
 
 // Run runs cfg's workload against sys.
@@ -292,8 +316,11 @@ type statsWindow struct {
 	before, after ServerStats
 	errBefore     error
 	errAfter      error
-	peak          *PeakSampler
-	alive         atomic.Bool
+	// host and runtime samples at the window's edges
+	hostBefore, hostAfter hostSample
+	rtBefore, rtAfter     runtimeSample
+	peak                  *PeakSampler
+	alive                 atomic.Bool
 }
 
 func startStats(ctx context.Context, sys System) *statsWindow {
@@ -386,14 +413,17 @@ func runLoad(ctx context.Context, sys System, cfg RunConfig) (RunResult, error) 
 	go func() { // the window's edges, sampled on time
 		defer close(statsDone)
 		if sleepUntil(ctx, from) {
+			w.hostBefore, w.rtBefore = sampleHost(cfg.ServicePids), sampleRuntime()
 			w.before, w.errBefore = sys.Stats(ctx)
 		}
 		if sleepUntil(ctx, to) {
+			w.hostAfter, w.rtAfter = sampleHost(cfg.ServicePids), sampleRuntime()
 			w.after, w.errAfter = sys.Stats(ctx)
 		}
 	}()
 
 	lat := NewHistogram()
+	timing := newSendTiming()
 	perRate := cfg.Rate / float64(cfg.Producers)
 	results := make([]GenResult, len(ps))
 	errs := make([]error, len(ps))
@@ -408,7 +438,7 @@ func runLoad(ctx context.Context, sys System, cfg RunConfig) (RunResult, error) 
 			}
 			results[i], errs[i] = Generate(ctx, GenConfig{
 				Producer: i, Schedule: s, MeasureFrom: from, MeasureTo: to, StopAt: to,
-				Drain: cfg.Drain, MaxBatch: cfg.MaxBatch, Tick: cfg.Tick,
+				Drain: cfg.Drain, MaxBatch: cfg.MaxBatch, Tick: cfg.Tick, timing: timing,
 			}, p, lat, live)
 		}()
 	}
@@ -444,6 +474,11 @@ func runLoad(ctx context.Context, sys System, cfg RunConfig) (RunResult, error) 
 	res.Cost.setRunCounts(first, last)
 	res.Cost.PeakRSSBytes = peak
 	res.Cost.ServersAlive = w.alive.Load()
+	bd := &Breakdown{CPU: cpuUse(w.hostBefore, w.hostAfter, cfg.Duration.Seconds(), res.Cost.CPUSeconds)}
+	timing.fill(bd)
+	bd.agentStages(w.after.Metrics.Sub(w.before.Metrics), cfg.Duration.Seconds())
+	bd.harnessRuntime(w.rtBefore, w.rtAfter)
+	res.Breakdown = bd
 	return res, nil
 }
 

@@ -46,6 +46,8 @@ type Batch struct {
 	First int64
 	// Intended holds each record's intended send time, unix nanoseconds.
 	Intended []int64
+	// called is when Generate called Send with it, unix nanoseconds.
+	called int64
 }
 
 // Sink is one producer connection of the system under test.
@@ -80,6 +82,9 @@ type GenConfig struct {
 	// StopAfter, when positive, ends the schedule once that many records
 	// were sent (the catch-up backlog).
 	StopAfter int64
+	// timing, optional, takes the per-record timing of the measured
+	// window (the latency breakdown).
+	timing *sendTiming
 }
 
 func (c GenConfig) validate() error {
@@ -159,6 +164,9 @@ func Generate(ctx context.Context, cfg GenConfig, sink Sink, lat *Histogram, liv
 			for _, t := range b.Intended[lo:hi] {
 				if measured(t) {
 					lat.Record(time.Duration(nowNs - t))
+					if cfg.timing != nil {
+						cfg.timing.answer.Record(time.Duration(nowNs - b.called))
+					}
 				}
 			}
 		}
@@ -247,9 +255,20 @@ func Generate(ctx context.Context, cfg GenConfig, sink Sink, lat *Histogram, liv
 		mu.Unlock()
 		inflight.Add(1)
 		lastSend = now
+		b.called = time.Now().UnixNano()
+		inWindow := cfg.timing != nil && measured(b.Intended[0])
+		if inWindow {
+			for _, t := range b.Intended {
+				cfg.timing.lag.Record(time.Duration(b.called - t))
+			}
+		}
 		// Send may block on the sink's in-flight bound: the schedule is not
 		// paused meanwhile, the records falling due go in the next batches.
-		if err := sink.Send(ctx, b, func(lo, hi int, err error) { done(b, lo, hi, err) }); err != nil {
+		err := sink.Send(ctx, b, func(lo, hi int, err error) { done(b, lo, hi, err) })
+		if inWindow {
+			cfg.timing.call.Record(time.Duration(time.Now().UnixNano() - b.called))
+		}
+		if err != nil {
 			mu.Lock()
 			delete(open, b)
 			res.Failed += int64(n)

@@ -149,7 +149,9 @@ type Settings struct {
 	MaxBufferedBytes int64    `json:"max_buffered_bytes"`
 	CacheBytes       int64    `json:"cache_bytes"`
 	Sweep            bool     `json:"sweep"`
-	Peer             string   `json:"peer,omitempty"`
+	// SweepMaxP99Ms is the p99 a swept rate must keep to be sustained.
+	SweepMaxP99Ms float64 `json:"sweep_max_p99_ms,omitempty"`
+	Peer          string  `json:"peer,omitempty"`
 }
 
 // Report is the outcome of a suite, rendered as JSON, Markdown and SVG.
@@ -193,7 +195,7 @@ func RunSuite(ctx context.Context, cfg SuiteConfig, t Targets) (*Report, error) 
 			RecordSize: cfg.Run.RecordSize, Rate: cfg.Run.Rate,
 			WarmupSeconds: cfg.Run.Warmup.Seconds(), DurationSeconds: cfg.Run.Duration.Seconds(),
 			LingerMs: ms(cfg.Linger), MaxFileBytes: cfg.MaxFileBytes, MaxBufferedBytes: cfg.MaxBufferedBytes,
-			CacheBytes: cfg.CacheBytes, Sweep: cfg.Sweep,
+			CacheBytes: cfg.CacheBytes, Sweep: cfg.Sweep, SweepMaxP99Ms: ms(cfg.SweepMaxP99),
 		},
 	}
 	if t.Peer != nil {
@@ -258,9 +260,7 @@ func runSweep(ctx context.Context, cfg SuiteConfig, t Targets, rep *Report, runO
 	}
 	steps := append([]float64(nil), cfg.SweepSteps...)
 	sort.Float64s(steps)
-	broken := func(r RunResult) bool {
-		return !r.Followed() || r.Produce.P99Ms > ms(cfg.SweepMaxP99)
-	}
+	broken := func(r RunResult) bool { return !r.Sustained(cfg.SweepMaxP99) }
 	// sweep runs rates in order until one breaks; with extend, it goes on
 	// past the last while the system still follows.
 	sweep := func(sys System, rates []float64, extend int) ([]RunResult, error) {

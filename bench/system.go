@@ -69,12 +69,22 @@ var filler = func() []byte {
 // send time and the record's index.
 func MakeValue(size int, intended int64, index uint64) []byte {
 	v := make([]byte, size)
-	binary.BigEndian.PutUint64(v[0:8], uint64(intended))
-	binary.BigEndian.PutUint64(v[8:16], index)
-	for off := valueHeader; off < size; off += len(filler) {
+	fillValue(v)
+	stampValue(v, intended, index)
+	return v
+}
+
+// fillValue writes the filler past the stamp of v.
+func fillValue(v []byte) {
+	for off := valueHeader; off < len(v); off += len(filler) {
 		copy(v[off:], filler)
 	}
-	return v
+}
+
+// stampValue writes the intended send time and the index into v's stamp.
+func stampValue(v []byte, intended int64, index uint64) {
+	binary.BigEndian.PutUint64(v[0:8], uint64(intended))
+	binary.BigEndian.PutUint64(v[8:16], index)
 }
 
 // StampOf returns the intended send time stamped in a value.

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/floe-broker/floe/bench"
 	"github.com/floe-broker/floe/internal/services"
@@ -50,7 +51,7 @@ func parseSystems(s string) ([]string, error) {
 
 // kafkaPeer starts an Apache Kafka broker (flush: flush.messages=1) from
 // the cached jars and returns the franz-go system driving it and its stop.
-func kafkaPeer(ctx context.Context, name string, flush bool, rc bench.RunConfig, maxBuffered int, log *slog.Logger, progress *bench.Progress) (*bench.KafkaSystem, func(), error) {
+func kafkaPeer(ctx context.Context, name string, flush bool, rc bench.RunConfig, maxBuffered, maxInFlight int, log *slog.Logger, progress *bench.Progress) (*bench.KafkaSystem, func(), error) {
 	pom := ""
 	if root := services.RepoRoot(); root != "" {
 		if p := filepath.Join(root, "kafka", "testdata", "java", "pom.xml"); fileExists(p) {
@@ -69,7 +70,7 @@ func kafkaPeer(ctx context.Context, name string, flush bool, rc bench.RunConfig,
 		return nil, nil, err
 	}
 	sys, err := bench.NewKafkaSystem(bench.KafkaConfig{Name: name, Brokers: []string{b.Addr}, Pid: b.Pid(),
-		RecordSize: rc.RecordSize, MaxBuffered: maxBuffered})
+		RecordSize: rc.RecordSize, MaxBuffered: maxBuffered, MaxInFlight: maxInFlight})
 	if err != nil {
 		b.Stop()
 		return nil, nil, err
@@ -85,8 +86,8 @@ func fileExists(p string) bool {
 // runCompare is -systems: each named system in turn through the same
 // workload, one table.
 func runCompare(ctx context.Context, names []string, floe *bench.FloeSystem, kafkaAddrs []string, t bench.Targets,
-	rc bench.RunConfig, maxBuffered int, command string, log *slog.Logger, progress *bench.Progress, stdout, stderr io.Writer, out string) error {
-	cc := bench.CompareConfig{Run: rc, Command: command, Progress: progress, Logger: log}
+	rc bench.RunConfig, maxP99 time.Duration, maxBuffered, maxInFlight int, command string, log *slog.Logger, progress *bench.Progress, stdout, stderr io.Writer, out string) error {
+	cc := bench.CompareConfig{Run: rc, MaxP99: maxP99, Command: command, Progress: progress, Logger: log}
 	for _, name := range names {
 		target := bench.CompareTarget{Label: systemLabels[name]}
 		switch name {
@@ -97,7 +98,7 @@ func runCompare(ctx context.Context, names []string, floe *bench.FloeSystem, kaf
 				return fmt.Errorf("flag -systems: floe-kafka needs the agents' Kafka listeners (-start, or -kafka-addrs with -addr)")
 			}
 			ks, err := bench.NewKafkaSystem(bench.KafkaConfig{Name: name, Brokers: kafkaAddrs, RecordSize: rc.RecordSize,
-				MaxBuffered: maxBuffered, Stats: floe.Stats})
+				MaxBuffered: maxBuffered, MaxInFlight: maxInFlight, Stats: floe.Stats})
 			if err != nil {
 				return err
 			}
@@ -108,7 +109,7 @@ func runCompare(ctx context.Context, names []string, floe *bench.FloeSystem, kaf
 			// runs at a time.
 			flush := name == sysKafkaFlush
 			target.Open = func(ctx context.Context) (bench.System, func(), error) {
-				return kafkaPeer(ctx, name, flush, rc, maxBuffered, log, progress)
+				return kafkaPeer(ctx, name, flush, rc, maxBuffered, maxInFlight, log, progress)
 			}
 		}
 		cc.Targets = append(cc.Targets, target)

@@ -122,10 +122,11 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) (err
 	fs.Int64Var(&dc.CacheBytes, "cache-bytes", dc.CacheBytes, "agents' read cache (as -linger)")
 	fs.BoolVar(&sc.Sweep, "sweep", false, "raise the rate through -sweep-steps until latency breaks: the latency-throughput curve")
 	steps := fs.String("sweep-steps", joinFloats(sc.SweepSteps), "sweep rates, percent of floe's closed-loop maximum")
-	fs.DurationVar(&sc.SweepMaxP99, "sweep-max-p99", sc.SweepMaxP99, "a sweep stops at the first rate whose produce p99 exceeds this")
+	fs.DurationVar(&sc.SweepMaxP99, "sweep-max-p99", sc.SweepMaxP99, "a sweep stops at the first rate whose produce p99 exceeds this; -systems: the p99 a rate must keep to count as sustained")
 	peer := fs.String("peer", "", "run a peer side by side: jetstream (nats-server, file storage, on loopback), kafka or kafka-flush (Apache Kafka 4.1, one KRaft broker on loopback from the cached jars; kafka-flush: flush.messages=1)")
-	systems := fs.String("systems", "", "instead of the suite, a side-by-side table of floe-kafka, floe-grpc, kafka, kafka-flush (comma separated): max ingest, produce p99 and CPU per MiB at half of it, catch-up read, each")
+	systems := fs.String("systems", "", "instead of the suite, a side-by-side table of floe-kafka, floe-grpc, kafka, kafka-flush (comma separated): max ingest (closed loop), the maximum sustained open-loop rate (searched down from it), produce p99 and CPU per MiB at half of that, catch-up read, each")
 	kafkaAddrs := fs.String("kafka-addrs", "", "-addr: the agents' Kafka listeners (host:port), comma separated, for -systems floe-kafka")
+	kafkaInFlight := fs.Int("kafka-inflight", 1, "Kafka-protocol systems (floe-kafka, kafka, kafka-flush): produce requests in flight per broker per producer; 1: idempotent (franz-go allows no more), 2..5: idempotence off (acks=all still), requests pipelined like the Java client's default 5")
 	peerSync := fs.String("peer-sync", "always", "JetStream sync_interval: always (fsync before the ack, like floe's object PUT) or default (the server's: every 2 min)")
 	peerURL := fs.String("peer-url", "", "an existing NATS server to use as the peer instead of starting one")
 	fs.DurationVar(&sc.LimitsDuration, "limits-duration", sc.LimitsDuration, "time of each raw limit probe; 0 skips the limits")
@@ -224,6 +225,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) (err
 		}
 		defer d.Stop()
 		fc.Addrs, fc.MetricsAddrs, fc.TLS = d.Addrs, d.MetricsAddrs, d.ClientTLS
+		rc.ServicePids, sc.Run.ServicePids = d.ServicePids, d.ServicePids
 		*kafkaAddrs = strings.Join(d.KafkaAddrs, ",")
 		if dc.TLS {
 			sc.Deployment += ", gRPC over TLS"
@@ -308,7 +310,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) (err
 		defer js.Close()
 		t.Peer = js
 	case "kafka", "kafka-flush":
-		ks, stop, err := kafkaPeer(ctx, *peer, *peer == "kafka-flush", rc, min(*maxInFlight*rc.MaxBatch, 1<<16), log, sc.Progress)
+		ks, stop, err := kafkaPeer(ctx, *peer, *peer == "kafka-flush", rc, min(*maxInFlight*rc.MaxBatch, 1<<16), *kafkaInFlight, log, sc.Progress)
 		if err != nil {
 			return err
 		}
@@ -319,7 +321,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) (err
 	}
 
 	if *systems != "" {
-		return runCompare(ctx, names, floe, splitList(*kafkaAddrs), t, rc, min(*maxInFlight*rc.MaxBatch, 1<<16),
+		return runCompare(ctx, names, floe, splitList(*kafkaAddrs), t, rc, sc.SweepMaxP99, min(*maxInFlight*rc.MaxBatch, 1<<16), *kafkaInFlight,
 			sc.Command, log, sc.Progress, stdout, stderr, *out)
 	}
 

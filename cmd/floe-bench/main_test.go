@@ -6,6 +6,7 @@ import (
 	"debug/buildinfo"
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -203,8 +204,30 @@ func TestBenchSystemsFloe(t *testing.T) {
 		t.Fatalf("%d rows, want floe-kafka then floe (over gRPC)", len(rep.Rows))
 	}
 	for _, r := range rep.Rows {
-		if r.Max.RecordsPerSec <= 0 || r.Max.Failed != 0 || r.Half.TargetRate != float64(int64(r.Max.RecordsPerSec/2+0.5)) {
-			t.Errorf("%s: max %.0f rec/s (%d failed), half at %v", r.System, r.Max.RecordsPerSec, r.Max.Failed, r.Half.TargetRate)
+		// Half of the maximum sustained open-loop rate, searched from 80%
+		// of the closed-loop figure down by 0.8 (not half of the closed
+		// loop's burst figure).
+		if r.Max.RecordsPerSec <= 0 || r.Max.Failed != 0 || len(r.Search) == 0 {
+			t.Fatalf("%s: max %.0f rec/s (%d failed), %d search runs", r.System, r.Max.RecordsPerSec, r.Max.Failed, len(r.Search))
+		}
+		if want := math.Round(r.Max.RecordsPerSec * 0.8); r.Search[0].TargetRate != want {
+			t.Errorf("%s: the search began at %v rec/s, want %v", r.System, r.Search[0].TargetRate, want)
+		}
+		last := r.Search[len(r.Search)-1]
+		if r.SustainedRate > 0 && (r.SustainedRate != last.TargetRate || !last.Sustained(2*time.Second)) {
+			t.Errorf("%s: sustained %v, but the last search run is %v rec/s (sustained: %v)", r.System, r.SustainedRate, last.TargetRate, last.Sustained(2*time.Second))
+		}
+		for _, x := range r.Search[:len(r.Search)-1] {
+			if x.Sustained(2 * time.Second) {
+				t.Errorf("%s: the search went on past %v rec/s, which was sustained", r.System, x.TargetRate)
+			}
+		}
+		base := r.SustainedRate
+		if base == 0 {
+			base = last.TargetRate
+		}
+		if r.Half.TargetRate != math.Round(base/2) {
+			t.Errorf("%s: half at %v rec/s, want half of %v", r.System, r.Half.TargetRate, base)
 		}
 		if r.Half.Produce.Count == 0 || r.Half.Cost.CPUMsPerMiB <= 0 {
 			t.Errorf("%s: no p99 or server CPU at half: %+v %+v", r.System, r.Half.Produce, r.Half.Cost)

@@ -261,7 +261,10 @@ func runServing(ctx context.Context, sc serverConfig, meta metadata.Store, store
 		debug.SetMemoryLimit(limit)
 		log.Debug("memory limit set", "bytes", limit)
 	}
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	// go_sched_latencies_seconds too (runnable → running): how long the
+	// agent's goroutines wait for a CPU, floe-bench's sign of a busy host.
+	reg.MustRegister(collectors.NewGoCollector(collectors.WithGoCollectorRuntimeMetrics(
+		collectors.GoRuntimeMetricsRule{Matcher: schedLatencies})), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	probe := store // readiness probes stay out of the request metrics
 	store = objectstore.WithMetrics(store, reg)
 
