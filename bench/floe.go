@@ -206,9 +206,11 @@ func (s *FloeSystem) Consume(ctx context.Context, i, n int, earliest bool, fn fu
 			}
 			var err error
 			if router != nil {
-				err = client.SubscribeAffinityBatches(ctx, router, req, client.ResumeOptions{}, walk)
+				err = client.SubscribeAffinityBatches(ctx, router, req, client.ResumeOptions{Lend: true}, walk)
 			} else {
-				err = c.Subscribe(ctx, req, func(r *floev1.SubscribeResponse) error {
+				// Lent: fn keeps no value it is handed (it counts them, reads a
+				// time stamp), so each answer's receive buffer is reused.
+				err = c.SubscribeLent(ctx, req, func(r *floev1.SubscribeResponse) error {
 					if len(r.GetBatches()) == 0 {
 						mu.Lock()
 						defer mu.Unlock()
