@@ -119,6 +119,27 @@ func (s *FloeSystem) Close() error {
 	return errors.Join(errs...)
 }
 
+// Reconnect implements Reconnecter: the router (its connections to each
+// agent) is made again on next use, and each client's connection is
+// waited for until its agent answers (DescribeTopic, waiting for the
+// connection to be ready).
+func (s *FloeSystem) Reconnect(ctx context.Context) error {
+	if err := s.closeRouter(); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, reconnectWait)
+	defer cancel()
+	for _, c := range s.clients {
+		if _, err := c.Topics.DescribeTopic(ctx, &floev1.DescribeTopicRequest{Name: s.topic}, grpc.WaitForReady(true)); err != nil {
+			return fmt.Errorf("bench: agent %s after restart: %w", c.Addr(), err)
+		}
+	}
+	return nil
+}
+
+// reconnectWait bounds Reconnect.
+const reconnectWait = time.Minute
+
 // Stats implements System from the agents' metrics.
 func (s *FloeSystem) Stats(ctx context.Context) (ServerStats, error) {
 	if len(s.scraper.Endpoints) == 0 {

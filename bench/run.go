@@ -519,6 +519,11 @@ func runCatchup(ctx context.Context, sys System, cfg RunConfig) (RunResult, erro
 		if err := cfg.BeforeRead(ctx); err != nil {
 			return res, fmt.Errorf("bench: before catch-up read: %w", err)
 		}
+		if r, ok := sys.(Reconnecter); ok {
+			if err := r.Reconnect(ctx); err != nil {
+				return res, fmt.Errorf("bench: before catch-up read: %w", err)
+			}
+		}
 	}
 	readStats := startStats(ctx, sys)
 	rbefore, err := sys.Stats(ctx)
