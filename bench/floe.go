@@ -113,6 +113,9 @@ func (s *FloeSystem) Setup(ctx context.Context, topic string, partitions int) er
 		return fmt.Errorf("bench: create topic %s: %w", topic, err)
 	}
 	s.topic, s.parts = topic, int32(partitions)
+	if s.cfg.Affinity {
+		s.waitPlacement(ctx)
+	}
 	s.routerMu.Lock()
 	s.written = nil
 	s.routerMu.Unlock()
@@ -128,12 +131,10 @@ func (s *FloeSystem) Close() error {
 	return errors.Join(errs...)
 }
 
-// Reconnect implements Reconnecter: the router (its connections to each
-// agent) is made again on next use (with Affinity, the routes it had are
-// kept in written for the read), and each client's connection is
-// waited for until its agent answers (DescribeTopic, waiting for the
-// connection to be ready).
-func (s *FloeSystem) Reconnect(ctx context.Context) error {
+// Disconnect implements Reconnecter: with Affinity it keeps each
+// partition's route (written: the agent the producers wrote it through)
+// and closes the router, which is made again on next use.
+func (s *FloeSystem) Disconnect() error {
 	s.routerMu.Lock()
 	if s.router != nil && s.cfg.Affinity && s.parts > 0 {
 		s.written = make([]string, s.parts)
@@ -142,9 +143,13 @@ func (s *FloeSystem) Reconnect(ctx context.Context) error {
 		}
 	}
 	s.routerMu.Unlock()
-	if err := s.closeRouter(); err != nil {
-		return err
-	}
+	return s.closeRouter()
+}
+
+// Reconnect implements Reconnecter: each client's connection is waited
+// for until its agent answers (DescribeTopic, waiting for the connection
+// to be ready).
+func (s *FloeSystem) Reconnect(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, reconnectWait)
 	defer cancel()
 	for _, c := range s.clients {
@@ -154,6 +159,35 @@ func (s *FloeSystem) Reconnect(ctx context.Context) error {
 	}
 	return nil
 }
+
+// waitPlacement waits, up to placementWait, until the placement spreads
+// the topic's partitions over every agent the harness dials: agents that
+// have just started are not all in the agents table yet, and a router made
+// before they are sends every partition to the others for its first
+// refresh (files of every partition, which each agent then loads for the
+// partitions it reads). Past the wait it goes on with what there is.
+func (s *FloeSystem) waitPlacement(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(ctx, placementWait)
+	defer cancel()
+	for {
+		pl, err := s.clients[0].Topics.DescribePlacement(ctx, &floev1.DescribePlacementRequest{Topic: s.topic})
+		used := map[int32]bool{}
+		for _, a := range pl.GetPartitionAgents() {
+			used[a] = true
+		}
+		if err == nil && len(used) >= min(len(s.clients), int(s.parts)) {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// placementWait bounds waitPlacement.
+const placementWait = 30 * time.Second
 
 // clientAt is the harness's client of the agent at addr (nil: none).
 func (s *FloeSystem) clientAt(addr string) *client.Client {

@@ -26,12 +26,15 @@ type System interface {
 	Close() error
 }
 
-// Reconnecter is a System whose connections must be made again after its
-// servers restarted (RunConfig.BeforeRead): Reconnect returns once the
-// system serves again through fresh connections. Without it, a consumer
-// of a catch-up read dials into a connection still waiting out its
-// reconnect backoff, fails (Unavailable) or falls back to another server.
+// Reconnecter is a System whose connections must be made again when its
+// servers restart (RunConfig.BeforeRead): Disconnect, before the restart,
+// lets go of what the restart breaks (and notes what the read needs of
+// it); Reconnect, after, returns once the system serves again through
+// fresh connections. Without it, a consumer of a catch-up read dials into
+// a connection still waiting out its reconnect backoff, fails
+// (Unavailable) or falls back to another server.
 type Reconnecter interface {
+	Disconnect() error
 	Reconnect(ctx context.Context) error
 }
 
