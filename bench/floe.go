@@ -175,8 +175,8 @@ func (s *FloeSystem) waitPlacement(ctx context.Context) {
 		for _, a := range pl.GetPartitionAgents() {
 			used[a] = true
 		}
-		if err == nil && len(used) >= min(len(s.clients), int(s.parts)) {
-			return
+		if err == nil && (len(pl.GetAgents()) == 0 || len(used) >= min(len(s.clients), int(s.parts))) {
+			return // placed over every agent, or no placement (no agents table) to wait for
 		}
 		select {
 		case <-ctx.Done():
