@@ -68,10 +68,16 @@ type FloeSystem struct {
 	cfg      FloeConfig
 	routerMu sync.Mutex     // guards router
 	router   *client.Router // Affinity: the topic's routes (made on first use after Setup)
-	clients  []*client.Client
-	scraper  *Scraper
-	topic    string
-	parts    int32 // the topic's partitions (set by Setup, else asked)
+	// written (guarded by routerMu), set by Reconnect with Affinity: each
+	// partition's agent address as the router had it before the restart,
+	// the agent that wrote its files. The restarted agents get new node
+	// ids, so the placement they answer moves partitions; a catch-up read
+	// follows written instead, so that each agent loads only its own files.
+	written []string
+	clients []*client.Client
+	scraper *Scraper
+	topic   string
+	parts   int32 // the topic's partitions (set by Setup, else asked)
 }
 
 var _ System = (*FloeSystem)(nil)
@@ -106,6 +112,12 @@ func (s *FloeSystem) Setup(ctx context.Context, topic string, partitions int) er
 		return fmt.Errorf("bench: create topic %s: %w", topic, err)
 	}
 	s.topic, s.parts = topic, int32(partitions)
+	if s.cfg.Affinity {
+		s.waitPlacement(ctx)
+	}
+	s.routerMu.Lock()
+	s.written = nil
+	s.routerMu.Unlock()
 	return s.closeRouter()
 }
 
@@ -117,6 +129,77 @@ func (s *FloeSystem) Close() error {
 	}
 	return errors.Join(errs...)
 }
+
+// Disconnect implements Reconnecter: with Affinity it keeps each
+// partition's route (written: the agent the producers wrote it through)
+// and closes the router, which is made again on next use.
+func (s *FloeSystem) Disconnect() error {
+	s.routerMu.Lock()
+	if s.router != nil && s.cfg.Affinity && s.parts > 0 {
+		s.written = make([]string, s.parts)
+		for p := range s.written {
+			s.written[p] = s.router.Route(int32(p)).Addr()
+		}
+	}
+	s.routerMu.Unlock()
+	return s.closeRouter()
+}
+
+// Reconnect implements Reconnecter: each client's connection is waited
+// for until its agent answers (DescribeTopic, waiting for the connection
+// to be ready).
+func (s *FloeSystem) Reconnect(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, reconnectWait)
+	defer cancel()
+	for _, c := range s.clients {
+		if _, err := c.Topics.DescribeTopic(ctx, &floev1.DescribeTopicRequest{Name: s.topic}, grpc.WaitForReady(true)); err != nil {
+			return fmt.Errorf("bench: agent %s after restart: %w", c.Addr(), err)
+		}
+	}
+	return nil
+}
+
+// waitPlacement waits, up to placementWait, until the placement spreads
+// the topic's partitions over every agent the harness dials: agents that
+// have just started are not all in the agents table yet, and a router made
+// before they are sends every partition to the others for its first
+// refresh (files of every partition, which each agent then loads for the
+// partitions it reads). Past the wait it goes on with what there is.
+func (s *FloeSystem) waitPlacement(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(ctx, placementWait)
+	defer cancel()
+	for {
+		pl, err := s.clients[0].Topics.DescribePlacement(ctx, &floev1.DescribePlacementRequest{Topic: s.topic})
+		used := map[int32]bool{}
+		for _, a := range pl.GetPartitionAgents() {
+			used[a] = true
+		}
+		if err == nil && (len(pl.GetAgents()) == 0 || len(used) >= min(len(s.clients), int(s.parts))) {
+			return // placed over every agent, or no placement (no agents table) to wait for
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// placementWait bounds waitPlacement.
+const placementWait = 30 * time.Second
+
+// clientAt is the harness's client of the agent at addr (nil: none).
+func (s *FloeSystem) clientAt(addr string) *client.Client {
+	for _, c := range s.clients {
+		if c.Addr() == addr {
+			return c
+		}
+	}
+	return nil
+}
+
+// reconnectWait bounds Reconnect.
+const reconnectWait = time.Minute
 
 // Stats implements System from the agents' metrics.
 func (s *FloeSystem) Stats(ctx context.Context) (ServerStats, error) {
@@ -151,16 +234,56 @@ func (s *FloeSystem) Consume(ctx context.Context, i, n int, earliest bool, fn fu
 			return err
 		}
 	}
-	var mine []int32
+	var (
+		mine   []int32
+		pinned map[string][]int32 // written routes: agent address -> partitions read there
+	)
 	if router != nil {
-		owner := make([]string, desc.GetTopic().GetPartitions())
-		for p := range owner {
-			owner[p] = router.Route(int32(p)).Addr()
+		s.routerMu.Lock()
+		owner := s.written
+		s.routerMu.Unlock()
+		if len(owner) != int(desc.GetTopic().GetPartitions()) {
+			owner = make([]string, desc.GetTopic().GetPartitions())
+			for p := range owner {
+				owner[p] = router.Route(int32(p)).Addr()
+			}
+		} else {
+			pinned = map[string][]int32{}
 		}
 		mine = affinityShare(owner, i, n)
+		for _, p := range mine {
+			if pinned != nil {
+				pinned[owner[p]] = append(pinned[owner[p]], p)
+			}
+		}
 	} else {
 		for p := int32(i); p < desc.GetTopic().GetPartitions(); p += int32(n) {
 			mine = append(mine, p)
+		}
+	}
+	type job struct {
+		parts []int32
+		c     *client.Client // nil: through the router
+	}
+	var jobs []job
+	switch {
+	case pinned != nil:
+		for addr, parts := range pinned {
+			pc := s.clientAt(addr)
+			if pc == nil {
+				return fmt.Errorf("bench: partitions %v were written through %s, an agent the harness does not dial", parts, addr)
+			}
+			for lo := 0; lo < len(parts); lo += MaxSubscribePartitions {
+				jobs = append(jobs, job{parts: parts[lo:min(lo+MaxSubscribePartitions, len(parts))], c: pc})
+			}
+		}
+	default:
+		for lo := 0; lo < len(mine); lo += MaxSubscribePartitions {
+			j := job{parts: mine[lo:min(lo+MaxSubscribePartitions, len(mine))]}
+			if router == nil {
+				j.c = c
+			}
+			jobs = append(jobs, j)
 		}
 	}
 	start := &floev1.StartPosition{Position: &floev1.StartPosition_Latest{Latest: true}}
@@ -173,8 +296,8 @@ func (s *FloeSystem) Consume(ctx context.Context, i, n int, earliest bool, fn fu
 		errMu    sync.Mutex
 		firstErr error
 	)
-	for lo := 0; lo < len(mine); lo += MaxSubscribePartitions {
-		parts := mine[lo:min(lo+MaxSubscribePartitions, len(mine))]
+	for _, j := range jobs {
+		parts := j.parts
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -204,10 +327,12 @@ func (s *FloeSystem) Consume(ctx context.Context, i, n int, earliest bool, fn fu
 				return nil
 			}
 			var err error
-			if router != nil {
-				err = client.SubscribeAffinityBatches(ctx, router, req, client.ResumeOptions{}, walk)
+			if j.c == nil {
+				err = client.SubscribeAffinityBatches(ctx, router, req, client.ResumeOptions{Lend: true}, walk)
 			} else {
-				err = c.Subscribe(ctx, req, func(r *floev1.SubscribeResponse) error {
+				// Lent: fn keeps no value it is handed (it counts them, reads a
+				// time stamp), so each answer's receive buffer is reused.
+				err = j.c.SubscribeLent(ctx, req, func(r *floev1.SubscribeResponse) error {
 					if len(r.GetBatches()) == 0 {
 						mu.Lock()
 						defer mu.Unlock()

@@ -215,6 +215,10 @@ func (r *Report) writeFigures(b *strings.Builder) {
 		row("catch-up read, MB/s", c.ReadMBPerSec, rawGet, "raw GET", pv, peer != nil && peer.Catchup != nil)
 		row("catch-up backlog, MB", float64(c.BacklogBytes)/1e6, 0, "", 0, false)
 		row("catch-up GETs per MB read", c.ReadCost.GETsPerMB, 0, "", 0, false)
+		row("catch-up agent CPU, ms per MiB read", c.ReadCost.CPUMsPerMiB, 0, "", 0, false)
+		if c.ClientCPUMsPerMiB > 0 {
+			row("catch-up harness (consumer) CPU, ms per MiB read", c.ClientCPUMsPerMiB, 0, "", 0, false)
+		}
 	}
 	c := f.Cost
 	row("object PUTs per second", c.PUTsPerSec, 0, "", 0, false)

@@ -551,8 +551,18 @@ func runCatchup(ctx context.Context, sys System, cfg RunConfig) (RunResult, erro
 	}
 
 	if cfg.BeforeRead != nil {
+		if r, ok := sys.(Reconnecter); ok {
+			if err := r.Disconnect(); err != nil {
+				return res, fmt.Errorf("bench: before catch-up read: %w", err)
+			}
+		}
 		if err := cfg.BeforeRead(ctx); err != nil {
 			return res, fmt.Errorf("bench: before catch-up read: %w", err)
+		}
+		if r, ok := sys.(Reconnecter); ok {
+			if err := r.Reconnect(ctx); err != nil {
+				return res, fmt.Errorf("bench: before catch-up read: %w", err)
+			}
 		}
 	}
 	readStats := startStats(ctx, sys)

@@ -26,6 +26,18 @@ type System interface {
 	Close() error
 }
 
+// Reconnecter is a System whose connections must be made again when its
+// servers restart (RunConfig.BeforeRead): Disconnect, before the restart,
+// lets go of what the restart breaks (and notes what the read needs of
+// it); Reconnect, after, returns once the system serves again through
+// fresh connections. Without it, a consumer of a catch-up read dials into
+// a connection still waiting out its reconnect backoff, fails
+// (Unavailable) or falls back to another server.
+type Reconnecter interface {
+	Disconnect() error
+	Reconnect(ctx context.Context) error
+}
+
 // Producer is one producer connection: a Sink that must be closed.
 type Producer interface {
 	Sink

@@ -122,14 +122,42 @@ func (c *Client) Fetch(ctx context.Context, topic string, partition int32, offse
 // Subscribe streams records to fn until fn returns an error (returned,
 // except ErrStop which ends the subscription cleanly) or ctx ends.
 func (c *Client) Subscribe(ctx context.Context, req *floev1.SubscribeRequest, fn func(*floev1.SubscribeResponse) error) error {
+	return c.subscribe(ctx, req, false, fn)
+}
+
+// SubscribeLent is Subscribe for a reader done with each answer when fn
+// returns (a batches reader that walks them, WalkBatches): the answer and
+// everything it references (its batches; in batches mode the keys and
+// values a walk hands over) are valid only until fn returns, because the
+// receive buffer the batches point into is then reused for a later answer.
+// fn must copy what it keeps. It saves a fresh buffer per answer
+// (grpcwire.Lent).
+func (c *Client) SubscribeLent(ctx context.Context, req *floev1.SubscribeRequest, fn func(*floev1.SubscribeResponse) error) error {
+	return c.subscribe(ctx, req, true, fn)
+}
+
+func (c *Client) subscribe(ctx context.Context, req *floev1.SubscribeRequest, lend bool, fn func(*floev1.SubscribeResponse) error) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	stream, err := c.Log.Subscribe(ctx, req)
 	if err != nil {
 		return err
 	}
+	var lent *grpcwire.Lent
+	if lend {
+		lent = grpcwire.NewLent()
+		defer lent.Release()
+	}
 	for {
-		resp, err := stream.Recv()
+		var resp *floev1.SubscribeResponse
+		if lent != nil {
+			lent.Release()
+			lent.Resp = new(floev1.SubscribeResponse) // fn may keep the message, not what it references
+			err = stream.RecvMsg(lent)
+			resp = lent.Resp
+		} else {
+			resp, err = stream.Recv()
+		}
 		if err == io.EOF {
 			return nil
 		}

@@ -48,6 +48,10 @@ type ResumeOptions struct {
 	// OnRetry, optional, is told of each failure before the wait, with the
 	// address that failed.
 	OnRetry func(addr string, err error, wait time.Duration)
+	// Lend, for SubscribeAffinityBatches only: each answer fn gets, and
+	// everything it references, is valid only until fn returns (as for
+	// Client.SubscribeLent): its receive buffer is reused.
+	Lend bool
 }
 
 func (o ResumeOptions) withDefaults() ResumeOptions {

@@ -39,6 +39,7 @@ import (
 // is not retriable (that error).
 func SubscribeAffinity(ctx context.Context, router *Router, req *floev1.SubscribeRequest, opts ResumeOptions,
 	fn func(*floev1.SubscribeResponse) error) error {
+	opts.Lend = false // fn's records may reference the batches
 	return subscribeRouted(ctx, router, req, opts, func(resp *floev1.SubscribeResponse, from int64) (int64, error) {
 		return handOver(resp, from, fn)
 	})
@@ -50,7 +51,8 @@ func SubscribeAffinity(ctx context.Context, router *Router, req *floev1.Subscrib
 // offset due: records below it were handed over before (the first batch
 // of an answer may begin earlier) and are the caller's to skip, as
 // WalkBatches(resp.GetBatches(), from, ...) does. The offset due moves to
-// the answer's next_offset once fn returns nil.
+// the answer's next_offset once fn returns nil. With opts.Lend the answer
+// is valid only until fn returns.
 func SubscribeAffinityBatches(ctx context.Context, router *Router, req *floev1.SubscribeRequest, opts ResumeOptions,
 	fn func(resp *floev1.SubscribeResponse, from int64) error) error {
 	breq := &floev1.SubscribeRequest{Topic: req.GetTopic(), Partitions: req.GetPartitions(), Offsets: req.GetOffsets(),
@@ -148,7 +150,7 @@ func (s *routedSub) run(ctx context.Context, c *Client, parts []int32, wait time
 	sreq := &floev1.SubscribeRequest{Topic: s.req.GetTopic(), MaxBytes: s.req.GetMaxBytes(), Partitions: parts,
 		Offsets: offs, Batches: s.req.GetBatches()}
 	progressed := false
-	err := c.Subscribe(ctx, sreq, func(resp *floev1.SubscribeResponse) error {
+	err := c.subscribe(ctx, sreq, s.opts.Lend, func(resp *floev1.SubscribeResponse) error {
 		progressed = true
 		p := resp.GetPartition()
 		if _, ok := offs[p]; !ok {

@@ -164,8 +164,20 @@ func (c *Codec) marshalBatches(head []byte, tail int64, tailNum protowire.Number
 }
 
 // Unmarshal decodes data into v, a proto.Message. A FetchResponse's or
-// SubscribeResponse's batches then reference the received bytes.
+// SubscribeResponse's batches then reference the received bytes. v may
+// also be a *Lent (its Resp is reset and decoded; its batches reference a
+// pooled buffer that Lent.Release gives back).
 func (c *Codec) Unmarshal(data mem.BufferSlice, v any) error {
+	lent, _ := v.(*Lent)
+	if lent != nil {
+		lent.Release()
+		if lent.Resp == nil {
+			lent.Resp = new(floev1.SubscribeResponse)
+		} else {
+			proto.Reset(lent.Resp)
+		}
+		v = lent.Resp
+	}
 	msg, ok := v.(proto.Message)
 	if !ok {
 		return fmt.Errorf("grpcwire: cannot unmarshal into %T: not a proto.Message", v)
@@ -186,7 +198,12 @@ func (c *Codec) Unmarshal(data mem.BufferSlice, v any) error {
 	}
 	b := buf.ReadOnlyData()
 	if setBatches != nil {
-		if kept, err := unmarshalAliased(b, msg, setBatches); kept || err != nil {
+		kept, err := unmarshalAliased(b, msg, setBatches)
+		switch {
+		case kept && lent != nil:
+			lent.buf = buf // given back by lent.Release
+			return err
+		case kept || err != nil:
 			// The message points into buf: never given back, so never
 			// reused (the garbage collector takes it with the message).
 			return err
