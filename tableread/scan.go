@@ -38,14 +38,14 @@ func window(p int32, lo, hi int64) icego.BooleanExpression {
 // The Parquet pages decode batchRows rows at a time (arrowRows): the
 // scan holds one such Arrow batch decoded (and the row group's column
 // chunks), not the whole row group as Arrow arrays.
-func scanRows(ctx context.Context, tbl *table.Table, p int32, lo, hi, otherBudget int64, batchRows int) (rows []iceberg.Row, others map[int32][]iceberg.Row, err error) {
+func scanRows(ctx context.Context, tbl *table.Table, p int32, lo, hi, otherBudget int64, batchRows int) (rows []row, others map[int32][]row, err error) {
 	if tbl.CurrentSnapshot() == nil {
 		return nil, nil, nil
 	}
 	filter := window(p, lo, hi)
 	if otherBudget > 0 {
 		filter = icego.NewAnd(icego.GreaterThanEqual(icego.Reference(iceberg.ColOffset), lo), icego.LessThan(icego.Reference(iceberg.ColOffset), hi))
-		others = map[int32][]iceberg.Row{}
+		others = map[int32][]row{}
 	}
 	scan := tbl.Scan(table.WithRowFilter(filter), table.WithSelectedFields(rowColumns...), table.WithMaxConcurrency(1),
 		table.WithArrowBatchSize(batchRows))
@@ -55,7 +55,8 @@ func scanRows(ctx context.Context, tbl *table.Table, p int32, lo, hi, otherBudge
 		return nil, nil, fmt.Errorf("tableread: plan partition %d [%d, %d): %w", p, lo, hi, err)
 	}
 	var (
-		got     []iceberg.Row
+		got     []row
+		tails   arena
 		spent   int64
 		dropped = map[int32]bool{}
 	)
@@ -63,25 +64,25 @@ func scanRows(ctx context.Context, tbl *table.Table, p int32, lo, hi, otherBudge
 		if err != nil {
 			return nil, nil, fmt.Errorf("tableread: read partition %d [%d, %d): %w", p, lo, hi, err)
 		}
-		got, err = iceberg.AppendRows(got[:0], rec)
+		got, err = appendBatchRows(got[:0], &tails, rec)
 		rec.Release()
 		if err != nil {
 			return nil, nil, fmt.Errorf("%w: partition %d [%d, %d): %w", ErrDataLoss, p, lo, hi, err)
 		}
 		for _, r := range got {
 			switch {
-			case r.Partition == p || others == nil:
+			case r.part == p || others == nil:
 				rows = append(rows, r) // another partition here fails sortRows
-			case dropped[r.Partition]:
-			case spent+int64(rowSize(&r)) > otherBudget:
-				for _, o := range others[r.Partition] {
-					spent -= int64(rowSize(&o))
+			case dropped[r.part]:
+			case spent+int64(r.size()) > otherBudget:
+				for _, o := range others[r.part] {
+					spent -= int64(o.size())
 				}
-				delete(others, r.Partition)
-				dropped[r.Partition] = true
+				delete(others, r.part)
+				dropped[r.part] = true
 			default:
-				others[r.Partition] = append(others[r.Partition], r)
-				spent += int64(rowSize(&r))
+				others[r.part] = append(others[r.part], r)
+				spent += int64(r.size())
 			}
 		}
 	}
