@@ -64,6 +64,9 @@ type (
 
 // appendRows converts rec, a batch of the table's columns, to rows.
 func appendRows(rows []Row, rec arrow.RecordBatch) ([]Row, error) {
+	if len(rec.Schema().FieldIndices(ColAppendTime)) != 1 {
+		return rows, fmt.Errorf("batch does not have floe's layout: no column %q", ColAppendTime)
+	}
 	err := eachRow(rec, func(v *RowView) {
 		r := Row{Partition: v.Partition, Offset: v.Offset, Timestamp: v.cols.ts.Value(v.i).ToTime(v.cols.tsUnit).UTC(),
 			AppendTime: v.cols.at.Value(v.i).ToTime(v.cols.atUnit).UTC(), Key: clone(v.Key), Value: clone(v.Value)}
@@ -115,7 +118,10 @@ func colsOf(rec arrow.RecordBatch) (c rowCols, err error) {
 	c.part = col(ColPartition).(*array.Int32)
 	c.off = col(ColOffset).(*array.Int64)
 	c.ts = col(ColTimestamp).(*array.Timestamp)
-	c.at = col(ColAppendTime).(*array.Timestamp)
+	if len(rec.Schema().FieldIndices(ColAppendTime)) > 0 { // a reader of records may leave it out (EachRow)
+		c.at = col(ColAppendTime).(*array.Timestamp)
+		c.atUnit = c.at.DataType().(*arrow.TimestampType).Unit
+	}
 	c.key = col(ColKey).(bytesArray)
 	c.val = col(ColValue).(bytesArray)
 	c.hdrs = col(ColHeaders).(array.ListLike)
@@ -123,7 +129,6 @@ func colsOf(rec arrow.RecordBatch) (c rowCols, err error) {
 	c.hk = hdr.Field(0).(stringArray)
 	c.hv = hdr.Field(1).(bytesArray)
 	c.tsUnit = c.ts.DataType().(*arrow.TimestampType).Unit
-	c.atUnit = c.at.DataType().(*arrow.TimestampType).Unit
 	return c, nil
 }
 
@@ -168,8 +173,8 @@ func bytesAt(a bytesArray, i int) []byte {
 }
 
 // EachRow calls fn with each row of rec, an Arrow batch of a floe
-// table's columns (partition, offset, timestamp, append_time, key,
-// value, headers; others are ignored), in rec's order, its bytes not
+// table's columns (partition, offset, timestamp, key, value, headers;
+// append_time and others are ignored), in rec's order, its bytes not
 // copied: how a reader of the table's files (tableread) encodes rows
 // without a Row each. A batch of another shape is an error, never a
 // panic.

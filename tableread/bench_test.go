@@ -60,7 +60,7 @@ func BenchmarkCatchUp(b *testing.B) {
 	}()
 	b.ResetTimer()
 	cpu0 := cpuTime()
-	var served int64
+	var served, scans int64
 	for range b.N {
 		r, err := tableread.New(w, tableread.DefaultConfig())
 		if err != nil {
@@ -84,7 +84,9 @@ func BenchmarkCatchUp(b *testing.B) {
 				}
 			}
 		}
+		scans += tableread.Scans(r)
 	}
+	b.ReportMetric(float64(scans)/float64(b.N), "scans/op")
 	cpu := cpuTime() - cpu0
 	b.ReportMetric(float64(served)/float64(b.N)/(1<<20), "MiB/op")
 	// The process's CPU (every goroutine: the scans' decoders, GC) per

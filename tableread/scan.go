@@ -14,7 +14,8 @@ import (
 )
 
 // rowColumns are the columns a read takes (not the typed value_fields).
-var rowColumns = []string{iceberg.ColPartition, iceberg.ColOffset, iceberg.ColTimestamp, iceberg.ColAppendTime,
+// The append time is not in a Kafka record: not read.
+var rowColumns = []string{iceberg.ColPartition, iceberg.ColOffset, iceberg.ColTimestamp,
 	iceberg.ColKey, iceberg.ColValue, iceberg.ColHeaders}
 
 // offsetFieldID is the offset column's field id in floe's layout.
@@ -47,12 +48,31 @@ func scanRows(ctx context.Context, tbl *table.Table, p int32, lo, hi, otherBudge
 		filter = icego.NewAnd(icego.GreaterThanEqual(icego.Reference(iceberg.ColOffset), lo), icego.LessThan(icego.Reference(iceberg.ColOffset), hi))
 		others = map[int32][]row{}
 	}
-	scan := tbl.Scan(table.WithRowFilter(filter), table.WithSelectedFields(rowColumns...), table.WithMaxConcurrency(1),
-		table.WithArrowBatchSize(batchRows))
+	opts := []table.ScanOption{table.WithSelectedFields(rowColumns...), table.WithMaxConcurrency(1), table.WithArrowBatchSize(batchRows)}
+	scan := tbl.Scan(append(opts, table.WithRowFilter(filter))...)
 	defer scan.Close()
-	_, batches, err := scan.ToArrowRecords(ctx)
+	tasks, err := scan.PlanFiles(ctx)
 	if err != nil {
 		return nil, nil, fmt.Errorf("tableread: plan partition %d [%d, %d): %w", p, lo, hi, err)
+	}
+	// A file whose offsets all lie in the window (its manifest bounds
+	// say so) is read without the row filter: every row of it passes
+	// the offset half, the rows of other partitions are dropped here, and
+	// the filter's copy of every column of every batch is saved. A row of
+	// such a file outside its bounds is DataLoss. Files that straddle the
+	// window are read with the filter (its row-group pruning included).
+	var inside, straddle []table.FileScanTask
+	for _, t := range tasks {
+		if flo, fhi, ok := offsetBounds(t.File); ok && flo >= lo && fhi < hi {
+			inside = append(inside, t)
+		} else {
+			straddle = append(straddle, t)
+		}
+	}
+	var whole *table.Scan
+	if len(inside) > 0 {
+		whole = tbl.Scan(opts...)
+		defer whole.Close()
 	}
 	var (
 		got     []row
@@ -60,30 +80,58 @@ func scanRows(ctx context.Context, tbl *table.Table, p int32, lo, hi, otherBudge
 		spent   int64
 		dropped = map[int32]bool{}
 	)
-	for rec, err := range batches {
-		if err != nil {
-			return nil, nil, fmt.Errorf("tableread: read partition %d [%d, %d): %w", p, lo, hi, err)
-		}
-		got, err = appendBatchRows(got[:0], &tails, rec)
-		rec.Release()
-		if err != nil {
-			return nil, nil, fmt.Errorf("%w: partition %d [%d, %d): %w", ErrDataLoss, p, lo, hi, err)
-		}
-		for _, r := range got {
-			switch {
-			case r.part == p || others == nil:
-				rows = append(rows, r) // another partition here fails sortRows
-			case dropped[r.part]:
-			case spent+int64(r.size()) > otherBudget:
-				for _, o := range others[r.part] {
-					spent -= int64(o.size())
-				}
-				delete(others, r.part)
-				dropped[r.part] = true
-			default:
-				others[r.part] = append(others[r.part], r)
-				spent += int64(r.size())
+	keep := func(r row) {
+		switch {
+		case r.part == p || others == nil:
+			rows = append(rows, r) // another partition here fails sortRows
+		case dropped[r.part]:
+		case spent+int64(r.size()) > otherBudget:
+			for _, o := range others[r.part] {
+				spent -= int64(o.size())
 			}
+			delete(others, r.part)
+			dropped[r.part] = true
+		default:
+			others[r.part] = append(others[r.part], r)
+			spent += int64(r.size())
+		}
+	}
+	read := func(sc *table.Scan, ts []table.FileScanTask, filtered bool) error {
+		_, batches, err := sc.ReadTasks(ctx, ts)
+		if err != nil {
+			return fmt.Errorf("tableread: read partition %d [%d, %d): %w", p, lo, hi, err)
+		}
+		for rec, err := range batches {
+			if err != nil {
+				return fmt.Errorf("tableread: read partition %d [%d, %d): %w", p, lo, hi, err)
+			}
+			got, err = appendBatchRows(got[:0], &tails, rec)
+			rec.Release()
+			if err != nil {
+				return fmt.Errorf("%w: partition %d [%d, %d): %w", ErrDataLoss, p, lo, hi, err)
+			}
+			for _, r := range got {
+				if !filtered {
+					if r.rec.Offset < lo || r.rec.Offset >= hi {
+						return fmt.Errorf("%w: %s holds offset %d of partition %d, outside the offsets its manifest gives", ErrDataLoss, ts[0].File.FilePath(), r.rec.Offset, r.part)
+					}
+					if others == nil && r.part != p {
+						continue
+					}
+				}
+				keep(r)
+			}
+		}
+		return nil
+	}
+	for _, t := range inside {
+		if err := read(whole, []table.FileScanTask{t}, false); err != nil {
+			return nil, nil, err
+		}
+	}
+	if len(straddle) > 0 {
+		if err := read(scan, straddle, true); err != nil {
+			return nil, nil, err
 		}
 	}
 	if err := sortRows(rows, p, lo, hi); err != nil {
@@ -95,6 +143,17 @@ func scanRows(ctx context.Context, tbl *table.Table, p int32, lo, hi, otherBudge
 		}
 	}
 	return rows, others, nil
+}
+
+// offsetBounds are the least and greatest offset of a data file, as its
+// manifest entry gives them (ok false: it gives none).
+func offsetBounds(f icego.DataFile) (lo, hi int64, ok bool) {
+	l, lok := f.LowerBoundValues()[offsetFieldID]
+	h, hok := f.UpperBoundValues()[offsetFieldID]
+	if !lok || !hok || len(l) != 8 || len(h) != 8 {
+		return 0, 0, false
+	}
+	return int64(binary.LittleEndian.Uint64(l)), int64(binary.LittleEndian.Uint64(h)), true
 }
 
 // arrowRows is how many rows one Arrow batch of a scan decodes: about
