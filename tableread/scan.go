@@ -55,15 +55,17 @@ func scanRows(ctx context.Context, tbl *table.Table, p int32, lo, hi, otherBudge
 	if err != nil {
 		return nil, nil, fmt.Errorf("tableread: plan partition %d [%d, %d): %w", p, lo, hi, err)
 	}
-	// A file whose offsets all lie in the window (its manifest bounds
-	// say so) is read without the row filter: every row of it passes
-	// the offset half, the rows of other partitions are dropped here, and
-	// the filter's copy of every column of every batch is saved. A row of
+	// When the scan takes every partition's rows (otherBudget > 0), a
+	// file whose offsets all lie in the window (its manifest bounds say
+	// so) is read without the row filter: every row of it passes, and the
+	// filter's copy of every column of every batch is saved. A row of
 	// such a file outside its bounds is DataLoss. Files that straddle the
-	// window are read with the filter (its row-group pruning included).
+	// window, and every file of a scan for one partition (whose row
+	// groups the partition's statistics may prune), are read with the
+	// filter.
 	var inside, straddle []table.FileScanTask
 	for _, t := range tasks {
-		if flo, fhi, ok := offsetBounds(t.File); ok && flo >= lo && fhi < hi {
+		if flo, fhi, ok := offsetBounds(t.File); ok && others != nil && flo >= lo && fhi < hi {
 			inside = append(inside, t)
 		} else {
 			straddle = append(straddle, t)
@@ -111,13 +113,8 @@ func scanRows(ctx context.Context, tbl *table.Table, p int32, lo, hi, otherBudge
 				return fmt.Errorf("%w: partition %d [%d, %d): %w", ErrDataLoss, p, lo, hi, err)
 			}
 			for _, r := range got {
-				if !filtered {
-					if r.rec.Offset < lo || r.rec.Offset >= hi {
-						return fmt.Errorf("%w: %s holds offset %d of partition %d, outside the offsets its manifest gives", ErrDataLoss, ts[0].File.FilePath(), r.rec.Offset, r.part)
-					}
-					if others == nil && r.part != p {
-						continue
-					}
+				if !filtered && (r.rec.Offset < lo || r.rec.Offset >= hi) {
+					return fmt.Errorf("%w: %s holds offset %d of partition %d, outside the offsets its manifest gives", ErrDataLoss, ts[0].File.FilePath(), r.rec.Offset, r.part)
 				}
 				keep(r)
 			}
