@@ -56,9 +56,13 @@ func (a *arena) add(v *iceberg.RowView) []byte {
 // binaryVarintMax is the longest varint.
 const binaryVarintMax = 10
 
-// appendBatchRows appends rec's rows to rows, their tails in a.
-func appendBatchRows(rows []row, a *arena, rec arrow.RecordBatch) ([]row, error) {
+// appendBatchRows appends rec's rows to rows, their tails in a, but for
+// those whose offset is outside [lo, hi) (kept all the same when !skip).
+func appendBatchRows(rows []row, a *arena, rec arrow.RecordBatch, skip bool, lo, hi int64) ([]row, error) {
 	err := iceberg.EachRow(rec, func(v *iceberg.RowView) {
+		if skip && (v.Offset < lo || v.Offset >= hi) {
+			return
+		}
 		rows = append(rows, row{part: v.Partition, rec: kbatch.TailRecord{Offset: v.Offset, Timestamp: v.Timestamp, Tail: a.add(v)}})
 	})
 	return rows, err

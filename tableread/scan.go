@@ -57,15 +57,17 @@ func scanRows(ctx context.Context, tbl *table.Table, p int32, lo, hi, otherBudge
 	}
 	// When the scan takes every partition's rows (otherBudget > 0), a
 	// file whose offsets all lie in the window (its manifest bounds say
-	// so) is read without the row filter: every row of it passes, and the
-	// filter's copy of every column of every batch is saved. A row of
-	// such a file outside its bounds is DataLoss. Files that straddle the
-	// window, and every file of a scan for one partition (whose row
-	// groups the partition's statistics may prune), are read with the
-	// filter.
+	// so), or that is one row group (the row filter could prune nothing
+	// of it), is read without the row filter: its rows outside the window
+	// are skipped before they are copied, and the filter's copy of every
+	// column of every batch is saved. A row of such a file outside its
+	// bounds is DataLoss. Other files, and every file of a scan for one
+	// partition (whose row groups the partition's statistics may prune),
+	// are read with the filter.
 	var inside, straddle []table.FileScanTask
 	for _, t := range tasks {
-		if flo, fhi, ok := offsetBounds(t.File); ok && others != nil && flo >= lo && fhi < hi {
+		flo, fhi, ok := offsetBounds(t.File)
+		if ok && others != nil && (flo >= lo && fhi < hi || len(t.File.SplitOffsets()) == 1) {
 			inside = append(inside, t)
 		} else {
 			straddle = append(straddle, t)
@@ -107,15 +109,27 @@ func scanRows(ctx context.Context, tbl *table.Table, p int32, lo, hi, otherBudge
 			if err != nil {
 				return fmt.Errorf("tableread: read partition %d [%d, %d): %w", p, lo, hi, err)
 			}
-			got, err = appendBatchRows(got[:0], &tails, rec)
+			if !filtered {
+				// The file's own bounds: a row outside them is corrupt.
+				flo, fhi, _ := offsetBounds(ts[0].File)
+				offs, ok := rec.Column(colIndex(rec.Schema().FieldIndices(iceberg.ColOffset))).(*array.Int64)
+				if !ok {
+					rec.Release()
+					return fmt.Errorf("%w: %s does not have floe's layout", ErrDataLoss, ts[0].File.FilePath())
+				}
+				for i := range offs.Len() {
+					if o := offs.Value(i); o < flo || o > fhi {
+						rec.Release()
+						return fmt.Errorf("%w: %s holds offset %d, outside the offsets [%d, %d] its manifest gives", ErrDataLoss, ts[0].File.FilePath(), o, flo, fhi)
+					}
+				}
+			}
+			got, err = appendBatchRows(got[:0], &tails, rec, !filtered, lo, hi)
 			rec.Release()
 			if err != nil {
 				return fmt.Errorf("%w: partition %d [%d, %d): %w", ErrDataLoss, p, lo, hi, err)
 			}
 			for _, r := range got {
-				if !filtered && (r.rec.Offset < lo || r.rec.Offset >= hi) {
-					return fmt.Errorf("%w: %s holds offset %d of partition %d, outside the offsets its manifest gives", ErrDataLoss, ts[0].File.FilePath(), r.rec.Offset, r.part)
-				}
 				keep(r)
 			}
 		}
