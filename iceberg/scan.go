@@ -63,7 +63,45 @@ type (
 )
 
 // appendRows converts rec, a batch of the table's columns, to rows.
-func appendRows(rows []Row, rec arrow.RecordBatch) (_ []Row, err error) {
+func appendRows(rows []Row, rec arrow.RecordBatch) ([]Row, error) {
+	if len(rec.Schema().FieldIndices(ColAppendTime)) != 1 {
+		return rows, fmt.Errorf("batch does not have floe's layout: no column %q", ColAppendTime)
+	}
+	err := eachRow(rec, func(v *RowView) {
+		r := Row{Partition: v.Partition, Offset: v.Offset, Timestamp: v.cols.ts.Value(v.i).ToTime(v.cols.tsUnit).UTC(),
+			AppendTime: v.cols.at.Value(v.i).ToTime(v.cols.atUnit).UTC(), Key: clone(v.Key), Value: clone(v.Value)}
+		for j := range v.Headers() {
+			k, hv := v.Header(j)
+			r.Headers = append(r.Headers, kbatch.Header{Key: k, Value: clone(hv)})
+		}
+		rows = append(rows, r)
+	})
+	return rows, err
+}
+
+// clone copies b, nil staying nil.
+func clone(b []byte) []byte {
+	if b == nil {
+		return nil
+	}
+	return append([]byte{}, b...)
+}
+
+// rowCols are the columns of a batch of floe's layout.
+type rowCols struct {
+	part           *array.Int32
+	off            *array.Int64
+	ts, at         *array.Timestamp
+	tsUnit, atUnit arrow.TimeUnit
+	key, val       bytesArray
+	hdrs           array.ListLike
+	hk             stringArray
+	hv             bytesArray
+}
+
+// colsOf finds rec's columns of floe's layout; a batch of another shape
+// is an error, never a panic.
+func colsOf(rec arrow.RecordBatch) (c rowCols, err error) {
 	defer func() {
 		// A type assertion below fails on a batch of another shape.
 		if r := recover(); r != nil {
@@ -77,42 +115,90 @@ func appendRows(rows []Row, rec arrow.RecordBatch) (_ []Row, err error) {
 		}
 		return rec.Column(idx[0])
 	}
-	part := col(ColPartition).(*array.Int32)
-	off := col(ColOffset).(*array.Int64)
-	ts := col(ColTimestamp).(*array.Timestamp)
-	at := col(ColAppendTime).(*array.Timestamp)
-	key := col(ColKey).(bytesArray)
-	val := col(ColValue).(bytesArray)
-	hdrs := col(ColHeaders).(array.ListLike)
-	hdr := hdrs.ListValues().(*array.Struct)
-	hk := hdr.Field(0).(stringArray)
-	hv := hdr.Field(1).(bytesArray)
-	tsUnit := ts.DataType().(*arrow.TimestampType).Unit
-	atUnit := at.DataType().(*arrow.TimestampType).Unit
-	bytesAt := func(a bytesArray, i int) []byte {
-		if a.IsNull(i) {
-			return nil
-		}
-		return append([]byte{}, a.Value(i)...)
+	c.part = col(ColPartition).(*array.Int32)
+	c.off = col(ColOffset).(*array.Int64)
+	c.ts = col(ColTimestamp).(*array.Timestamp)
+	if len(rec.Schema().FieldIndices(ColAppendTime)) > 0 { // a reader of records may leave it out (EachRow)
+		c.at = col(ColAppendTime).(*array.Timestamp)
+		c.atUnit = c.at.DataType().(*arrow.TimestampType).Unit
 	}
+	c.key = col(ColKey).(bytesArray)
+	c.val = col(ColValue).(bytesArray)
+	c.hdrs = col(ColHeaders).(array.ListLike)
+	hdr := c.hdrs.ListValues().(*array.Struct)
+	c.hk = hdr.Field(0).(stringArray)
+	c.hv = hdr.Field(1).(bytesArray)
+	c.tsUnit = c.ts.DataType().(*arrow.TimestampType).Unit
+	return c, nil
+}
+
+// RowView is one row of an Arrow batch of a floe table's columns, its
+// bytes seen in the batch's buffers: valid until the batch is released,
+// and only while fn runs (EachRow reuses it).
+type RowView struct {
+	Partition  int32
+	Offset     int64
+	Timestamp  int64  // unix ms
+	Key, Value []byte // nil: null
+
+	cols *rowCols
+	i    int
+}
+
+// Headers is how many headers the row has.
+func (v *RowView) Headers() int {
+	if v.cols.hdrs.IsNull(v.i) {
+		return 0
+	}
+	start, end := v.cols.hdrs.ValueOffsets(v.i)
+	return int(end - start)
+}
+
+// Header is the row's header j (its value nil: null).
+func (v *RowView) Header(j int) (string, []byte) {
+	start, _ := v.cols.hdrs.ValueOffsets(v.i)
+	k := int(start) + j
+	return v.cols.hk.Value(k), bytesAt(v.cols.hv, k)
+}
+
+// bytesAt is a's value i, nil when null (not copied).
+func bytesAt(a bytesArray, i int) []byte {
+	if a.IsNull(i) {
+		return nil
+	}
+	if b := a.Value(i); b != nil {
+		return b
+	}
+	return []byte{}
+}
+
+// EachRow calls fn with each row of rec, an Arrow batch of a floe
+// table's columns (partition, offset, timestamp, key, value, headers;
+// append_time and others are ignored), in rec's order, its bytes not
+// copied: how a reader of the table's files (tableread) encodes rows
+// without a Row each. A batch of another shape is an error, never a
+// panic.
+func EachRow(rec arrow.RecordBatch, fn func(v *RowView)) error { return eachRow(rec, fn) }
+
+func eachRow(rec arrow.RecordBatch, fn func(v *RowView)) (err error) {
+	defer func() {
+		// Arrays that do not hold what their offsets say fail below.
+		if r := recover(); r != nil {
+			err = fmt.Errorf("batch does not have floe's layout: %v", r)
+		}
+	}()
+	c, err := colsOf(rec)
+	if err != nil {
+		return err
+	}
+	v := RowView{cols: &c}
 	for i := 0; i < int(rec.NumRows()); i++ {
-		r := Row{
-			Partition:  part.Value(i),
-			Offset:     off.Value(i),
-			Timestamp:  ts.Value(i).ToTime(tsUnit).UTC(),
-			AppendTime: at.Value(i).ToTime(atUnit).UTC(),
-			Key:        bytesAt(key, i),
-			Value:      bytesAt(val, i),
-		}
-		if !hdrs.IsNull(i) {
-			start, end := hdrs.ValueOffsets(i)
-			for j := int(start); j < int(end); j++ {
-				r.Headers = append(r.Headers, kbatch.Header{Key: hk.Value(j), Value: bytesAt(hv, j)})
-			}
-		}
-		rows = append(rows, r)
+		v.i, v.Partition, v.Offset = i, c.part.Value(i), c.off.Value(i)
+		v.Timestamp = c.ts.Value(i).ToTime(c.tsUnit).UnixMilli()
+		v.Key, v.Value = bytesAt(c.key, i), bytesAt(c.val, i)
+		fn(&v)
 	}
-	return rows, nil
+	return nil
 }
 
 // ScanFiles reads tbl's rows per data file, keyed by file path, in the

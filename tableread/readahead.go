@@ -4,8 +4,6 @@ import (
 	"sort"
 	"sync"
 	"time"
-
-	"github.com/floe-broker/floe/iceberg"
 )
 
 // The read-ahead: a scan of the table decodes whole row groups whatever
@@ -28,7 +26,7 @@ type aheadKey struct {
 // ahead is what a scan read of a partition: every row of [lo, hi).
 type ahead struct {
 	lo, hi int64
-	rows   []iceberg.Row // sorted by offset; never written once kept
+	rows   []row // sorted by offset; never written once kept
 	bytes  int64
 	at     time.Time
 	pos    int64 // the furthest offset a read took from (rows below it are read)
@@ -51,15 +49,15 @@ func newReadahead(maxBytes int64, ttl time.Duration) *readahead {
 // take returns the kept rows of k from offset from below end, and the
 // offset up to which the kept rows cover the partition (from when none
 // cover it: the caller scans from there).
-func (ra *readahead) take(k aheadKey, from, end int64) ([]iceberg.Row, int64) {
+func (ra *readahead) take(k aheadKey, from, end int64) ([]row, int64) {
 	ra.mu.Lock()
 	defer ra.mu.Unlock()
 	a, ok := ra.byKey[k]
 	if !ok || from < a.lo || from >= a.hi || time.Since(a.at) > ra.ttl {
 		return nil, from
 	}
-	i := sort.Search(len(a.rows), func(i int) bool { return a.rows[i].Offset >= from })
-	j := sort.Search(len(a.rows), func(i int) bool { return a.rows[i].Offset >= end })
+	i := sort.Search(len(a.rows), func(i int) bool { return a.rows[i].rec.Offset >= from })
+	j := sort.Search(len(a.rows), func(i int) bool { return a.rows[i].rec.Offset >= end })
 	if j < i {
 		j = i
 	}
@@ -73,7 +71,7 @@ func (ra *readahead) take(k aheadKey, from, end int64) ([]iceberg.Row, int64) {
 // appended to them when they follow on (k's kept rows reach lo), the
 // rows k's reader has passed left out; not at all when k's kept rows
 // reach past hi already or end short of lo (a reader elsewhere).
-func (ra *readahead) putAhead(k aheadKey, lo, hi int64, rows []iceberg.Row) {
+func (ra *readahead) putAhead(k aheadKey, lo, hi int64, rows []row) {
 	ra.mu.Lock()
 	a, ok := ra.byKey[k]
 	if ok && time.Since(a.at) <= ra.ttl {
@@ -82,9 +80,9 @@ func (ra *readahead) putAhead(k aheadKey, lo, hi int64, rows []iceberg.Row) {
 			return
 		}
 		if from := max(a.lo, a.pos); from < lo {
-			i := sort.Search(len(a.rows), func(i int) bool { return a.rows[i].Offset >= from })
-			j := sort.Search(len(a.rows), func(i int) bool { return a.rows[i].Offset >= lo })
-			merged := make([]iceberg.Row, 0, max(0, j-i)+len(rows))
+			i := sort.Search(len(a.rows), func(i int) bool { return a.rows[i].rec.Offset >= from })
+			j := sort.Search(len(a.rows), func(i int) bool { return a.rows[i].rec.Offset >= lo })
+			merged := make([]row, 0, max(0, j-i)+len(rows))
 			if j > i {
 				merged = append(merged, a.rows[i:j]...)
 			}
@@ -98,10 +96,10 @@ func (ra *readahead) putAhead(k aheadKey, lo, hi int64, rows []iceberg.Row) {
 }
 
 // put keeps rows, every row of k in [lo, hi), if they fit.
-func (ra *readahead) put(k aheadKey, lo, hi int64, rows []iceberg.Row) {
+func (ra *readahead) put(k aheadKey, lo, hi int64, rows []row) {
 	var n int64
 	for i := range rows {
-		n += int64(rowSize(&rows[i]))
+		n += int64(rows[i].size())
 	}
 	ra.mu.Lock()
 	defer ra.mu.Unlock()

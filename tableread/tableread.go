@@ -20,13 +20,13 @@
 package tableread
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"hash/fnv"
-	"math"
 	"net"
-	"sort"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -35,7 +35,6 @@ import (
 	"github.com/apache/iceberg-go/table"
 
 	"github.com/floe-broker/floe/iceberg"
-	"github.com/floe-broker/floe/kbatch"
 )
 
 var (
@@ -244,7 +243,7 @@ func (r *Reader) Read(ctx context.Context, topic string, partition int32, from, 
 	key := aheadKey{topic, partition}
 	rows, covered := r.ahead.take(key, from, end)
 	if len(rows) > 0 {
-		return r.rebuild(rows, maxBytes)
+		return rebuild(rows, r.cfg.MaxBatchBytes, maxBytes)
 	}
 	from = covered // the kept rows say nothing is in [from, covered)
 	// One scan of a topic's table at a time: readers of its partitions
@@ -257,7 +256,7 @@ func (r *Reader) Read(ctx context.Context, topic string, partition int32, from, 
 	}
 	defer func() { <-stripe }()
 	if rows, covered = r.ahead.take(key, from, end); len(rows) > 0 {
-		return r.rebuild(rows, maxBytes)
+		return rebuild(rows, r.cfg.MaxBatchBytes, maxBytes)
 	}
 	from = covered
 	if from >= end {
@@ -311,7 +310,7 @@ func (r *Reader) Read(ctx context.Context, topic string, partition int32, from, 
 	if err != nil {
 		return nil, err
 	}
-	return r.rebuild(rows, maxBytes)
+	return rebuild(rows, r.cfg.MaxBatchBytes, maxBytes)
 }
 
 // windowOffsets is how many offsets a read scans first: the budget over
@@ -324,67 +323,12 @@ func windowOffsets(maxBytes, rowBytes int) int64 {
 }
 
 // learn records the bytes per row of rows: the next window's hint.
-func (lt *loadedTable) learn(rows []iceberg.Row) {
+func (lt *loadedTable) learn(rows []row) {
 	var n int
 	for i := range rows {
-		n += rowSize(&rows[i])
+		n += rows[i].size()
 	}
 	lt.rowBytes.Store(int64(max(1, n/len(rows))))
-}
-
-// rowSize is about what a row takes in a rebuilt batch.
-func rowSize(r *iceberg.Row) int {
-	n := 24 + len(r.Key) + len(r.Value)
-	for _, h := range r.Headers {
-		n += 8 + len(h.Key) + len(h.Value)
-	}
-	return n
-}
-
-// rebuild turns rows (sorted, checked) into batches of at most
-// MaxBatchBytes, about maxBytes in all, one at least.
-func (r *Reader) rebuild(rows []iceberg.Row, maxBytes int) ([]Batch, error) {
-	var (
-		out   []Batch
-		total int
-		cur   []kbatch.Record
-		size  int
-	)
-	flush := func() error {
-		if len(cur) == 0 {
-			return nil
-		}
-		data, err := kbatch.EncodeAt(cur, kbatch.DefaultEncodeOptions())
-		if err != nil {
-			return fmt.Errorf("%w: rebuild a batch: %w", ErrDataLoss, err)
-		}
-		b := Batch{Data: data, BaseOffset: cur[0].Offset, LastOffset: cur[len(cur)-1].Offset, Records: int32(len(cur))}
-		for _, rec := range cur {
-			b.MaxTime = max(b.MaxTime, rec.Timestamp)
-		}
-		out = append(out, b)
-		total += len(data)
-		cur, size = cur[:0], 0 // EncodeAt copied the records: the slice serves the next batch
-		return nil
-	}
-	for i := range rows {
-		row := &rows[i]
-		n := rowSize(row)
-		if len(cur) > 0 && (size+n > r.cfg.MaxBatchBytes || row.Offset-cur[0].Offset > math.MaxInt32) {
-			if err := flush(); err != nil {
-				return nil, err
-			}
-		}
-		if (len(out) > 0 || len(cur) > 0) && total+size+n > maxBytes {
-			break
-		}
-		cur = append(cur, kbatch.Record{Offset: row.Offset, Timestamp: row.Timestamp.UnixMilli(), Key: row.Key, Value: row.Value, Headers: row.Headers})
-		size += n
-	}
-	if err := flush(); err != nil {
-		return nil, err
-	}
-	return out, nil
 }
 
 // Earliest returns the first offset topic's table holds of partition,
@@ -429,15 +373,18 @@ func (r *Reader) Earliest(ctx context.Context, topic string, partition int32, en
 
 // sortRows sorts rows by offset and checks them: all of partition, in
 // [lo, hi), no offset twice.
-func sortRows(rows []iceberg.Row, partition int32, lo, hi int64) error {
-	sort.Slice(rows, func(i, j int) bool { return rows[i].Offset < rows[j].Offset })
+func sortRows(rows []row, partition int32, lo, hi int64) error {
+	byOffset := func(a, b row) int { return cmp.Compare(a.rec.Offset, b.rec.Offset) }
+	if !slices.IsSortedFunc(rows, byOffset) { // a scan's rows mostly are
+		slices.SortFunc(rows, byOffset)
+	}
 	for i := range rows {
 		r := &rows[i]
-		if r.Partition != partition || r.Offset < lo || r.Offset >= hi {
-			return fmt.Errorf("%w: a read of partition %d [%d, %d) got a row of partition %d at offset %d", ErrDataLoss, partition, lo, hi, r.Partition, r.Offset)
+		if r.part != partition || r.rec.Offset < lo || r.rec.Offset >= hi {
+			return fmt.Errorf("%w: a read of partition %d [%d, %d) got a row of partition %d at offset %d", ErrDataLoss, partition, lo, hi, r.part, r.rec.Offset)
 		}
-		if i > 0 && rows[i-1].Offset == r.Offset {
-			return fmt.Errorf("%w: partition %d offset %d twice", ErrDataLoss, partition, r.Offset)
+		if i > 0 && rows[i-1].rec.Offset == r.rec.Offset {
+			return fmt.Errorf("%w: partition %d offset %d twice", ErrDataLoss, partition, r.rec.Offset)
 		}
 	}
 	return nil
