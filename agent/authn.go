@@ -16,6 +16,7 @@ import (
 	"github.com/floe-broker/floe/access"
 	floev1 "github.com/floe-broker/floe/api/floe/v1"
 	"github.com/floe-broker/floe/auth"
+	"github.com/floe-broker/floe/grpcwire"
 )
 
 // AuthServerOptions are the interceptors that enforce authentication and
@@ -196,6 +197,9 @@ func (s *authzStream) Context() context.Context { return s.ctx }
 func (s *authzStream) RecvMsg(m any) error {
 	if err := s.ServerStream.RecvMsg(m); err != nil || s.z == nil {
 		return err
+	}
+	if in, ok := m.(*grpcwire.ProduceBatchesIn); ok {
+		m = in.ProduceBatchesStreamRequest // checked as the request it carries
 	}
 	pm, _ := m.(proto.Message)
 	err := s.z.check(s.ctx, s.p, s.method, rpcAccessFor(s.method, pm))

@@ -74,11 +74,15 @@ const grpcWriteBufferSize = 256 << 10
 //
 // Pass them to grpc.NewServer before any other interceptor options.
 func GRPCServerOptions(cfg Config, log *slog.Logger) []grpc.ServerOption {
+	return grpcServerOptions(cfg, log, grpcwire.NewPool())
+}
+
+// grpcServerOptions is GRPCServerOptions with the buffer pool given.
+func grpcServerOptions(cfg Config, log *slog.Logger, pool mem.BufferPool) []grpc.ServerOption {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	pool := grpcwire.NewPool()
-	g := &guard{log: log, base: grpcwire.NewCodec(pool), cfg: cfg, undecoded: make(map[any]error)}
+	g := &guard{log: log, base: grpcwire.NewCodec(pool), pool: pool, cfg: cfg, undecoded: make(map[any]error)}
 	return append([]grpc.ServerOption{
 		experimental.BufferPool(pool),
 		grpc.WriteBufferSize(grpcWriteBufferSize),
@@ -102,6 +106,7 @@ func GRPCServerOptions(cfg Config, log *slog.Logger) []grpc.ServerOption {
 type guard struct {
 	log  *slog.Logger
 	base encoding.CodecV2
+	pool mem.BufferPool // receive buffers, lent to the batcher by ProduceBatchesStream (decodeInto)
 	cfg  Config
 
 	mu        sync.Mutex    // protects undecoded
@@ -122,14 +127,14 @@ func (g *guard) Unmarshal(data mem.BufferSlice, v any) error {
 		refusal = statusInfo(codes.InvalidArgument, ReasonRequestTooLarge,
 			map[string]string{"max_request_bytes": strconv.Itoa(g.cfg.MaxRequestBytes)},
 			"request of %d bytes over the agent's request limit of %d bytes: split it", n, g.cfg.MaxRequestBytes)
-	} else if err := g.base.Unmarshal(data, v); err != nil {
+	} else if err := g.decodeInto(data, v); err != nil {
 		refusal = status.Errorf(codes.InvalidArgument, "request does not decode: %v", err)
 	} else {
 		return nil
 	}
 	re := &refusedError{err: refusal}
 	switch v.(type) {
-	case *floev1.ProduceStreamRequest, *floev1.ProduceBatchesStreamRequest:
+	case *floev1.ProduceStreamRequest, *floev1.ProduceBatchesStreamRequest, *grpcwire.ProduceBatchesIn:
 		// Only this request of the stream is refused, by its id.
 		re.requestID = streamRequestID(data)
 	}
@@ -145,6 +150,16 @@ func (g *guard) Unmarshal(data mem.BufferSlice, v any) error {
 	}
 	g.undecoded[v] = re
 	return nil
+}
+
+// decodeInto decodes a floe message: a ProduceBatchesIn with its batches
+// aliasing the receive buffer (grpcwire.UnmarshalProduceBatches), any
+// other through the base codec.
+func (g *guard) decodeInto(data mem.BufferSlice, v any) error {
+	if in, ok := v.(*grpcwire.ProduceBatchesIn); ok {
+		return grpcwire.UnmarshalProduceBatches(data, g.pool, in)
+	}
+	return g.base.Unmarshal(data, v)
 }
 
 // maxUndecoded bounds the refusals waiting for their interceptor (each

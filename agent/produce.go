@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"math"
@@ -13,6 +14,7 @@ import (
 
 	floev1 "github.com/floe-broker/floe/api/floe/v1"
 	"github.com/floe-broker/floe/batcher"
+	"github.com/floe-broker/floe/grpcwire"
 	"github.com/floe-broker/floe/internal/kpartition"
 	"github.com/floe-broker/floe/kbatch"
 	"github.com/floe-broker/floe/metadata"
@@ -49,11 +51,22 @@ type parsedAppender interface {
 	AppendParsed(ctx context.Context, topicID int64, partition int32, batch []byte, info kbatch.Info) (*batcher.Pending, error)
 }
 
+// lentAppender is a Producer that takes a batch lying in a buffer the
+// agent lends and reuses once done is called
+// (batcher.Batcher.AppendParsedLent).
+type lentAppender interface {
+	AppendParsedLent(ctx context.Context, topicID int64, partition int32, batch []byte, info kbatch.Info, done func()) (*batcher.Pending, error)
+}
+
 type producePlan struct {
 	topic  metadata.Topic
 	groups []produceGroup
 	n      int
 	bytes  int
+	// lender, when not nil, holds the receive buffer the groups' batches
+	// point into: each batch appended takes a hold of it, which the
+	// producer releases once it has copied the batch.
+	lender *grpcwire.Lender
 }
 
 // planProduce validates a request and encodes one batch per partition.
@@ -194,15 +207,26 @@ func (a *Agent) appendPlan(ctx context.Context, plan *producePlan) ([]*batcher.P
 	actx, cancel := context.WithTimeout(ctx, a.cfg.MaxBackpressureWait)
 	defer cancel()
 	pend := make([]*batcher.Pending, len(plan.groups))
+	la, lends := a.producer.(lentAppender)
+	pa, parsed := a.producer.(parsedAppender)
 	for i := range plan.groups {
 		g := &plan.groups[i]
 		var (
 			p   *batcher.Pending
 			err error
 		)
-		if pa, ok := a.producer.(parsedAppender); ok && g.info != nil {
+		if plan.lender != nil && !lends {
+			g.batch = bytes.Clone(g.batch) // a producer that keeps what it is given
+		}
+		switch {
+		case plan.lender != nil && lends && g.info != nil:
+			plan.lender.Hold()
+			if p, err = la.AppendParsedLent(actx, plan.topic.ID, g.partition, g.batch, *g.info, plan.lender.Release); err != nil {
+				plan.lender.Release() // not taken
+			}
+		case parsed && g.info != nil:
 			p, err = pa.AppendParsed(actx, plan.topic.ID, g.partition, g.batch, *g.info)
-		} else {
+		default:
 			p, err = a.producer.Append(actx, plan.topic.ID, g.partition, g.batch)
 		}
 		if err != nil {

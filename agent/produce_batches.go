@@ -12,6 +12,7 @@ import (
 
 	floev1 "github.com/floe-broker/floe/api/floe/v1"
 	"github.com/floe-broker/floe/batcher"
+	"github.com/floe-broker/floe/grpcwire"
 	"github.com/floe-broker/floe/kbatch"
 	"github.com/floe-broker/floe/metadata"
 )
@@ -143,14 +144,44 @@ func (a *Agent) ProduceBatches(ctx context.Context, req *floev1.ProduceBatchesRe
 // ProduceBatchesStream implements floev1.LogServiceServer as ProduceStream
 // does: requests appended in arrival order, answered as their files
 // commit, at most MaxStreamInFlight unanswered.
+//
+// With the agent's codec (GRPCServerOptions) and a batcher that takes lent
+// batches, each request is received as a grpcwire.ProduceBatchesIn: its
+// batches point into the pooled receive buffer, lent to the batcher until
+// it has copied them into their file, instead of being copied out of it
+// by protobuf. The stream's own hold on a request's buffer lasts until the
+// next receive (serveProduceStream plans and appends a request before it
+// receives the next one).
 func (a *Agent) ProduceBatchesStream(stream floev1.LogService_ProduceBatchesStreamServer) error {
+	_, lends := a.producer.(lentAppender)
+	var lender *grpcwire.Lender // the last request's buffer, until the next receive
+	letGo := func() {
+		if lender != nil {
+			lender.Release()
+			lender = nil
+		}
+	}
+	defer letGo()
 	return serveProduceStream(stream.Context(), a, produceStream[*floev1.ProduceBatchesRequest, *floev1.ProduceBatchesResponse]{
 		method: floev1.LogService_ProduceBatchesStream_FullMethodName,
 		recv: func() (uint64, *floev1.ProduceBatchesRequest, error) {
-			m, err := stream.Recv()
-			return m.GetRequestId(), m.GetRequest(), err
+			letGo()
+			if !lends {
+				m, err := stream.Recv()
+				return m.GetRequestId(), m.GetRequest(), err
+			}
+			in := grpcwire.NewProduceBatchesIn()
+			err := stream.RecvMsg(in)
+			lender = in.Lend()
+			return in.GetRequestId(), in.GetRequest(), err
 		},
-		plan:  a.planBatches,
+		plan: func(ctx context.Context, req *floev1.ProduceBatchesRequest) (*producePlan, error) {
+			plan, err := a.planBatches(ctx, req)
+			if plan != nil {
+				plan.lender = lender
+			}
+			return plan, err
+		},
 		await: a.awaitBatches,
 		send: func(id uint64, resp *floev1.ProduceBatchesResponse, code int32, msg string) error {
 			return stream.Send(&floev1.ProduceBatchesStreamResponse{RequestId: id, Response: resp, ErrorCode: code, ErrorMessage: msg})

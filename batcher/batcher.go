@@ -141,6 +141,7 @@ const (
 type waiter struct {
 	size    int64
 	batch   []byte      // until the file is laid out
+	lent    func()      // called once batch is no longer read (AppendParsedLent), or nil
 	info    kbatch.Info // batch's header, checked once by Append
 	records int32
 	idem    bool                 // carries a producer id and sequence
@@ -309,6 +310,20 @@ func (b *Batcher) Append(ctx context.Context, topicID int64, partition int32, ba
 // kbatch.ParseInfo returned for these very bytes, unchanged since. Its
 // CRC is not computed again, here or when the file is laid out.
 func (b *Batcher) AppendParsed(ctx context.Context, topicID int64, partition int32, batch []byte, info kbatch.Info) (*Pending, error) {
+	return b.appendParsed(ctx, topicID, partition, batch, info, nil)
+}
+
+// AppendParsedLent is AppendParsed for a batch that lies in a buffer its
+// caller lends (a pooled gRPC receive buffer): the batcher calls done,
+// once, as soon as it no longer reads batch — once the batch is copied
+// into its file, when the file is laid out — and the caller may then reuse
+// the buffer. done is called only when AppendParsedLent returns no error;
+// on an error the batch was never taken and the buffer stays the caller's.
+func (b *Batcher) AppendParsedLent(ctx context.Context, topicID int64, partition int32, batch []byte, info kbatch.Info, done func()) (*Pending, error) {
+	return b.appendParsed(ctx, topicID, partition, batch, info, done)
+}
+
+func (b *Batcher) appendParsed(ctx context.Context, topicID int64, partition int32, batch []byte, info kbatch.Info, done func()) (*Pending, error) {
 	if err := b.checkSize(batch, partition); err != nil {
 		return nil, err
 	}
@@ -323,7 +338,7 @@ func (b *Batcher) AppendParsed(ctx context.Context, topicID int64, partition int
 		}
 	}
 	b.m.buffered(n)
-	w := &waiter{size: n, batch: batch, info: info, records: info.RecordCount, done: make(chan struct{}),
+	w := &waiter{size: n, batch: batch, lent: done, info: info, records: info.RecordCount, done: make(chan struct{}),
 		idem: info.ProducerID >= 0 && info.BaseSequence >= 0}
 
 	b.mu.Lock()
@@ -544,6 +559,10 @@ func (b *Batcher) layout(f *file) {
 		for _, wt := range pb.waiters {
 			e, err := w.AppendParsed(pb.topicID, pb.partition, wt.batch, wt.info)
 			wt.batch = nil
+			if wt.lent != nil {
+				wt.lent() // copied (or refused): its lender may reuse the bytes
+				wt.lent = nil
+			}
 			if err != nil {
 				wt.answer(metadata.BatchResult{}, fmt.Errorf("batcher: lay out batch: %w", err))
 				continue
