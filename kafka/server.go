@@ -82,6 +82,7 @@ type Server struct {
 	sessions *fetchSessions // fetch sessions (fetch_sessions.go)
 	regex    *regexSubs     // KIP-848 regex subscriptions (regex_subscriptions.go)
 	slots    chan struct{}  // one per open connection (MaxConnections)
+	requests *requestCounts // requests read, per API key (request_counts.go)
 
 	mu    sync.Mutex // protects conns
 	conns map[*conn]struct{}
@@ -103,6 +104,7 @@ func New(cfg Config, be Backend, opts Options) (*Server, error) {
 	}
 	s := &Server{cfg: cfg, be: be, log: opts.Logger, opts: opts, slots: make(chan struct{}, cfg.MaxConnections), conns: map[*conn]struct{}{}}
 	s.groups = newCoordinator(s)
+	s.requests = newRequestCounts()
 	s.agents = newCluster(s)
 	s.sessions = newFetchSessions(sessionLimits{maxSessions: cfg.MaxFetchSessions, maxParts: cfg.MaxFetchSessionPartitions, evictAfter: cfg.FetchSessionEviction})
 	s.owned = &ownedCache{m: map[memberKey][]metadata.TopicPartition{}, max: cfg.MaxGroups * 10}
