@@ -30,6 +30,9 @@ type Backend interface {
 	KafkaPartitionStates(ctx context.Context, topicID int64) ([]metadata.PartitionState, error)
 	KafkaListOffset(ctx context.Context, topicID int64, partition int32, spec metadata.OffsetSpec, ts int64) (int64, error)
 	KafkaInitProducer(ctx context.Context, id int64, epoch int16) (int64, int16, error)
+	// KafkaExpireProducerEpochs forgets at most limit producer ids not
+	// bumped for after (metadata.ProducerStore.ExpireProducerEpochs).
+	KafkaExpireProducerEpochs(ctx context.Context, after time.Duration, limit int) (int, error)
 	KafkaAppend(ctx context.Context, topic string, partition int32, batch []byte) (*agent.KafkaPending, error)
 	KafkaRead(ctx context.Context, topicID int64, partition int32, offset int64, maxBytes int) (agent.KafkaBatches, error)
 	KafkaReadHeld(ctx context.Context, topicID int64, partition int32, offset int64, maxBytes int) (agent.KafkaHeld, error)
@@ -124,10 +127,14 @@ func (s *Server) Serve(ctx context.Context, lis net.Listener) error {
 	defer cancel()
 	s.agents.start(ctx, lis.Addr())
 	var wg sync.WaitGroup
-	wg.Add(2)
+	wg.Add(3)
 	go func() {
 		defer wg.Done()
 		s.groups.run(ctx)
+	}()
+	go func() {
+		defer wg.Done()
+		s.expireProducersLoop(ctx) // producer_expiry.go
 	}()
 	go func() {
 		defer wg.Done()
