@@ -31,16 +31,22 @@ func (p *Producer) BumpEpoch() error {
 		return fmt.Errorf("client: BumpEpoch: %d requests are unanswered: Flush or Settle first", len(p.queue))
 	}
 	id, epoch := p.producerID, p.producerEpoch
-	var resp *floev1.InitProducerResponse
-	err := p.withRetries(func(ctx context.Context) error {
-		var err error
-		resp, err = p.c.Log.InitProducer(ctx, &floev1.InitProducerRequest{ProducerId: &id, ProducerEpoch: &epoch})
-		return err
-	})
+	resp, err := p.initProducer(&floev1.InitProducerRequest{ProducerId: &id, ProducerEpoch: &epoch})
 	if err != nil {
 		return fmt.Errorf("client: bump producer %d epoch %d: %w", id, epoch, err)
 	}
 	p.producerID, p.producerEpoch = resp.GetProducerId(), resp.GetProducerEpoch()
 	clear(p.seqs)
 	return nil
+}
+
+// initProducer calls InitProducer, retrying retriable failures.
+func (p *Producer) initProducer(req *floev1.InitProducerRequest) (*floev1.InitProducerResponse, error) {
+	var resp *floev1.InitProducerResponse
+	err := p.withRetries(func(ctx context.Context) error {
+		var err error
+		resp, err = p.c.Log.InitProducer(ctx, req)
+		return err
+	})
+	return resp, err
 }
