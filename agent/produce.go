@@ -327,7 +327,12 @@ func (a *Agent) ProduceStream(stream floev1.LogService_ProduceStreamServer) erro
 }
 
 // InitProducer implements floev1.LogServiceServer.
-func (a *Agent) InitProducer(ctx context.Context, _ *floev1.InitProducerRequest) (*floev1.InitProducerResponse, error) {
+// With a producer id and epoch it bumps that id's epoch
+// (producer_epochs.go).
+func (a *Agent) InitProducer(ctx context.Context, req *floev1.InitProducerRequest) (*floev1.InitProducerResponse, error) {
+	if req.ProducerId != nil || req.ProducerEpoch != nil {
+		return a.reinitProducer(ctx, req)
+	}
 	id, epoch, err := a.meta.InitProducer(ctx)
 	if err != nil {
 		return nil, toStatus(err)

@@ -166,12 +166,7 @@ func (c *Client) NewProducer(ctx context.Context, topic string, opts ProducerOpt
 	p := &Producer{c: c, home: c, ctx: ctx, topic: topic, opts: opts, producerID: -1,
 		seqs: map[int32]int32{}, byID: map[uint64]*prodReq{}, perPart: map[int32]int{}}
 	if opts.Idempotent {
-		var resp *floev1.InitProducerResponse
-		err := p.withRetries(func(ctx context.Context) error {
-			var err error
-			resp, err = c.Log.InitProducer(ctx, &floev1.InitProducerRequest{})
-			return err
-		})
+		resp, err := p.initProducer(&floev1.InitProducerRequest{}) // producer_epoch.go
 		if err != nil {
 			return nil, fmt.Errorf("init producer: %w", err)
 		}

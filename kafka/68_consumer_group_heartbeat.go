@@ -98,7 +98,9 @@ func consumerGroupHeartbeat(ctx context.Context, s *Server, c *conn, req *kmsg.C
 		}
 		hb.Subscription, regex = sub, m
 	}
-	if regex == nil && req.SubscribedTopicNames != nil {
+	// A leave's subscription is ignored: the Java consumer unsubscribes as
+	// it closes, so its leave names no topic.
+	if regex == nil && req.SubscribedTopicNames != nil && epoch != metadata.LeaveEpoch {
 		hb.Subscription = req.SubscribedTopicNames
 		if len(hb.Subscription) == 0 {
 			return fail(kerr.InvalidRequest.Code, "an empty subscription: leave the group instead")

@@ -69,6 +69,10 @@ type Config struct {
 	// one unused this long is evicted first when the cache is full; a
 	// younger one is never evicted (Kafka's 120 s).
 	FetchSessionEviction time.Duration
+	// ProducerIDExpiration: a producer id whose epoch was not bumped
+	// (InitProducerId with an id and epoch) for this long is forgotten
+	// (Kafka's producer.id.expiration.ms, 1 day); 0 keeps them forever.
+	ProducerIDExpiration time.Duration
 }
 
 // DefaultConfig returns production defaults.
@@ -90,6 +94,7 @@ func DefaultConfig() Config {
 		MaxFetchSessions:          1000,
 		MaxFetchSessionPartitions: 100000,
 		FetchSessionEviction:      2 * time.Minute,
+		ProducerIDExpiration:      24 * time.Hour,
 	}
 }
 
@@ -123,6 +128,8 @@ func (c Config) validate() error {
 		return fmt.Errorf("kafka: config MaxFetchSessionPartitions %d must be positive", c.MaxFetchSessionPartitions)
 	case c.FetchSessionEviction <= 0:
 		return fmt.Errorf("kafka: config FetchSessionEviction %v must be positive", c.FetchSessionEviction)
+	case c.ProducerIDExpiration < 0:
+		return fmt.Errorf("kafka: config ProducerIDExpiration %v must not be negative", c.ProducerIDExpiration)
 	case c.AdvertisedPort < 0:
 		return fmt.Errorf("kafka: config AdvertisedPort %d must not be negative", c.AdvertisedPort)
 	}

@@ -126,6 +126,7 @@ func (c *conn) read(ctx, srvCtx context.Context, queue chan<- *inflight, budget,
 			c.release(budget, int64(n))
 			return err
 		}
+		c.s.requests.add(r.key)
 		f := &inflight{correlation: r.correlation, weight: int64(n), done: make(chan struct{}), prev: prev, turn: prev}
 		select {
 		case queue <- f: // a slot of MaxInFlight

@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kmsg"
+
 	"github.com/floe-broker/floe/auth"
 	"github.com/floe-broker/floe/internal/tlsconf/tlstest"
 )
@@ -35,6 +37,16 @@ func TestJavaClient(t *testing.T) {
 			out, err := cmd.CombinedOutput()
 			if err != nil || !strings.Contains(string(out), "OK 420") {
 				t.Fatalf("java client, group.protocol=%s: %v\n%s", protocol, err, out)
+			}
+			// The admin client polls describeConsumerGroups every 50 ms
+			// while it waits for a stable group and for an empty one: a
+			// few dozen times. Leaves refused (the Java consumer's leave
+			// names no topic) left the members in until their sessions
+			// expired, 45 s of polling: ~800 of each.
+			for _, k := range []kmsg.Key{kmsg.FindCoordinator, kmsg.ConsumerGroupDescribe} {
+				if n := b.srv.Requests(k); n > 300 {
+					t.Errorf("java client, group.protocol=%s: %d %s requests, want at most 300", protocol, n, kmsg.NameForKey(k.Int16()))
+				}
 			}
 			// The Java consumer asks for fetch sessions (KIP-227): its
 			// fetches after the first are incremental.

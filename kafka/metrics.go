@@ -17,6 +17,7 @@ func (s *Server) registerMetrics(reg prometheus.Registerer) error {
 		return func() float64 { return f(s.sessions.snapshot()) }
 	}
 	for _, c := range []prometheus.Collector{
+		s.requests.vec,
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "floe_kafka_buffered_bytes",
 			Help: "Bytes the Kafka connections hold: request frames not yet answered and records of responses not yet written (each connection at most kafka.max_buffered_bytes of each)."},
 			func() float64 { return float64(s.BufferedBytes()) }),

@@ -30,6 +30,9 @@ type Backend interface {
 	KafkaPartitionStates(ctx context.Context, topicID int64) ([]metadata.PartitionState, error)
 	KafkaListOffset(ctx context.Context, topicID int64, partition int32, spec metadata.OffsetSpec, ts int64) (int64, error)
 	KafkaInitProducer(ctx context.Context, id int64, epoch int16) (int64, int16, error)
+	// KafkaExpireProducerEpochs forgets at most limit producer ids not
+	// bumped for after (metadata.ProducerStore.ExpireProducerEpochs).
+	KafkaExpireProducerEpochs(ctx context.Context, after time.Duration, limit int) (int, error)
 	KafkaAppend(ctx context.Context, topic string, partition int32, batch []byte) (*agent.KafkaPending, error)
 	KafkaRead(ctx context.Context, topicID int64, partition int32, offset int64, maxBytes int) (agent.KafkaBatches, error)
 	KafkaReadHeld(ctx context.Context, topicID int64, partition int32, offset int64, maxBytes int) (agent.KafkaHeld, error)
@@ -82,6 +85,7 @@ type Server struct {
 	sessions *fetchSessions // fetch sessions (fetch_sessions.go)
 	regex    *regexSubs     // KIP-848 regex subscriptions (regex_subscriptions.go)
 	slots    chan struct{}  // one per open connection (MaxConnections)
+	requests *requestCounts // requests read, per API key (request_counts.go)
 
 	mu    sync.Mutex // protects conns
 	conns map[*conn]struct{}
@@ -103,6 +107,7 @@ func New(cfg Config, be Backend, opts Options) (*Server, error) {
 	}
 	s := &Server{cfg: cfg, be: be, log: opts.Logger, opts: opts, slots: make(chan struct{}, cfg.MaxConnections), conns: map[*conn]struct{}{}}
 	s.groups = newCoordinator(s)
+	s.requests = newRequestCounts()
 	s.agents = newCluster(s)
 	s.sessions = newFetchSessions(sessionLimits{maxSessions: cfg.MaxFetchSessions, maxParts: cfg.MaxFetchSessionPartitions, evictAfter: cfg.FetchSessionEviction})
 	s.owned = &ownedCache{m: map[memberKey][]metadata.TopicPartition{}, max: cfg.MaxGroups * 10}
@@ -122,10 +127,14 @@ func (s *Server) Serve(ctx context.Context, lis net.Listener) error {
 	defer cancel()
 	s.agents.start(ctx, lis.Addr())
 	var wg sync.WaitGroup
-	wg.Add(2)
+	wg.Add(3)
 	go func() {
 		defer wg.Done()
 		s.groups.run(ctx)
+	}()
+	go func() {
+		defer wg.Done()
+		s.expireProducersLoop(ctx) // producer_expiry.go
 	}()
 	go func() {
 		defer wg.Done()

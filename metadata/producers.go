@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math"
+	"time"
 )
 
 // ProducerInfo is an idempotent producer's state in one partition, as
@@ -25,6 +26,14 @@ type ProducerStore interface {
 	// epoch of id, the same answer for a retried bump, or a new id.
 	// Errors: ErrProducerFenced, ErrInvalidProducerInit.
 	ReinitProducer(ctx context.Context, id int64, epoch int16) (int64, int16, error)
+	// ExpireProducerEpochs forgets at most limit producer ids whose epoch
+	// was last bumped at least after ago (ProducerEpochCutoff, by the
+	// store's clock), oldest first, and returns how many it forgot; after
+	// <= 0 forgets none. A forgotten id holds epoch 0 again: its next
+	// bump is decided as a first one (DecideProducerInit). Its cost is
+	// that of the rows removed, not of the idle ones (an index on the bump
+	// time).
+	ExpireProducerEpochs(ctx context.Context, after time.Duration, limit int) (int, error)
 }
 
 // Producer epochs (KIP-360). InitProducerId with a producer's id and
@@ -110,4 +119,36 @@ func (d ProducerInitDecision) Err() error {
 		return ErrInvalidProducerInit
 	}
 	return nil
+}
+
+// Producer epoch expiry, like Apache Kafka's producer.id.expiration.ms:
+// the state of a producer id not bumped for the expiration is forgotten,
+// so that producer_epochs holds the recently bumped ids only. What is
+// lost is the fencing of the id's older epochs by InitProducerId and the
+// same answer to a retried bump; an id whose producer comes back is
+// bumped from the epoch it sends, so a live producer keeps working.
+
+// ProducerEpochCutoff is the expiry rule: with the store's clock at
+// nowMs (unix ms), a producer id last bumped at or before cutoffMs is
+// expired; ok is false when nothing expires (after <= 0). Backends
+// delete the rows whose bump time is <= cutoffMs.
+func ProducerEpochCutoff(nowMs int64, after time.Duration) (cutoffMs int64, ok bool) {
+	if after <= 0 {
+		return 0, false
+	}
+	ms := after.Milliseconds()
+	if ms == 0 {
+		ms = 1 // under a millisecond: at least one
+	}
+	if nowMs < math.MinInt64+ms {
+		return math.MinInt64, true
+	}
+	return nowMs - ms, true
+}
+
+// ProducerEpochExpired is whether a producer id last bumped at bumpedMs
+// is expired at nowMs (ProducerEpochCutoff).
+func ProducerEpochExpired(bumpedMs, nowMs int64, after time.Duration) bool {
+	cutoff, ok := ProducerEpochCutoff(nowMs, after)
+	return ok && bumpedMs <= cutoff
 }

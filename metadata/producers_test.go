@@ -1,6 +1,10 @@
 package metadata
 
-import "testing"
+import (
+	"math"
+	"testing"
+	"time"
+)
 
 func TestDecideProducerInit(t *testing.T) {
 	fresh := ProducerEpochState{Issued: true, Epoch: 0, LastEpoch: -1}
@@ -30,6 +34,37 @@ func TestDecideProducerInit(t *testing.T) {
 	} {
 		if got := DecideProducerInit(tc.st, tc.id, tc.epoch); got != tc.want {
 			t.Errorf("%s: DecideProducerInit(%+v, %d, %d) = %+v, want %+v", tc.name, tc.st, tc.id, tc.epoch, got, tc.want)
+		}
+	}
+}
+
+func TestProducerEpochCutoff(t *testing.T) {
+	const now = int64(1_800_000_000_000)
+	day := 24 * time.Hour
+	for _, tc := range []struct {
+		name     string
+		bumpedMs int64
+		nowMs    int64
+		after    time.Duration
+		want     bool
+	}{
+		{"never: after 0", 0, now, 0, false},
+		{"never: negative after", 0, now, -time.Second, false},
+		{"bumped just now", now, now, day, false},
+		{"a millisecond short of a day", now - day.Milliseconds() + 1, now, day, false},
+		{"exactly a day", now - day.Milliseconds(), now, day, true},
+		{"older than a day", now - 2*day.Milliseconds(), now, day, true},
+		{"bumped in the future (clock skew)", now + 1000, now, time.Second, false},
+		{"under a millisecond counts as one", now - 1, now, time.Microsecond, true},
+		{"under a millisecond, bumped now", now, now, time.Microsecond, false},
+		{"no underflow", math.MinInt64, math.MinInt64 + 5, time.Hour, true},
+	} {
+		if got := ProducerEpochExpired(tc.bumpedMs, tc.nowMs, tc.after); got != tc.want {
+			t.Errorf("%s: ProducerEpochExpired(%d, %d, %v) = %v, want %v", tc.name, tc.bumpedMs, tc.nowMs, tc.after, got, tc.want)
+		}
+		cutoff, ok := ProducerEpochCutoff(tc.nowMs, tc.after)
+		if got := ok && tc.bumpedMs <= cutoff; got != tc.want {
+			t.Errorf("%s: cutoff %d, %v disagrees with the rule", tc.name, cutoff, ok)
 		}
 	}
 }

@@ -42,6 +42,7 @@ func serverConfigOf(c Config, stderr io.Writer) serverConfig {
 	sc.Kafka.MaxBufferedBytes = k.MaxBufferedBytes
 	sc.Kafka.Zone, sc.Kafka.AgentTTL = k.Zone, k.AgentTTL
 	sc.Kafka.MaxFetchSessions, sc.Kafka.MaxFetchSessionPartitions, sc.Kafka.FetchSessionEviction = k.MaxFetchSessions, k.MaxFetchSessionPartitions, k.FetchSessionEviction
+	sc.Kafka.ProducerIDExpiration = k.ProducerIDExpiration
 	b, a := c.Batcher, c.Agent
 	sc.Batcher.Linger = b.Linger
 	sc.Batcher.MaxFileBytes = b.MaxFileBytes

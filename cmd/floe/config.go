@@ -129,6 +129,8 @@ type KafkaSettings struct {
 	MaxFetchSessions          int           `yaml:"max_fetch_sessions" flag:"kafka-max-fetch-sessions" check:"nonneg" help:"Kafka fetch sessions (KIP-227) the agent holds, like Kafka's max.incremental.fetch.session.cache.slots; when full, one unused for fetch_session_eviction (or an older one with fewer partitions) is evicted, else the client fetches without a session (0: no sessions)"`
 	MaxFetchSessionPartitions int           `yaml:"max_fetch_session_partitions" flag:"kafka-max-fetch-session-partitions" check:"positive" help:"partitions of one Kafka fetch session: a full fetch of more gets no session, an incremental fetch growing past it closes its session (the client fetches in full again)"`
 	FetchSessionEviction      time.Duration `yaml:"fetch_session_eviction" flag:"kafka-fetch-session-eviction" check:"positive" help:"a Kafka fetch session unused this long is the first evicted when max_fetch_sessions is reached; a session younger than this is never evicted (Kafka's 120 s)"`
+	// Producer id expiry (KIP-360 epochs).
+	ProducerIDExpiration time.Duration `yaml:"producer_id_expiration" flag:"kafka-producer-id-expiration" check:"nonneg" help:"a producer id whose epoch was not bumped (InitProducerId with an id and epoch) for this long is forgotten by the store, like Kafka's producer.id.expiration.ms; its stale epochs are no longer fenced by InitProducerId (0: never)"`
 }
 
 // PostgresSettings locate the metadata store of agent and compactor.
@@ -215,6 +217,7 @@ func DefaultServerConfig(command string) Config {
 		TLS:     DefaultTLSSettings(),
 	}
 	c.Kafka.MaxFetchSessions, c.Kafka.MaxFetchSessionPartitions, c.Kafka.FetchSessionEviction = kd.MaxFetchSessions, kd.MaxFetchSessionPartitions, kd.FetchSessionEviction
+	c.Kafka.ProducerIDExpiration = kd.ProducerIDExpiration
 	if command == "dev" {
 		c.Server.Listen, c.Server.MetricsListen = devGRPCAddr, devMetricsAddr
 		c.Kafka.Listen = devKafkaAddr

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/floe-broker/floe/metadata"
 )
@@ -93,4 +94,58 @@ func testReinitProducerSequences(t *testing.T, s metadata.Store) {
 	wantAccepted(t, "new epoch, seq 0", commitOne(t, s, idem(tp.ID, 0, pid, 1, 0, 2)), 5)
 	wantRefused(t, "old epoch after the new one", commitOne(t, s, idem(tp.ID, 0, pid, 0, 5, 1)), metadata.ErrProducerFenced)
 	wantAccepted(t, "new epoch, next sequence", commitOne(t, s, idem(tp.ID, 0, pid, 1, 2, 1)), 7)
+}
+
+// testExpireProducerEpochs: ExpireProducerEpochs forgets the ids not
+// bumped for the expiration, oldest first and at most limit per pass: a
+// forgotten id's stale epoch is bumped instead of fenced, and its
+// current epoch still bumps (a live producer keeps working); an id
+// bumped since is kept, and after 0 forgets nothing.
+func testExpireProducerEpochs(t *testing.T, s metadata.Store) {
+	c := ctx(t)
+	bump := func(id int64, epoch int16, want int16) {
+		t.Helper()
+		if gotID, got, err := s.ReinitProducer(c, id, epoch); err != nil || gotID != id || got != want {
+			t.Fatalf("ReinitProducer(%d, %d) = %d, %d, %v; want %d, %d", id, epoch, gotID, got, err, id, want)
+		}
+	}
+	expire := func(after time.Duration, limit, want int) {
+		t.Helper()
+		if n, err := s.ExpireProducerEpochs(c, after, limit); err != nil || n != want {
+			t.Fatalf("ExpireProducerEpochs(%v, %d) = %d, %v; want %d", after, limit, n, err, want)
+		}
+	}
+	a, b := producers(t, s, 1), producers(t, s, 1)
+	bump(a, 0, 1)
+	bump(a, 1, 2)
+	bump(b, 0, 1)
+	expire(time.Hour, 10, 0)
+	expire(0, 10, 0)
+	if _, _, err := s.ReinitProducer(c, a, 0); !errors.Is(err, metadata.ErrProducerFenced) {
+		t.Fatalf("a's stale epoch before expiry: %v, want fenced", err)
+	}
+	// The expiration is long beside the calls between the last bump and
+	// the pass (b's age then), the sleep longer than it (a's).
+	const after = 2 * time.Second
+	time.Sleep(after + 100*time.Millisecond)
+	bump(b, 1, 2) // b is bumped again: it stays
+	expire(after, 10, 1)
+	bump(a, 0, 1) // a's state is forgotten: its old epoch bumps
+	if _, _, err := s.ReinitProducer(c, b, 0); !errors.Is(err, metadata.ErrProducerFenced) {
+		t.Fatalf("b's stale epoch after a's expiry: %v, want fenced", err)
+	}
+
+	// At most limit per pass, the oldest first.
+	time.Sleep(after + 100*time.Millisecond)
+	d := producers(t, s, 1)
+	bump(d, 0, 1)
+	expire(after, 1, 1)
+	expire(after, 1, 1)
+	expire(after, 1, 0)
+	bump(b, 0, 1) // b was forgotten too: its stale epoch bumps
+	bump(a, 7, 8) // a, forgotten, keeps bumping from the epoch it sends
+	bump(d, 1, 2) // d, bumped after the sleep, was kept: its stale epoch is fenced
+	if _, _, err := s.ReinitProducer(c, d, 0); !errors.Is(err, metadata.ErrProducerFenced) {
+		t.Fatalf("d's stale epoch: %v, want fenced", err)
+	}
 }

@@ -62,6 +62,7 @@ func Run(t *testing.T, open func(t *testing.T) metadata.Store) {
 		{"InitProducer", testInitProducer},
 		{"ReinitProducer", testReinitProducer},                   // producer_epochs.go
 		{"ReinitProducerSequences", testReinitProducerSequences}, // producer_epochs.go
+		{"ExpireProducerEpochs", testExpireProducerEpochs},       // producer_epochs.go
 		{"Notices", testNotices},
 		{"NoticesOverflow", testNoticesOverflow},
 		{"ConcurrentCommits", testConcurrentCommits},

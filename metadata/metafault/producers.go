@@ -1,6 +1,9 @@
 package metafault
 
-import "context"
+import (
+	"context"
+	"time"
+)
 
 // ReinitProducer implements metadata.ProducerStore (faults as InitProducer's).
 func (s *Store) ReinitProducer(ctx context.Context, id int64, epoch int16) (int64, int16, error) {
@@ -13,4 +16,10 @@ func (s *Store) ReinitProducer(ctx context.Context, id int64, epoch int16) (int6
 		return producer{id, epoch}, err
 	})
 	return p.id, p.epoch, err
+}
+
+// ExpireProducerEpochs implements metadata.ProducerStore (faults as
+// InitProducer's).
+func (s *Store) ExpireProducerEpochs(ctx context.Context, after time.Duration, limit int) (int, error) {
+	return call(ctx, s, OpInitProducer, func() (int, error) { return s.inner.ExpireProducerEpochs(ctx, after, limit) })
 }

@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -56,7 +57,7 @@ func (s *Store) ReinitProducer(ctx context.Context, id int64, epoch int16) (int6
 		d := metadata.DecideProducerInit(st, id, epoch)
 		switch d.Action {
 		case metadata.ProducerBump:
-			if _, err := tx.Exec(ctx, "UPDATE producer_epochs SET epoch = $2, last_epoch = $3 WHERE producer_id = $1", id, d.Epoch, d.LastEpoch); err != nil {
+			if _, err := tx.Exec(ctx, "UPDATE producer_epochs SET epoch = $2, last_epoch = $3, bumped_ms = "+nowMs+" WHERE producer_id = $1", id, d.Epoch, d.LastEpoch); err != nil {
 				return err
 			}
 			outID, outEpoch = id, d.Epoch
@@ -74,4 +75,27 @@ func (s *Store) ReinitProducer(ctx context.Context, id int64, epoch int16) (int6
 		return 0, 0, s.wrap("reinit producer", err)
 	}
 	return outID, outEpoch, nil
+}
+
+// ExpireProducerEpochs deletes the oldest rows at or before
+// metadata.ProducerEpochCutoff of PostgreSQL's clock, at most limit,
+// through the bump-time index; rows a concurrent bump holds are skipped.
+func (s *Store) ExpireProducerEpochs(ctx context.Context, after time.Duration, limit int) (int, error) {
+	if after <= 0 || limit <= 0 {
+		return 0, nil
+	}
+	var now int64
+	if err := s.pool.QueryRow(ctx, "SELECT "+nowMs).Scan(&now); err != nil {
+		return 0, s.wrap("expire producer epochs", err)
+	}
+	cutoff, ok := metadata.ProducerEpochCutoff(now, after)
+	if !ok {
+		return 0, nil
+	}
+	tag, err := s.pool.Exec(ctx, `DELETE FROM producer_epochs WHERE producer_id IN (
+		SELECT producer_id FROM producer_epochs WHERE bumped_ms <= $1 ORDER BY bumped_ms LIMIT $2 FOR UPDATE SKIP LOCKED)`, cutoff, limit)
+	if err != nil {
+		return 0, s.wrap("expire producer epochs", err)
+	}
+	return int(tag.RowsAffected()), nil
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/floe-broker/floe/metadata"
 )
@@ -77,8 +78,9 @@ func (s *Store) ReinitProducer(ctx context.Context, id int64, epoch int16) (int6
 		switch d.Action {
 		case metadata.ProducerBump:
 			outID, outEpoch = id, d.Epoch
-			_, err := tx.ExecContext(ctx, `INSERT INTO producer_epochs (producer_id, epoch, last_epoch) VALUES (?1, ?2, ?3)
-				ON CONFLICT (producer_id) DO UPDATE SET epoch = excluded.epoch, last_epoch = excluded.last_epoch`, id, d.Epoch, d.LastEpoch)
+			_, err := tx.ExecContext(ctx, `INSERT INTO producer_epochs (producer_id, epoch, last_epoch, bumped_ms) VALUES (?1, ?2, ?3, ?4)
+				ON CONFLICT (producer_id) DO UPDATE SET epoch = excluded.epoch, last_epoch = excluded.last_epoch, bumped_ms = excluded.bumped_ms`,
+				id, d.Epoch, d.LastEpoch, time.Now().UnixMilli())
 			return err
 		case metadata.ProducerKeep:
 			outID, outEpoch = id, d.Epoch
@@ -96,4 +98,34 @@ func (s *Store) ReinitProducer(ctx context.Context, id int64, epoch int16) (int6
 		return 0, 0, s.wrap("reinit producer", err)
 	}
 	return outID, outEpoch, nil
+}
+
+// ExpireProducerEpochs deletes the oldest rows at or before
+// metadata.ProducerEpochCutoff of Go's clock, at most limit, through the
+// bump-time index.
+func (s *Store) ExpireProducerEpochs(ctx context.Context, after time.Duration, limit int) (int, error) {
+	if after <= 0 || limit <= 0 {
+		return 0, nil
+	}
+	if err := s.checkOpen(); err != nil {
+		return 0, err
+	}
+	var n int64
+	err := s.write(ctx, func(tx *sql.Tx) error {
+		cutoff, ok := metadata.ProducerEpochCutoff(time.Now().UnixMilli(), after)
+		if !ok {
+			return nil
+		}
+		res, err := tx.ExecContext(ctx, `DELETE FROM producer_epochs WHERE producer_id IN (
+			SELECT producer_id FROM producer_epochs WHERE bumped_ms <= ? ORDER BY bumped_ms LIMIT ?)`, cutoff, limit)
+		if err != nil {
+			return err
+		}
+		n, err = res.RowsAffected()
+		return err
+	})
+	if err != nil {
+		return 0, s.wrap("expire producer epochs", err)
+	}
+	return int(n), nil
 }

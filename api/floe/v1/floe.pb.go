@@ -2170,8 +2170,17 @@ func (x *ProduceStreamResponse) GetErrorMessage() string {
 	return ""
 }
 
+// InitProducerRequest: empty allocates a new producer id at epoch 0. With
+// producer_id and producer_epoch (both or neither) it asks for the next
+// epoch of that id (Kafka's KIP-360, the rule Kafka's InitProducerId
+// follows): its sequences restart at 0 and its older epochs are fenced;
+// a retried bump gets the same answer; an epoch older than the one held
+// is FailedPrecondition PRODUCER_FENCED; an id never issued or an
+// exhausted epoch gets a new id.
 type InitProducerRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
+	ProducerId    *int64                 `protobuf:"varint,1,opt,name=producer_id,json=producerId,proto3,oneof" json:"producer_id,omitempty"`
+	ProducerEpoch *int32                 `protobuf:"varint,2,opt,name=producer_epoch,json=producerEpoch,proto3,oneof" json:"producer_epoch,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2204,6 +2213,20 @@ func (x *InitProducerRequest) ProtoReflect() protoreflect.Message {
 // Deprecated: Use InitProducerRequest.ProtoReflect.Descriptor instead.
 func (*InitProducerRequest) Descriptor() ([]byte, []int) {
 	return file_floe_v1_floe_proto_rawDescGZIP(), []int{26}
+}
+
+func (x *InitProducerRequest) GetProducerId() int64 {
+	if x != nil && x.ProducerId != nil {
+		return *x.ProducerId
+	}
+	return 0
+}
+
+func (x *InitProducerRequest) GetProducerEpoch() int32 {
+	if x != nil && x.ProducerEpoch != nil {
+		return *x.ProducerEpoch
+	}
+	return 0
 }
 
 type InitProducerResponse struct {
@@ -6266,8 +6289,13 @@ const file_floe_v1_floe_proto_rawDesc = "" +
 	"\bresponse\x18\x02 \x01(\v2\x18.floe.v1.ProduceResponseR\bresponse\x12\x1d\n" +
 	"\n" +
 	"error_code\x18\x03 \x01(\x05R\terrorCode\x12#\n" +
-	"\rerror_message\x18\x04 \x01(\tR\ferrorMessage\"\x15\n" +
-	"\x13InitProducerRequest\"^\n" +
+	"\rerror_message\x18\x04 \x01(\tR\ferrorMessage\"\x8a\x01\n" +
+	"\x13InitProducerRequest\x12$\n" +
+	"\vproducer_id\x18\x01 \x01(\x03H\x00R\n" +
+	"producerId\x88\x01\x01\x12*\n" +
+	"\x0eproducer_epoch\x18\x02 \x01(\x05H\x01R\rproducerEpoch\x88\x01\x01B\x0e\n" +
+	"\f_producer_idB\x11\n" +
+	"\x0f_producer_epoch\"^\n" +
 	"\x14InitProducerResponse\x12\x1f\n" +
 	"\vproducer_id\x18\x01 \x01(\x03R\n" +
 	"producerId\x12%\n" +
@@ -6913,6 +6941,7 @@ func file_floe_v1_floe_proto_init() {
 	}
 	file_floe_v1_floe_proto_msgTypes[21].OneofWrappers = []any{}
 	file_floe_v1_floe_proto_msgTypes[22].OneofWrappers = []any{}
+	file_floe_v1_floe_proto_msgTypes[26].OneofWrappers = []any{}
 	file_floe_v1_floe_proto_msgTypes[30].OneofWrappers = []any{
 		(*StartPosition_Earliest)(nil),
 		(*StartPosition_Latest)(nil),

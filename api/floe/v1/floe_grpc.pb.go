@@ -397,7 +397,8 @@ type LogServiceClient interface {
 	// ProduceStream pipelines produce requests; answers carry the request id
 	// and may arrive out of order across partitions.
 	ProduceStream(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[ProduceStreamRequest, ProduceStreamResponse], error)
-	// InitProducer allocates an idempotent producer id.
+	// InitProducer allocates an idempotent producer id, or bumps the epoch
+	// of one (InitProducerRequest).
 	InitProducer(ctx context.Context, in *InitProducerRequest, opts ...grpc.CallOption) (*InitProducerResponse, error)
 	// Fetch reads records of one partition from an offset, waiting up to
 	// max_wait_ms for data when the offset is the high watermark.
@@ -532,7 +533,8 @@ type LogServiceServer interface {
 	// ProduceStream pipelines produce requests; answers carry the request id
 	// and may arrive out of order across partitions.
 	ProduceStream(grpc.BidiStreamingServer[ProduceStreamRequest, ProduceStreamResponse]) error
-	// InitProducer allocates an idempotent producer id.
+	// InitProducer allocates an idempotent producer id, or bumps the epoch
+	// of one (InitProducerRequest).
 	InitProducer(context.Context, *InitProducerRequest) (*InitProducerResponse, error)
 	// Fetch reads records of one partition from an offset, waiting up to
 	// max_wait_ms for data when the offset is the high watermark.

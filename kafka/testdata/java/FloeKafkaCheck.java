@@ -233,6 +233,11 @@ public class FloeKafkaCheck {
                 check(m.failure == null, "consumer failed: " + m.failure);
             }
 
+            // Each member left as it closed (a classic member's LeaveGroup, a
+            // KIP-848 member's epoch -1 heartbeat): the group is empty now,
+            // not once the sessions expire.
+            ConsumerGroupDescription left = admin.describeConsumerGroups(List.of(GROUP)).all().get().get(GROUP);
+            check(left.members().isEmpty(), "the closed members are still in the group: " + left);
             // Reset the group to the start, as kafka-consumer-groups --reset-offsets does.
             await("an empty group", () -> {
                 try {
