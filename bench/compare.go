@@ -45,8 +45,11 @@ type CompareConfig struct {
 	Run RunConfig
 	// MaxP99 is the produce p99 a rate must stay within to count as
 	// sustained (RunResult.Sustained); zero means 2 s, the sweep's.
-	MaxP99   time.Duration
-	Targets  []CompareTarget
+	MaxP99  time.Duration
+	Targets []CompareTarget
+	// Probe, optional, measures each floe row's floor bound
+	// (compare_bound.go).
+	Probe    *CompareProbe
 	Command  string
 	Progress *Progress
 	Logger   *slog.Logger
@@ -77,6 +80,9 @@ type CompareRow struct {
 	Half          RunResult   `json:"half"`
 	// Catchup is absent when the catch-up was not run.
 	Catchup *RunResult `json:"catchup,omitempty"`
+	// Bound is the floor bound of a floe row (nil for other systems or
+	// without a probe).
+	Bound *FloorBound `json:"bound,omitempty"`
 }
 
 // CompareReport is a comparison's outcome.
@@ -151,6 +157,9 @@ func RunCompare(ctx context.Context, cfg CompareConfig) (*CompareReport, error) 
 		if row.Half, err = run(t, WorkloadProduce, math.Round(half)); err != nil {
 			return row, err
 		}
+		if row.Bound, err = cfg.Probe.probeBound(ctx, int(row.Half.Cost.MeanFlushBytes)); err != nil {
+			return row, err
+		}
 		if cfg.Run.BacklogBytes > 0 {
 			c, err := run(t, WorkloadCatchup, 0)
 			if err != nil {
@@ -179,8 +188,8 @@ func (r *CompareReport) WriteMarkdown(w io.Writer) error {
 	}
 	fmt.Fprintf(w, "%d partitions, %d producers, %d B records, %s per run after %s of warm-up; catch-up backlog %s, read by %d consumer(s).\n\n",
 		rc.Partitions, rc.Producers, rc.RecordSize, rc.Duration, rc.Warmup, byteSize(float64(rc.BacklogBytes)), rc.Consumers)
-	fmt.Fprintln(w, "| system | max ingest, closed loop (rec/s) | max ingest (MB/s) | max sustained, open loop (rec/s) | produce p99 at half of it (ms) | server CPU per MiB at half (ms) | machine CPU busy at half | catch-up read (MB/s) |")
-	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---:|---:|")
+	fmt.Fprintln(w, "| system | max ingest, closed loop (rec/s) | max ingest (MB/s) | max sustained, open loop (rec/s) | produce p99 at half of it (ms) | p99 ÷ floor bound | server CPU per MiB at half (ms) | machine CPU busy at half | catch-up read (MB/s) |")
+	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---:|---:|---:|")
 	for _, row := range r.Rows {
 		catchup := "–"
 		if row.Catchup != nil && row.Catchup.Catchup != nil {
@@ -194,11 +203,12 @@ func (r *CompareReport) WriteMarkdown(w io.Writer) error {
 		if row.SustainedRate > 0 {
 			sustained = fmt.Sprintf("%.0f", row.SustainedRate)
 		}
-		fmt.Fprintf(w, "| %s | %.0f | %.1f | %s | %.1f | %s | %s | %s |\n", row.Label, row.Max.RecordsPerSec, row.Max.MBPerSec,
-			sustained, row.Half.Produce.P99Ms, cpu, busyCell(row.Half), catchup)
+		fmt.Fprintf(w, "| %s | %.0f | %.1f | %s | %.1f | %s | %s | %s | %s |\n", row.Label, row.Max.RecordsPerSec, row.Max.MBPerSec,
+			sustained, row.Half.Produce.P99Ms, boundCell(row), cpu, busyCell(row.Half), catchup)
 	}
 	fmt.Fprintf(w, "\nSustained: acknowledged at least %.0f%% of the offered rate within the window, with a produce p99 of at most %s; the search runs from %.0f%% of the closed-loop figure down by a factor of %.2f, at most %d runs. Machine CPU busy: every process on the host (ours: the harness, the servers and their stores).\n",
 		100*SustainedShare, r.MaxP99, 100*searchStart, searchFactor, searchTries)
+	fmt.Fprintln(w, "Floor bound (floe rows): linger + 1.2 × (raw PUT p99 of the row's mean flush + raw commit p99), probed on the same store and metadata database right after the row; a ratio ≤ 1 is within it.")
 	for _, row := range r.Rows {
 		if row.Half.Breakdown != nil {
 			var b strings.Builder

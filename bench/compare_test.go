@@ -33,8 +33,9 @@ func TestCompareMarkdown(t *testing.T) {
 			Catchup: &RunResult{Catchup: &CatchupResult{ReadMBPerSec: 250.04}},
 		}, {
 			System: "floe-grpc", Label: "floe over gRPC",
-			Max:  RunResult{RecordsPerSec: 900, MBPerSec: 0.9},
-			Half: RunResult{Produce: Summary{P99Ms: 300}},
+			Max:   RunResult{RecordsPerSec: 900, MBPerSec: 0.9},
+			Half:  RunResult{Produce: Summary{P99Ms: 300}},
+			Bound: &FloorBound{BoundMs: 250},
 		}}}
 	var b bytes.Buffer
 	if err := rep.WriteMarkdown(&b); err != nil {
@@ -42,9 +43,10 @@ func TestCompareMarkdown(t *testing.T) {
 	}
 	for _, want := range []string{
 		"`floe-bench -systems kafka`",
-		"| Apache Kafka 4.1 (flush.messages=1) | 12345 | 12.6 | 7901 | 4.2 | 31.5 | 50% (ours 25%) | 250.0 |",
+		// No floor bound for a system that writes no objects.
+		"| Apache Kafka 4.1 (flush.messages=1) | 12345 | 12.6 | 7901 | 4.2 | – | 31.5 | 50% (ours 25%) | 250.0 |",
 		// No server CPU figure and no catch-up: dashes, not zeros.
-		"| floe over gRPC | 900 | 0.9 | none sustained | 300.0 | – | — | – |",
+		"| floe over gRPC | 900 | 0.9 | none sustained | 300.0 | 1.20 (250 ms) | – | — | – |",
 		"### Apache Kafka 4.1 (flush.messages=1): where the produce latency went (kafka, 3950 rec/s)",
 	} {
 		if !strings.Contains(b.String(), want) {
@@ -100,5 +102,20 @@ func TestSustained(t *testing.T) {
 		if got := r.Sustained(2 * time.Second); got != c.want {
 			t.Errorf("%s: Sustained = %v, want %v", c.name, got, c.want)
 		}
+	}
+}
+
+func TestFloorBound(t *testing.T) {
+	// The suite's bound: linger + 1.2 × (PUT p99 + commit p99).
+	if got := floorBound(20, 30, 5); got != 62 {
+		t.Fatalf("floorBound(20, 30, 5) = %v, want 62", got)
+	}
+	// No probe, or no flush size (Apache Kafka's rows): no bound.
+	var p *CompareProbe
+	if b, err := p.probeBound(context.Background(), 1<<20); b != nil || err != nil {
+		t.Fatalf("nil probe: %v %v", b, err)
+	}
+	if b, err := (&CompareProbe{Duration: time.Second}).probeBound(context.Background(), 0); b != nil || err != nil {
+		t.Fatalf("zero flush: %v %v", b, err)
 	}
 }

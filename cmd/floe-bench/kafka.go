@@ -85,9 +85,9 @@ func fileExists(p string) bool {
 
 // runCompare is -systems: each named system in turn through the same
 // workload, one table.
-func runCompare(ctx context.Context, names []string, floe *bench.FloeSystem, kafkaAddrs []string, t bench.Targets,
+func runCompare(ctx context.Context, names []string, floe *bench.FloeSystem, kafkaAddrs []string, t bench.Targets, probe *bench.CompareProbe,
 	rc bench.RunConfig, maxP99 time.Duration, maxBuffered, maxInFlight int, command string, log *slog.Logger, progress *bench.Progress, stdout, stderr io.Writer, out string) error {
-	cc := bench.CompareConfig{Run: rc, MaxP99: maxP99, Command: command, Progress: progress, Logger: log}
+	cc := bench.CompareConfig{Run: rc, MaxP99: maxP99, Probe: probe, Command: command, Progress: progress, Logger: log}
 	for _, name := range names {
 		target := bench.CompareTarget{Label: systemLabels[name]}
 		switch name {

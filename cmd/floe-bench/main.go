@@ -321,7 +321,9 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) (err
 	}
 
 	if *systems != "" {
-		return runCompare(ctx, names, floe, splitList(*kafkaAddrs), t, rc, sc.SweepMaxP99, min(*maxInFlight*rc.MaxBatch, 1<<16), *kafkaInFlight,
+		probe := &bench.CompareProbe{Store: t.ProbeStore, StoreName: t.ProbeStoreName, Committer: t.ProbeCommitter, CommitName: t.ProbeCommitName,
+			Concurrency: sc.UploadConcurrency, Duration: sc.LimitsDuration, Linger: sc.Linger}
+		return runCompare(ctx, names, floe, splitList(*kafkaAddrs), t, probe, rc, sc.SweepMaxP99, min(*maxInFlight*rc.MaxBatch, 1<<16), *kafkaInFlight,
 			sc.Command, log, sc.Progress, stdout, stderr, *out)
 	}
 

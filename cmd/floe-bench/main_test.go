@@ -186,7 +186,7 @@ func TestBenchSystemsFloe(t *testing.T) {
 	defer cancel()
 	cmd := exec.CommandContext(ctx, benchBin, "-start", "dev", "-systems", "floe-kafka,floe-grpc",
 		"-duration", "1s", "-warmup", "300ms", "-partitions", "4", "-producers", "2", "-record-size", "256",
-		"-backlog-mb", "2", "-linger", "50ms", "-quiet", "-out", out)
+		"-backlog-mb", "2", "-linger", "50ms", "-limits-duration", "500ms", "-quiet", "-out", out)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
@@ -231,6 +231,12 @@ func TestBenchSystemsFloe(t *testing.T) {
 		}
 		if r.Half.Produce.Count == 0 || r.Half.Cost.CPUMsPerMiB <= 0 {
 			t.Errorf("%s: no p99 or server CPU at half: %+v %+v", r.System, r.Half.Produce, r.Half.Cost)
+		}
+		// Both floe rows have their floor bound, probed on the deployment's
+		// store and database: linger + 1.2 × (PUT p99 + commit p99).
+		if b := r.Bound; b == nil || b.LingerMs != 50 || b.PutP99Ms <= 0 || b.CommitP99Ms <= 0 || b.FlushBytes <= 0 ||
+			math.Abs(b.BoundMs-(50+1.2*(b.PutP99Ms+b.CommitP99Ms))) > 1e-9 {
+			t.Errorf("%s: floor bound %+v", r.System, r.Bound)
 		}
 		if r.Catchup == nil || r.Catchup.Catchup == nil || r.Catchup.Catchup.ReadRecords != r.Catchup.Acked || r.Catchup.Catchup.ReadMBPerSec <= 0 {
 			t.Errorf("%s: catch-up %+v", r.System, r.Catchup)
