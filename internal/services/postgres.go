@@ -142,7 +142,7 @@ func ServePostgres(ctx context.Context, cfg PostgresConfig, bin, dir string) (*P
 // free ports.
 func servePostmaster(ctx context.Context, cfg PostgresConfig, bin, dir string, cred *syscall.Credential) (*Postgres, error) {
 	for attempt := 1; ; attempt++ {
-		pg, err := runPostmaster(ctx, cfg, bin, dir, cred)
+		pg, err := runPostmaster(ctx, cfg, bin, dir, cred, attempt > 1)
 		if err == nil || attempt == pgPortAttempts || !errors.Is(err, errPortTaken) {
 			return pg, err
 		}
@@ -151,10 +151,21 @@ func servePostmaster(ctx context.Context, cfg PostgresConfig, bin, dir string, c
 
 // runPostmaster starts postgres on dir/data on a free port and waits until
 // it accepts connections. On failure the process is gone; dir is left.
-func runPostmaster(ctx context.Context, cfg PostgresConfig, bin, dir string, cred *syscall.Credential) (*Postgres, error) {
+// retry says an earlier attempt's postmaster ran on dir and is gone.
+func runPostmaster(ctx context.Context, cfg PostgresConfig, bin, dir string, cred *syscall.Credential, retry bool) (*Postgres, error) {
 	port, err := pgFreePort()
 	if err != nil {
 		return nil, err
+	}
+	if retry {
+		// The earlier attempt's postmaster was killed when another
+		// cluster answered on its port (or exited on a failed bind).
+		// Killed while it wrote its lock file, it leaves postmaster.pid
+		// empty, which this start would refuse as a possible remnant of a
+		// crash; it is ours and nothing runs on dir, so it goes.
+		if err := os.Remove(filepath.Join(dir, "data", "postmaster.pid")); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return nil, fmt.Errorf("services: remove the killed attempt's lock file: %w", err)
+		}
 	}
 	args := []string{"-D", filepath.Join(dir, "data"), "-p", strconv.Itoa(port), "-k", dir,
 		"-c", "listen_addresses=127.0.0.1", "-c", "max_connections=" + strconv.Itoa(cfg.MaxConnections)}

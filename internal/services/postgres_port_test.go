@@ -2,6 +2,7 @@ package services
 
 import (
 	"context"
+	"os"
 	"path/filepath"
 	"strconv"
 	"testing"
@@ -96,4 +97,60 @@ func startOtherCluster(t *testing.T, ctx context.Context) (PostgresConfig, *Post
 		t.Fatal(err)
 	}
 	return cfg, other, cc
+}
+
+// TestPostgresRetryAfterKilledAttempt: the attempt on a port another
+// cluster holds is killed, and a postmaster killed while it writes its
+// lock file leaves postmaster.pid empty, which the next attempt refuses
+// ("lock file is empty") — seen once in CI. Here the remnant is planted
+// between the two attempts: the retry must still come up.
+func TestPostgresRetryAfterKilledAttempt(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cfg, _, cc := startOtherCluster(t, ctx)
+	made, err := StartPostgres(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer made.Stop()
+	if err := made.Halt(); err != nil {
+		t.Fatal(err)
+	}
+	lock := filepath.Join(made.dir, "data", "postmaster.pid")
+	calls := 0
+	pgFreePort = func() (int, error) {
+		calls++
+		switch calls {
+		case 1:
+			return int(cc.Port), nil
+		case 2: // the first attempt was killed: plant what a kill mid-write leaves
+			if err := os.WriteFile(lock, nil, 0o600); err != nil {
+				return 0, err
+			}
+			if cred, err := pgCredential(); err != nil {
+				return 0, err
+			} else if cred != nil {
+				if err := os.Chown(lock, int(cred.Uid), int(cred.Gid)); err != nil {
+					return 0, err
+				}
+			}
+		}
+		return FreePort()
+	}
+	t.Cleanup(func() { pgFreePort = FreePort })
+	bin, err := PostgresBinDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pg, err := ServePostgres(ctx, cfg, bin, made.dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pg.Stop()
+	if calls != 2 {
+		t.Fatalf("%d ports picked, want 2", calls)
+	}
+	if served, err := pgDataDirectory(ctx, pg.AdminURL); err != nil || served != filepath.Join(made.dir, "data") {
+		t.Fatalf("serves %q (%v)", served, err)
+	}
 }
