@@ -53,19 +53,9 @@ func TestServePostgresPortOfAnotherCluster(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	cfg, other, cc := startOtherCluster(t, ctx)
-	made, err := StartPostgres(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer made.Stop()
-	if err := made.Halt(); err != nil {
-		t.Fatal(err)
-	}
+	made := haltedCluster(t, ctx, cfg)
 	takenFirst(t, &pgFreePort, int(cc.Port), FreePort)
-	bin, err := PostgresBinDir()
-	if err != nil {
-		t.Fatal(err)
-	}
+	bin := postgresBin(t)
 	pg, err := ServePostgres(ctx, cfg, bin, made.dir)
 	if err != nil {
 		t.Fatal(err)
@@ -108,14 +98,7 @@ func TestPostgresRetryAfterKilledAttempt(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	cfg, _, cc := startOtherCluster(t, ctx)
-	made, err := StartPostgres(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer made.Stop()
-	if err := made.Halt(); err != nil {
-		t.Fatal(err)
-	}
+	made := haltedCluster(t, ctx, cfg)
 	lock := filepath.Join(made.dir, "data", "postmaster.pid")
 	calls := 0
 	pgFreePort = func() (int, error) {
@@ -138,10 +121,7 @@ func TestPostgresRetryAfterKilledAttempt(t *testing.T) {
 		return FreePort()
 	}
 	t.Cleanup(func() { pgFreePort = FreePort })
-	bin, err := PostgresBinDir()
-	if err != nil {
-		t.Fatal(err)
-	}
+	bin := postgresBin(t)
 	pg, err := ServePostgres(ctx, cfg, bin, made.dir)
 	if err != nil {
 		t.Fatal(err)
@@ -153,4 +133,29 @@ func TestPostgresRetryAfterKilledAttempt(t *testing.T) {
 	if served, err := pgDataDirectory(ctx, pg.AdminURL); err != nil || served != filepath.Join(made.dir, "data") {
 		t.Fatalf("serves %q (%v)", served, err)
 	}
+}
+
+// haltedCluster makes a cluster's data directory and halts its server
+// (stopped at the end of t), for ServePostgres to serve again.
+func haltedCluster(t *testing.T, ctx context.Context, cfg PostgresConfig) *Postgres {
+	t.Helper()
+	made, err := StartPostgres(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(made.Stop)
+	if err := made.Halt(); err != nil {
+		t.Fatal(err)
+	}
+	return made
+}
+
+// postgresBin is PostgresBinDir, failing t.
+func postgresBin(t *testing.T) string {
+	t.Helper()
+	bin, err := PostgresBinDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return bin
 }
