@@ -66,6 +66,23 @@ func (a *Agent) KafkaInitProducer(ctx context.Context, id int64, epoch int16) (i
 	return id, epoch, toStatus(err)
 }
 
+// writerMaker is a Producer that tells when every client writing to its
+// open file waits on it (batcher.Batcher.NewWriter).
+type writerMaker interface {
+	NewWriter() *batcher.Writer
+}
+
+// KafkaNewWriter returns the batcher's Writer for one Kafka connection,
+// or nil when the producer keeps none. The connection passes it to
+// KafkaAppend in the context (batcher.WithWriter) and reports each produce
+// request's progress on it; it closes it when the connection ends.
+func (a *Agent) KafkaNewWriter() *batcher.Writer {
+	if wm, ok := a.producer.(writerMaker); ok {
+		return wm.NewWriter()
+	}
+	return nil
+}
+
 // KafkaPending is a Kafka batch handed to the batcher, not yet committed.
 type KafkaPending struct {
 	a     *Agent

@@ -21,7 +21,9 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	m := &metrics{
 		produceLatency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name: "floe_produce_duration_seconds", Help: "Produce request latency until acknowledgement, by gRPC code.",
-			Buckets: prometheus.ExponentialBuckets(0.001, 2, 15)}, []string{"code"}),
+			// Four buckets per doubling (as the batcher's): the p99 of a
+			// linger-bound produce must not read as the next power of two.
+			Buckets: prometheus.ExponentialBucketsRange(0.001, 16.384, 57)}, []string{"code"}),
 		records: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "floe_produced_records_total", Help: "Records acknowledged."}),
 		bytes: prometheus.NewCounter(prometheus.CounterOpts{

@@ -116,10 +116,12 @@ type Batcher struct {
 	ctx    context.Context // cancelled when Close gives up waiting
 	cancel context.CancelFunc
 
-	mu     sync.Mutex // protects cur, queue, closed
+	mu     sync.Mutex // protects cur, queue, closed, busy, ingest and every Writer's state
 	cur    *file
 	queue  []*file // sealed, not yet started
 	closed bool
+	busy   int          // Writers with a request in flight (writers.go)
+	ingest ingestWindow // bytes appended per linger, recently
 
 	wake     chan struct{} // poked when queue grows or on close
 	commitQ  chan *file
@@ -194,14 +196,18 @@ type file struct {
 	body     int       // bytes of batches so far
 	timer    *time.Timer
 	sealedAt time.Time
-	key      string
-	data     []byte
-	order    []*waiter // the batches laid out, in file order
-	uploaded chan uploadResult
-	up       *uploadResult          // the upload's outcome, once the commit goroutine knows it
-	buf      *bufRef                // data's holders: its upload and its commit path
-	commits  []metadata.BatchCommit // its runs, once its commit starts (buildCommits)
-	runs     [][]*waiter
+	// waiting counts the Writers waiting on this file while it is open;
+	// anonymous says it holds a batch of no Writer (writers.go).
+	waiting   int
+	anonymous bool
+	key       string
+	data      []byte
+	order     []*waiter // the batches laid out, in file order
+	uploaded  chan uploadResult
+	up        *uploadResult          // the upload's outcome, once the commit goroutine knows it
+	buf       *bufRef                // data's holders: its upload and its commit path
+	commits   []metadata.BatchCommit // its runs, once its commit starts (buildCommits)
+	runs      [][]*waiter
 }
 
 // fileSize is the size the file will have with one more batch of n bytes.
@@ -234,6 +240,7 @@ func New(cfg Config, store Uploader, committer Committer, opts Options) (*Batche
 		runDone:  make(chan struct{}),
 		commDone: make(chan struct{}),
 	}
+	b.ingest.windowSize = cfg.Linger
 	go b.run()
 	go b.commitLoop()
 	return b, nil
@@ -341,12 +348,14 @@ func (b *Batcher) appendParsed(ctx context.Context, topicID int64, partition int
 	w := &waiter{size: n, batch: batch, lent: done, info: info, records: info.RecordCount, done: make(chan struct{}),
 		idem: info.ProducerID >= 0 && info.BaseSequence >= 0}
 
+	wr := writerFrom(ctx)
 	b.mu.Lock()
 	if b.closed {
 		b.mu.Unlock()
 		b.release(n)
 		return nil, ErrClosed
 	}
+	b.ingest.add(time.Now(), n)
 	if b.cur != nil && b.cur.fileSize(len(batch)) > b.cfg.MaxFileBytes {
 		b.sealLocked(SealSize)
 	}
@@ -373,6 +382,11 @@ func (b *Batcher) appendParsed(ctx context.Context, topicID int64, partition int
 	pb.waiters = append(pb.waiters, w)
 	f.waiters = append(f.waiters, w)
 	f.body += len(batch)
+	if wr != nil {
+		wr.joinLocked(f)
+	} else {
+		f.anonymous = true
+	}
 	switch {
 	case f.fileSize(0) >= b.cfg.MaxFileBytes:
 		b.sealLocked(SealSize)
@@ -399,6 +413,7 @@ const (
 	SealLinger = "linger" // its linger passed
 	SealSize   = "size"   // it reached MaxFileBytes (or the next batch would pass it)
 	SealFlush  = "flush"  // Flush
+	SealWaited = "waited" // every writer waits on it (writers.go)
 	SealClose  = "close"  // Close
 )
 

@@ -48,6 +48,10 @@ type Config struct {
 	// partitions waited on each other's longer transactions and their p99
 	// rose in most runs: raise it where agents do not share partitions.
 	MaxFilesPerCommit int
+	// SealWhenWaited seals the open file before its linger ends once every
+	// client writing to it waits on it, when the recent ingest fills a file
+	// within one linger (writers.go, sealWaited). Default true.
+	SealWhenWaited bool
 }
 
 // DefaultConfig returns the defaults of the design notes.
@@ -60,6 +64,7 @@ func DefaultConfig() Config {
 		UploadTimeout:        10 * time.Second,
 		CommitTimeout:        10 * time.Second,
 		MaxFilesPerCommit:    1,
+		SealWhenWaited:       true,
 	}
 }
 

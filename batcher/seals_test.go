@@ -35,23 +35,7 @@ func TestSealReasonsCounted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	count := func(reason string) float64 {
-		c, err := reg.Gather()
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, f := range c {
-			if f.GetName() != "floe_batcher_seals_total" {
-				continue
-			}
-			for _, s := range f.GetMetric() {
-				if s.GetLabel()[0].GetValue() == reason {
-					return s.GetCounter().GetValue()
-				}
-			}
-		}
-		return -1
-	}
+	count := func(reason string) float64 { return sealCount(t, reg, reason) }
 	wait := func(p *batcher.Pending) {
 		t.Helper()
 		if _, err := p.Wait(ctx); err != nil {
@@ -92,4 +76,24 @@ func TestSealReasonsCounted(t *testing.T) {
 	if got := count(batcher.SealClose); got != 1 {
 		t.Fatalf("close seals %v, want 1", got)
 	}
+}
+
+// sealCount reads floe_batcher_seals_total{reason} from reg (-1: absent).
+func sealCount(t testing.TB, reg prometheus.Gatherer, reason string) float64 {
+	t.Helper()
+	c, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range c {
+		if f.GetName() != "floe_batcher_seals_total" {
+			continue
+		}
+		for _, s := range f.GetMetric() {
+			if s.GetLabel()[0].GetValue() == reason {
+				return s.GetCounter().GetValue()
+			}
+		}
+	}
+	return -1
 }

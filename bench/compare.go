@@ -121,6 +121,12 @@ func RunCompare(ctx context.Context, cfg CompareConfig) (*CompareReport, error) 
 		}
 		cfg.Progress.Note("%s: %s at %s", t.Label, w, rateLabel(rate))
 		r, err := Run(ctx, t.System, rc)
+		if d, ok := t.System.(TopicDropper); ok {
+			// Measured: its data only fills the disk now.
+			if derr := d.DropTopic(ctx, rc.Topic); derr != nil && cfg.Logger != nil {
+				cfg.Logger.Warn("bench: topic of a finished run left behind", "topic", rc.Topic, "err", derr)
+			}
+		}
 		if err != nil {
 			return r, fmt.Errorf("bench: %s %s run: %w", t.System.Name(), w, err)
 		}

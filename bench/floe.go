@@ -121,6 +121,14 @@ func (s *FloeSystem) Setup(ctx context.Context, topic string, partitions int) er
 	return s.closeRouter()
 }
 
+// DropTopic implements TopicDropper.
+func (s *FloeSystem) DropTopic(ctx context.Context, topic string) error {
+	if _, err := s.clients[0].Topics.DeleteTopic(ctx, &floev1.DeleteTopicRequest{Name: topic}); err != nil {
+		return fmt.Errorf("bench: delete topic %s: %w", topic, err)
+	}
+	return nil
+}
+
 // Close implements System.
 func (s *FloeSystem) Close() error {
 	errs := []error{s.closeRouter()}

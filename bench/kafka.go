@@ -97,6 +97,22 @@ func (s *KafkaSystem) Setup(ctx context.Context, topic string, partitions int) e
 	return nil
 }
 
+// DropTopic implements TopicDropper.
+func (s *KafkaSystem) DropTopic(ctx context.Context, topic string) error {
+	resp, err := kadm.NewClient(s.admin).DeleteTopics(ctx, topic)
+	if err == nil {
+		for _, r := range resp {
+			if r.Err != nil && !errors.Is(r.Err, kerr.UnknownTopicOrPartition) {
+				err = r.Err
+			}
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("bench: delete topic %s on %s: %w", topic, s.cfg.Name, err)
+	}
+	return nil
+}
+
 // Close implements System.
 func (s *KafkaSystem) Close() error {
 	s.admin.Close()

@@ -106,3 +106,11 @@ func StampOf(value []byte) (time.Time, bool) {
 	}
 	return time.Unix(0, int64(binary.BigEndian.Uint64(value[0:8]))), true
 }
+
+// TopicDropper is a System that can delete a topic once its run is
+// measured: -systems writes a new topic per run (tens of gigabytes over a
+// comparison at full speed), and drops each after its run so that the
+// disk holds about one run's data, not every run's.
+type TopicDropper interface {
+	DropTopic(ctx context.Context, topic string) error
+}

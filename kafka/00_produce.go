@@ -2,6 +2,7 @@ package kafka
 
 import (
 	"context"
+	"github.com/floe-broker/floe/batcher"
 	"sync"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -49,6 +50,18 @@ func produce(s *Server, cc *conn, r kmsg.Request) func(context.Context) kmsg.Res
 		code = kerr.TransactionalIDAuthorizationFailed.Code
 	}
 	var parts []producePart
+	// The batcher learns where this connection stands: a request in
+	// flight, its batches appended, its answer made (writers.go there: a
+	// file every writer waits on is sealed without lingering on).
+	cc.writer.Begin()
+	appended := false
+	defer func() {
+		if !appended { // a panic below: the connection closes, the writer with it
+			cc.writer.Appended()
+			cc.writer.End()
+		}
+	}()
+	actx := batcher.WithWriter(cc.ctx, cc.writer)
 	for ti, rt := range req.Topics {
 		st := kmsg.NewProduceResponseTopic()
 		st.Topic = rt.Topic
@@ -58,7 +71,7 @@ func produce(s *Server, cc *conn, r kmsg.Request) func(context.Context) kmsg.Res
 			sp.BaseOffset, sp.LogAppendTime, sp.LogStartOffset = -1, -1, -1
 			sp.ErrorCode = code
 			if code == 0 {
-				p, err := s.be.KafkaAppend(cc.ctx, rt.Topic, rp.Partition, rp.Records)
+				p, err := s.be.KafkaAppend(actx, rt.Topic, rp.Partition, rp.Records)
 				if err != nil {
 					sp.ErrorCode, sp.ErrorMessage = errCode(err), errMessage(err)
 				} else {
@@ -68,6 +81,11 @@ func produce(s *Server, cc *conn, r kmsg.Request) func(context.Context) kmsg.Res
 			st.Partitions = append(st.Partitions, sp)
 		}
 		resp.Topics = append(resp.Topics, st)
+	}
+	appended = true
+	cc.writer.Appended()
+	if req.Acks == 0 {
+		cc.writer.End() // the client waits for no answer
 	}
 	return func(ctx context.Context) kmsg.Response {
 		// Whatever becomes of the connection, the batches appended are
@@ -91,6 +109,7 @@ func produce(s *Server, cc *conn, r kmsg.Request) func(context.Context) kmsg.Res
 		if req.Acks == 0 {
 			return nil
 		}
+		cc.writer.End()
 		return resp
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/floe-broker/floe/batcher"
 	"io"
 	"net"
 	"runtime/debug"
@@ -29,6 +30,9 @@ type conn struct {
 	clientID string
 
 	sasl connAuth // SASL state and principal (conn_auth.go)
+	// writer is the batcher's view of this connection's produce requests
+	// (set by serve before reading; nil: the backend keeps none).
+	writer *batcher.Writer
 	// closeAfter, set by a handler's synchronous part (on the reader),
 	// closes the connection once that request is answered.
 	closeAfter bool
@@ -70,6 +74,8 @@ func (c *conn) serve(srvCtx context.Context) {
 	ctx, cancel := context.WithCancel(srvCtx)
 	defer cancel()
 	c.ctx = ctx
+	c.writer = c.s.be.KafkaNewWriter()
+	defer c.writer.Close()
 	stop := context.AfterFunc(ctx, func() { c.nc.Close() })
 	defer stop()
 	queue := make(chan *inflight, c.s.cfg.MaxInFlight)
@@ -81,6 +87,9 @@ func (c *conn) serve(srvCtx context.Context) {
 		c.write(ctx, cancel, queue, budget, respBudget)
 	}()
 	err := c.read(ctx, srvCtx, queue, budget, respBudget, &wg)
+	// No request follows: the batcher no longer waits for this
+	// connection's batches (its requests in flight are still answered).
+	c.writer.Close()
 	close(queue)
 	switch {
 	case err == nil, errors.Is(err, io.EOF), ctx.Err() != nil, errors.Is(err, net.ErrClosed):

@@ -78,6 +78,12 @@ func startBrokerWith(t testing.TB, meta metadata.Store, store objectstore.Store,
 	o.Batcher.Linger = 5 * time.Millisecond
 	o.Agent.PollInterval = 200 * time.Millisecond
 	o.AgentOptions = aopts
+	return startBrokerAgent(t, meta, store, o, mutate, opts, wrap)
+}
+
+// startBrokerAgent is startBrokerWith with the agent's whole options.
+func startBrokerAgent(t testing.TB, meta metadata.Store, store objectstore.Store, o agenttest.Options, mutate func(*kafka.Config), opts kafka.Options, wrap func(net.Listener) net.Listener) *broker {
+	t.Helper()
 	a := agenttest.Start(t, meta, store, o)
 	kcfg := kafka.DefaultConfig()
 	kcfg.MinSessionTimeout = time.Second

@@ -2,6 +2,7 @@ package kafka
 
 import (
 	"errors"
+	"github.com/floe-broker/floe/batcher"
 	"strings"
 	"testing"
 	"time"
@@ -97,6 +98,9 @@ func testCoordinator(t *testing.T) *coordinator {
 
 // nopBackend satisfies Backend for coordinator tests (never called).
 type nopBackend struct{ Backend }
+
+// KafkaNewWriter keeps no writer (every connection asks for one).
+func (nopBackend) KafkaNewWriter() *batcher.Writer { return nil }
 
 func joinReq(member string) joinRequest {
 	return joinRequest{group: "g", memberID: member, protocolType: "consumer", clientID: "c",

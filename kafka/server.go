@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/floe-broker/floe/batcher"
 	"log/slog"
 	"net"
 	"sync"
@@ -33,6 +34,10 @@ type Backend interface {
 	// KafkaExpireProducerEpochs forgets at most limit producer ids not
 	// bumped for after (metadata.ProducerStore.ExpireProducerEpochs).
 	KafkaExpireProducerEpochs(ctx context.Context, after time.Duration, limit int) (int, error)
+	// KafkaNewWriter is the batcher's view of one connection's produce
+	// requests (nil: none kept); KafkaAppend finds it in its context
+	// (batcher.WithWriter).
+	KafkaNewWriter() *batcher.Writer
 	KafkaAppend(ctx context.Context, topic string, partition int32, batch []byte) (*agent.KafkaPending, error)
 	KafkaRead(ctx context.Context, topicID int64, partition int32, offset int64, maxBytes int) (agent.KafkaBatches, error)
 	KafkaReadHeld(ctx context.Context, topicID int64, partition int32, offset int64, maxBytes int) (agent.KafkaHeld, error)

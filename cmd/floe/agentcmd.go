@@ -50,6 +50,7 @@ func serverConfigOf(c Config, stderr io.Writer) serverConfig {
 	sc.Batcher.CommitTimeout = b.CommitTimeout
 	sc.Batcher.UploadTimeout = b.UploadTimeout
 	sc.Batcher.MaxFilesPerCommit = b.MaxFilesPerCommit
+	sc.Batcher.SealWhenWaited = b.SealWhenWaited
 	sc.Agent.MaxFetchRecords = a.MaxFetchRecords
 	sc.Agent.MaxLoadingBytes = a.MaxLoadingBytes
 	sc.Agent.ReadaheadBytes = a.ReadaheadBytes

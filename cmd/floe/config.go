@@ -71,6 +71,8 @@ type BatcherSettings struct {
 	UploadTimeout    time.Duration `yaml:"upload_timeout" flag:"upload-timeout" check:"positive" help:"bound of one file's upload, all attempts included; past it its producers fail (retry safely)"`
 	// MaxFilesPerCommit bounds the uploaded files one metadata transaction commits together.
 	MaxFilesPerCommit int `yaml:"max_files_per_commit" flag:"max-files-per-commit" check:"positive" help:"most uploaded files waiting that one metadata transaction commits together (1 to 64; 1: one file per commit; see docs/benchmarks.md before raising it with agents that share partitions)"`
+	// SealWhenWaited seals a file before its linger once every Kafka client writing to it waits on it.
+	SealWhenWaited bool `yaml:"seal_when_waited" flag:"seal-when-waited" help:"seal a file before its linger ends once every Kafka connection writing to it has all its produce requests waiting on it, while the recent ingest fills a file within one linger (lingering on would only hold the records in the clients); false: always wait out the linger"`
 }
 
 // AgentSettings are the agent's limits (package agent).
@@ -191,7 +193,7 @@ func DefaultServerConfig(command string) Config {
 			HTTPIdleTimeout: defaultHTTPLimits.IdleTimeout, HTTPMaxInFlight: defaultHTTPLimits.MaxInFlight},
 		Log: LogSettings{Level: "info", Format: "text"},
 		Batcher: BatcherSettings{Linger: bd.Linger, MaxFileBytes: bd.MaxFileBytes, MaxBufferedBytes: bd.MaxBufferedBytes,
-			CommitTimeout: bd.CommitTimeout, UploadTimeout: bd.UploadTimeout, MaxFilesPerCommit: bd.MaxFilesPerCommit},
+			CommitTimeout: bd.CommitTimeout, UploadTimeout: bd.UploadTimeout, MaxFilesPerCommit: bd.MaxFilesPerCommit, SealWhenWaited: bd.SealWhenWaited},
 		Agent: AgentSettings{CacheBytes: ad.CacheBytes, MaxRecordBytes: ad.MaxRecordBytes, MaxFetchBytes: ad.MaxFetchBytes,
 			MaxFetchRecords: ad.MaxFetchRecords, MaxLoadingBytes: ad.MaxLoadingBytes, ReadaheadBytes: ad.ReadaheadBytes,
 			ReplayBytesPerSecond: ad.ReplayBytesPerSecond, ReplayMinLagRecords: ad.ReplayMinLagRecords,
