@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"bytes"
 	"sync"
 
 	"github.com/floe-broker/floe/readpath"
@@ -37,23 +38,26 @@ func (h *holds) cached(c *readpath.Cache, key string) (data []byte, verified, ok
 	return b.Bytes(), b.Verified(), true
 }
 
-// adopt adds b, held by the caller, to h (nil b: nothing to hold); with
-// a nil or released h the buffer is pinned instead.
-func (h *holds) adopt(b *readpath.Buf) {
+// adopt adds b, held by the caller, to h (nil b: nothing to hold) and
+// returns data, b's bytes; with a nil or released h the buffer is pinned
+// instead, and what it returns is b's pinned bytes (a copy for a mapped
+// buffer: readpath.Buf.PinnedBytes).
+func (h *holds) adopt(b *readpath.Buf, data []byte) []byte {
 	if b == nil {
-		return
+		return data
 	}
 	if h != nil {
 		h.mu.Lock()
 		if !h.done {
 			h.bufs = append(h.bufs, b)
 			h.mu.Unlock()
-			return
+			return data
 		}
 		h.mu.Unlock()
 	}
-	b.Pin()
+	data = b.PinnedBytes()
 	b.Release()
+	return data
 }
 
 // release lets go of every buffer held; calls after the first do nothing.
@@ -65,6 +69,35 @@ func (h *holds) release() {
 	bufs := h.bufs
 	h.bufs, h.done = nil, true
 	h.mu.Unlock()
+	for _, b := range bufs {
+		b.Release()
+	}
+}
+
+// keepOut ends a read for a caller that keeps no holds (readRange): the
+// batches out[idx] read through h's buffers stay valid for good — the
+// buffers pinned, or, for a mapped buffer (readpath.Buf.Mapped), only the
+// batches copied out of it (pinning would keep the mapping for the
+// agent's life, copying the whole file would cost a file per read) — and
+// h lets go.
+func (h *holds) keepOut(out [][]byte, idx []int) {
+	h.mu.Lock()
+	bufs := h.bufs
+	h.bufs, h.done = nil, true
+	h.mu.Unlock()
+	mapped := false
+	for _, b := range bufs {
+		if b.Mapped() {
+			mapped = true
+		} else {
+			b.Pin()
+		}
+	}
+	if mapped {
+		for _, i := range idx {
+			out[i] = bytes.Clone(out[i])
+		}
+	}
 	for _, b := range bufs {
 		b.Release()
 	}

@@ -35,7 +35,8 @@ const maxCoalesceGap = 1 << 20
 // covers the batches: their own CRCs need no second check); bytes of a
 // ranged read, or of a file cached unchecked, are not. It is the one way
 // fetch, subscribe and the batch data plane read the log. The bytes of
-// cached files are pinned (readpath.Cache.Get): readRangeHeld is the read
+// cached files are pinned (readpath.Cache.Get; batches of a mapped file
+// are copied out instead: holds.keepOut): readRangeHeld is the read
 // that holds them instead, for answers that reference them until sent.
 // Below the raw log start, the topic's table serves (readTable, table.go).
 func (a *Agent) readRange(ctx context.Context, topicID int64, partition int32, offset int64, maxBytes int) (refs []metadata.BatchRef, raw [][]byte, verified []bool, st metadata.PartitionState, err error) {
@@ -150,6 +151,13 @@ func wholeFile(refs []metadata.BatchRef, idx []int, cacheFileMax int64, cacheOn 
 // readFile reads the batches idx of refs, all in file key, into out; ver
 // gets whether each came from a whole file verified when read.
 func (a *Agent) readFile(ctx context.Context, h *holds, key string, refs []metadata.BatchRef, idx []int, out [][]byte, ver []bool, readers int) error {
+	if h == nil {
+		// A read without holds: hold while reading, then keep what was read.
+		tmp := &holds{}
+		err := a.readFile(ctx, tmp, key, refs, idx, out, ver, readers)
+		tmp.keepOut(out, idx)
+		return err
+	}
 	data, verified, ok := h.cached(a.cache, key)
 	if ok {
 		a.m.cacheHit()
@@ -162,8 +170,7 @@ func (a *Agent) readFile(ctx context.Context, h *holds, key string, refs []metad
 		if err != nil {
 			return fmt.Errorf("agent: read file %s: %w", key, err)
 		}
-		h.adopt(b)
-		data, verified, ok = d, v, true
+		data, verified, ok = h.adopt(b, d), v, true
 	}
 	if ok {
 		// The footer must describe each run as the metadata does: an

@@ -21,6 +21,25 @@ import (
 // MaxMessageBytes is the largest answer the client accepts.
 const MaxMessageBytes = 64 << 20
 
+// The connection's receive side, for answers of MiBs (a catch-up read):
+// gRPC's defaults (a 32 KiB read buffer, 64 KiB windows grown by its BDP
+// estimate, which stays small on a fast link) made the client read 32 KiB
+// per syscall and answer every few frames with a WINDOW_UPDATE.
+const (
+	// ReadBufferBytes is what one read from the socket takes at most:
+	// a quarter of gRPC's read syscalls, still small enough that the
+	// frames copied out of it come from the core's cache (1 MiB made that
+	// copy slower than the syscalls it saved).
+	ReadBufferBytes = 128 << 10
+	// StreamWindowBytes is a stream's flow-control window: what the agent
+	// may send a stream ahead of the client's reading, so about one
+	// subscribe answer. Setting it turns gRPC's BDP window growth off.
+	StreamWindowBytes = 4 << 20
+	// ConnWindowBytes is the connection's window, shared by its streams:
+	// it bounds what a connection holds unread.
+	ConnWindowBytes = 16 << 20
+)
+
 // KeepaliveTime is how long a connection with streams open may be silent
 // before the client pings, and KeepaliveTimeout how long it then waits for
 // the answer before it drops the connection (its streams fail with
@@ -59,6 +78,8 @@ func Dial(addr string, opts ...grpc.DialOption) (*Client, error) {
 	opts = append([]grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials()), // WithTLS, later, replaces it
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(MaxMessageBytes), grpc.ForceCodecV2(grpcwire.NewCodec(pool))),
 		experimental.WithBufferPool(pool),
+		grpc.WithReadBufferSize(ReadBufferBytes),
+		grpc.WithInitialWindowSize(StreamWindowBytes), grpc.WithInitialConnWindowSize(ConnWindowBytes),
 		grpc.WithKeepaliveParams(keepalive.ClientParameters{Time: KeepaliveTime, Timeout: KeepaliveTimeout})}, opts...)
 	conn, err := grpc.NewClient(addr, opts...)
 	if err != nil {

@@ -154,7 +154,8 @@ func syncDir(dir string) error {
 	return cerr
 }
 
-// Get implements Store.
+// Get implements Store. Under WithMapping, a range of at least
+// MinMappedBytes is mapped instead of read (mapped.go).
 func (d *Dir) Get(ctx context.Context, key string, off, length int64) ([]byte, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -181,6 +182,16 @@ func (d *Dir) Get(ctx context.Context, key string, off, length int64) ([]byte, e
 	start, end, err := clampRange(fi.Size(), off, length)
 	if err != nil {
 		return nil, err
+	}
+	if keep := mappingOf(ctx); keep != nil && end-start >= MinMappedBytes {
+		// The file never changes once in place (Put writes a temporary
+		// file and renames or links it), so a mapping of it stays valid,
+		// also after a Delete unlinks it.
+		if b, release, err := mapRange(f, start, end); err == nil {
+			keep(release)
+			return b, nil
+		}
+		// No mapping (a platform or file system without): read.
 	}
 	buf := Buffer(ctx, int(end-start))
 	if _, err := io.ReadFull(io.NewSectionReader(f, start, end-start), buf); err != nil {

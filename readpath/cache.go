@@ -1,6 +1,7 @@
 package readpath
 
 import (
+	"bytes"
 	"container/list"
 	"sync"
 	"sync/atomic"
@@ -39,6 +40,7 @@ type Buf struct {
 	verified bool // the whole file's checksums held when it was read (AddVerified)
 	refs     atomic.Int32
 	pinned   atomic.Bool  // handed out without a hold (Get): never handed back
+	mapped   bool         // a mapping of the store's file (AddVerifiedMapped): pinning it would keep it mapped forever
 	free     func([]byte) // called once the last holder lets go (nil: none)
 	cache    *Cache       // poison switch and handed-back count
 }
@@ -125,33 +127,36 @@ func (c *Cache) Get(key string) ([]byte, bool) {
 }
 
 // GetVerified is Get, also reporting whether the file was added with
-// AddVerified.
+// AddVerified. A mapped file (AddVerifiedMapped) is returned as a copy.
 func (c *Cache) GetVerified(key string) ([]byte, bool, bool) {
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	el, ok := c.items[key]
 	if !ok {
+		c.mu.Unlock()
 		return nil, false, false
 	}
 	c.order.MoveToFront(el)
 	b := el.Value.(*cacheItem).buf
-	b.pinned.Store(true)
-	return b.data, b.verified, true
+	b.Hold() // the cache holds it: refs > 0 here
+	c.mu.Unlock()
+	data := b.PinnedBytes()
+	b.Release()
+	return data, b.verified, true
 }
 
 // Add caches data under key (data must not be modified afterwards).
-func (c *Cache) Add(key string, data []byte) { c.add(key, data, false, nil, false) }
+func (c *Cache) Add(key string, data []byte) { c.add(key, data, false, nil, false, false) }
 
 // AddVerified is Add for a whole file whose checksums (logfile.ReadIndex:
 // the body CRC-32C covers every batch) held when it was read: readers of
 // its batches may skip their per-batch CRCs.
-func (c *Cache) AddVerified(key string, data []byte) { c.add(key, data, true, nil, false) }
+func (c *Cache) AddVerified(key string, data []byte) { c.add(key, data, true, nil, false, false) }
 
 // AddOwned is Add for a buffer the caller wants back: free(data) is called
 // once the file has left the cache and its last reader has let go — at
 // once when it is not cached (too large, or already cached).
 func (c *Cache) AddOwned(key string, data []byte, free func([]byte)) {
-	c.add(key, data, false, free, false)
+	c.add(key, data, false, free, false, false)
 }
 
 // AddVerifiedOwned is AddVerified for a buffer the caller wants back, as
@@ -159,15 +164,39 @@ func (c *Cache) AddOwned(key string, data []byte, free func([]byte)) {
 // it (Pin) before handing its bytes out without holds, and then releases
 // it.
 func (c *Cache) AddVerifiedOwned(key string, data []byte, free func([]byte)) *Buf {
-	return c.add(key, data, true, free, true)
+	return c.add(key, data, true, free, true, false)
+}
+
+// AddVerifiedMapped is AddVerifiedOwned for a mapping of the store's file
+// (objectstore.WithMapping): unmap is called once the file has left the
+// cache and its last holder has let go. Bytes handed out without holds
+// (Get, PinnedBytes) are copies: a pinned mapping would stay mapped for
+// the agent's life.
+func (c *Cache) AddVerifiedMapped(key string, data []byte, unmap func()) *Buf {
+	return c.add(key, data, true, func([]byte) { unmap() }, true, true)
 }
 
 // Pin marks the buffer as handed out without holds: it is never handed
-// back. Only a holder may call it.
+// back. Only a holder may call it. A mapped buffer (AddVerifiedMapped)
+// then stays mapped for good: use PinnedBytes.
 func (b *Buf) Pin() { b.pinned.Store(true) }
 
-func (c *Cache) add(key string, data []byte, verified bool, free func([]byte), hold bool) *Buf {
-	b := &Buf{data: data, verified: verified, free: free, cache: c}
+// PinnedBytes returns the file's bytes for a holder that hands them out
+// without holds: the buffer itself, pinned (Pin), or, for a mapped buffer,
+// a copy on the heap. The caller still releases its hold.
+func (b *Buf) PinnedBytes() []byte {
+	if b.mapped {
+		return bytes.Clone(b.data)
+	}
+	b.Pin()
+	return b.data
+}
+
+// Mapped reports whether the buffer is a mapping of the store's file.
+func (b *Buf) Mapped() bool { return b.mapped }
+
+func (c *Cache) add(key string, data []byte, verified bool, free func([]byte), hold, mapped bool) *Buf {
+	b := &Buf{data: data, verified: verified, free: free, cache: c, mapped: mapped}
 	b.refs.Store(1) // the cache's hold
 	if hold {
 		b.refs.Add(1) // the caller's

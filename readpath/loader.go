@@ -76,11 +76,12 @@ func NewLoader(store ObjectReader, cache *Cache, cfg Config) *Loader {
 // its load, and caches it. size is the file's size from the metadata.
 // verified reports that the file's checksums held when it was read (a load
 // checks them; a cached file tells, see Cache.AddVerified). The bytes are
-// pinned (see Cache): FileHeld is the read that holds them instead.
+// pinned (see Cache; a mapped file's are a copy): FileHeld is the read
+// that holds them instead.
 func (l *Loader) File(ctx context.Context, key string, size int64) (data []byte, verified bool, err error) {
 	data, verified, b, err := l.FileHeld(ctx, key, size)
 	if b != nil {
-		b.Pin()
+		data = b.PinnedBytes()
 		b.Release()
 	}
 	return data, verified, err
@@ -186,8 +187,10 @@ func (l *Loader) leave(key string, ld *load, take bool) *Buf {
 // run performs a whole-file load within the memory bound and caches the
 // file once its checksums hold (logfile.ReadIndex checks the trailer,
 // footer and body CRC-32C); a file failing them is data loss, not cached.
-// The file is read into a buffer of the loader's pool, which the cache
-// hands back once the file has left it and its last holder has let go;
+// The file is read into a buffer of the loader's pool (or mapped by a
+// store that keeps it in a local file: objectstore.WithMapping), which
+// the cache hands back (unmaps) once the file has left it and its last
+// holder has let go;
 // the load holds it until each reader waiting for it has taken a hold of
 // its own (leave).
 func (l *Loader) run(ctx context.Context, key string, size int64, ld *load) {
@@ -195,12 +198,14 @@ func (l *Loader) run(ctx context.Context, key string, size int64, ld *load) {
 	defer ld.cancel()
 	var (
 		data, buf []byte
+		unmap     func() // the store mapped the file (objectstore.WithMapping)
 		err       error
 	)
 	ctx = objectstore.WithBuffers(ctx, func(n int) []byte {
 		buf = l.pool.get(n)
 		return buf
 	})
+	ctx = objectstore.WithMapping(ctx, func(release func()) { unmap = release })
 	if ld.prefetch {
 		data, err = l.tryGet(ctx, key, size)
 	} else {
@@ -218,6 +223,10 @@ func (l *Loader) run(ctx context.Context, key string, size int64, ld *load) {
 	}
 	var b *Buf
 	switch {
+	case err == nil && unmap != nil:
+		b = l.cache.AddVerifiedMapped(key, data, unmap)
+	case unmap != nil:
+		unmap() // failed: nobody saw it
 	case err == nil && objectstore.OwnBuffer(data, buf):
 		b = l.cache.AddVerifiedOwned(key, data, l.pool.put)
 	case err == nil:
