@@ -30,7 +30,8 @@ func newFilePool(maxIdle int64) *filePool { return &filePool{max: maxIdle} }
 
 // get returns a buffer of length n: an idle one with room for n that
 // wastes at most an eighth of n plus filePoolStep (the cache counts a file
-// by its length), else a fresh one.
+// by its buffer's capacity: what it wastes is room cached files lose),
+// else a fresh one.
 func (p *filePool) get(n int) []byte {
 	if n <= 0 {
 		return make([]byte, n)
