@@ -15,7 +15,7 @@ import (
 // that is always safe.
 
 // bufPool holds file buffers nobody references, bounded in count and
-// bytes. A buffer serves a file only if it is not much larger (fits): the
+// bytes. A buffer serves a file only if it is not much larger (BufferFits): the
 // file's buffer then lives on in the read cache, which holds all of it,
 // and a pool that handed its largest buffers to every file kept the
 // cache's memory at the size of the largest files ever written (at linger
@@ -24,36 +24,59 @@ type bufPool struct {
 	maxBufs  int
 	maxBytes int
 
-	mu    sync.Mutex // protects free and bytes
-	free  [][]byte   // oldest first
-	bytes int
+	mu     sync.Mutex // protects free, bytes and reused
+	free   [][]byte   // oldest first
+	bytes  int
+	reused int // gets served by an idle buffer
 }
 
 func newBufPool(maxBufs, maxBytes int) *bufPool {
 	return &bufPool{maxBufs: maxBufs, maxBytes: maxBytes}
 }
 
-// fits reports whether a buffer of capacity c may hold a file of n bytes:
-// it has room and wastes at most an eighth of n.
-func fits(c, n int) bool { return c >= n && c-n <= n/8 }
+// BufferCap is the capacity of a fresh buffer for a file of n bytes: n
+// rounded up to a multiple of its step (bufferStep), so that the files of
+// about the same size that follow can reuse it.
+func BufferCap(n int) int {
+	step := bufferStep(n)
+	return (n + step - 1) / step * step
+}
 
-// get returns an empty buffer with room for n bytes, the smallest that
-// fits, or nil if the pool has none.
+// BufferFits reports whether a buffer of capacity c may hold a file of n
+// bytes: it has room and wastes at most an eighth of n plus n's step, a
+// quarter of n at most. The batcher's file buffers and the agent's loaded
+// files (package readpath) follow this rule: the read cache counts a file
+// by its buffer's capacity.
+func BufferFits(c, n int) bool { return c >= n && c-n <= n/8+bufferStep(n) }
+
+// bufferStep is the largest power of two at most n/8, 256 KiB at most (1
+// at least).
+func bufferStep(n int) int {
+	step := 256 << 10
+	for step > 1 && step > n/8 {
+		step /= 2
+	}
+	return step
+}
+
+// get returns an empty buffer with room for n bytes: the smallest idle
+// one that fits, else a fresh one of BufferCap(n).
 func (p *bufPool) get(n int) []byte {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	best := -1
 	for i, b := range p.free {
-		if fits(cap(b), n) && (best < 0 || cap(b) < cap(p.free[best])) {
+		if BufferFits(cap(b), n) && (best < 0 || cap(b) < cap(p.free[best])) {
 			best = i
 		}
 	}
 	if best < 0 {
-		return nil
+		return make([]byte, 0, BufferCap(n))
 	}
 	b := p.free[best]
 	p.free = append(p.free[:best], p.free[best+1:]...)
 	p.bytes -= cap(b)
+	p.reused++
 	return b[:0]
 }
 

@@ -3,6 +3,8 @@ package readpath
 import (
 	"sync"
 	"sync/atomic"
+
+	"github.com/floe-broker/floe/batcher"
 )
 
 // filePool keeps the buffers of whole files that have left the read cache
@@ -22,37 +24,21 @@ type filePool struct {
 	free [][]byte
 }
 
-// filePoolStep rounds a fresh buffer's capacity up, so that files of about
-// the same size share buffers: to a multiple of 256 KiB, or for a file
-// under 2 MiB of the largest power of two (at least 4 KiB) that is at most
-// an eighth of it (a 100 KiB file of a low-linger agent in a 256 KiB
-// buffer would cost the cache 2.5 times its size).
-const filePoolStep = 256 << 10
-
-// poolStep is the rounding step of a fresh buffer for n bytes.
-func poolStep(n int) int {
-	step := filePoolStep
-	for step > 4<<10 && step > n/8 {
-		step /= 2
-	}
-	return step
-}
-
 func newFilePool(maxIdle int64) *filePool { return &filePool{max: maxIdle} }
 
-// get returns a buffer of length n: an idle one with room for n that
-// wastes at most an eighth of n plus its step (the cache counts a file
-// by its buffer's capacity: what it wastes is room cached files lose),
-// else a fresh one.
+// get returns a buffer of length n: an idle one that fits it
+// (batcher.BufferFits, the batcher's rule: the cache counts a file by its
+// buffer's capacity, and what a buffer wastes is room cached files lose),
+// else a fresh one of batcher.BufferCap(n).
 func (p *filePool) get(n int) []byte {
 	if n <= 0 {
 		return make([]byte, n)
 	}
 	if p.max > 0 {
 		p.mu.Lock()
-		best, most := -1, n+n/8+poolStep(n)
+		best := -1
 		for i, b := range p.free {
-			if c := cap(b); c >= n && c <= most && (best < 0 || c < cap(p.free[best])) {
+			if c := cap(b); batcher.BufferFits(c, n) && (best < 0 || c < cap(p.free[best])) {
 				best = i
 			}
 		}
@@ -68,8 +54,7 @@ func (p *filePool) get(n int) []byte {
 		}
 		p.mu.Unlock()
 	}
-	step := poolStep(n)
-	return make([]byte, n, (n+step-1)/step*step)
+	return make([]byte, n, batcher.BufferCap(n))
 }
 
 // put keeps b for a later get, unless the pool is full.

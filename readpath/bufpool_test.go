@@ -2,6 +2,10 @@ package readpath
 
 import "testing"
 
+// filePoolStep is the largest step a fresh buffer's capacity is rounded
+// up by (batcher.BufferCap).
+const filePoolStep = 256 << 10
+
 func TestFilePoolReusesWithinBounds(t *testing.T) {
 	p := newFilePool(20 << 20)
 	a := p.get(8 << 20)
