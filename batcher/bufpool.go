@@ -15,60 +15,85 @@ import (
 // that is always safe.
 
 // bufPool holds file buffers nobody references, bounded in count and
-// bytes.
+// bytes. A buffer serves a file only if it is not much larger (BufferFits): the
+// file's buffer then lives on in the read cache, which holds all of it,
+// and a pool that handed its largest buffers to every file kept the
+// cache's memory at the size of the largest files ever written (at linger
+// 20 ms: 560 MiB of buffers behind 256 MiB of files, docs/benchmarks.md).
 type bufPool struct {
 	maxBufs  int
 	maxBytes int
 
-	mu    sync.Mutex // protects free and bytes
-	free  [][]byte
-	bytes int
+	mu     sync.Mutex // protects free, bytes and reused
+	free   [][]byte   // oldest first
+	bytes  int
+	reused int // gets served by an idle buffer
 }
 
 func newBufPool(maxBufs, maxBytes int) *bufPool {
 	return &bufPool{maxBufs: maxBufs, maxBytes: maxBytes}
 }
 
-// get returns an empty buffer with room for n bytes, or nil if the pool
-// has none that large.
+// BufferCap is the capacity of a fresh buffer for a file of n bytes: n
+// rounded up to a multiple of its step (bufferStep), so that the files of
+// about the same size that follow can reuse it.
+func BufferCap(n int) int {
+	step := bufferStep(n)
+	return (n + step - 1) / step * step
+}
+
+// BufferFits reports whether a buffer of capacity c may hold a file of n
+// bytes: it has room and wastes at most an eighth of n plus n's step, a
+// quarter of n at most. The batcher's file buffers and the agent's loaded
+// files (package readpath) follow this rule: the read cache counts a file
+// by its buffer's capacity.
+func BufferFits(c, n int) bool { return c >= n && c-n <= n/8+bufferStep(n) }
+
+// bufferStep is the largest power of two at most n/8, 256 KiB at most (1
+// at least).
+func bufferStep(n int) int {
+	step := 256 << 10
+	for step > 1 && step > n/8 {
+		step /= 2
+	}
+	return step
+}
+
+// get returns an empty buffer with room for n bytes: the smallest idle
+// one that fits, else a fresh one of BufferCap(n).
 func (p *bufPool) get(n int) []byte {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	for i := len(p.free) - 1; i >= 0; i-- {
-		if b := p.free[i]; cap(b) >= n {
-			p.free = append(p.free[:i], p.free[i+1:]...)
-			p.bytes -= cap(b)
-			return b[:0]
+	best := -1
+	for i, b := range p.free {
+		if BufferFits(cap(b), n) && (best < 0 || cap(b) < cap(p.free[best])) {
+			best = i
 		}
 	}
-	return nil
+	if best < 0 {
+		return make([]byte, 0, BufferCap(n))
+	}
+	b := p.free[best]
+	p.free = append(p.free[:best], p.free[best+1:]...)
+	p.bytes -= cap(b)
+	p.reused++
+	return b[:0]
 }
 
-// put keeps b for reuse, unless the pool is full (then b goes to the
-// garbage collector). The caller must hold the last reference to b.
+// put keeps b for reuse, making room by dropping the oldest buffers (the
+// newest are the size of the files written now); b goes to the garbage
+// collector if it alone passes maxBytes. The caller must hold the last
+// reference to b.
 func (p *bufPool) put(b []byte) {
-	if cap(b) == 0 {
+	if cap(b) == 0 || cap(b) > p.maxBytes || p.maxBufs < 1 {
 		return
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if len(p.free) >= p.maxBufs || p.bytes+cap(b) > p.maxBytes {
-		// Make room by dropping the smallest if b is larger: large
-		// buffers serve every file.
-		if len(p.free) == 0 {
-			return
-		}
-		small := 0
-		for i, f := range p.free {
-			if cap(f) < cap(p.free[small]) {
-				small = i
-			}
-		}
-		if cap(p.free[small]) >= cap(b) || p.bytes-cap(p.free[small])+cap(b) > p.maxBytes {
-			return
-		}
-		p.bytes -= cap(p.free[small])
-		p.free = append(p.free[:small], p.free[small+1:]...)
+	for len(p.free) > 0 && (len(p.free) >= p.maxBufs || p.bytes+cap(b) > p.maxBytes) {
+		p.bytes -= cap(p.free[0])
+		p.free[0] = nil // not kept alive by the slice's array
+		p.free = p.free[1:]
 	}
 	p.free = append(p.free, b)
 	p.bytes += cap(b)

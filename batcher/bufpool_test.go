@@ -189,3 +189,31 @@ func (s *stuckStore) Put(ctx context.Context, key string, data []byte, o objects
 	}
 	return s.Store.Put(ctx, key, data, o)
 }
+
+// A released buffer serves only files it fits: after a large file, the
+// small ones that follow are not laid out in its buffer (the read cache
+// would hold all of it for each), so every committed file's Data wastes
+// at most a quarter of its length (batcher.BufferFits; and the one index
+// entry the layout reserves room for beyond the file).
+func TestFileBufferFitsTheFile(t *testing.T) {
+	e := newPoolEnv(t, fastConfig(), true)
+	for i, records := range []int{5000, 20, 20, 20} {
+		pd, err := e.b.Append(context.Background(), e.topic.ID, 0, batch(t, records, string(rune('a'+i))))
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.b.Flush()
+		if _, err := pd.Wait(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	files := e.checkFiles(t)
+	if len(files) != 4 {
+		t.Fatalf("%d files committed, want 4", len(files))
+	}
+	for i, f := range files {
+		if n := len(f.Data); cap(f.Data) > n+n/4+4+logfile.EntrySize {
+			t.Errorf("file %d: %d bytes in a buffer of %d", i, n, cap(f.Data))
+		}
+	}
+}

@@ -3,6 +3,8 @@ package readpath
 import (
 	"sync"
 	"sync/atomic"
+
+	"github.com/floe-broker/floe/batcher"
 )
 
 // filePool keeps the buffers of whole files that have left the read cache
@@ -22,15 +24,12 @@ type filePool struct {
 	free [][]byte
 }
 
-// filePoolStep rounds a fresh buffer's capacity up, so that files of about
-// the same size share buffers.
-const filePoolStep = 256 << 10
-
 func newFilePool(maxIdle int64) *filePool { return &filePool{max: maxIdle} }
 
-// get returns a buffer of length n: an idle one with room for n that
-// wastes at most an eighth of n plus filePoolStep (the cache counts a file
-// by its length), else a fresh one.
+// get returns a buffer of length n: an idle one that fits it
+// (batcher.BufferFits, the batcher's rule: the cache counts a file by its
+// buffer's capacity, and what a buffer wastes is room cached files lose),
+// else a fresh one of batcher.BufferCap(n).
 func (p *filePool) get(n int) []byte {
 	if n <= 0 {
 		return make([]byte, n)
@@ -39,7 +38,7 @@ func (p *filePool) get(n int) []byte {
 		p.mu.Lock()
 		best := -1
 		for i, b := range p.free {
-			if c := cap(b); c >= n && c <= n+n/8+filePoolStep && (best < 0 || c < cap(p.free[best])) {
+			if c := cap(b); batcher.BufferFits(c, n) && (best < 0 || c < cap(p.free[best])) {
 				best = i
 			}
 		}
@@ -55,8 +54,7 @@ func (p *filePool) get(n int) []byte {
 		}
 		p.mu.Unlock()
 	}
-	c := (n + filePoolStep - 1) / filePoolStep * filePoolStep
-	return make([]byte, n, c)
+	return make([]byte, n, batcher.BufferCap(n))
 }
 
 // put keeps b for a later get, unless the pool is full.

@@ -10,6 +10,11 @@ import (
 // Cache keeps whole object files, least recently used first out,
 // bounded in bytes. Files are immutable, so entries never go stale.
 //
+// A file counts by the capacity of its buffer, not its length (held,
+// below): a reused buffer may be larger than the file in it, and the
+// cache holds all of it. Counting lengths let a 256 MiB cache of small
+// files hold 560 MiB of memory (docs/benchmarks.md).
+//
 // Each file's bytes are a Buf counted by its holders: the cache while
 // the file is cached, and each reader that took it with Acquire until it
 // lets go (Release), e.g. once the gRPC frames of its answer are written.
@@ -207,7 +212,7 @@ func (c *Cache) add(key string, data []byte, verified bool, free func([]byte), h
 			e.Release() // outside the lock: free may take the pool's
 		}
 	}()
-	if int64(len(data)) > c.max {
+	if held(data) > c.max {
 		evicted = append(evicted, b)
 		return b
 	}
@@ -218,19 +223,22 @@ func (c *Cache) add(key string, data []byte, verified bool, free func([]byte), h
 		return b
 	}
 	c.items[key] = c.order.PushFront(&cacheItem{key: key, buf: b})
-	c.size += int64(len(data))
+	c.size += held(data)
 	for c.size > c.max {
 		el := c.order.Back()
 		it := el.Value.(*cacheItem)
 		c.order.Remove(el)
 		delete(c.items, it.key)
-		c.size -= int64(len(it.buf.data))
+		c.size -= held(it.buf.data)
 		evicted = append(evicted, it.buf)
 	}
 	return b
 }
 
-// Size returns the cached bytes.
+// held is what a cached file counts for: the memory its buffer keeps.
+func held(data []byte) int64 { return int64(cap(data)) }
+
+// Size returns the bytes the cached files' buffers hold.
 func (c *Cache) Size() int64 {
 	c.mu.Lock()
 	defer c.mu.Unlock()

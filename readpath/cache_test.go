@@ -171,3 +171,31 @@ func TestCacheReleaseRace(t *testing.T) {
 		t.Fatalf("%d buffers handed back, want %d (all but the 4 cached)", got, files-4)
 	}
 }
+
+// TestCacheCountsBufferCapacity: a file counts by the capacity of its
+// buffer, which the cache holds whole, not by its length: small files in
+// large reused buffers (the batcher's pool) must not let the cache hold
+// more memory than its bound.
+func TestCacheCountsBufferCapacity(t *testing.T) {
+	const max = 1000
+	c := NewCache(max)
+	for i := range 10 {
+		c.Add(fmt.Sprintf("f%d", i), make([]byte, 10, 300)) // 10 bytes in a 300-byte buffer
+	}
+	if got := c.Size(); got != 3*300 {
+		t.Errorf("Size() = %d after ten 10-byte files in 300-byte buffers, want %d (three buffers)", got, 3*300)
+	}
+	var held int
+	for i := range 10 {
+		if data, ok := c.Get(fmt.Sprintf("f%d", i)); ok {
+			held += cap(data)
+		}
+	}
+	if held > max {
+		t.Errorf("the cached files' buffers hold %d bytes, past the bound %d", held, max)
+	}
+	c.Add("big", make([]byte, 1, max+1))
+	if _, ok := c.Get("big"); ok {
+		t.Error("a 1-byte file in a buffer larger than the cache was cached")
+	}
+}

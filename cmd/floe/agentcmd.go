@@ -27,7 +27,7 @@ func serverConfigOf(c Config, stderr io.Writer) serverConfig {
 		GRPCAddr: c.Server.Listen, MetricsAddr: c.Server.MetricsListen,
 		AddrFile: c.Server.AddrFile,
 		FailFast: c.Server.FailFast, ReadyInterval: c.Server.ReadyInterval, DrainTimeout: c.Server.DrainTimeout,
-		Pprof: c.Server.Pprof,
+		Pprof: c.Server.Pprof, MemoryRoom: c.Server.MemoryRoomBytes,
 		HTTP: httpLimits{ReadHeaderTimeout: c.Server.HTTPReadHeaderTimeout, WriteTimeout: c.Server.HTTPWriteTimeout,
 			IdleTimeout: c.Server.HTTPIdleTimeout, MaxInFlight: c.Server.HTTPMaxInFlight},
 		Batcher: batcher.DefaultConfig(), Agent: agent.DefaultConfig(),

@@ -49,6 +49,8 @@ type ServerSettings struct {
 	DrainTimeout  time.Duration `yaml:"drain_timeout" flag:"drain-timeout" check:"positive" help:"on SIGTERM, bound of flushing and committing what producers handed in"`
 	AddrFile      string        `yaml:"addr_file" flag:"addr-file" help:"write the bound listen addresses here as JSON ({\"grpc\",\"metrics\",\"kafka\"}; kafka once the stores answered), replaced atomically: for listening on port 0"`
 	Pprof         bool          `yaml:"pprof" flag:"pprof" help:"serve Go's profiles (CPU, heap, goroutines) at /debug/pprof/ on the metrics listener; keep it off where that listener is reachable by others"`
+	// MemoryRoomBytes is the soft memory limit's room (memlimit.go).
+	MemoryRoomBytes int64 `yaml:"memory_room_bytes" flag:"memory-room-bytes" check:"positive" help:"the soft memory limit the process sets itself (unless GOMEMLIMIT is set) is max_buffered_bytes + cache_bytes + this: room for reads in progress, read-ahead, requests in flight and the runtime"`
 	// The HTTP listener's bounds (/metrics, /readyz, the console).
 	HTTPReadHeaderTimeout time.Duration `yaml:"http_read_header_timeout" flag:"http-read-header-timeout" check:"positive" help:"HTTP listener: time a client has to send a request's headers"`
 	HTTPWriteTimeout      time.Duration `yaml:"http_write_timeout" flag:"http-write-timeout" check:"positive" help:"HTTP listener: time to write one answer; a client that does not read it is disconnected (keep it above pprof's -seconds)"`
@@ -190,7 +192,8 @@ func DefaultServerConfig(command string) Config {
 	c := Config{
 		Server: ServerSettings{Listen: ":7070", MetricsListen: ":7071", ReadyInterval: 2 * time.Second, DrainTimeout: 15 * time.Second,
 			HTTPReadHeaderTimeout: defaultHTTPLimits.ReadHeaderTimeout, HTTPWriteTimeout: defaultHTTPLimits.WriteTimeout,
-			HTTPIdleTimeout: defaultHTTPLimits.IdleTimeout, HTTPMaxInFlight: defaultHTTPLimits.MaxInFlight},
+			HTTPIdleTimeout: defaultHTTPLimits.IdleTimeout, HTTPMaxInFlight: defaultHTTPLimits.MaxInFlight,
+			MemoryRoomBytes: defaultMemoryRoom},
 		Log: LogSettings{Level: "info", Format: "text"},
 		Batcher: BatcherSettings{Linger: bd.Linger, MaxFileBytes: bd.MaxFileBytes, MaxBufferedBytes: bd.MaxBufferedBytes,
 			CommitTimeout: bd.CommitTimeout, UploadTimeout: bd.UploadTimeout, MaxFilesPerCommit: bd.MaxFilesPerCommit, SealWhenWaited: bd.SealWhenWaited},

@@ -51,6 +51,9 @@ type serverConfig struct {
 	DrainTimeout time.Duration
 	// Pprof serves /debug/pprof/ on the metrics listener (pprof.go).
 	Pprof bool
+	// MemoryRoom is the soft memory limit's room above the buffered
+	// bytes and the read cache (memlimit.go; 0: defaultMemoryRoom).
+	MemoryRoom int64
 	// HTTP bounds the HTTP listener (zero fields: defaultHTTPLimits).
 	HTTP httpLimits
 	// GRPCTLS, KafkaTLS and HTTPTLS are the listeners' TLS (tls.go; off
@@ -247,17 +250,8 @@ func serve(ctx context.Context, sc serverConfig, open openFunc, reg *prometheus.
 func runServing(ctx context.Context, sc serverConfig, meta metadata.Store, store objectstore.Store, reg *prometheus.Registry,
 	late *lateAgent, ready *readiness, stopGRPC func(flush func() error, wait time.Duration) error, grpcAddr, metricsAddr string) error {
 	log := sc.Logger
-	// A soft memory limit the GC works to keep: what the agent holds by
-	// configuration for long (unacknowledged bytes, read cache) plus 192
-	// MiB of room for reads in progress (-max-loading-bytes), read-ahead
-	// (-readahead-bytes), requests in flight and the runtime. The loading
-	// and read-ahead budgets are not added on top: under a produce
-	// overload they sit idle and the heap's garbage would take their room,
-	// putting RSS 120 MiB past buffer + cache + 256 MiB (floe-bench's
-	// memory goal: 694 MiB against 576 with them added, 564 without, the
-	// same ingest and catch-up speed). GOMEMLIMIT overrides it.
-	if os.Getenv("GOMEMLIMIT") == "" {
-		limit := sc.Batcher.MaxBufferedBytes + sc.Agent.CacheBytes + 192<<20
+	// A soft memory limit the GC works to keep (memlimit.go).
+	if limit, set := softMemoryLimit(os.Getenv("GOMEMLIMIT"), sc.Batcher.MaxBufferedBytes, sc.Agent.CacheBytes, sc.MemoryRoom); set {
 		debug.SetMemoryLimit(limit)
 		log.Debug("memory limit set", "bytes", limit)
 	}

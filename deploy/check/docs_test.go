@@ -165,16 +165,20 @@ func usageDefault(t *testing.T, usage, name string) string {
 }
 
 // TestAgentSoftLimitAgrees: the agent's own soft memory limit (without
-// GOMEMLIMIT) is -max-buffered-bytes + -cache-bytes + the headroom of
-// docs/operations.md; docs/deploy.md states that sum for the defaults of
+// GOMEMLIMIT) is -max-buffered-bytes + -cache-bytes + -memory-room-bytes,
+// the headroom docs/operations.md states; docs/deploy.md states that sum for the defaults of
 // `floe agent -h`, and the chart's memory budgets default to the same
 // figures.
 func TestAgentSoftLimitAgrees(t *testing.T) {
 	usage := floeUsage(t, "agent")
 	buffered, err1 := strconv.ParseInt(usageDefault(t, usage, "max-buffered-bytes"), 10, 64)
 	cache, err2 := strconv.ParseInt(usageDefault(t, usage, "cache-bytes"), 10, 64)
-	if err1 != nil || err2 != nil {
-		t.Fatal(err1, err2)
+	room, err3 := strconv.ParseInt(usageDefault(t, usage, "memory-room-bytes"), 10, 64)
+	if err1 != nil || err2 != nil || err3 != nil {
+		t.Fatal(err1, err2, err3)
+	}
+	if room != agentHeadroom {
+		t.Errorf("floe agent -h's -memory-room-bytes default %d, the checks' headroom %d", room, int64(agentHeadroom))
 	}
 	ops, err := os.ReadFile(filepath.Join(repoRoot(t), "docs", "operations.md"))
 	if err != nil {
@@ -186,7 +190,7 @@ func TestAgentSoftLimitAgrees(t *testing.T) {
 	}
 	headroom, _ := strconv.ParseInt(string(m[1]), 10, 64)
 	if headroom<<20 != agentHeadroom {
-		t.Errorf("docs/operations.md's headroom %d MiB, the checks' %d MiB (cmd/floe/server.go)", headroom, agentHeadroom>>20)
+		t.Errorf("docs/operations.md's headroom %d MiB, the checks' %d MiB (cmd/floe/memlimit.go)", headroom, agentHeadroom>>20)
 	}
 	total := (buffered + cache + agentHeadroom) >> 20
 	d := regexp.MustCompile(`\+ ([0-9]+) MiB = ([0-9]+) MiB`).FindStringSubmatch(readDeployDoc(t))

@@ -29,8 +29,9 @@ import (
 const agentAnswerSeconds = 2
 
 // agentHeadroom is the room the agent's soft memory limit keeps beyond its
-// buffers and cache (cmd/floe/server.go; docs/operations.md says it).
-const agentHeadroom = 192 << 20
+// buffers and cache (-memory-room-bytes's default, cmd/floe/memlimit.go;
+// docs/operations.md says it).
+const agentHeadroom = 160 << 20
 
 // baseArgs are the two values an install must give (docs/deploy.md): the
 // image's repository and the PostgreSQL URL's Secret.
