@@ -564,10 +564,7 @@ func (b *Batcher) layout(f *file) {
 		return parts[i].partition < parts[j].partition
 	})
 	size := f.fileSize(0)
-	buf := b.bufs.get(size)
-	if buf == nil {
-		buf = make([]byte, 0, size)
-	}
+	buf := b.bufs.get(size) // a pooled buffer that fits, or a new one
 	w := logfile.NewWriterBuffer(buf)
 	f.order = make([]*waiter, 0, len(f.waiters))
 	for _, pb := range parts {
