@@ -49,8 +49,12 @@ type Config struct {
 	// rose in most runs: raise it where agents do not share partitions.
 	MaxFilesPerCommit int
 	// SealWhenWaited seals the open file before its linger ends once every
-	// client writing to it waits on it, when the recent ingest fills a file
-	// within one linger (writers.go, sealWaited). Default true.
+	// client writing to it waits on it, when the file holds an eighth of
+	// MaxFileBytes or the recent ingest fills a file within one linger
+	// (writers.go, sealWaited). Default false: it trades agent CPU and PUTs
+	// for latency (measured in docs/benchmarks.md: a franz-go producer's
+	// p99 from about two lingers to about two commit round trips, for 2.4×
+	// the agent CPU per MiB and 2.8× the files).
 	SealWhenWaited bool
 }
 
@@ -64,7 +68,7 @@ func DefaultConfig() Config {
 		UploadTimeout:        10 * time.Second,
 		CommitTimeout:        10 * time.Second,
 		MaxFilesPerCommit:    1,
-		SealWhenWaited:       true,
+		SealWhenWaited:       false,
 	}
 }
 

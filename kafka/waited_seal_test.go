@@ -33,6 +33,7 @@ func TestProduceNotHeldForLingerWhenClientWaits(t *testing.T) {
 	o := agenttest.Default()
 	o.Batcher.Linger = time.Minute
 	o.Batcher.MaxFileBytes = 512 << 10
+	o.Batcher.SealWhenWaited = true
 	o.Agent.PollInterval = 200 * time.Millisecond
 	b := startBrokerAgent(t, meta, objectstore.NewMemory(), o, nil, kafka.Options{}, nil)
 	cl := newClient(t, b)

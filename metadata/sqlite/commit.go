@@ -330,7 +330,6 @@ func writeCommit(ctx context.Context, tx *sql.Tx, f metadata.FileCommit, fileID,
 			return err
 		}
 	}
-	var states []string
 	rows = jsonRows{}
 	for k, st := range producers {
 		if st.dirty {
@@ -338,20 +337,21 @@ func writeCommit(ctx context.Context, tx *sql.Tx, f metadata.FileCommit, fileID,
 			if err != nil {
 				return err
 			}
-			rows.add(k.topic, int64(k.part), k.pid, int64(st.epoch), int64(len(states)))
-			states = append(states, string(entries))
+			if string(entries) == "null" {
+				entries = []byte("[]")
+			}
+			// Each row carries its batches as a nested array: a row's
+			// fifth element read with -> is that array's JSON text, so the
+			// statement parses the parameter once, whatever its rows.
+			rows.addWithJSON(entries, k.topic, int64(k.part), k.pid, int64(st.epoch))
 		}
 	}
 	if rows.n > 0 {
-		all, err := json.Marshal(states)
-		if err != nil {
-			return err
-		}
 		if _, err := tx.ExecContext(ctx, `INSERT INTO producer_state (topic_id, partition, producer_id, epoch, batches)
-			SELECT j.value->>0, j.value->>1, j.value->>2, j.value->>3, json_extract(?2, '$[' || (j.value->>4) || ']')
+			SELECT j.value->>0, j.value->>1, j.value->>2, j.value->>3, j.value->4
 			  FROM json_each(?1) j WHERE true
 			ON CONFLICT (topic_id, partition, producer_id) DO UPDATE SET epoch = excluded.epoch, batches = excluded.batches`,
-			rows.String(), string(all)); err != nil {
+			rows.String()); err != nil {
 			return err
 		}
 	}
@@ -379,6 +379,15 @@ func (r *jsonRows) add(values ...int64) {
 		}
 		r.buf = strconv.AppendInt(r.buf, v, 10)
 	}
+	r.buf = append(r.buf, ']')
+}
+
+// addWithJSON adds a row of values followed by raw, a JSON value of its
+// own (an array, read back with ->).
+func (r *jsonRows) addWithJSON(raw []byte, values ...int64) {
+	r.add(values...)
+	r.buf = append(r.buf[:len(r.buf)-1], ',')
+	r.buf = append(r.buf, raw...)
 	r.buf = append(r.buf, ']')
 }
 
