@@ -2,6 +2,7 @@ package kafka_test
 
 import (
 	"context"
+	"sync"
 	"testing"
 	"time"
 
@@ -60,4 +61,60 @@ func TestKafkaProducerIDExpiration(t *testing.T) {
 		t.Fatalf("the expired id's old epoch: %v", kerr.ErrorForCode(r.ErrorCode))
 		return false
 	})
+}
+
+// countingExpirer answers full passes (limit rows) a few times, then
+// empty ones, and counts the calls.
+type countingExpirer struct {
+	mu    sync.Mutex // protects calls, full
+	calls int
+	full  int // answers of limit rows left
+}
+
+func (e *countingExpirer) KafkaExpireProducerEpochs(_ context.Context, after time.Duration, limit int) (int, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.calls++
+	if e.full > 0 {
+		e.full--
+		return limit, nil
+	}
+	return 0, nil
+}
+
+// TestExpireProducerIDsOnItsOwn: the passes run without a Kafka server
+// (an agent with no Kafka listener), each pass goes on while a statement
+// removes a full limit of rows (at most ten statements), and the loop
+// returns when its context ends; an expiration of 0 runs none.
+func TestExpireProducerIDsOnItsOwn(t *testing.T) {
+	e := &countingExpirer{full: 12}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		kafka.ExpireProducerIDs(ctx, e, time.Second, nil)
+	}()
+	waitFor(t, "two expiry passes", func() bool {
+		time.Sleep(50 * time.Millisecond)
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		return e.calls >= 12
+	})
+	cancel()
+	<-done
+	e.mu.Lock()
+	// Pass one: ten full statements (the bound); pass two: two full ones
+	// and an empty one.
+	if e.calls != 13 && e.calls != 14 {
+		t.Fatalf("%d statements, want 13 over two passes (14 if a third had begun)", e.calls)
+	}
+	e.mu.Unlock()
+
+	off := &countingExpirer{}
+	octx, ocancel := context.WithTimeout(context.Background(), 1500*time.Millisecond)
+	defer ocancel()
+	kafka.ExpireProducerIDs(octx, off, 0, nil) // returns at once
+	if off.calls != 0 {
+		t.Fatalf("expiration 0 ran %d statements", off.calls)
+	}
 }

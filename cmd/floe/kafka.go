@@ -20,8 +20,14 @@ import (
 func startKafka(sc serverConfig, ag *agent.Agent, grpcAddr string, log *slog.Logger, reg prometheus.Registerer) (stop func() <-chan error, addr string, err error) {
 	done := make(chan error, 1)
 	if sc.KafkaAddr == "" {
-		done <- nil
-		return func() <-chan error { return done }, "", nil
+		// No listener: the agent still forgets idle producer ids (gRPC
+		// producers bump epochs too).
+		ctx, cancel := context.WithCancel(context.Background())
+		go func() {
+			kafka.ExpireProducerIDs(ctx, ag, sc.Kafka.ProducerIDExpiration, log)
+			done <- nil
+		}()
+		return func() <-chan error { cancel(); return done }, "", nil
 	}
 	kc := sc.Kafka
 	if kc.GRPCAddr == "" {
