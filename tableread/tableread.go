@@ -68,8 +68,9 @@ type Config struct {
 	// partition's next read (readahead.go). A read holds at most this
 	// many bytes of rows decoded (and its row groups).
 	WindowBytes int
-	// ReadaheadBytes bounds the rows kept across all partitions; 0 keeps
-	// none.
+	// ReadaheadBytes bounds the rows kept across all partitions (a scan
+	// keeps at most three quarters of it), and as much again of the rows
+	// of data files decoded whole (filecache.go); 0 keeps none.
 	ReadaheadBytes int64
 }
 
