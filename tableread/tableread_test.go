@@ -495,3 +495,61 @@ func TestFilesDecodedOnceAcrossScans(t *testing.T) {
 		}
 	}
 }
+
+// TestConcurrentReadsShareFiles: partitions read at once (as a
+// consumer's fetches of them are served) share the decoded files and
+// the rows kept ahead and each get every record once, in order (run
+// with -race: the kept rows are read while other scans keep theirs).
+func TestConcurrentReadsShareFiles(t *testing.T) {
+	w, _ := icetest.Open(t, icetest.SQLiteConfig(t), iceberg.Options{})
+	ctx := ctxT(t)
+	for from := int64(0); from < 1500; from += 500 {
+		rows, wm := rowsOf(4, from, from+500, nil)
+		if _, err := w.Append(ctx, "t", rows, wm); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cfg := tableread.DefaultConfig()
+	cfg.WindowBytes = 4 << 10
+	cfg.ReadaheadBytes = 128 << 10
+	r, err := tableread.New(w, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	errs := make(chan error, 4)
+	for p := range int32(4) {
+		go func() {
+			next := int64(0)
+			for next < 1500 {
+				bs, err := r.Read(ctx, "t", p, next, 1500, 2<<10)
+				if err != nil || len(bs) == 0 {
+					errs <- fmt.Errorf("partition %d at %d: %d batches, %v", p, next, len(bs), err)
+					return
+				}
+				for _, b := range bs {
+					_, recs, err := kbatch.DecodeStored(b.Data, 1<<24)
+					if err != nil {
+						errs <- err
+						return
+					}
+					for _, rec := range recs {
+						if rec.Offset != next || !bytes.Contains(rec.Value, []byte(fmt.Sprintf(`"p":%d,"o":%d,`, p, next))) && rec.Value != nil {
+							errs <- fmt.Errorf("partition %d: offset %d (value %q), want %d", p, rec.Offset, rec.Value, next)
+							return
+						}
+						next++
+					}
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for range 4 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if held := tableread.FilesHeld(r); held > cfg.ReadaheadBytes {
+		t.Fatalf("%d bytes of decoded files kept, over %d", held, cfg.ReadaheadBytes)
+	}
+}
