@@ -267,7 +267,7 @@ func (w *Writer) rewriteGroup(ctx context.Context, tbl *table.Table, scan *table
 	}
 	var out []icego.DataFile
 	for df, err := range table.WriteRecords(ctx, tbl, sc, iter.Seq2[arrow.RecordBatch, error](slicesIter),
-		table.WithTargetFileSize(w.opts.TargetFileSize), table.WithClusteredWrite()) {
+		table.WithTargetFileSize(w.opts.TargetFileSize), table.WithClusteredWrite(), table.WithParquetRowGroupLimit(w.opts.RowGroupRows)) {
 		if err != nil {
 			return nil, fmt.Errorf("iceberg: write rewritten files of %v: %w", tbl.Identifier(), err)
 		}

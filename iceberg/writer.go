@@ -25,6 +25,15 @@ const (
 	DefaultTargetFileSize = 128 << 20
 	DefaultMaxAttempts    = 5
 	DefaultRetryWait      = 100 * time.Millisecond
+	// DefaultRowGroupRows caps a Parquet row group's rows. The row
+	// groups' size in bytes is counted compressed: records that compress
+	// well (JSON of repeated fields: 170 to 1 in floe-bench's) made row
+	// groups of whole partitions, tens of MiB of rows that a table read
+	// decodes whole for any window of them. Rows sorted by partition and
+	// offset, a row group of 4,096 holds a narrow offset range of one or
+	// two partitions: its statistics let a read decode about what it
+	// serves.
+	DefaultRowGroupRows = 4096
 )
 
 // Options tune a Writer. The zero value of a field takes its default.
@@ -41,6 +50,9 @@ type Options struct {
 	RetryWait time.Duration
 	// BatchRows is the rows per Arrow batch given to the Parquet writer.
 	BatchRows int
+	// RowGroupRows caps the rows of one Parquet row group (besides the
+	// table's write.parquet.row-group-size-bytes).
+	RowGroupRows int
 }
 
 func (o Options) withDefaults() Options {
@@ -58,6 +70,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.BatchRows <= 0 {
 		o.BatchRows = defaultBatchRows
+	}
+	if o.RowGroupRows <= 0 {
+		o.RowGroupRows = DefaultRowGroupRows
 	}
 	return o
 }
@@ -431,7 +446,7 @@ func (w *Writer) writeFiles(ctx context.Context, tbl *table.Table, rows []Row, h
 	}
 	batches := recordBatches(memory.DefaultAllocator, sc, todo, w.opts.BatchRows)
 	for df, err := range table.WriteRecords(ctx, tbl, sc, batches,
-		table.WithTargetFileSize(w.opts.TargetFileSize), table.WithClusteredWrite()) {
+		table.WithTargetFileSize(w.opts.TargetFileSize), table.WithClusteredWrite(), table.WithParquetRowGroupLimit(w.opts.RowGroupRows)) {
 		if err != nil {
 			return out, fmt.Errorf("iceberg: write data files of %v: %w", tbl.Identifier(), err)
 		}

@@ -27,3 +27,13 @@ func TestJudgeEmpty(t *testing.T) {
 		}
 	}
 }
+
+// TestArrowRows: a scan's Arrow batches hold about 4 MiB of rows, 64 to
+// 8,192 of them.
+func TestArrowRows(t *testing.T) {
+	for _, c := range []struct{ rowBytes, want int }{{0, 4096}, {1024, 4096}, {100, 8192}, {1 << 20, 64}, {64 << 10, 64}, {512, 8192}, {2048, 2048}} {
+		if got := arrowRows(c.rowBytes); got != c.want {
+			t.Errorf("arrowRows(%d) = %d, want %d", c.rowBytes, got, c.want)
+		}
+	}
+}

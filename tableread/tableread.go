@@ -68,8 +68,9 @@ type Config struct {
 	// partition's next read (readahead.go). A read holds at most this
 	// many bytes of rows decoded (and its row groups).
 	WindowBytes int
-	// ReadaheadBytes bounds the rows kept across all partitions; 0 keeps
-	// none.
+	// ReadaheadBytes bounds the rows kept across all partitions (a scan
+	// keeps at most three quarters of it), and as much again of the rows
+	// of data files decoded whole (filecache.go); 0 keeps none.
 	ReadaheadBytes int64
 }
 
@@ -110,9 +111,11 @@ type Reader struct {
 	cfg    Config
 	sem    chan struct{}
 	ahead  *readahead
+	files  *fileCache // decoded data files' rows (filecache.go)
 	// stripes serialise the scans of one topic's table (by name hash).
 	stripes [64]chan struct{}
 	scans   atomic.Int64 // scans of tables made (tests)
+	decoded atomic.Int64 // data files read by the scans (tests)
 
 	mu     sync.Mutex              // protects loaded
 	loaded map[string]*loadedTable // topic -> its table as last loaded
@@ -140,7 +143,7 @@ func New(tables Tables, cfg Config) (*Reader, error) {
 		return nil, fmt.Errorf("%w: no tables", ErrInvalidConfig)
 	}
 	r := &Reader{tables: tables, cfg: cfg, sem: make(chan struct{}, cfg.MaxReads), loaded: map[string]*loadedTable{},
-		ahead: newReadahead(cfg.ReadaheadBytes, 30*time.Second)}
+		ahead: newReadahead(cfg.ReadaheadBytes, 30*time.Second), files: newFileCache(cfg.ReadaheadBytes)}
 	for i := range r.stripes {
 		r.stripes[i] = make(chan struct{}, 1)
 	}
@@ -273,27 +276,28 @@ func (r *Reader) Read(ctx context.Context, topic string, partition int32, from, 
 		// scans (and the rows kept ahead) end there.
 		upTo := speaksUpTo(lt.wm, lt.wmKnown, partition, end)
 		window := windowOffsets(max(maxBytes, r.cfg.WindowBytes), int(lt.rowBytes.Load()))
-		for lo := from; lo < upTo; lo, window = lo+window, window*2 {
+		for lo := from; lo < upTo; window *= 2 {
 			hi := min(upTo, lo+window)
 			if hi < lo { // overflow
 				hi = upTo
 			}
 			r.scans.Add(1)
-			got, others, err := scanRows(ctx, lt.tbl, partition, lo, hi, r.cfg.ReadaheadBytes/2, arrowRows(int(lt.rowBytes.Load())))
+			got, reach, others, err := scanRows(ctx, lt.tbl, partition, lo, hi, upTo, scanBudget(r.cfg.ReadaheadBytes), int(lt.rowBytes.Load()), r.files, &r.decoded)
 			if err != nil {
 				return err
 			}
-			for q, qr := range others {
-				if qhi := speaksUpTo(lt.wm, lt.wmKnown, q, hi); qhi > lo {
-					r.ahead.putAhead(aheadKey{topic, q}, lo, qhi, qr)
+			for q, k := range others {
+				if qhi := speaksUpTo(lt.wm, lt.wmKnown, q, k.hi); qhi > lo {
+					r.ahead.putAhead(aheadKey{topic, q}, lo, qhi, k.rows)
 				}
 			}
 			if len(got) > 0 {
 				rows = got
 				lt.learn(rows)
-				r.ahead.put(key, lo, hi, rows)
+				r.ahead.put(key, lo, reach, rows)
 				return nil
 			}
+			lo = reach
 		}
 		switch judgeEmpty(lt.wm[partition], lt.wmKnown, end, fresh) {
 		case emptyStale:
@@ -312,6 +316,11 @@ func (r *Reader) Read(ctx context.Context, topic string, partition int32, from, 
 	}
 	return rebuild(rows, r.cfg.MaxBatchBytes, maxBytes)
 }
+
+// scanBudget is the bytes of rows one scan keeps of ReadaheadBytes:
+// three quarters, the rest for what the partitions had kept and not yet
+// read when the scan's rows extend it (readahead.putAhead).
+func scanBudget(readahead int64) int64 { return readahead - readahead/4 }
 
 // windowOffsets is how many offsets a read scans first: the budget over
 // the bytes per row seen (1 KiB before any), at least 16.

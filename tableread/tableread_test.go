@@ -316,9 +316,14 @@ func TestReadStaleSnapshot(t *testing.T) {
 func TestReadaheadShared(t *testing.T) {
 	w, _ := icetest.Open(t, icetest.SQLiteConfig(t), iceberg.Options{})
 	ctx := ctxT(t)
-	rows, wm := rowsOf(4, 0, 3000, nil)
-	if _, err := w.Append(ctx, "t", rows, wm); err != nil {
-		t.Fatal(err)
+	// Six appends of 500 offsets each (as compactor passes write them):
+	// a scan reads on past its window to the first file it does not
+	// decode, so a partition takes several scans.
+	for from := int64(0); from < 3000; from += 500 {
+		rows, wm := rowsOf(4, from, from+500, nil)
+		if _, err := w.Append(ctx, "t", rows, wm); err != nil {
+			t.Fatal(err)
+		}
 	}
 	cfg := tableread.DefaultConfig()
 	cfg.WindowBytes = 60 << 10 // several windows a partition
@@ -356,5 +361,195 @@ func TestReadaheadShared(t *testing.T) {
 	}
 	if one, four := tableread.Scans(alone), tableread.Scans(r); one < 3 || four > one+1 {
 		t.Fatalf("one partition alone took %d scans, four in turn %d: want several, and at most one more", one, four)
+	}
+}
+
+// TestFileDecodedOnce: partitions catching up in small reads from a data
+// file of one row group, far larger than a read's window, decode it once:
+// the scan keeps the rows of the whole file it decoded (within
+// ReadaheadBytes), not only its window's, so the next windows need no
+// scan that decodes the same file again.
+func TestFileDecodedOnce(t *testing.T) {
+	cfg := icetest.SQLiteConfig(t)
+	w, _ := icetest.Open(t, cfg, iceberg.Options{})
+	ctx := ctxT(t)
+	const parts, per = 4, 2000
+	var rows []iceberg.Row
+	wm := iceberg.Watermark{}
+	day := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	for p := range int32(parts) {
+		for off := int64(0); off < per; off++ {
+			rows = append(rows, iceberg.Row{Partition: p, Offset: off, Timestamp: day.Add(time.Duration(off) * time.Millisecond), AppendTime: day,
+				Key: []byte(fmt.Sprintf("k%d", off%7)), Value: []byte(fmt.Sprintf(`{"p":%d,"o":%d,"pad":"%s"}`, p, off, strings.Repeat("x", 40)))})
+		}
+		wm[p] = per
+	}
+	if _, err := w.Append(ctx, "t", rows, wm); err != nil {
+		t.Fatal(err)
+	}
+	files := 0
+	_ = filepath.Walk(cfg.Warehouse, func(path string, info os.FileInfo, err error) error {
+		if err == nil && strings.HasSuffix(path, ".parquet") {
+			files++
+		}
+		return nil
+	})
+	if files != 1 {
+		t.Fatalf("%d data files, want 1", files)
+	}
+	rcfg := tableread.DefaultConfig()
+	rcfg.WindowBytes = 8 << 10 // a window of ~100 rows; the file holds 8,000
+	r, err := tableread.New(w, rcfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	next := map[int32]int64{}
+	for done := false; !done; {
+		done = true
+		for p := range int32(parts) {
+			if next[p] >= per {
+				continue
+			}
+			done = false
+			bs, err := r.Read(ctx, "t", p, next[p], per, 2<<10)
+			if err != nil || len(bs) == 0 {
+				t.Fatalf("partition %d at %d: %d batches, %v", p, next[p], len(bs), err)
+			}
+			for _, b := range bs {
+				_, recs, err := kbatch.DecodeStored(b.Data, 1<<24)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, rec := range recs {
+					if rec.Offset != next[p] || !bytes.Equal(rec.Value, rows[int(p)*per+int(rec.Offset)].Value) {
+						t.Fatalf("partition %d: offset %d, want %d (or its value differs)", p, rec.Offset, next[p])
+					}
+					next[p]++
+				}
+			}
+		}
+	}
+	if scans, decoded := tableread.Scans(r), tableread.Decoded(r); scans != 1 || decoded != 1 {
+		t.Fatalf("%d scans decoded %d data files; want the one file decoded once", scans, decoded)
+	}
+}
+
+// TestFilesDecodedOnceAcrossScans: the compactor's files span several
+// partitions whose offsets differ, so their offset bounds overlap: a
+// scan stops short of a file it does not read (the next file's first
+// offset), and the next scan needs again a file the last one decoded.
+// It takes that file's rows kept decoded instead: each data file is
+// decoded once over the scans.
+func TestFilesDecodedOnceAcrossScans(t *testing.T) {
+	cfg := icetest.SQLiteConfig(t)
+	w, _ := icetest.Open(t, cfg, iceberg.Options{})
+	ctx := ctxT(t)
+	day := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	want := map[int32][]iceberg.Row{}
+	// File A: partition 0 [0, 1000), partition 1 [0, 100); file B:
+	// partition 0 [1000, 1100), partition 1 [100, 1100).
+	for _, pass := range [][4]int64{{0, 1000, 0, 100}, {1000, 1100, 100, 1100}} {
+		var rows []iceberg.Row
+		for p := range int32(2) {
+			for off := pass[2*p]; off < pass[2*p+1]; off++ {
+				r := iceberg.Row{Partition: p, Offset: off, Timestamp: day.Add(time.Duration(off) * time.Millisecond), AppendTime: day,
+					Key: []byte(fmt.Sprintf("k%d", off%7)), Value: []byte(fmt.Sprintf(`{"p":%d,"o":%d}`, p, off))}
+				rows = append(rows, r)
+				want[p] = append(want[p], r)
+			}
+		}
+		if _, err := w.Append(ctx, "t", rows, iceberg.Watermark{0: pass[1], 1: pass[3]}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rcfg := tableread.DefaultConfig()
+	rcfg.WindowBytes = 1 << 10
+	for _, cache := range []bool{false, true} {
+		r, err := tableread.New(w, rcfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !cache {
+			tableread.DropFiles(r)
+		}
+		for p := range int32(2) {
+			got := readAll(t, r, "t", p, 0, 1100, 1<<10)
+			if len(got) != len(want[p]) {
+				t.Fatalf("partition %d: %d records, want %d", p, len(got), len(want[p]))
+			}
+			for i, rec := range got {
+				if wr := want[p][i]; rec.Offset != wr.Offset || !bytes.Equal(rec.Key, wr.Key) || !bytes.Equal(rec.Value, wr.Value) {
+					t.Fatalf("partition %d record %d: offset %d, want %d (or its key or value differs)", p, i, rec.Offset, wr.Offset)
+				}
+			}
+		}
+		scans, decoded := tableread.Scans(r), tableread.Decoded(r)
+		if cache && tableread.FilesHeld(r) > rcfg.ReadaheadBytes {
+			t.Fatalf("%d bytes of decoded files kept, over ReadaheadBytes %d", tableread.FilesHeld(r), rcfg.ReadaheadBytes)
+		}
+		switch {
+		case cache && (scans < 2 || decoded != 2):
+			t.Fatalf("%d scans decoded %d data files; want several scans, each of the 2 files decoded once", scans, decoded)
+		case !cache && decoded <= 2:
+			t.Fatalf("without the decoded files kept, %d scans decoded %d data files: the test needs a file decoded twice", scans, decoded)
+		}
+	}
+}
+
+// TestConcurrentReadsShareFiles: partitions read at once (as a
+// consumer's fetches of them are served) share the decoded files and
+// the rows kept ahead and each get every record once, in order (run
+// with -race: the kept rows are read while other scans keep theirs).
+func TestConcurrentReadsShareFiles(t *testing.T) {
+	w, _ := icetest.Open(t, icetest.SQLiteConfig(t), iceberg.Options{})
+	ctx := ctxT(t)
+	for from := int64(0); from < 1500; from += 500 {
+		rows, wm := rowsOf(4, from, from+500, nil)
+		if _, err := w.Append(ctx, "t", rows, wm); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cfg := tableread.DefaultConfig()
+	cfg.WindowBytes = 4 << 10
+	cfg.ReadaheadBytes = 128 << 10
+	r, err := tableread.New(w, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	errs := make(chan error, 4)
+	for p := range int32(4) {
+		go func() {
+			next := int64(0)
+			for next < 1500 {
+				bs, err := r.Read(ctx, "t", p, next, 1500, 2<<10)
+				if err != nil || len(bs) == 0 {
+					errs <- fmt.Errorf("partition %d at %d: %d batches, %v", p, next, len(bs), err)
+					return
+				}
+				for _, b := range bs {
+					_, recs, err := kbatch.DecodeStored(b.Data, 1<<24)
+					if err != nil {
+						errs <- err
+						return
+					}
+					for _, rec := range recs {
+						if rec.Offset != next || !bytes.Contains(rec.Value, []byte(fmt.Sprintf(`"p":%d,"o":%d,`, p, next))) && rec.Value != nil {
+							errs <- fmt.Errorf("partition %d: offset %d (value %q), want %d", p, rec.Offset, rec.Value, next)
+							return
+						}
+						next++
+					}
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for range 4 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if held := tableread.FilesHeld(r); held > cfg.ReadaheadBytes {
+		t.Fatalf("%d bytes of decoded files kept, over %d", held, cfg.ReadaheadBytes)
 	}
 }
