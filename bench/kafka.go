@@ -175,6 +175,11 @@ func (s *KafkaSystem) NewProducer(ctx context.Context, i int) (Producer, error) 
 		kgo.MaxBufferedRecords(s.cfg.MaxBuffered),
 		kgo.ProducerLinger(time.Millisecond),
 		kgo.ProducerBatchMaxBytes(1 << 20),
+		// A request of full 1 MiB batches for 16 partitions passes 16 MiB,
+		// floe's default kafka.max_frame_bytes (Apache Kafka's limit is
+		// 100 MiB, franz-go's default request bound too): the agent would
+		// close the connection and the client resend it for ever.
+		kgo.BrokerMaxWriteBytes(16<<20),
 		kgo.ProducerBatchCompression(kgo.NoCompression()),
 		kgo.RecordDeliveryTimeout(time.Minute)}
 	if s.cfg.MaxInFlight > 1 {
