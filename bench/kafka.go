@@ -179,7 +179,7 @@ func (s *KafkaSystem) NewProducer(ctx context.Context, i int) (Producer, error) 
 		// floe's default kafka.max_frame_bytes (Apache Kafka's limit is
 		// 100 MiB, franz-go's default request bound too): the agent would
 		// close the connection and the client resend it for ever.
-		kgo.BrokerMaxWriteBytes(16<<20),
+		kgo.BrokerMaxWriteBytes(16 << 20),
 		kgo.ProducerBatchCompression(kgo.NoCompression()),
 		kgo.RecordDeliveryTimeout(time.Minute)}
 	if s.cfg.MaxInFlight > 1 {

@@ -74,13 +74,7 @@ func (c *fileCache) put(path string, rows []row) {
 		delete(c.byPath, path)
 	}
 	for c.total+n > c.max {
-		var oldest string
-		var at time.Time
-		for p, f := range c.byPath {
-			if at.IsZero() || f.used.Before(at) {
-				oldest, at = p, f.used
-			}
-		}
+		oldest := leastRecent(c.byPath, func(f *fileRows) time.Time { return f.used })
 		c.total -= c.byPath[oldest].bytes
 		delete(c.byPath, oldest)
 	}
@@ -93,4 +87,19 @@ func (c *fileCache) held() int64 {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.total
+}
+
+// leastRecent is the key of m's entry used longest ago (m not empty): the
+// eviction of both the kept files and the read-ahead windows.
+func leastRecent[K comparable, V any](m map[K]V, used func(V) time.Time) K {
+	var (
+		oldest K
+		at     time.Time
+	)
+	for k, v := range m {
+		if t := used(v); at.IsZero() || t.Before(at) {
+			oldest, at = k, t
+		}
+	}
+	return oldest
 }

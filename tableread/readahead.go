@@ -111,13 +111,7 @@ func (ra *readahead) put(k aheadKey, lo, hi int64, rows []row) {
 		return
 	}
 	for ra.total+n > ra.max {
-		var oldest aheadKey
-		var at time.Time
-		for key, a := range ra.byKey {
-			if at.IsZero() || a.at.Before(at) {
-				oldest, at = key, a.at
-			}
-		}
+		oldest := leastRecent(ra.byKey, func(a *ahead) time.Time { return a.at })
 		ra.total -= ra.byKey[oldest].bytes
 		delete(ra.byKey, oldest)
 	}
