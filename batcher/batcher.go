@@ -195,6 +195,8 @@ type file struct {
 	waiters  []*waiter // every batch, in arrival order
 	body     int       // bytes of batches so far
 	timer    *time.Timer
+	early    *time.Timer // sealWaited's minimum age passes (writers.go)
+	openedAt time.Time
 	sealedAt time.Time
 	// waiting counts the Writers waiting on this file while it is open;
 	// anonymous says it holds a batch of no Writer (writers.go).
@@ -360,8 +362,9 @@ func (b *Batcher) appendParsed(ctx context.Context, topicID int64, partition int
 		b.sealLocked(SealSize)
 	}
 	if b.cur == nil {
-		f := &file{parts: make(map[[2]int64]*partBatches)}
+		f := &file{parts: make(map[[2]int64]*partBatches), openedAt: time.Now()}
 		if b.cfg.Linger > 0 {
+			b.armWaitedLocked(f)
 			f.timer = time.AfterFunc(b.cfg.Linger, func() {
 				b.mu.Lock()
 				defer b.mu.Unlock()
@@ -427,6 +430,9 @@ func (b *Batcher) sealLocked(reason string) {
 	b.cur = nil
 	if f.timer != nil {
 		f.timer.Stop()
+	}
+	if f.early != nil {
+		f.early.Stop()
 	}
 	f.sealedAt = time.Now()
 	b.queue = append(b.queue, f)

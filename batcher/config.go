@@ -49,13 +49,17 @@ type Config struct {
 	// rose in most runs: raise it where agents do not share partitions.
 	MaxFilesPerCommit int
 	// SealWhenWaited seals the open file before its linger ends once every
-	// client writing to it waits on it, when the file holds an eighth of
-	// MaxFileBytes or the recent ingest fills a file within one linger
-	// (writers.go, sealWaited). Default false: it trades agent CPU and PUTs
-	// for latency (measured in docs/benchmarks.md: a franz-go producer's
-	// p99 from about two lingers to about two commit round trips, for 2.4×
-	// the agent CPU per MiB and 2.8× the files).
+	// client writing to it waits on it and it is half the linger old, when
+	// the file holds an eighth of MaxFileBytes or the recent ingest fills a
+	// file within one linger (writers.go, sealWaited). Default true: a
+	// Kafka producer with one request in flight then waits about one
+	// linger for a record, not two, for at most twice the files per linger
+	// at the rates where files are sealed for size anyway (measured in
+	// docs/benchmarks.md, "Kafka producers that wait on the open file").
 	SealWhenWaited bool
+	// waitedMinAge overrides sealWaited's minimum file age (0: half the
+	// linger); tests set it through export_test.go.
+	waitedMinAge time.Duration
 }
 
 // DefaultConfig returns the defaults of the design notes.
@@ -68,7 +72,7 @@ func DefaultConfig() Config {
 		UploadTimeout:        10 * time.Second,
 		CommitTimeout:        10 * time.Second,
 		MaxFilesPerCommit:    1,
-		SealWhenWaited:       false,
+		SealWhenWaited:       true,
 	}
 }
 

@@ -141,6 +141,7 @@ func (b *Batcher) maybeSealWaitedLocked(now time.Time) {
 	if sealWaited(waitedState{
 		busy: b.busy, waiting: f.waiting, anonymous: f.anonymous, bytes: f.body,
 		recentBytes: b.ingest.perWindow(now), maxFileBytes: b.cfg.MaxFileBytes,
+		age: now.Sub(f.openedAt), minAge: b.waitedMinAge(),
 	}) {
 		b.sealLocked(SealWaited)
 	}
@@ -156,21 +157,54 @@ type waitedState struct {
 	recentBytes int64
 	// maxFileBytes is the size at which a file is sealed anyway.
 	maxFileBytes int
+	age, minAge  time.Duration
+}
+
+// waitedMinAge is how long a file stays open before sealWaited may seal
+// it: half the linger (see sealWaited).
+func (b *Batcher) waitedMinAge() time.Duration {
+	if b.cfg.waitedMinAge > 0 {
+		return b.cfg.waitedMinAge
+	}
+	return b.cfg.Linger / 2
+}
+
+// armWaitedLocked starts f's timer for sealWaited's minimum age.
+func (b *Batcher) armWaitedLocked(f *file) {
+	d := b.waitedMinAge()
+	if !b.cfg.SealWhenWaited || d <= 0 {
+		return
+	}
+	f.early = time.AfterFunc(d, func() {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		if b.cur == f {
+			b.maybeSealWaitedLocked(time.Now())
+		}
+	})
 }
 
 // sealWaited is the rule: seal the open file before its linger ends when
 // every writer with a request in flight is waiting on it (so it can gain
-// no batch until it is sealed), provided that sealing now keeps the PUTs
-// per byte low: the file already holds an eighth of a full file, or the
+// no batch until it is sealed) and the file is at least minAge (half the
+// linger) old, provided that sealing now keeps the PUTs per byte low: the file already holds an eighth of a full file, or the
 // agent's recent ingest fills a file within one linger (at that rate files
 // are sealed for size anyway, and each file sealed early holds what
 // arrived in one commit round trip). Below both, the linger goes on
 // gathering the batches of many mostly idle clients into one file, as it
 // is there to. A file holding a batch of no writer (a gRPC producer,
 // whose requests in flight the batcher does not see) lingers as before.
+//
+// Why half the linger: a client with one request in flight holds what it
+// is given meanwhile until the answer, so a record waits for the request
+// in flight and then for its own: about two file ages plus the commit
+// round trip. Files sealed at half the linger keep that within the linger
+// plus a round trip, what a linger promises, and at most double the files
+// per linger; sealing at once (no minimum age) made a file per commit
+// round trip and, in the measured runs, 1.5x the agent CPU of lingering.
 func sealWaited(s waitedState) bool {
 	switch {
-	case s.bytes == 0, s.anonymous, s.busy == 0, s.waiting < s.busy:
+	case s.bytes == 0, s.anonymous, s.busy == 0, s.waiting < s.busy, s.age < s.minAge:
 		return false
 	}
 	return s.bytes >= s.maxFileBytes/8 || s.recentBytes >= int64(s.maxFileBytes)

@@ -6,7 +6,8 @@ import (
 )
 
 func TestSealWaitedRule(t *testing.T) {
-	fast := waitedState{busy: 2, waiting: 2, bytes: 4096, recentBytes: 8 << 20, maxFileBytes: 8 << 20}
+	fast := waitedState{busy: 2, waiting: 2, bytes: 4096, recentBytes: 8 << 20, maxFileBytes: 8 << 20,
+		age: 200 * time.Millisecond, minAge: 125 * time.Millisecond}
 	for _, tc := range []struct {
 		name string
 		mod  func(*waitedState)
@@ -23,6 +24,10 @@ func TestSealWaitedRule(t *testing.T) {
 		{"an eighth of a file, one writer still sending", func(s *waitedState) { s.bytes, s.waiting = 1<<20, 1 }, false},
 		{"rate above a file per linger", func(s *waitedState) { s.recentBytes = 40 << 20 }, true},
 		{"one writer, alone and waiting", func(s *waitedState) { s.busy, s.waiting = 1, 1 }, true},
+		{"younger than the minimum age", func(s *waitedState) { s.age = s.minAge - 1 }, false},
+		{"just the minimum age", func(s *waitedState) { s.age = s.minAge }, true},
+		{"no minimum age (linger 0)", func(s *waitedState) { s.age, s.minAge = 0, 0 }, true},
+		{"an eighth of a file, younger than the minimum age", func(s *waitedState) { s.bytes, s.age = 1<<20, s.minAge/2 }, false},
 	} {
 		s := fast
 		tc.mod(&s)

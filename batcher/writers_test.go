@@ -26,6 +26,13 @@ type waitedEnv struct {
 
 func newWaitedEnv(t *testing.T, sealWhenWaited bool) *waitedEnv {
 	t.Helper()
+	return newWaitedEnvAge(t, sealWhenWaited, time.Nanosecond)
+}
+
+// newWaitedEnvAge is newWaitedEnv with files sealed early only once they
+// are minAge old.
+func newWaitedEnvAge(t *testing.T, sealWhenWaited bool, minAge time.Duration) *waitedEnv {
+	t.Helper()
 	ctx := context.Background()
 	meta, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "meta.db"))
 	if err != nil {
@@ -40,6 +47,7 @@ func newWaitedEnv(t *testing.T, sealWhenWaited bool) *waitedEnv {
 	cfg.Linger = time.Minute
 	cfg.MaxFileBytes = 64 << 10
 	cfg.SealWhenWaited = sealWhenWaited
+	batcher.SetWaitedMinAge(&cfg, minAge)
 	reg := prometheus.NewRegistry()
 	b, err := batcher.New(cfg, objectstore.NewMemory(), meta, batcher.Options{Metrics: batcher.NewMetrics(reg)})
 	if err != nil {
@@ -143,6 +151,51 @@ func TestSealWhenEveryWriterWaits(t *testing.T) {
 	waitOK(t, pc2)
 	c.End()
 	c.End()
+}
+
+// A file every writer waits on is sealed once it is the minimum age (by
+// default half the linger), not before: a client with one request in
+// flight then waits about one linger for a record, not two, and the files
+// per linger at most double.
+func TestSealWhenWaitedAtMinimumAge(t *testing.T) {
+	const minAge = 300 * time.Millisecond
+	e := newWaitedEnvAge(t, true, minAge)
+	w := e.b.NewWriter()
+	defer w.Close()
+	start := time.Now()
+	pw := e.appendAs(t, w, "k")
+	if n := e.seals(batcher.SealWaited); n != 0 {
+		t.Fatalf("sealed at once, before the minimum age (%d waited seals)", n)
+	}
+	waitOK(t, pw) // the linger is a minute: only the waited seal can answer it in time
+	if took := time.Since(start); took < minAge {
+		t.Fatalf("answered after %v, before the minimum age %v", took, minAge)
+	}
+	if n := e.seals(batcher.SealWaited); n != 1 {
+		t.Fatalf("%d waited seals, want 1", n)
+	}
+	w.End()
+
+	// A writer that stops waiting before the minimum age (its next
+	// request arrives) leaves the file open when the age is reached.
+	w2 := e.b.NewWriter()
+	defer w2.Close()
+	p1 := e.appendAs(t, w2, "a")
+	w2.Begin() // a second request on its way: w2 no longer waits
+	time.Sleep(minAge + 200*time.Millisecond)
+	if n := e.seals(batcher.SealWaited); n != 1 {
+		t.Fatalf("sealed at the minimum age with the writer still sending (%d waited seals, want 1)", n)
+	}
+	if _, err := e.b.Append(batcher.WithWriter(context.Background(), w2), e.topic.ID, 1, batch(t, 3, "b")); err != nil {
+		t.Fatal(err)
+	}
+	w2.Appended() // now waiting on a file past the minimum age: sealed at once
+	if n := e.seals(batcher.SealWaited); n != 2 {
+		t.Fatalf("%d waited seals once the writer waited on a file past the minimum age, want 2", n)
+	}
+	waitOK(t, p1)
+	w2.End()
+	w2.End()
 }
 
 // A batch of no writer (a gRPC producer, whose requests the batcher does

@@ -18,12 +18,12 @@ import (
 )
 
 // A Kafka client that waits on the agent's open file (its one produce
-// request in flight) adds nothing to it until it is sealed. With a linger
-// longer than the test's deadline, the request is answered only because
-// the batcher seals the file its connection waits on
+// request in flight) adds nothing to it until it is sealed. Each request
+// is answered once the file is half its linger old, well before the
+// linger ends, because the batcher seals the file its connection waits on
 // (batcher.Config.SealWhenWaited: the file holds more than an eighth of a
-// full one); with the setting off this test waits out the linger and
-// fails.
+// full one, and is half the linger old); with the setting off this test
+// waits out the linger and fails.
 func TestProduceNotHeldForLingerWhenClientWaits(t *testing.T) {
 	meta, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "meta.db"))
 	if err != nil {
@@ -31,7 +31,7 @@ func TestProduceNotHeldForLingerWhenClientWaits(t *testing.T) {
 	}
 	t.Cleanup(func() { meta.Close() })
 	o := agenttest.Default()
-	o.Batcher.Linger = time.Minute
+	o.Batcher.Linger = 4 * time.Second
 	o.Batcher.MaxFileBytes = 512 << 10
 	o.Batcher.SealWhenWaited = true
 	o.Agent.PollInterval = 200 * time.Millisecond
@@ -61,9 +61,16 @@ func TestProduceNotHeldForLingerWhenClientWaits(t *testing.T) {
 			rt.Partitions = append(rt.Partitions, rp)
 		}
 		req.Topics = append(req.Topics, rt)
+		start := time.Now()
 		resp, err := req.RequestWith(ctx, cl)
 		if err != nil {
-			t.Fatalf("round %d: produce not answered before the linger (%v) ended: %v", round, o.Batcher.Linger, err)
+			t.Fatalf("round %d: produce: %v", round, err)
+		}
+		switch took := time.Since(start); {
+		case took < o.Batcher.Linger/2:
+			t.Fatalf("round %d: answered after %v: sealed before half the linger (%v)", round, took, o.Batcher.Linger)
+		case took >= o.Batcher.Linger*7/8:
+			t.Fatalf("round %d: answered after %v: held for the linger (%v)", round, took, o.Batcher.Linger)
 		}
 		for _, sp := range resp.Topics[0].Partitions {
 			if err := kerr.ErrorForCode(sp.ErrorCode); err != nil {
