@@ -49,7 +49,7 @@ type Config struct {
 	// rose in most runs: raise it where agents do not share partitions.
 	MaxFilesPerCommit int
 	// SealWhenWaited seals the open file before its linger ends once every
-	// client writing to it waits on it and it is half the linger old, when
+	// client writing to it waits on it and it is two fifths of the linger old, when
 	// the file holds an eighth of MaxFileBytes or the recent ingest fills a
 	// file within one linger (writers.go, sealWaited). Default true: a
 	// Kafka producer with one request in flight then waits about one
@@ -57,7 +57,7 @@ type Config struct {
 	// at the rates where files are sealed for size anyway (measured in
 	// docs/benchmarks.md, "Kafka producers that wait on the open file").
 	SealWhenWaited bool
-	// waitedMinAge overrides sealWaited's minimum file age (0: half the
+	// waitedMinAge overrides sealWaited's minimum file age (0: two fifths of the
 	// linger); tests set it through export_test.go.
 	waitedMinAge time.Duration
 }

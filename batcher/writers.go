@@ -161,12 +161,12 @@ type waitedState struct {
 }
 
 // waitedMinAge is how long a file stays open before sealWaited may seal
-// it: half the linger (see sealWaited).
+// it: two fifths of the linger (see sealWaited).
 func (b *Batcher) waitedMinAge() time.Duration {
 	if b.cfg.waitedMinAge > 0 {
 		return b.cfg.waitedMinAge
 	}
-	return b.cfg.Linger / 2
+	return b.cfg.Linger * 2 / 5
 }
 
 // armWaitedLocked starts f's timer for sealWaited's minimum age.
@@ -186,8 +186,8 @@ func (b *Batcher) armWaitedLocked(f *file) {
 
 // sealWaited is the rule: seal the open file before its linger ends when
 // every writer with a request in flight is waiting on it (so it can gain
-// no batch until it is sealed) and the file is at least minAge (half the
-// linger) old, provided that sealing now keeps the PUTs per byte low: the file already holds an eighth of a full file, or the
+// no batch until it is sealed) and the file is at least minAge (two
+// fifths of the linger) old, provided that sealing now keeps the PUTs per byte low: the file already holds an eighth of a full file, or the
 // agent's recent ingest fills a file within one linger (at that rate files
 // are sealed for size anyway, and each file sealed early holds what
 // arrived in one commit round trip). Below both, the linger goes on
@@ -195,13 +195,15 @@ func (b *Batcher) armWaitedLocked(f *file) {
 // is there to. A file holding a batch of no writer (a gRPC producer,
 // whose requests in flight the batcher does not see) lingers as before.
 //
-// Why half the linger: a client with one request in flight holds what it
-// is given meanwhile until the answer, so a record waits for the request
-// in flight and then for its own: about two file ages plus the commit
-// round trip. Files sealed at half the linger keep that within the linger
-// plus a round trip, what a linger promises, and at most double the files
-// per linger; sealing at once (no minimum age) made a file per commit
-// round trip and, in the measured runs, 1.5x the agent CPU of lingering.
+// Why two fifths of the linger: a client with one request in flight holds
+// what it is given meanwhile until the answer, so a record waits for the
+// request in flight and then for its own: about two file ages plus the
+// commit round trip. Files sealed at half the linger would put that at the
+// linger plus a round trip, right at the floor bound; two fifths leave a
+// fifth of the linger to spare, for at most 2.5 times the files per linger.
+// Sealing at once (no minimum age) made a file per commit round trip and,
+// in the measured runs, 1.5x the agent CPU of lingering; two fifths cost
+// about 1.1x, half about 1.05x (docs/benchmarks.md).
 func sealWaited(s waitedState) bool {
 	switch {
 	case s.bytes == 0, s.anonymous, s.busy == 0, s.waiting < s.busy, s.age < s.minAge:

@@ -154,7 +154,7 @@ func TestSealWhenEveryWriterWaits(t *testing.T) {
 }
 
 // A file every writer waits on is sealed once it is the minimum age (by
-// default half the linger), not before: a client with one request in
+// default two fifths of the linger), not before: a client with one request in
 // flight then waits about one linger for a record, not two, and the files
 // per linger at most double.
 func TestSealWhenWaitedAtMinimumAge(t *testing.T) {

@@ -19,10 +19,10 @@ import (
 
 // A Kafka client that waits on the agent's open file (its one produce
 // request in flight) adds nothing to it until it is sealed. Each request
-// is answered once the file is half its linger old, well before the
+// is answered once the file is two fifths of its linger old, well before the
 // linger ends, because the batcher seals the file its connection waits on
 // (batcher.Config.SealWhenWaited: the file holds more than an eighth of a
-// full one, and is half the linger old); with the setting off this test
+// full one, and is two fifths of the linger old); with the setting off this test
 // waits out the linger and fails.
 func TestProduceNotHeldForLingerWhenClientWaits(t *testing.T) {
 	meta, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "meta.db"))
@@ -67,8 +67,8 @@ func TestProduceNotHeldForLingerWhenClientWaits(t *testing.T) {
 			t.Fatalf("round %d: produce: %v", round, err)
 		}
 		switch took := time.Since(start); {
-		case took < o.Batcher.Linger/2:
-			t.Fatalf("round %d: answered after %v: sealed before half the linger (%v)", round, took, o.Batcher.Linger)
+		case took < o.Batcher.Linger*2/5:
+			t.Fatalf("round %d: answered after %v: sealed before two fifths of the linger (%v)", round, took, o.Batcher.Linger)
 		case took >= o.Batcher.Linger*7/8:
 			t.Fatalf("round %d: answered after %v: held for the linger (%v)", round, took, o.Batcher.Linger)
 		}

@@ -74,7 +74,7 @@ type BatcherSettings struct {
 	// MaxFilesPerCommit bounds the uploaded files one metadata transaction commits together.
 	MaxFilesPerCommit int `yaml:"max_files_per_commit" flag:"max-files-per-commit" check:"positive" help:"most uploaded files waiting that one metadata transaction commits together (1 to 64; 1: one file per commit; see docs/benchmarks.md before raising it with agents that share partitions)"`
 	// SealWhenWaited seals a file before its linger once every Kafka client writing to it waits on it.
-	SealWhenWaited bool `yaml:"seal_when_waited" flag:"seal-when-waited" help:"seal a file once it is half its linger old and every Kafka connection writing to it has all its produce requests waiting on it, while the file holds an eighth of batcher.max_file_bytes or the recent ingest fills a file within one linger (lingering on would only hold the records in the clients): a Kafka client that keeps one request in flight waits about one linger for a record instead of two, for at most twice the files per linger; off: every file waits out its linger or fills up"`
+	SealWhenWaited bool `yaml:"seal_when_waited" flag:"seal-when-waited" help:"seal a file once it is two fifths of its linger old and every Kafka connection writing to it has all its produce requests waiting on it, while the file holds an eighth of batcher.max_file_bytes or the recent ingest fills a file within one linger (lingering on would only hold the records in the clients): a Kafka client that keeps one request in flight waits about one linger for a record instead of two, for at most 2.5 times the files per linger; off: every file waits out its linger or fills up"`
 }
 
 // AgentSettings are the agent's limits (package agent).
