@@ -303,9 +303,12 @@ func TestReadaheadCancelledReaderFreesBudget(t *testing.T) {
 			return nil
 		})
 	stop()
-	held, _, streams := agent.ReadaheadStats(r.ag)
-	if maxHeld == 0 || streams == 0 {
-		t.Fatalf("no read-ahead while reading (at most %d bytes held, %d streams)", maxHeld, streams)
+	held, served, streams := agent.ReadaheadStats(r.ag)
+	// Held bytes sampled between answers can all be 0 on a loaded machine
+	// (each load served before the next answer): bytes served from the
+	// read-ahead show it ran as well.
+	if (maxHeld == 0 && served == 0) || streams == 0 {
+		t.Fatalf("no read-ahead while reading (at most %d bytes held, %d served, %d streams)", maxHeld, served, streams)
 	}
 	deadline := time.Now().Add(5 * time.Second)
 	for held != 0 || streams != 0 {

@@ -123,12 +123,10 @@ func commitTx(ctx context.Context, tx *sql.Tx, f metadata.FileCommit) ([]metadat
 		return nil, nil, err
 	}
 	liveTopics := map[int64]bool{}
-	producers := map[prodKey]*producerState{}
-	getState, err := tx.PrepareContext(ctx, "SELECT epoch, batches FROM producer_state WHERE topic_id = ? AND partition = ? AND producer_id = ?")
+	producers, err := loadProducers(ctx, tx, f.Batches)
 	if err != nil {
 		return nil, nil, err
 	}
-	defer getState.Close()
 	maxPID := int64(-1) // the last producer id issued; -1: not read yet
 
 	results := make([]metadata.BatchResult, len(f.Batches))
@@ -166,9 +164,7 @@ func commitTx(ctx context.Context, tx *sql.Tx, f metadata.FileCommit) ([]metadat
 			}
 			key := prodKey{pk, b.ProducerID}
 			if st = producers[key]; st == nil {
-				if st, err = loadProducer(ctx, getState, key); err != nil {
-					return nil, nil, err
-				}
+				st = &producerState{} // no state yet
 				producers[key] = st
 			}
 			v := st.check(b, p.logStart)
@@ -259,7 +255,7 @@ func loadPartitions(ctx context.Context, tx *sql.Tx, batches []metadata.BatchCom
 		}
 	}
 	rows, err := tx.QueryContext(ctx, `SELECT p.topic_id, p.partition, p.log_start_offset, p.high_watermark
-		FROM json_each(?) j CROSS JOIN partitions p ON p.topic_id = j.value->>0 AND p.partition = j.value->>1`, keys.String())
+		FROM jsonb_each(?) j CROSS JOIN partitions p ON p.topic_id = j.value->>0 AND p.partition = j.value->>1`, keys.String())
 	if err != nil {
 		return nil, err
 	}
@@ -278,21 +274,45 @@ func loadPartitions(ctx context.Context, tx *sql.Tx, batches []metadata.BatchCom
 	return parts, rows.Err()
 }
 
-func loadProducer(ctx context.Context, stmt *sql.Stmt, k prodKey) (*producerState, error) {
-	st := &producerState{}
-	var entries string
-	err := stmt.QueryRowContext(ctx, k.topic, k.part, k.pid).Scan(&st.epoch, &entries)
-	if errors.Is(err, sql.ErrNoRows) {
-		return st, nil
+// loadProducers reads the state of every idempotent producer the batches
+// name, per partition, in one statement; producers with no state yet are
+// missing from the map.
+func loadProducers(ctx context.Context, tx *sql.Tx, batches []metadata.BatchCommit) (map[prodKey]*producerState, error) {
+	producers := map[prodKey]*producerState{}
+	seen := map[prodKey]bool{}
+	keys := jsonRows{}
+	for _, b := range batches {
+		k := prodKey{partKey{b.TopicID, b.Partition}, b.ProducerID}
+		if validate.Idempotent(b) && !seen[k] {
+			seen[k] = true
+			keys.add(k.topic, int64(k.part), k.pid)
+		}
 	}
+	if keys.n == 0 {
+		return producers, nil
+	}
+	rows, err := tx.QueryContext(ctx, `SELECT s.topic_id, s.partition, s.producer_id, s.epoch, s.batches
+		FROM jsonb_each(?) j CROSS JOIN producer_state s
+		  ON s.topic_id = j.value->>0 AND s.partition = j.value->>1 AND s.producer_id = j.value->>2`, keys.String())
 	if err != nil {
 		return nil, err
 	}
-	st.known = true
-	if err := json.Unmarshal([]byte(entries), &st.entries); err != nil {
-		return nil, fmt.Errorf("producer %d state on %d/%d: %w", k.pid, k.topic, k.part, err)
+	defer rows.Close()
+	for rows.Next() {
+		var (
+			k       prodKey
+			entries string
+		)
+		st := &producerState{known: true}
+		if err := rows.Scan(&k.topic, &k.part, &k.pid, &st.epoch, &entries); err != nil {
+			return nil, err
+		}
+		if err := json.Unmarshal([]byte(entries), &st.entries); err != nil {
+			return nil, fmt.Errorf("producer %d state on %d/%d: %w", k.pid, k.topic, k.part, err)
+		}
+		producers[k] = st
 	}
-	return st, nil
+	return producers, rows.Err()
 }
 
 // writeCommit stores the accepted batches, the new high watermarks and the
@@ -311,7 +331,7 @@ func writeCommit(ctx context.Context, tx *sql.Tx, f metadata.FileCommit, fileID,
 		if _, err := tx.ExecContext(ctx, `INSERT INTO batches (topic_id, partition, base_offset, last_offset, file_id,
 				byte_offset, byte_length, record_count, max_timestamp, append_time)
 			SELECT j.value->>0, j.value->>1, j.value->>2, j.value->>3, ?, j.value->>4, j.value->>5, j.value->>6, j.value->>7, ?
-			  FROM json_each(?) j`, fileID, now, rows.String()); err != nil {
+			  FROM jsonb_each(?) j`, fileID, now, rows.String()); err != nil {
 			return err
 		}
 	}
@@ -325,7 +345,7 @@ func writeCommit(ctx context.Context, tx *sql.Tx, f metadata.FileCommit, fileID,
 		// An upsert of rows that all exist: driven by the JSON rows, one
 		// primary key probe each.
 		if _, err := tx.ExecContext(ctx, `INSERT INTO partitions (topic_id, partition, high_watermark)
-			SELECT j.value->>0, j.value->>1, j.value->>2 FROM json_each(?) j WHERE true
+			SELECT j.value->>0, j.value->>1, j.value->>2 FROM jsonb_each(?) j WHERE true
 			ON CONFLICT (topic_id, partition) DO UPDATE SET high_watermark = excluded.high_watermark`, rows.String()); err != nil {
 			return err
 		}
@@ -349,7 +369,7 @@ func writeCommit(ctx context.Context, tx *sql.Tx, f metadata.FileCommit, fileID,
 	if rows.n > 0 {
 		if _, err := tx.ExecContext(ctx, `INSERT INTO producer_state (topic_id, partition, producer_id, epoch, batches)
 			SELECT j.value->>0, j.value->>1, j.value->>2, j.value->>3, j.value->4
-			  FROM json_each(?1) j WHERE true
+			  FROM jsonb_each(?1) j WHERE true
 			ON CONFLICT (topic_id, partition, producer_id) DO UPDATE SET epoch = excluded.epoch, batches = excluded.batches`,
 			rows.String()); err != nil {
 			return err
@@ -359,7 +379,8 @@ func writeCommit(ctx context.Context, tx *sql.Tx, f metadata.FileCommit, fileID,
 }
 
 // jsonRows builds a JSON array of arrays of integers, the way whole sets
-// of rows are passed to SQLite in one parameter (read with json_each).
+// of rows are passed to SQLite in one parameter (read with jsonb_each,
+// whose rows' values are JSONB: each ->> reads them without parsing text).
 type jsonRows struct {
 	buf []byte
 	n   int
