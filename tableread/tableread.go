@@ -24,6 +24,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/apache/arrow-go/v18/arrow/compute"
 	"hash/fnv"
 	"net"
 	"slices"
@@ -112,6 +113,7 @@ type Reader struct {
 	sem    chan struct{}
 	ahead  *readahead
 	files  *fileCache // decoded data files' rows (filecache.go)
+	alloc  *allocPool // the Parquet decode's large buffers (alloc.go)
 	// stripes serialise the scans of one topic's table (by name hash).
 	stripes [64]chan struct{}
 	scans   atomic.Int64 // scans of tables made (tests)
@@ -131,6 +133,10 @@ type loadedTable struct {
 	rowBytes atomic.Int64    // bytes per row seen by the last read (0: none yet)
 }
 
+// allocPoolBytes bounds the free decode buffers a reader keeps: a
+// quarter of its read-ahead, within [4 MiB, 32 MiB] (a few Arrow batches).
+func allocPoolBytes(readahead int64) int64 { return min(max(readahead/4, 4<<20), 32<<20) }
+
 // maxLoaded bounds the tables the reader remembers.
 const maxLoaded = 1024
 
@@ -143,7 +149,8 @@ func New(tables Tables, cfg Config) (*Reader, error) {
 		return nil, fmt.Errorf("%w: no tables", ErrInvalidConfig)
 	}
 	r := &Reader{tables: tables, cfg: cfg, sem: make(chan struct{}, cfg.MaxReads), loaded: map[string]*loadedTable{},
-		ahead: newReadahead(cfg.ReadaheadBytes, 30*time.Second), files: newFileCache(cfg.ReadaheadBytes)}
+		ahead: newReadahead(cfg.ReadaheadBytes, 30*time.Second), files: newFileCache(cfg.ReadaheadBytes),
+		alloc: newAllocPool(allocPoolBytes(cfg.ReadaheadBytes))}
 	for i := range r.stripes {
 		r.stripes[i] = make(chan struct{}, 1)
 	}
@@ -282,7 +289,7 @@ func (r *Reader) Read(ctx context.Context, topic string, partition int32, from, 
 				hi = upTo
 			}
 			r.scans.Add(1)
-			got, reach, others, err := scanRows(ctx, lt.tbl, partition, lo, hi, upTo, scanBudget(r.cfg.ReadaheadBytes), int(lt.rowBytes.Load()), r.files, &r.decoded)
+			got, reach, others, err := scanRows(compute.WithAllocator(ctx, r.alloc), lt.tbl, partition, lo, hi, upTo, scanBudget(r.cfg.ReadaheadBytes), int(lt.rowBytes.Load()), r.files, &r.decoded)
 			if err != nil {
 				return err
 			}
