@@ -157,7 +157,9 @@ type waitedState struct {
 	recentBytes int64
 	// maxFileBytes is the size at which a file is sealed anyway.
 	maxFileBytes int
-	age, minAge  time.Duration
+	// age is how long the file has been open; minAge the least age at
+	// which it may be sealed early (Batcher.waitedMinAge).
+	age, minAge time.Duration
 }
 
 // waitedMinAge is how long a file stays open before sealWaited may seal
@@ -187,7 +189,8 @@ func (b *Batcher) armWaitedLocked(f *file) {
 // sealWaited is the rule: seal the open file before its linger ends when
 // every writer with a request in flight is waiting on it (so it can gain
 // no batch until it is sealed) and the file is at least minAge (two
-// fifths of the linger) old, provided that sealing now keeps the PUTs per byte low: the file already holds an eighth of a full file, or the
+// fifths of the linger) old, provided that sealing now keeps the PUTs per
+// byte low: the file already holds an eighth of a full file, or the
 // agent's recent ingest fills a file within one linger (at that rate files
 // are sealed for size anyway, and each file sealed early holds what
 // arrived in one commit round trip). Below both, the linger goes on
