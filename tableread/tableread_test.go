@@ -602,3 +602,67 @@ func TestDecodeBuffersReusedSafely(t *testing.T) {
 		t.Fatal("no decode buffer was reused: the test shows nothing")
 	}
 }
+
+// A data file read without the offset filter (its manifest's bounds lie
+// inside the read) holding a row outside those bounds is corrupt:
+// DataLoss, never the row. The file is swapped for a valid Parquet file
+// of another topic's table, whose offsets its manifest entry does not
+// cover.
+func TestReadRowOutsideManifestBounds(t *testing.T) {
+	cfg := icetest.SQLiteConfig(t)
+	w, _ := icetest.Open(t, cfg, iceberg.Options{})
+	ctx := ctxT(t)
+	dataFiles := func() map[string]bool {
+		got := map[string]bool{}
+		_ = filepath.Walk(cfg.Warehouse, func(path string, info os.FileInfo, err error) error {
+			if err == nil && strings.HasSuffix(path, ".parquet") {
+				got[path] = true
+			}
+			return nil
+		})
+		return got
+	}
+	rows, wm := rowsOf(1, 0, 50, nil)
+	if _, err := w.Append(ctx, "t", rows, wm); err != nil {
+		t.Fatal(err)
+	}
+	mine := dataFiles()
+	other := make([]iceberg.Row, len(rows))
+	for i, r := range rows {
+		r.Offset += 1000
+		other[i] = r
+	}
+	if _, err := w.Append(ctx, "u", other, iceberg.Watermark{0: 1050}); err != nil {
+		t.Fatal(err)
+	}
+	var theirs string
+	for f := range dataFiles() {
+		if !mine[f] {
+			theirs = f
+			break
+		}
+	}
+	if len(mine) == 0 || theirs == "" {
+		t.Fatalf("data files: %d of t, %q of u", len(mine), theirs)
+	}
+	data, err := os.ReadFile(theirs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for f := range mine {
+		if err := os.WriteFile(f, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r, err := tableread.New(w, tableread.DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	bs, err := r.Read(ctx, "t", 0, 0, 50, 1<<20)
+	if !errors.Is(err, tableread.ErrDataLoss) || len(bs) != 0 {
+		t.Fatalf("Read of a file holding rows outside its bounds: %d batches, %v; want ErrDataLoss", len(bs), err)
+	}
+	if !strings.Contains(err.Error(), "outside the offsets") {
+		t.Fatalf("DataLoss, but not from the bounds check: %v", err)
+	}
+}
