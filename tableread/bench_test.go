@@ -27,20 +27,9 @@ func BenchmarkCatchUp(b *testing.B) {
 	const topic = "catchup"
 	pad := strings.Repeat("x", 1000)
 	day := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
-	for chunk := int64(0); chunk < per; chunk += 1000 {
-		var rows []iceberg.Row
-		wm := iceberg.Watermark{}
-		for p := range int32(parts) {
-			for off := chunk; off < chunk+1000; off++ {
-				rows = append(rows, iceberg.Row{Partition: p, Offset: off, Timestamp: day.Add(time.Duration(off) * time.Millisecond), AppendTime: day,
-					Key: fmt.Appendf(nil, "k%d", off%100), Value: fmt.Appendf(nil, `{"p":%d,"o":%d,"pad":"%s"}`, p, off, pad)})
-			}
-			wm[p] = chunk + 1000
-		}
-		if _, err := w.Append(ctx, topic, rows, wm); err != nil {
-			b.Fatal(err)
-		}
-	}
+	appendSequential(b, ctx, w, topic, parts, per, 1000, day, func(p int32, off int64) ([]byte, []byte) {
+		return fmt.Appendf(nil, "k%d", off%100), fmt.Appendf(nil, `{"p":%d,"o":%d,"pad":"%s"}`, p, off, pad)
+	})
 	runtime.GC()
 	// The peak of the live heap objects during the reads, sampled.
 	var peak uint64

@@ -56,6 +56,41 @@ func ctxT(t *testing.T) context.Context {
 	return ctx
 }
 
+// appendSequential appends parts partitions of per records each to
+// topic, offsets from 0, in appends of chunk records per partition;
+// record off has timestamp day + off ms and the key and value kv gives.
+func appendSequential(tb testing.TB, ctx context.Context, w *iceberg.Writer, topic string, parts int32, per, chunk int64,
+	day time.Time, kv func(p int32, off int64) (key, value []byte)) {
+	tb.Helper()
+	for from := int64(0); from < per; from += chunk {
+		var rows []iceberg.Row
+		wm := iceberg.Watermark{}
+		for p := range parts {
+			for off := from; off < from+chunk; off++ {
+				k, v := kv(p, off)
+				rows = append(rows, iceberg.Row{Partition: p, Offset: off, Timestamp: day.Add(time.Duration(off) * time.Millisecond), AppendTime: day,
+					Key: k, Value: v})
+			}
+			wm[p] = from + chunk
+		}
+		if _, err := w.Append(ctx, topic, rows, wm); err != nil {
+			tb.Fatal(err)
+		}
+	}
+}
+
+// parquetFiles lists the data files under a warehouse directory.
+func parquetFiles(warehouse string) map[string]bool {
+	got := map[string]bool{}
+	_ = filepath.Walk(warehouse, func(path string, info os.FileInfo, err error) error {
+		if err == nil && strings.HasSuffix(path, ".parquet") {
+			got[path] = true
+		}
+		return nil
+	})
+	return got
+}
+
 // readAll reads partition p from offset from below end in reads of
 // budget bytes and returns the records in the order served.
 func readAll(t *testing.T, r *tableread.Reader, topic string, p int32, from, end int64, budget int) []kbatch.Record {
@@ -184,17 +219,11 @@ func TestReadCorruptFile(t *testing.T) {
 	if _, err := w.Append(ctx, "t", rows, wm); err != nil {
 		t.Fatal(err)
 	}
-	var files []string
-	_ = filepath.Walk(cfg.Warehouse, func(path string, info os.FileInfo, err error) error {
-		if err == nil && strings.HasSuffix(path, ".parquet") {
-			files = append(files, path)
-		}
-		return nil
-	})
+	files := parquetFiles(cfg.Warehouse)
 	if len(files) == 0 {
 		t.Fatal("no data file")
 	}
-	for _, f := range files {
+	for f := range files {
 		data, err := os.ReadFile(f)
 		if err != nil {
 			t.Fatal(err)
@@ -566,20 +595,9 @@ func TestDecodeBuffersReusedSafely(t *testing.T) {
 	value := func(p int32, off int64) []byte {
 		return []byte(fmt.Sprintf("p%d-o%d-%s", p, off, strings.Repeat(string(rune('a'+off%26)), 900+int(off%100))))
 	}
-	for chunk := int64(0); chunk < per; chunk += 2000 {
-		var rows []iceberg.Row
-		wm := iceberg.Watermark{}
-		for p := range int32(parts) {
-			for off := chunk; off < chunk+2000; off++ {
-				rows = append(rows, iceberg.Row{Partition: p, Offset: off, Timestamp: day.Add(time.Duration(off) * time.Millisecond), AppendTime: day,
-					Key: []byte(fmt.Sprintf("k%d", off)), Value: value(p, off)})
-			}
-			wm[p] = chunk + 2000
-		}
-		if _, err := w.Append(ctx, topic, rows, wm); err != nil {
-			t.Fatal(err)
-		}
-	}
+	appendSequential(t, ctx, w, topic, parts, per, 2000, day, func(p int32, off int64) ([]byte, []byte) {
+		return []byte(fmt.Sprintf("k%d", off)), value(p, off)
+	})
 	r, err := tableread.New(w, tableread.DefaultConfig())
 	if err != nil {
 		t.Fatal(err)
@@ -612,21 +630,11 @@ func TestReadRowOutsideManifestBounds(t *testing.T) {
 	cfg := icetest.SQLiteConfig(t)
 	w, _ := icetest.Open(t, cfg, iceberg.Options{})
 	ctx := ctxT(t)
-	dataFiles := func() map[string]bool {
-		got := map[string]bool{}
-		_ = filepath.Walk(cfg.Warehouse, func(path string, info os.FileInfo, err error) error {
-			if err == nil && strings.HasSuffix(path, ".parquet") {
-				got[path] = true
-			}
-			return nil
-		})
-		return got
-	}
 	rows, wm := rowsOf(1, 0, 50, nil)
 	if _, err := w.Append(ctx, "t", rows, wm); err != nil {
 		t.Fatal(err)
 	}
-	mine := dataFiles()
+	mine := parquetFiles(cfg.Warehouse)
 	other := make([]iceberg.Row, len(rows))
 	for i, r := range rows {
 		r.Offset += 1000
@@ -636,7 +644,7 @@ func TestReadRowOutsideManifestBounds(t *testing.T) {
 		t.Fatal(err)
 	}
 	var theirs string
-	for f := range dataFiles() {
+	for f := range parquetFiles(cfg.Warehouse) {
 		if !mine[f] {
 			theirs = f
 			break
