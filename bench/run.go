@@ -50,6 +50,10 @@ type RunConfig struct {
 	// BeforeRead, optional, runs between the catch-up's write and read
 	// phases (restarting agents so that their read caches are cold).
 	BeforeRead func(context.Context) error
+	// Rereads, catch-up only: after the measured read, read the backlog
+	// this many times more, unmeasured (profiles of the read path: a
+	// read of a table's 200 MB lasts about a second).
+	Rereads int
 	// ServicePids, optional, are the processes the servers depend on
 	// (PostgreSQL, versitygw): their CPU, children included, is reported
 	// in the run's breakdown beside the harness's and the servers'.
@@ -93,6 +97,8 @@ func (c RunConfig) validate() error {
 		return fmt.Errorf("bench: RunConfig.MaxBatch %d must be at least 1", c.MaxBatch)
 	case c.Workload == WorkloadCatchup && c.BacklogBytes < int64(c.RecordSize):
 		return fmt.Errorf("bench: RunConfig.BacklogBytes %d must hold at least one record", c.BacklogBytes)
+	case c.Rereads < 0 || c.Rereads > 100:
+		return fmt.Errorf("bench: RunConfig.Rereads %d must be within [0, 100]", c.Rereads)
 	}
 	return nil
 }
@@ -600,6 +606,14 @@ func runCatchup(ctx context.Context, sys System, cfg RunConfig) (RunResult, erro
 	}
 	if cpuOK && cpuOK1 && readBytes > 0 {
 		cr.ClientCPUMsPerMiB = (cpu1 - cpu0).Seconds() * 1000 / (float64(readBytes) / (1 << 20))
+	}
+	for range cfg.Rereads {
+		again := &Counters{}
+		cons := startConsumers(ctx, sys, cfg.Consumers, true, nil, time.Time{}, time.Time{}, again)
+		cons.waitCount(ctx, res.Acked, cfg.Drain)
+		if err := cons.stop(); err != nil && ctx.Err() == nil {
+			return res, fmt.Errorf("bench: catch-up reread: %w", err)
+		}
 	}
 	cr.ReadCost.PeakRSSBytes = rpeak
 	cr.ReadCost.ServersAlive = readStats.alive.Load()

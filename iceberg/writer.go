@@ -199,6 +199,11 @@ func (w *Writer) EnsureTable(ctx context.Context, topic string, opts ...TableOpt
 	return w.evolve(ctx, topic, tbl, want)
 }
 
+// dictColumnKey prefixes the table property that turns a column's
+// dictionary encoding on or off (iceberg-go honours it; the name is
+// Iceberg's, not exported by iceberg-go's table package).
+const dictColumnKey = "write.parquet.dict-encoding-enabled.column."
+
 // ensure returns topic's table of kind k, creating it with sc when
 // missing.
 func (w *Writer) ensure(ctx context.Context, topic string, k tableKind, sc *icego.Schema) (*table.Table, error) {
@@ -224,9 +229,14 @@ func (w *Writer) ensure(ctx context.Context, topic string, k tableKind, sc *iceg
 		// dictionary is not counted until it spills): row groups of a
 		// quarter of the target, pages and dictionaries of a sixteenth
 		// (at most the defaults) keep files near it.
-		table.ParquetRowGroupSizeBytesKey:            strconv.FormatInt(min(w.opts.TargetFileSize/4+1, table.ParquetRowGroupSizeBytesDefault), 10),
-		table.ParquetPageSizeBytesKey:                strconv.FormatInt(min(w.opts.TargetFileSize/16+1, table.ParquetPageSizeBytesDefault), 10),
-		table.ParquetDictSizeBytesKey:                strconv.FormatInt(min(w.opts.TargetFileSize/16+1, table.ParquetDictSizeBytesDefault), 10),
+		table.ParquetRowGroupSizeBytesKey: strconv.FormatInt(min(w.opts.TargetFileSize/4+1, table.ParquetRowGroupSizeBytesDefault), 10),
+		table.ParquetPageSizeBytesKey:     strconv.FormatInt(min(w.opts.TargetFileSize/16+1, table.ParquetPageSizeBytesDefault), 10),
+		table.ParquetDictSizeBytesKey:     strconv.FormatInt(min(w.opts.TargetFileSize/16+1, table.ParquetDictSizeBytesDefault), 10),
+		// Record values are mostly distinct: a dictionary of them is
+		// their plain copy plus an index (the whole row group's values
+		// in one dictionary page read back as one buffer), no smaller
+		// once zstd has it and slower to read back (tableread).
+		dictColumnKey + ColValue:                     "false",
 		table.MetadataDeleteAfterCommitEnabledKey:    "true",
 		table.MetadataPreviousVersionsMaxKey:         "20",
 		table.DefaultWriteMetricsModeKey:             "truncate(16)",

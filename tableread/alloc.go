@@ -52,7 +52,11 @@ func newAllocPool(limit int64) *allocPool {
 func poolClass(n int) int { return bits.Len(uint(n - 1)) }
 
 // Allocate returns n zeroed bytes.
-func (p *allocPool) Allocate(n int) []byte {
+func (p *allocPool) Allocate(n int) []byte { return p.allocate(n, 0) }
+
+// allocate returns n bytes, zeroed from the keep-th on (the caller
+// writes the first keep).
+func (p *allocPool) allocate(n, keep int) []byte {
 	if n < poolMin {
 		return p.small.Allocate(n)
 	}
@@ -71,7 +75,7 @@ func (p *allocPool) Allocate(n int) []byte {
 		return make([]byte, n, 1<<c) // large: page aligned, zeroed by the runtime
 	}
 	b = b[:n]
-	clear(b)
+	clear(b[min(keep, n):])
 	return b
 }
 
@@ -86,7 +90,7 @@ func (p *allocPool) Reallocate(n int, b []byte) []byte {
 		}
 		return b
 	}
-	nb := p.Allocate(n)
+	nb := p.allocate(n, len(b)) // n > cap(b) >= len(b)
 	copy(nb, b)
 	p.Free(b)
 	return nb

@@ -116,6 +116,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) (err
 	floeAffinity := fs.Bool("floe-affinity", false, "floe: partition affinity: each producer sends each partition's batches to the agent that DescribePlacement prefers for it (one request per agent), so that one agent writes each partition; consumers read each partition from that agent too")
 	floeRecords := fs.Bool("floe-records", false, "floe: produce and consume through the per-record API instead of the batch data plane (for comparison)")
 	backlogMB := fs.Int64("backlog-mb", rc.BacklogBytes/1e6, "catchup: backlog to write then read, MB (more than the agents' read cache, to measure the reads)")
+	fs.IntVar(&rc.Rereads, "catchup-rereads", 0, "catchup: read the backlog this many times more after the measured read, unmeasured (to profile the read path)")
 	fs.DurationVar(&dc.Linger, "linger", dc.Linger, "agents' linger (passed to agents it starts; tell it the deployment's for -addr)")
 	fs.IntVar(&dc.MaxFileBytes, "max-file-bytes", dc.MaxFileBytes, "agents' max file size (as -linger)")
 	fs.Int64Var(&dc.MaxBufferedBytes, "max-buffered-bytes", dc.MaxBufferedBytes, "agents' buffered-bytes bound (as -linger)")

@@ -93,7 +93,7 @@ type AgentSettings struct {
 	// Reads below the raw log start from the Iceberg tables (tables.go).
 	TableReads          int   `yaml:"table_reads" flag:"table-reads" check:"positive" help:"scans of Iceberg tables at once, for offsets below the raw log start of topics with retention.raw.ms; more wait"`
 	TableWindowBytes    int   `yaml:"table_window_bytes" flag:"table-window-bytes" check:"nonneg" help:"bytes of rows one table scan reads for its partition (at least a read's budget); the rest waits in the table read-ahead"`
-	TableReadaheadBytes int64 `yaml:"table_readahead_bytes" flag:"table-readahead-bytes" check:"nonneg" help:"bytes of table rows kept, across all partitions, for their next reads, and as much again of whole data files decoded, for the next scans that need them (a scan decodes whole row groups; 0: none); a quarter of it more (at least 4 MiB, at most 32 MiB) keeps the Parquet decode's freed buffers for the next batches"`
+	TableReadaheadBytes int64 `yaml:"table_readahead_bytes" flag:"table-readahead-bytes" check:"nonneg" help:"bytes of table rows kept, across all partitions, for their next reads, and as much again of whole data files decoded, for the next scans that need them (a scan decodes whole row groups; 0: none); half of it more (at least 8 MiB, at most 64 MiB) keeps the Parquet decode's freed buffers for the next batches"`
 
 	// The edges' bounds (docs/operations.md, Limits).
 	MaxReadRecordBytes        int           `yaml:"max_read_record_bytes" flag:"max-read-record-bytes" check:"nonneg" help:"largest stored record a fetch or subscribe decodes, headers counted 10 bytes each (0: max_record_bytes); a batch holding a bigger one is refused with InvalidArgument"`
