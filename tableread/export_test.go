@@ -7,7 +7,12 @@ func Held(r *Reader) int64 { return r.ahead.held() }
 func Scans(r *Reader) int64 { return r.scans.Load() }
 
 // Decoded is the data files r's scans read.
-func Decoded(r *Reader) int64 { return r.decoded.Load() }
+func Decoded(r *Reader) int64 { return r.stats.files.Load() }
+
+// ViaArrow is the data files r's scans read through iceberg-go's Arrow
+// scan (files with deletes, or not of floe's layout), not decoded from
+// their column chunks.
+func ViaArrow(r *Reader) int64 { return r.stats.viaArrow.Load() }
 
 // FilesHeld is the bytes of decoded files' rows r keeps.
 func FilesHeld(r *Reader) int64 { return r.files.held() }

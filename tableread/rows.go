@@ -39,18 +39,28 @@ type arena struct {
 
 // add encodes v's tail into the arena and returns it.
 func (a *arena) add(v *iceberg.RowView) []byte {
-	n := len(v.Key) + len(v.Value) + 3*binaryVarintMax
-	h := v.Headers()
-	for j := range h {
-		k, hv := v.Header(j)
-		n += len(k) + len(hv) + 2*binaryVarintMax
+	return a.addTail(v.Key, v.Value, v.Headers(), v.Header)
+}
+
+// addTail encodes the tail of a record of key, value and n headers
+// (header(j) is header j) into the arena and returns it.
+func (a *arena) addTail(key, value []byte, n int, header func(j int) (string, []byte)) []byte {
+	size := len(key) + len(value) + 3*binaryVarintMax
+	for j := range n {
+		k, hv := header(j)
+		size += len(k) + len(hv) + 2*binaryVarintMax
 	}
-	if cap(a.buf)-len(a.buf) < n {
-		a.buf = make([]byte, 0, max(arenaChunk, n))
+	if cap(a.buf)-len(a.buf) < size {
+		a.buf = make([]byte, 0, max(arenaChunk, size))
 	}
 	start := len(a.buf)
-	a.buf = kbatch.AppendTail(a.buf, v.Key, v.Value, h, v.Header)
+	a.buf = kbatch.AppendTail(a.buf, key, value, n, header)
 	return a.buf[start:len(a.buf):len(a.buf)]
+}
+
+// recOf is the record at offset o of time ts (unix ms) and tail.
+func recOf(o, ts int64, tail []byte) kbatch.TailRecord {
+	return kbatch.TailRecord{Offset: o, Timestamp: ts, Tail: tail}
 }
 
 // binaryVarintMax is the longest varint.

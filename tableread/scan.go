@@ -3,12 +3,14 @@ package tableread
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"math"
 	"sort"
 	"sync/atomic"
 
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/compute"
 	icego "github.com/apache/iceberg-go"
 	"github.com/apache/iceberg-go/table"
 
@@ -57,7 +59,7 @@ func offsets(lo, hi int64) icego.BooleanExpression {
 // The Parquet pages decode about 4 MiB of rows of rowBytes at a time (arrowRows): the
 // scan holds one such Arrow batch decoded (and the row group's column
 // chunks), not the whole row group as Arrow arrays.
-func scanRows(ctx context.Context, tbl *table.Table, p int32, lo, hi, upTo, budget int64, rowBytes int, files *fileCache, decoded *atomic.Int64) (rows []row, reach int64, others map[int32]kept, err error) {
+func scanRows(ctx context.Context, tbl *table.Table, p int32, lo, hi, upTo, budget int64, rowBytes int, files *fileCache, st *scanStats) (rows []row, reach int64, others map[int32]kept, err error) {
 	if tbl.CurrentSnapshot() == nil {
 		return nil, hi, nil, nil
 	}
@@ -122,7 +124,6 @@ func scanRows(ctx context.Context, tbl *table.Table, p int32, lo, hi, upTo, budg
 		defer whole.Close()
 	}
 	var (
-		got   []row
 		tails arena
 		k     keeper
 	)
@@ -136,44 +137,29 @@ func scanRows(ctx context.Context, tbl *table.Table, p int32, lo, hi, upTo, budg
 		}
 		k.add(r)
 	}
-	// read reads ts and hands each row to sink (those in [lo, reach)
-	// only when skip); a file read unfiltered has its offsets checked
-	// against its bounds.
-	read := func(sc *table.Scan, ts []table.FileScanTask, filtered, skip bool, sink func(row)) error {
-		decoded.Add(int64(len(ts)))
-		_, batches, err := sc.ReadTasks(ctx, ts)
-		if err != nil {
-			return fmt.Errorf("tableread: read partition %d [%d, %d): %w", p, lo, reach, err)
-		}
-		for rec, err := range batches {
-			if err != nil {
-				return fmt.Errorf("tableread: read partition %d [%d, %d): %w", p, lo, reach, err)
-			}
-			if !filtered {
-				// The file's own bounds: a row outside them is corrupt.
-				flo, fhi, _ := offsetBounds(ts[0].File)
-				offs, ok := rec.Column(colIndex(rec.Schema().FieldIndices(iceberg.ColOffset))).(*array.Int64)
-				if !ok {
-					rec.Release()
-					return fmt.Errorf("%w: %s does not have floe's layout", ErrDataLoss, ts[0].File.FilePath())
+	fsys, err := tbl.FS(ctx)
+	if err != nil {
+		return nil, 0, nil, fmt.Errorf("tableread: the table's files: %w", err)
+	}
+	mem := compute.GetAllocator(ctx)
+	// read reads t and hands each row that rg keeps to sink: decoded from
+	// its column chunks (decode.go), or through iceberg-go's scan sc
+	// (with its row filter when filtered) when t has deletes or is not of
+	// floe's layout. A row outside the file's manifest bounds is DataLoss.
+	read := func(sc *table.Scan, t table.FileScanTask, filtered bool, rg decodeRange, sink func(row)) error {
+		st.files.Add(1)
+		if len(t.DeleteFiles)+len(t.EqualityDeleteFiles)+len(t.DeletionVectorFiles) == 0 {
+			rg.flo, rg.fhi, rg.bounds = offsetBounds(t.File)
+			err := decodeFile(ctx, fsys, t.File.FilePath(), mem, rg, &tails, sink)
+			if !errors.Is(err, errLayout) {
+				if err != nil {
+					return fmt.Errorf("tableread: read partition %d [%d, %d): %w", p, lo, reach, err)
 				}
-				for i := range offs.Len() {
-					if o := offs.Value(i); o < flo || o > fhi {
-						rec.Release()
-						return fmt.Errorf("%w: %s holds offset %d, outside the offsets [%d, %d] its manifest gives", ErrDataLoss, ts[0].File.FilePath(), o, flo, fhi)
-					}
-				}
-			}
-			got, err = appendBatchRows(got[:0], &tails, rec, skip, lo, reach)
-			rec.Release()
-			if err != nil {
-				return fmt.Errorf("%w: partition %d [%d, %d): %w", ErrDataLoss, p, lo, reach, err)
-			}
-			for _, r := range got {
-				sink(r)
+				return nil
 			}
 		}
-		return nil
+		st.viaArrow.Add(1)
+		return readArrow(ctx, sc, t, filtered, !rg.all, lo, reach, &tails, sink)
 	}
 	inRange := func(r row) {
 		if r.rec.Offset >= lo && r.rec.Offset < reach {
@@ -185,7 +171,7 @@ func scanRows(ctx context.Context, tbl *table.Table, p int32, lo, hi, upTo, budg
 		all, ok := files.get(path)
 		if !ok {
 			all = nil
-			if err := read(whole, []table.FileScanTask{t}, false, !files.on(), func(r row) { all = append(all, r) }); err != nil {
+			if err := read(whole, t, false, decodeRange{all: files.on(), lo: lo, hi: reach}, func(r row) { all = append(all, r) }); err != nil {
 				return nil, 0, nil, err
 			}
 			files.put(path, all)
@@ -194,8 +180,10 @@ func scanRows(ctx context.Context, tbl *table.Table, p int32, lo, hi, upTo, budg
 			inRange(r)
 		}
 	}
-	if len(straddle) > 0 {
-		if err := read(scan, straddle, true, false, keep); err != nil {
+	// The straddling files: the rows of [lo, reach), of p only without a
+	// budget (reach is hi then).
+	for _, t := range straddle {
+		if err := read(scan, t, true, decodeRange{part: p, onePart: others == nil, lo: lo, hi: reach}, keep); err != nil {
 			return nil, 0, nil, err
 		}
 	}
@@ -219,6 +207,54 @@ func scanRows(ctx context.Context, tbl *table.Table, p int32, lo, hi, upTo, budg
 		return nil, 0, nil, err
 	}
 	return rows, reach, nil, nil
+}
+
+// readArrow reads t through iceberg-go's scan sc (with its row filter
+// when filtered), handing sink each row (those in [lo, hi) only when
+// skip), its tail in tails: the path of files with deletes, or of
+// another layout than floe's. A file read unfiltered has its offsets
+// checked against its manifest bounds.
+func readArrow(ctx context.Context, sc *table.Scan, t table.FileScanTask, filtered, skip bool, lo, hi int64, tails *arena, sink func(row)) error {
+	_, batches, err := sc.ReadTasks(ctx, []table.FileScanTask{t})
+	if err != nil {
+		return fmt.Errorf("tableread: read %s: %w", t.File.FilePath(), err)
+	}
+	var got []row
+	for rec, err := range batches {
+		if err != nil {
+			return fmt.Errorf("tableread: read %s: %w", t.File.FilePath(), err)
+		}
+		if !filtered {
+			// The file's own bounds: a row outside them is corrupt.
+			flo, fhi, _ := offsetBounds(t.File)
+			offs, ok := rec.Column(colIndex(rec.Schema().FieldIndices(iceberg.ColOffset))).(*array.Int64)
+			if !ok {
+				rec.Release()
+				return fmt.Errorf("%w: %s does not have floe's layout", ErrDataLoss, t.File.FilePath())
+			}
+			for i := range offs.Len() {
+				if o := offs.Value(i); o < flo || o > fhi {
+					rec.Release()
+					return fmt.Errorf("%w: %s holds offset %d, outside the offsets [%d, %d] its manifest gives", ErrDataLoss, t.File.FilePath(), o, flo, fhi)
+				}
+			}
+		}
+		got, err = appendBatchRows(got[:0], tails, rec, skip, lo, hi)
+		rec.Release()
+		if err != nil {
+			return fmt.Errorf("%w: %s: %w", ErrDataLoss, t.File.FilePath(), err)
+		}
+		for _, r := range got {
+			sink(r)
+		}
+	}
+	return nil
+}
+
+// scanStats count what scans read (tests).
+type scanStats struct {
+	files    atomic.Int64 // data files read
+	viaArrow atomic.Int64 // of them, read through iceberg-go's scan
 }
 
 // kept is what a scan kept of a partition: every row of [lo, hi) of the

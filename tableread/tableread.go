@@ -117,7 +117,7 @@ type Reader struct {
 	// stripes serialise the scans of one topic's table (by name hash).
 	stripes [64]chan struct{}
 	scans   atomic.Int64 // scans of tables made (tests)
-	decoded atomic.Int64 // data files read by the scans (tests)
+	stats   scanStats    // what the scans read (tests)
 
 	mu     sync.Mutex              // protects loaded
 	loaded map[string]*loadedTable // topic -> its table as last loaded
@@ -293,7 +293,7 @@ func (r *Reader) Read(ctx context.Context, topic string, partition int32, from, 
 				hi = upTo
 			}
 			r.scans.Add(1)
-			got, reach, others, err := scanRows(compute.WithAllocator(ctx, r.alloc), lt.tbl, partition, lo, hi, upTo, scanBudget(r.cfg.ReadaheadBytes), int(lt.rowBytes.Load()), r.files, &r.decoded)
+			got, reach, others, err := scanRows(compute.WithAllocator(ctx, r.alloc), lt.tbl, partition, lo, hi, upTo, scanBudget(r.cfg.ReadaheadBytes), int(lt.rowBytes.Load()), r.files, &r.stats)
 			if err != nil {
 				return err
 			}

@@ -461,6 +461,9 @@ func TestFileDecodedOnce(t *testing.T) {
 	if scans, decoded := tableread.Scans(r), tableread.Decoded(r); scans != 1 || decoded != 1 {
 		t.Fatalf("%d scans decoded %d data files; want the one file decoded once", scans, decoded)
 	}
+	if n := tableread.ViaArrow(r); n != 0 {
+		t.Fatalf("%d data files of floe's layout read through the Arrow scan, not decoded from their column chunks", n)
+	}
 }
 
 // TestFilesDecodedOnceAcrossScans: the compactor's files span several
