@@ -125,3 +125,33 @@ func (p *allocPool) stats() (held, reused int64) {
 	defer p.mu.Unlock()
 	return p.held, p.reused
 }
+
+// unzeroed is p for the Parquet page reader's own buffers (the stream,
+// decompression and page buffers of decode.go), which it writes over
+// before it reads them: a reused buffer is handed out as it was left
+// (poisoned in tests), not cleared again. Arrow arrays, whose builders
+// count on zeroed memory, never get one of these.
+type unzeroed struct{ p *allocPool }
+
+func (u unzeroed) Allocate(n int) []byte { return u.p.allocate(n, n) }
+
+func (u unzeroed) Reallocate(n int, b []byte) []byte {
+	if n <= cap(b) {
+		return b[:n]
+	}
+	nb := u.p.allocate(n, n)
+	copy(nb, b)
+	u.p.Free(b)
+	return nb
+}
+
+func (u unzeroed) Free(b []byte) { u.p.Free(b) }
+
+// pageAllocator is the allocator of the Parquet page reader's buffers:
+// mem, unzeroed when it is the pool.
+func pageAllocator(mem memory.Allocator) memory.Allocator {
+	if p, ok := mem.(*allocPool); ok {
+		return unzeroed{p}
+	}
+	return mem
+}

@@ -215,7 +215,7 @@ func decodeFile(ctx context.Context, fs iceio.IO, path string, mem memory.Alloca
 	}
 	src := &windowReader{f: f, mem: mem, size: st.Size()}
 	defer src.release()
-	props := parquet.NewReaderProperties(mem)
+	props := parquet.NewReaderProperties(pageAllocator(mem))
 	props.BufferedStreamEnabled = true // copied out of the row group's window (windowReader)
 	props.BufferSize = 64 << 10
 	rdr, err := file.NewParquetReader(src, file.WithReadProps(props))
@@ -653,12 +653,7 @@ func (w *windowReader) load(md *metadata.RowGroupMetaData, l layout) error {
 		return nil // not windowed: read as the reader asks
 	}
 	n := int(hi - lo)
-	var b []byte
-	if p, ok := w.mem.(*allocPool); ok {
-		b = p.allocate(n, n) // read over whole: not zeroed
-	} else {
-		b = w.mem.Allocate(n)
-	}
+	b := pageAllocator(w.mem).Allocate(n) // read over whole
 	got, err := w.f.ReadAt(b, lo)
 	if err != nil && !(errors.Is(err, io.EOF) && got == n) {
 		w.mem.Free(b)
