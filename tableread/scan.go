@@ -56,9 +56,9 @@ func offsets(lo, hi int64) icego.BooleanExpression {
 // until they pass what was kept. Without a budget it reads [lo, hi) of
 // p only (reach is hi).
 //
-// The Parquet pages decode about 4 MiB of rows of rowBytes at a time (arrowRows): the
-// scan holds one such Arrow batch decoded (and the row group's column
-// chunks), not the whole row group as Arrow arrays.
+// A file of floe's layout is decoded from its column chunks a row group
+// at a time (decode.go); one read through iceberg-go's scan instead
+// decodes about 4 MiB of rows of rowBytes at a time (arrowRows).
 func scanRows(ctx context.Context, tbl *table.Table, p int32, lo, hi, upTo, budget int64, rowBytes int, files *fileCache, st *scanStats) (rows []row, reach int64, others map[int32]kept, err error) {
 	if tbl.CurrentSnapshot() == nil {
 		return nil, hi, nil, nil

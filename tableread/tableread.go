@@ -1,6 +1,7 @@
 // Package tableread serves a partition's offsets below its raw log start
 // from the topic's Iceberg table: the Parquet files the compactor wrote
-// (package iceberg), read back through iceberg-go and rebuilt as Kafka v2
+// (package iceberg), decoded from their column chunks (decode.go; a file
+// of another layout through iceberg-go's scan) and rebuilt as Kafka v2
 // record batches at their original offsets, with their timestamps, keys,
 // values and headers. A topic opts in with retention.raw.ms
 // (metadata.TableServes); the agent asks the Reader for the offsets the
@@ -10,8 +11,8 @@
 // Which files: a scan of the table's current snapshot with the filter
 // partition = P and FROM <= offset < TO; iceberg-go prunes data files by
 // the manifests' column bounds (the writer keeps min/max of partition and
-// offset) and row groups by their Parquet statistics, so a read touches
-// the row groups holding the window, not the table. The window is sized
+// offset) and the decoder row groups by their Parquet statistics, so a
+// read touches the row groups holding the window, not the table. The window is sized
 // from the byte budget and the table's bytes per row seen so far.
 //
 // Bounds: at most Config.MaxReads reads at once (each holds at most one
