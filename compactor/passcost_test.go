@@ -131,6 +131,7 @@ func fileIn00(bs ...metadata.BatchCommit) metadata.FileCommit {
 // nor does it when one partition of each topic got a batch.
 // FLOE_PASS_COST_LOG=1 logs the figures (=sql: the statements too).
 func TestPassStatementsIdlePartitions(t *testing.T) {
+	const passSlack = 2
 	for _, active := range []bool{false, true} {
 		small := passStatements(t, 1000, active)
 		large := passStatements(t, 10000, active)
@@ -138,8 +139,11 @@ func TestPassStatementsIdlePartitions(t *testing.T) {
 			t.Logf("statements per compactor pass (10 topics, a batch in 10 partitions %v): %d at 1,000 partitions, %d at 10,000",
 				active, small, large)
 		}
-		if small != large {
-			t.Errorf("active %v: a pass over 10,000 partitions issued %d statements, over 1,000 %d: want the same", active, large, small)
+		// A statement or two either way is a job that came due in one
+		// pass and not the other (seen once in CI: 70 against 69); a cost
+		// that grew with idle partitions would be thousands more.
+		if large > small+passSlack || small > large+passSlack {
+			t.Errorf("active %v: a pass over 10,000 partitions issued %d statements, over 1,000 %d: want the same (within %d)", active, large, small, passSlack)
 		}
 	}
 }
