@@ -51,7 +51,7 @@ func (a *arena) addTail(key, value []byte, n int, header func(j int) (string, []
 		size += len(k) + len(hv) + 2*binaryVarintMax
 	}
 	if cap(a.buf)-len(a.buf) < size {
-		a.buf = make([]byte, 0, max(arenaChunk, size))
+		a.buf = makeNoZero(max(arenaChunk, size)) // each byte a row takes is written by AppendTail
 	}
 	start := len(a.buf)
 	a.buf = kbatch.AppendTail(a.buf, key, value, n, header)
@@ -108,7 +108,7 @@ func rebuild(rows []row, maxBatch, maxBytes int) ([]Batch, error) {
 		spans = append(spans, span{start, end})
 		total += kbatch.HeaderSize + size
 	}
-	buf := make([]byte, 0, total)
+	buf := makeNoZero(total) // every byte of each batch is written (AppendBatchOfTails)
 	var recs []kbatch.TailRecord
 	out := make([]Batch, 0, len(spans))
 	for _, sp := range spans {
