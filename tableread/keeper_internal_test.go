@@ -7,26 +7,6 @@ import (
 	"testing"
 )
 
-func TestRowsHintOf(t *testing.T) {
-	for _, c := range []struct {
-		share    int64
-		rowBytes int
-		want     int
-	}{
-		{0, 0, 16},
-		{1 << 20, 0, 1024}, // 1 KiB rows before any is known
-		{1 << 20, 1024, 1024},
-		{1 << 20, 100, maxRowsHint}, // bounded
-		{1 << 30, 1, maxRowsHint},
-		{100, 1024, 16},
-		{-5, 1024, 16},
-	} {
-		if got := rowsHintOf(c.share, c.rowBytes); got != c.want {
-			t.Errorf("rowsHintOf(%d, %d) = %d, want %d", c.share, c.rowBytes, got, c.want)
-		}
-	}
-}
-
 // TestKeeper: a partition's rows are kept up to the first that does not
 // fit in its share (p's below hi always), whatever the order in which
 // the partitions' rows come (runs of one, or interleaved), as a plain
@@ -51,7 +31,7 @@ func TestKeeper(t *testing.T) {
 			next[q] += 1 + int64(rng.IntN(3))
 			rows = append(rows, row{part: q, rec: recOf(o, 0, make([]byte, rng.IntN(300)))})
 		}
-		k := keeper{p: p, hi: hi, share: share, parts: map[int32]*kept{}, rowsHint: rowsHintOf(share, rng.IntN(600))}
+		k := keeper{p: p, hi: hi, share: share, parts: map[int32]*kept{}}
 		for _, r := range rows {
 			k.add(r)
 		}

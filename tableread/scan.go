@@ -128,8 +128,7 @@ func scanRows(ctx context.Context, tbl *table.Table, p int32, lo, hi, upTo, budg
 		k     keeper
 	)
 	if others != nil {
-		share := budget / int64(spanned(tasks))
-		k = keeper{p: p, hi: hi, share: share, parts: map[int32]*kept{}, rowsHint: rowsHintOf(share, rowBytes)}
+		k = keeper{p: p, hi: hi, share: budget / int64(spanned(tasks)), parts: map[int32]*kept{}}
 	}
 	keep := func(r row) {
 		if others == nil {
@@ -261,9 +260,8 @@ type scanStats struct {
 // kept is what a scan kept of a partition: every row of [lo, hi) of the
 // scan (lo the scan's).
 type kept struct {
-	rows  []row
-	hi    int64
-	spent int64 // the bytes of rows (keeper)
+	rows []row
+	hi   int64
 }
 
 // keeper keeps the rows a scan of every partition decodes: each
@@ -274,49 +272,29 @@ type keeper struct {
 	hi    int64
 	share int64
 	parts map[int32]*kept
-	// rowsHint is about how many rows fill a share: each partition's
-	// rows are made that long at once, not grown by doubling (a copy of
-	// every row struct, pointers and all, each time).
-	rowsHint int
-	// last is the partition of the row added last (rows come in runs of
-	// one partition): its entry, without a map lookup per row.
-	last     *kept
-	lastPart int32
-}
-
-// maxRowsHint bounds keeper.rowsHint: a row group's rows (iceberg's
-// 4,096), 192 KiB of row structs; a partition with more grows past it.
-const maxRowsHint = 4096
-
-// rowsHintOf is how many rows of rowBytes each (1 KiB before any is
-// known) fill share bytes, within [16, maxRowsHint].
-func rowsHintOf(share int64, rowBytes int) int {
-	if rowBytes <= 0 {
-		rowBytes = 1024
-	}
-	return int(min(max(share/int64(rowBytes), 16), maxRowsHint))
+	spent map[int32]int64
 }
 
 // add keeps r, or lowers its partition's hi to r's offset when r does
 // not fit (the rows past it are cut when the scan ends).
 func (k *keeper) add(r row) {
-	kq := k.last
-	if kq == nil || k.lastPart != r.part {
-		if kq = k.parts[r.part]; kq == nil {
-			kq = &kept{hi: math.MaxInt64, rows: make([]row, 0, max(k.rowsHint, 16))}
-			k.parts[r.part] = kq
+	kq := k.parts[r.part]
+	if kq == nil {
+		kq = &kept{hi: math.MaxInt64}
+		k.parts[r.part] = kq
+		if k.spent == nil {
+			k.spent = map[int32]int64{}
 		}
-		k.last, k.lastPart = kq, r.part
 	}
 	if r.rec.Offset >= kq.hi {
 		return
 	}
 	n := int64(r.size())
-	if kq.spent+n > k.share && (r.part != k.p || r.rec.Offset >= k.hi) {
+	if k.spent[r.part]+n > k.share && (r.part != k.p || r.rec.Offset >= k.hi) {
 		kq.hi = r.rec.Offset
 		return
 	}
-	kq.spent += n
+	k.spent[r.part] += n
 	kq.rows = append(kq.rows, r)
 }
 
