@@ -56,7 +56,8 @@ type decodeRange struct {
 	all     bool  // every row (no row group pruned); else only those below
 	part    int32 // with onePart: only rows of part
 	onePart bool
-	lo, hi  int64 // offsets [lo, hi)
+	lo, hi  int64                       // offsets [lo, hi)
+	want    func(p int32, o int64) bool // nil: every row of those; else only the rows it wants
 	// The file's offsets as its manifest gives them (bounds): a row
 	// outside is ErrDataLoss.
 	flo, fhi int64
@@ -65,7 +66,7 @@ type decodeRange struct {
 
 // takes reports whether r keeps a row of partition p at offset o.
 func (r *decodeRange) takes(p int32, o int64) bool {
-	return r.all || (!r.onePart || p == r.part) && o >= r.lo && o < r.hi
+	return r.all || (!r.onePart || p == r.part) && o >= r.lo && o < r.hi && (r.want == nil || r.want(p, o))
 }
 
 // prunes reports whether r keeps no row of a row group whose partition

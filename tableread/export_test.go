@@ -28,3 +28,7 @@ func PoisonFreed(r *Reader) { r.alloc.poison = true }
 // DecodeBuffers is the bytes of free decode buffers r keeps and the
 // buffers it handed out again.
 func DecodeBuffers(r *Reader) (held, reused int64) { return r.alloc.stats() }
+
+// TailsDecoded is the bytes of record tails (key, value and headers as
+// a v2 record encodes them) r's scans decoded.
+func TailsDecoded(r *Reader) int64 { return r.stats.tails.Load() }

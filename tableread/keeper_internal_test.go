@@ -7,10 +7,12 @@ import (
 	"testing"
 )
 
-// TestKeeper: a partition's rows are kept up to the first that does not
-// fit in its share (p's below hi always), whatever the order in which
-// the partitions' rows come (runs of one, or interleaved), as a plain
-// model of the rule keeps them.
+// TestKeeper: a partition's rows are kept from its floor (the read-ahead
+// holds those below it; p has none) up to the first that does not fit
+// in its share (p's below hi always), whatever the order in which the
+// partitions' rows come (runs of one, or interleaved), as a plain model
+// of the rule keeps them; a row it does not want (never decoded) it
+// would not have kept.
 func TestKeeper(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 9))
 	for round := range 300 {
@@ -31,16 +33,39 @@ func TestKeeper(t *testing.T) {
 			next[q] += 1 + int64(rng.IntN(3))
 			rows = append(rows, row{part: q, rec: recOf(o, 0, make([]byte, rng.IntN(300)))})
 		}
-		k := keeper{p: p, hi: hi, share: share, parts: map[int32]*kept{}}
+		// Each partition's floor: none, within its offsets, or all.
+		floors := make([]int64, parts)
+		for q := range floors {
+			switch rng.IntN(4) {
+			case 0:
+				floors[q] = math.MinInt64
+			case 1:
+				floors[q] = math.MaxInt64
+			default:
+				floors[q] = int64(rng.IntN(300))
+			}
+		}
+		floor := func(q int32) int64 { return floors[q] }
+		if round%3 == 0 {
+			floor = nil
+		}
+		k := keeper{p: p, hi: hi, share: share, floor: floor, parts: map[int32]*kept{}}
 		for _, r := range rows {
+			if !k.wants(r.part, r.rec.Offset) {
+				continue // not decoded
+			}
 			k.add(r)
 		}
 		// The model: per partition, in arrival order.
 		for q := range int32(parts) {
 			var want []int64
 			spent, cut := int64(0), int64(math.MaxInt64)
+			from := int64(0)
+			if floor != nil && q != p {
+				from = max(0, floors[q])
+			}
 			for _, r := range rows {
-				if r.part != q || r.rec.Offset >= cut {
+				if r.part != q || r.rec.Offset >= cut || r.rec.Offset < from {
 					continue
 				}
 				n := int64(r.size())
@@ -53,15 +78,15 @@ func TestKeeper(t *testing.T) {
 			}
 			kq := k.parts[q]
 			var got []int64
-			gotHi := int64(math.MaxInt64)
+			gotLo, gotHi := from, int64(math.MaxInt64)
 			if kq != nil {
 				for _, r := range kq.rows {
 					got = append(got, r.rec.Offset)
 				}
-				gotHi = kq.hi
+				gotLo, gotHi = kq.lo, kq.hi
 			}
-			if !slices.Equal(got, want) || gotHi != cut {
-				t.Fatalf("round %d partition %d (p %d, hi %d, share %d): kept %v up to %d, want %v up to %d", round, q, p, hi, share, got, gotHi, want, cut)
+			if !slices.Equal(got, want) || gotHi != cut || gotLo != from {
+				t.Fatalf("round %d partition %d (p %d, hi %d, share %d, from %d): kept %v of [%d, %d), want %v of [%d, %d)", round, q, p, hi, share, from, got, gotLo, gotHi, want, from, cut)
 			}
 		}
 	}

@@ -1,6 +1,7 @@
 package tableread
 
 import (
+	"math"
 	"sort"
 	"sync"
 	"time"
@@ -93,6 +94,23 @@ func (ra *readahead) putAhead(k aheadKey, lo, hi int64, rows []row) {
 	// The scans of a topic's table are one at a time (Reader.stripes):
 	// no other put of k runs in between.
 	ra.put(k, lo, hi, rows)
+}
+
+// floor is the offset from which rows of k that a scan from lo decodes
+// for it would be kept (putAhead): where its fresh kept rows end, or
+// math.MaxInt64 when they end short of lo (none would be), or
+// math.MinInt64 when it has none.
+func (ra *readahead) floor(k aheadKey, lo int64) int64 {
+	ra.mu.Lock()
+	defer ra.mu.Unlock()
+	a, ok := ra.byKey[k]
+	switch {
+	case !ok || time.Since(a.at) > ra.ttl:
+		return math.MinInt64
+	case a.hi < lo:
+		return math.MaxInt64
+	}
+	return a.hi
 }
 
 // put keeps rows, every row of k in [lo, hi), if they fit.

@@ -35,6 +35,7 @@ const arenaChunk = 1 << 20
 // holds its chunk.
 type arena struct {
 	buf []byte // the current chunk: its length is what rows took
+	n   int64  // the bytes of tails added
 }
 
 // add encodes v's tail into the arena and returns it.
@@ -55,6 +56,7 @@ func (a *arena) addTail(key, value []byte, n int, header func(j int) (string, []
 	}
 	start := len(a.buf)
 	a.buf = kbatch.AppendTail(a.buf, key, value, n, header)
+	a.n += int64(len(a.buf) - start)
 	return a.buf[start:len(a.buf):len(a.buf)]
 }
 

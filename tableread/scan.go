@@ -59,7 +59,11 @@ func offsets(lo, hi int64) icego.BooleanExpression {
 // A file of floe's layout is decoded from its column chunks a row group
 // at a time (decode.go); one read through iceberg-go's scan instead
 // decodes about 4 MiB of rows of rowBytes at a time (arrowRows).
-func scanRows(ctx context.Context, tbl *table.Table, p int32, lo, hi, upTo, budget int64, rowBytes int, files *fileCache, st *scanStats) (rows []row, reach int64, others map[int32]kept, err error) {
+//
+// floor (nil: none) is, per other partition, the offset below which its
+// rows are not wanted (the read-ahead holds them; math.MaxInt64: none
+// is): they are not decoded, and its kept rows start there (kept.lo).
+func scanRows(ctx context.Context, tbl *table.Table, p int32, lo, hi, upTo, budget int64, rowBytes int, floor func(q int32) int64, files *fileCache, st *scanStats) (rows []row, reach int64, others map[int32]kept, err error) {
 	if tbl.CurrentSnapshot() == nil {
 		return nil, hi, nil, nil
 	}
@@ -126,9 +130,12 @@ func scanRows(ctx context.Context, tbl *table.Table, p int32, lo, hi, upTo, budg
 	var (
 		tails arena
 		k     keeper
+		want  func(q int32, o int64) bool // the rows the keeper may keep: the others not decoded
 	)
+	defer func() { st.tails.Add(tails.n) }()
 	if others != nil {
-		k = keeper{p: p, hi: hi, share: budget / int64(spanned(tasks)), parts: map[int32]*kept{}}
+		k = keeper{p: p, lo: lo, hi: hi, share: budget / int64(spanned(tasks)), floor: floor, parts: map[int32]*kept{}}
+		want = k.wants
 	}
 	keep := func(r row) {
 		if others == nil {
@@ -171,7 +178,7 @@ func scanRows(ctx context.Context, tbl *table.Table, p int32, lo, hi, upTo, budg
 		all, ok := files.get(path)
 		if !ok {
 			all = nil
-			if err := read(whole, t, false, decodeRange{all: files.on(), lo: lo, hi: reach}, func(r row) { all = append(all, r) }); err != nil {
+			if err := read(whole, t, false, decodeRange{all: files.on(), lo: lo, hi: reach, want: want}, func(r row) { all = append(all, r) }); err != nil {
 				return nil, 0, nil, err
 			}
 			files.put(path, all)
@@ -183,7 +190,7 @@ func scanRows(ctx context.Context, tbl *table.Table, p int32, lo, hi, upTo, budg
 	// The straddling files: the rows of [lo, reach), of p only without a
 	// budget (reach is hi then).
 	for _, t := range straddle {
-		if err := read(scan, t, true, decodeRange{part: p, onePart: others == nil, lo: lo, hi: reach}, keep); err != nil {
+		if err := read(scan, t, true, decodeRange{part: p, onePart: others == nil, lo: lo, hi: reach, want: want}, keep); err != nil {
 			return nil, 0, nil, err
 		}
 	}
@@ -255,38 +262,59 @@ func readArrow(ctx context.Context, sc *table.Scan, t table.FileScanTask, filter
 type scanStats struct {
 	files    atomic.Int64 // data files read
 	viaArrow atomic.Int64 // of them, read through iceberg-go's scan
+	tails    atomic.Int64 // bytes of tails decoded
 }
 
-// kept is what a scan kept of a partition: every row of [lo, hi) of the
-// scan (lo the scan's).
+// kept is what a scan kept of a partition: every row of [lo, hi) (lo
+// the scan's, or the partition's floor above it).
 type kept struct {
-	rows []row
-	hi   int64
+	rows   []row
+	lo, hi int64
 }
 
 // keeper keeps the rows a scan of every partition decodes: each
-// partition's rows up to the first offset that does not fit in its
-// share (p's rows below hi, the window asked for, always).
+// partition's rows from its floor (the scan's lo when higher) up to the
+// first offset that does not fit in its share (p's rows below hi, the
+// window asked for, always).
 type keeper struct {
 	p     int32
+	lo    int64 // the scan's
 	hi    int64
 	share int64
+	floor func(q int32) int64 // nil: every partition's rows from lo
 	parts map[int32]*kept
 	spent map[int32]int64
+}
+
+// of is q's kept rows, started at its floor when first met.
+func (k *keeper) of(q int32) *kept {
+	kq := k.parts[q]
+	if kq == nil {
+		kq = &kept{lo: k.lo, hi: math.MaxInt64}
+		if k.floor != nil && q != k.p {
+			kq.lo = max(kq.lo, k.floor(q))
+		}
+		k.parts[q] = kq
+	}
+	return kq
+}
+
+// wants reports whether the keeper may keep a row of q at offset o (it
+// is not below q's floor nor past where q's rows were cut): a row it
+// does not want need not be decoded.
+func (k *keeper) wants(q int32, o int64) bool {
+	kq := k.of(q)
+	return o >= kq.lo && o < kq.hi
 }
 
 // add keeps r, or lowers its partition's hi to r's offset when r does
 // not fit (the rows past it are cut when the scan ends).
 func (k *keeper) add(r row) {
-	kq := k.parts[r.part]
-	if kq == nil {
-		kq = &kept{hi: math.MaxInt64}
-		k.parts[r.part] = kq
-		if k.spent == nil {
-			k.spent = map[int32]int64{}
-		}
+	kq := k.of(r.part)
+	if k.spent == nil {
+		k.spent = map[int32]int64{}
 	}
-	if r.rec.Offset >= kq.hi {
+	if r.rec.Offset < kq.lo || r.rec.Offset >= kq.hi {
 		return
 	}
 	n := int64(r.size())

@@ -294,13 +294,16 @@ func (r *Reader) Read(ctx context.Context, topic string, partition int32, from, 
 				hi = upTo
 			}
 			r.scans.Add(1)
-			got, reach, others, err := scanRows(compute.WithAllocator(ctx, r.alloc), lt.tbl, partition, lo, hi, upTo, scanBudget(r.cfg.ReadaheadBytes), int(lt.rowBytes.Load()), r.files, &r.stats)
+			// The other partitions' rows that their read-ahead holds, or
+			// would not take, are not decoded.
+			floor := func(q int32) int64 { return r.ahead.floor(aheadKey{topic, q}, lo) }
+			got, reach, others, err := scanRows(compute.WithAllocator(ctx, r.alloc), lt.tbl, partition, lo, hi, upTo, scanBudget(r.cfg.ReadaheadBytes), int(lt.rowBytes.Load()), floor, r.files, &r.stats)
 			if err != nil {
 				return err
 			}
 			for q, k := range others {
-				if qhi := speaksUpTo(lt.wm, lt.wmKnown, q, k.hi); qhi > lo {
-					r.ahead.putAhead(aheadKey{topic, q}, lo, qhi, k.rows)
+				if qhi := speaksUpTo(lt.wm, lt.wmKnown, q, k.hi); qhi > k.lo {
+					r.ahead.putAhead(aheadKey{topic, q}, k.lo, qhi, k.rows)
 				}
 			}
 			if len(got) > 0 {
