@@ -46,18 +46,26 @@ type servedAgent struct {
 	produced atomic.Int64
 	served   *servedParts // the subscribe answers it sent, by partition
 	kill     func()       // stops its gRPC server: its connections break
+	// gate, when above 0, is how many subscribe answers with records the
+	// agent sends in all: a later one waits until its stream ends (a stop
+	// then lands with answers still unsent, whatever the machine's speed).
+	gate atomic.Int64
 }
 
 // servedParts counts the subscribe answers an agent sent per partition.
 type servedParts struct {
-	mu sync.Mutex // guards n
-	n  map[int32]int
+	mu    sync.Mutex // guards n and total
+	n     map[int32]int
+	total int
 }
 
-func (s *servedParts) add(p int32) {
+// add counts an answer of partition p and returns the answers counted.
+func (s *servedParts) add(p int32) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.n[p]++
+	s.total++
+	return s.total
 }
 
 func (s *servedParts) snapshot() map[int32]int {
@@ -102,7 +110,7 @@ func startSharedAgents(t *testing.T, lingers []time.Duration, cluster *switchabl
 		sa := &servedAgent{info: metadata.AgentInfo{ID: fmt.Sprintf("agent-%d", i), NodeID: int32(i + 1), GRPCAddr: lis.Addr().String()},
 			served: &servedParts{n: map[int32]int{}}}
 		gs := grpc.NewServer(grpc.StreamInterceptor(func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, h grpc.StreamHandler) error {
-			return h(srv, countingStream{ServerStream: ss, n: &sa.produced, served: sa.served})
+			return h(srv, countingStream{ServerStream: ss, n: &sa.produced, served: sa.served, gate: &sa.gate})
 		}))
 		sa.kill = gs.Stop
 		ag.Register(gs)
@@ -127,11 +135,15 @@ type countingStream struct {
 	grpc.ServerStream
 	n      *atomic.Int64
 	served *servedParts
+	gate   *atomic.Int64 // servedAgent.gate
 }
 
 func (s countingStream) SendMsg(m any) error {
 	if r, ok := m.(*floev1.SubscribeResponse); ok && (len(r.GetBatches()) > 0 || len(r.GetRecords()) > 0) {
-		s.served.add(r.GetPartition())
+		if n, g := s.served.add(r.GetPartition()), s.gate.Load(); g > 0 && int64(n) > g {
+			<-s.Context().Done() // held until the stream ends (the agent stopped)
+			return s.Context().Err()
+		}
 	}
 	return s.ServerStream.SendMsg(m)
 }
