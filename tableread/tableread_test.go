@@ -342,6 +342,30 @@ func TestReadStaleSnapshot(t *testing.T) {
 // decoded of the others extend what they kept, so four partitions take
 // about the scans one alone does (each scanned the table for itself
 // past its first window before).
+// readNext reads partition p of topic "t" once from next[p] below end
+// (budget bytes), checks that the records follow on from next[p] one by
+// one, advances next[p] past them and hands each to each.
+func readNext(t *testing.T, r *tableread.Reader, p int32, next map[int32]int64, end int64, budget int, each func(kbatch.Record)) {
+	t.Helper()
+	bs, err := r.Read(ctxT(t), "t", p, next[p], end, budget)
+	if err != nil || len(bs) == 0 {
+		t.Fatalf("partition %d at %d: %d batches, %v", p, next[p], len(bs), err)
+	}
+	for _, b := range bs {
+		_, recs, err := kbatch.DecodeStored(b.Data, 1<<24)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, rec := range recs {
+			if rec.Offset != next[p] {
+				t.Fatalf("partition %d: offset %d, want %d", p, rec.Offset, next[p])
+			}
+			each(rec)
+			next[p]++
+		}
+	}
+}
+
 func TestReadaheadShared(t *testing.T) {
 	w, _ := icetest.Open(t, icetest.SQLiteConfig(t), iceberg.Options{})
 	ctx := ctxT(t)
@@ -421,25 +445,11 @@ func TestPartitionsDecodedOnce(t *testing.T) {
 	next := map[int32]int64{}
 	var served int64
 	read := func(p int32) {
-		bs, err := r.Read(ctx, "t", p, next[p], per, 4000)
-		if err != nil || len(bs) == 0 {
-			t.Fatalf("partition %d at %d: %d batches, %v", p, next[p], len(bs), err)
-		}
-		for _, b := range bs {
-			_, recs, err := kbatch.DecodeStored(b.Data, 1<<24)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, rec := range recs {
-				if rec.Offset != next[p] {
-					t.Fatalf("partition %d: offset %d, want %d", p, rec.Offset, next[p])
-				}
-				next[p]++
-				served += int64(len(kbatch.AppendTail(nil, rec.Key, rec.Value, len(rec.Headers), func(j int) (string, []byte) {
-					return rec.Headers[j].Key, rec.Headers[j].Value
-				})))
-			}
-		}
+		readNext(t, r, p, next, per, 4000, func(rec kbatch.Record) {
+			served += int64(len(kbatch.AppendTail(nil, rec.Key, rec.Value, len(rec.Headers), func(j int) (string, []byte) {
+				return rec.Headers[j].Key, rec.Headers[j].Value
+			})))
+		})
 	}
 	for done := false; !done; {
 		done = true
@@ -506,22 +516,11 @@ func TestFileDecodedOnce(t *testing.T) {
 				continue
 			}
 			done = false
-			bs, err := r.Read(ctx, "t", p, next[p], per, 2<<10)
-			if err != nil || len(bs) == 0 {
-				t.Fatalf("partition %d at %d: %d batches, %v", p, next[p], len(bs), err)
-			}
-			for _, b := range bs {
-				_, recs, err := kbatch.DecodeStored(b.Data, 1<<24)
-				if err != nil {
-					t.Fatal(err)
+			readNext(t, r, p, next, per, 2<<10, func(rec kbatch.Record) {
+				if !bytes.Equal(rec.Value, rows[int(p)*per+int(rec.Offset)].Value) {
+					t.Fatalf("partition %d: offset %d: its value differs", p, rec.Offset)
 				}
-				for _, rec := range recs {
-					if rec.Offset != next[p] || !bytes.Equal(rec.Value, rows[int(p)*per+int(rec.Offset)].Value) {
-						t.Fatalf("partition %d: offset %d, want %d (or its value differs)", p, rec.Offset, next[p])
-					}
-					next[p]++
-				}
-			}
+			})
 		}
 	}
 	if scans, decoded := tableread.Scans(r), tableread.Decoded(r); scans != 1 || decoded != 1 {
