@@ -12,10 +12,30 @@ import (
 // written it, then the holds are released and a buffer nobody else holds
 // may be reused (the batcher's file-buffer pool). A nil *holds pins what
 // it reads instead (readpath.Cache.Get): never reused, always safe.
+//
+// A read from the topic's table (readTable) hands its rebuilt batches'
+// buffer to h the same way (own): it goes back to the table reader's
+// pool on release, and is left to the garbage collector when there is no
+// h to hold it.
 type holds struct {
-	mu   sync.Mutex // protects bufs (a read's files are read in parallel)
-	bufs []*readpath.Buf
-	done bool // released: nothing may be added
+	mu    sync.Mutex // protects bufs, frees and done (a read's files are read in parallel)
+	bufs  []*readpath.Buf
+	frees []func() // hand back buffers owned by the read (own)
+	done  bool     // released: nothing may be added
+}
+
+// own adds free, which hands back a buffer the read's answer may
+// reference, to h: called on release. With a nil or released h, free is
+// never called (the buffer stays valid, the garbage collector's).
+func (h *holds) own(free func()) {
+	if h == nil || free == nil {
+		return
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if !h.done {
+		h.frees = append(h.frees, free)
+	}
 }
 
 // cached returns key's bytes from c, held by h (or pinned when h is nil).
@@ -66,11 +86,14 @@ func (h *holds) release() {
 		return
 	}
 	h.mu.Lock()
-	bufs := h.bufs
-	h.bufs, h.done = nil, true
+	bufs, frees := h.bufs, h.frees
+	h.bufs, h.frees, h.done = nil, nil, true
 	h.mu.Unlock()
 	for _, b := range bufs {
 		b.Release()
+	}
+	for _, free := range frees {
+		free()
 	}
 }
 
@@ -83,7 +106,7 @@ func (h *holds) release() {
 func (h *holds) keepOut(out [][]byte, idx []int) {
 	h.mu.Lock()
 	bufs := h.bufs
-	h.bufs, h.done = nil, true
+	h.bufs, h.frees, h.done = nil, nil, true // owned buffers are never handed back
 	h.mu.Unlock()
 	mapped := false
 	for _, b := range bufs {

@@ -45,3 +45,28 @@ func TestKeepOutCopiesMappedBatches(t *testing.T) {
 		t.Fatalf("after eviction: unmapped %d times (want 1), pinned heap buffer freed %d times (want 0)", unmapped, freed)
 	}
 }
+
+// A read's owned buffers (a table read's rebuilt batches: holds.own) go
+// back on release, once; never without holds, after release, or for a
+// read that keeps what it read (keepOut).
+func TestHoldsOwn(t *testing.T) {
+	freed := map[string]int{}
+	free := func(name string) func() { return func() { freed[name]++ } }
+	h := &holds{}
+	h.own(free("held"))
+	h.own(nil)
+	h.release()
+	h.release()
+	h.own(free("late"))
+	h.release()
+	var none *holds
+	none.own(free("none"))
+	none.release()
+	k := &holds{}
+	k.own(free("kept"))
+	k.keepOut(nil, nil)
+	k.release()
+	if want := map[string]int{"held": 1}; len(freed) != 1 || freed["held"] != 1 {
+		t.Fatalf("freed %v, want %v", freed, want)
+	}
+}

@@ -55,7 +55,7 @@ func (a *Agent) readRangeHeld(ctx context.Context, h *holds, topicID int64, part
 func (a *Agent) readRangeTurn(ctx context.Context, h *holds, topicID int64, partition int32, offset int64, maxBytes int, turn int) (refs []metadata.BatchRef, raw [][]byte, verified []bool, st metadata.PartitionState, err error) {
 	refs, st, err = a.findBatches(ctx, topicID, partition, offset, int64(maxBytes))
 	if oor := (*metadata.OffsetOutOfRangeError)(nil); errors.As(err, &oor) && offset < oor.LogStartOffset {
-		return a.readTable(ctx, topicID, partition, offset, maxBytes, oor, turn)
+		return a.readTable(ctx, h, topicID, partition, offset, maxBytes, oor, turn)
 	}
 	if err != nil || len(refs) == 0 {
 		return nil, nil, nil, st, err

@@ -26,10 +26,11 @@ import (
 // TableReader reads a topic's table below the raw log start
 // (tableread.Reader).
 type TableReader interface {
-	// Read returns the partition's records from offset from below end,
-	// about maxBytes of them as batches (none: the table holds none in
-	// [from, end)).
-	Read(ctx context.Context, topic string, partition int32, from, end int64, maxBytes int) ([]tableread.Batch, error)
+	// ReadOwned returns the partition's records from offset from below
+	// end, about maxBytes of them as batches (none: the table holds none
+	// in [from, end)); free hands their buffer back for reuse once nothing
+	// reads them (at most once; never calling it is safe).
+	ReadOwned(ctx context.Context, topic string, partition int32, from, end int64, maxBytes int) (batches []tableread.Batch, free func(), err error)
 	// Earliest returns the first offset the table holds of the
 	// partition, false when it holds none below end.
 	Earliest(ctx context.Context, topic string, partition int32, end int64) (int64, bool, error)
@@ -98,12 +99,13 @@ func (a *Agent) tableTopicsCache() *tableTopics {
 // raw log and back (the raw log start moving meanwhile).
 const maxTableTurns = 3
 
-// readTable is readRange below the raw log start (oor, what the metadata
-// answered): from the table when it serves the topic, else oor itself.
-// An offset below the table's first is OutOfRange with that first offset
-// as the log start; an offset the table holds nothing from (up to the
-// raw log start) reads the raw log from there.
-func (a *Agent) readTable(ctx context.Context, topicID int64, partition int32, offset int64, maxBytes int, oor *metadata.OffsetOutOfRangeError, turn int) (refs []metadata.BatchRef, raw [][]byte, verified []bool, st metadata.PartitionState, err error) {
+// readTable is readRangeHeld below the raw log start (oor, what the
+// metadata answered): from the table when it serves the topic, else oor
+// itself. An offset below the table's first is OutOfRange with that first
+// offset as the log start; an offset the table holds nothing from (up to
+// the raw log start) reads the raw log from there. The rebuilt batches'
+// buffer is h's to hand back (holds.own).
+func (a *Agent) readTable(ctx context.Context, h *holds, topicID int64, partition int32, offset int64, maxBytes int, oor *metadata.OffsetOutOfRangeError, turn int) (refs []metadata.BatchRef, raw [][]byte, verified []bool, st metadata.PartitionState, err error) {
 	st = metadata.PartitionState{Partition: partition, LogStartOffset: oor.LogStartOffset, HighWatermark: oor.HighWatermark}
 	if a.tables == nil || turn >= maxTableTurns {
 		return nil, nil, nil, st, oor
@@ -126,17 +128,18 @@ func (a *Agent) readTable(ctx context.Context, topicID int64, partition int32, o
 	if offset < first {
 		return nil, nil, nil, st, &metadata.OffsetOutOfRangeError{Offset: offset, LogStartOffset: first, HighWatermark: oor.HighWatermark}
 	}
-	batches, err := a.tables.Read(ctx, tt.name, partition, offset, oor.LogStartOffset, maxBytes)
+	batches, free, err := a.tables.ReadOwned(ctx, tt.name, partition, offset, oor.LogStartOffset, maxBytes)
 	if err != nil {
 		return nil, nil, nil, st, tableError(tt.name, err)
 	}
+	h.own(free)
 	if len(batches) == 0 {
 		// Nothing left in the table up to the raw log start (a compacted
 		// or expired stretch), at a snapshot that holds every offset below
 		// it (tableread judges a stale snapshot's silence: it loads the
 		// table afresh, and offsets the fresh table lacks are DataLoss):
 		// the raw log from there.
-		refs, raw, verified, rst, err := a.readRangeTurn(ctx, nil, topicID, partition, oor.LogStartOffset, maxBytes, turn+1)
+		refs, raw, verified, rst, err := a.readRangeTurn(ctx, h, topicID, partition, oor.LogStartOffset, maxBytes, turn+1)
 		rst.LogStartOffset = min(rst.LogStartOffset, first)
 		return refs, raw, verified, rst, err
 	}

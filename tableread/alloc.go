@@ -23,11 +23,12 @@ import (
 // last reference to it is released; the pool keeps at most limit bytes of
 // free buffers and drops the rest to the garbage collector.
 
-// allocPool is a memory.Allocator. Buffers below poolMin bytes come from
-// Arrow's Go allocator.
+// allocPool is a memory.Allocator. Buffers below min bytes (poolMin for
+// the decode's) come from Arrow's Go allocator.
 type allocPool struct {
 	small memory.Allocator
 	limit int64
+	min   int
 	// poison, in tests, fills each freed buffer with poisonByte: a reader
 	// that used a buffer after releasing it reads garbage and fails.
 	poison bool
@@ -44,7 +45,7 @@ const (
 )
 
 func newAllocPool(limit int64) *allocPool {
-	return &allocPool{small: memory.NewGoAllocator(), limit: limit}
+	return &allocPool{small: memory.NewGoAllocator(), limit: limit, min: poolMin}
 }
 
 // poolClass is the class of a buffer of n bytes: the one of capacity
@@ -57,7 +58,7 @@ func (p *allocPool) Allocate(n int) []byte { return p.allocate(n, 0) }
 // allocate returns n bytes, zeroed from the keep-th on (the caller
 // writes the first keep).
 func (p *allocPool) allocate(n, keep int) []byte {
-	if n < poolMin {
+	if n < p.min {
 		return p.small.Allocate(n)
 	}
 	c := poolClass(n)
@@ -99,7 +100,7 @@ func (p *allocPool) Reallocate(n int, b []byte) []byte {
 // Free takes b back: its caller reads and writes it no more.
 func (p *allocPool) Free(b []byte) {
 	c := cap(b)
-	if c < poolMin || c&(c-1) != 0 {
+	if c < p.min || c&(c-1) != 0 {
 		return // not one of the pool's classes: the garbage collector's
 	}
 	b = b[:c]

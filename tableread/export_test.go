@@ -21,10 +21,6 @@ func FilesHeld(r *Reader) int64 { return r.files.held() }
 // save).
 func DropFiles(r *Reader) { r.files = nil }
 
-// PoisonFreed makes r's decode buffers be filled with garbage when they
-// are freed, so that a use after release reads garbage.
-func PoisonFreed(r *Reader) { r.alloc.poison = true }
-
 // DecodeBuffers is the bytes of free decode buffers r keeps and the
 // buffers it handed out again.
 func DecodeBuffers(r *Reader) (held, reused int64) { return r.alloc.stats() }

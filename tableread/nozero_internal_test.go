@@ -34,8 +34,12 @@ func dirtyHeap() {
 // TestRebuildOnUnzeroedMemory: the tails' chunks and the rebuilt
 // batches are not zeroed (makeNoZero); every byte of a batch is written
 // all the same: each is byte for byte EncodeAt's of its records, made on
-// a heap left dirty, many times over (chunks filled and started anew).
+// a heap left dirty, many times over (chunks filled and started anew),
+// and on batch buffers of a pool that poisons what is handed back (odd
+// rounds: their buffers are the even rounds' own, reused).
 func TestRebuildOnUnzeroedMemory(t *testing.T) {
+	mem := newBatchPool()
+	mem.poison = true
 	rng := rand.New(rand.NewPCG(31, 7))
 	bytesOf := func(max int) []byte {
 		switch rng.IntN(5) {
@@ -67,7 +71,11 @@ func TestRebuildOnUnzeroedMemory(t *testing.T) {
 			off += 1 + int64(rng.IntN(3))
 		}
 		maxBatch := 1 + rng.IntN(256<<10)
-		batches, err := rebuild(rows, maxBatch, 1<<30)
+		var pool *allocPool
+		if round%2 == 1 {
+			pool = mem
+		}
+		batches, buf, err := rebuild(rows, maxBatch, 1<<30, pool)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -86,5 +94,11 @@ func TestRebuildOnUnzeroedMemory(t *testing.T) {
 		if at != len(recs) {
 			t.Fatalf("round %d: %d of %d records rebuilt", round, at, len(recs))
 		}
+		if pool != nil {
+			pool.Free(buf)
+		}
+	}
+	if _, reused := mem.stats(); reused == 0 {
+		t.Fatal("no batch buffer was reused: the pooled rounds show nothing")
 	}
 }

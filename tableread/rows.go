@@ -82,9 +82,12 @@ func appendBatchRows(rows []row, a *arena, rec arrow.RecordBatch, skip bool, lo,
 
 // rebuild turns rows (sorted, checked) into batches of at most
 // maxBatch bytes, about maxBytes in all, one at least. The batches share
-// one buffer: row.size bounds a record's bytes in a batch (a length,
-// attributes and deltas take at most 21 bytes besides the tail).
-func rebuild(rows []row, maxBatch, maxBytes int) ([]Batch, error) {
+// one buffer, which it returns: from mem (nil: none, or a buffer below
+// its least class) when the caller hands it back there once nothing reads
+// the batches (Reader.ReadOwned), else fresh. row.size bounds a record's
+// bytes in a batch (a length, attributes and deltas take at most 21 bytes
+// besides the tail).
+func rebuild(rows []row, maxBatch, maxBytes int, mem *allocPool) ([]Batch, []byte, error) {
 	type span struct{ i, j int } // the rows of one batch
 	var (
 		spans       []span
@@ -110,7 +113,15 @@ func rebuild(rows []row, maxBatch, maxBytes int) ([]Batch, error) {
 		spans = append(spans, span{start, end})
 		total += kbatch.HeaderSize + size
 	}
-	buf := makeNoZero(total) // every byte of each batch is written (AppendBatchOfTails)
+	// Every byte of each batch is written (AppendBatchOfTails): neither
+	// buffer is cleared.
+	var buf []byte
+	if mem != nil && total >= mem.min {
+		buf = mem.allocate(total, total)[:0]
+	} else {
+		buf = makeNoZero(total)
+	}
+	whole := buf
 	var recs []kbatch.TailRecord
 	out := make([]Batch, 0, len(spans))
 	for _, sp := range spans {
@@ -123,10 +134,13 @@ func rebuild(rows []row, maxBatch, maxBytes int) ([]Batch, error) {
 		at := len(buf)
 		var err error
 		if buf, err = kbatch.AppendBatchOfTails(buf, recs); err != nil {
-			return nil, fmt.Errorf("%w: rebuild a batch: %w", ErrDataLoss, err)
+			return nil, nil, fmt.Errorf("%w: rebuild a batch: %w", ErrDataLoss, err)
 		}
 		b.Data = buf[at:len(buf):len(buf)]
 		out = append(out, b)
 	}
-	return out, nil
+	if cap(buf) != cap(whole) {
+		whole = nil // outgrown (row.size is a bound: cannot happen): not the pool's
+	}
+	return out, whole, nil
 }

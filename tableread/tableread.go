@@ -115,6 +115,9 @@ type Reader struct {
 	ahead  *readahead
 	files  *fileCache // decoded data files' rows (filecache.go)
 	alloc  *allocPool // the Parquet decode's large buffers (alloc.go)
+	// batchBufs holds the buffers of rebuilt batches handed back
+	// (ReadOwned).
+	batchBufs *allocPool
 	// stripes serialise the scans of one topic's table (by name hash).
 	stripes [64]chan struct{}
 	scans   atomic.Int64 // scans of tables made (tests)
@@ -142,6 +145,31 @@ type loadedTable struct {
 // (each made afresh for the next row group), 32 MiB 0.1%.
 func allocPoolBytes(readahead int64) int64 { return min(max(readahead/2, 8<<20), 64<<20) }
 
+// Rebuilt batches' buffers handed back (Reader.ReadOwned) are kept for
+// the next reads' batches up to batchPoolBytes: a catch-up rebuilds a
+// buffer of about its fetch's bytes per read, and a fresh one costs its
+// page faults on first touch (more than the copy into it). From 4 KiB
+// (below that a fresh buffer is cheap) in power-of-two classes.
+const (
+	batchPoolBytes = 16 << 20
+	batchPoolMin   = 4 << 10
+)
+
+func newBatchPool() *allocPool {
+	p := newAllocPool(batchPoolBytes)
+	p.min = batchPoolMin
+	return p
+}
+
+// Poison makes r fill every buffer handed back to its pools (decode
+// buffers, rebuilt batches' buffers) with garbage, so that a use after
+// release reads garbage (tests). Call it before r is used.
+func (r *Reader) Poison() { r.alloc.poison, r.batchBufs.poison = true, true }
+
+// BatchBuffers is the bytes of free rebuilt batches' buffers r keeps and
+// the buffers it handed out again (tests).
+func (r *Reader) BatchBuffers() (held, reused int64) { return r.batchBufs.stats() }
+
 // maxLoaded bounds the tables the reader remembers.
 const maxLoaded = 1024
 
@@ -155,7 +183,7 @@ func New(tables Tables, cfg Config) (*Reader, error) {
 	}
 	r := &Reader{tables: tables, cfg: cfg, sem: make(chan struct{}, cfg.MaxReads), loaded: map[string]*loadedTable{},
 		ahead: newReadahead(cfg.ReadaheadBytes, 30*time.Second), files: newFileCache(cfg.ReadaheadBytes),
-		alloc: newAllocPool(allocPoolBytes(cfg.ReadaheadBytes))}
+		alloc: newAllocPool(allocPoolBytes(cfg.ReadaheadBytes)), batchBufs: newBatchPool()}
 	for i := range r.stripes {
 		r.stripes[i] = make(chan struct{}, 1)
 	}
@@ -252,13 +280,33 @@ func (r *Reader) retried(ctx context.Context, topic string, fn func(lt *loadedTa
 // in [from, end). It returns no batch when it holds none there (the
 // caller reads the raw log from end).
 func (r *Reader) Read(ctx context.Context, topic string, partition int32, from, end int64, maxBytes int) ([]Batch, error) {
+	batches, _, err := r.ReadOwned(ctx, topic, partition, from, end, maxBytes)
+	return batches, err // never handed back: the garbage collector's
+}
+
+// ReadOwned is Read whose batches' buffer may come from, and go back to,
+// the reader's pool: free (never nil) hands it back, to be written over
+// by later reads' batches. Call it at most once, when nothing reads the
+// batches any more; a caller that never calls it leaves the buffer to
+// the garbage collector, and the batches stay valid for good.
+func (r *Reader) ReadOwned(ctx context.Context, topic string, partition int32, from, end int64, maxBytes int) (batches []Batch, free func(), err error) {
+	batches, buf, err := r.read(ctx, topic, partition, from, end, maxBytes)
+	if buf == nil {
+		return batches, func() {}, err
+	}
+	return batches, func() { r.batchBufs.Free(buf) }, err
+}
+
+// read is Read, returning the pool's buffer its batches share (nil:
+// none of the pool's).
+func (r *Reader) read(ctx context.Context, topic string, partition int32, from, end int64, maxBytes int) ([]Batch, []byte, error) {
 	if from >= end {
-		return nil, nil
+		return nil, nil, nil
 	}
 	key := aheadKey{topic, partition}
 	rows, covered := r.ahead.take(key, from, end)
 	if len(rows) > 0 {
-		return rebuild(rows, r.cfg.MaxBatchBytes, maxBytes)
+		return rebuild(rows, r.cfg.MaxBatchBytes, maxBytes, r.batchBufs)
 	}
 	from = covered // the kept rows say nothing is in [from, covered)
 	// One scan of a topic's table at a time: readers of its partitions
@@ -267,19 +315,19 @@ func (r *Reader) Read(ctx context.Context, topic string, partition int32, from, 
 	select {
 	case stripe <- struct{}{}:
 	case <-ctx.Done():
-		return nil, ctx.Err()
+		return nil, nil, ctx.Err()
 	}
 	defer func() { <-stripe }()
 	if rows, covered = r.ahead.take(key, from, end); len(rows) > 0 {
-		return rebuild(rows, r.cfg.MaxBatchBytes, maxBytes)
+		return rebuild(rows, r.cfg.MaxBatchBytes, maxBytes, r.batchBufs)
 	}
 	from = covered
 	if from >= end {
-		return nil, nil // kept rows of a snapshot that holds up to end: none there
+		return nil, nil, nil // kept rows of a snapshot that holds up to end: none there
 	}
 	release, err := r.acquire(ctx)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer release()
 	err = r.retried(ctx, topic, func(lt *loadedTable, fresh bool) error {
@@ -324,12 +372,12 @@ func (r *Reader) Read(ctx context.Context, topic string, partition int32, from, 
 		return nil
 	})
 	if errors.Is(err, errNoTable) {
-		return nil, nil
+		return nil, nil, nil
 	}
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return rebuild(rows, r.cfg.MaxBatchBytes, maxBytes)
+	return rebuild(rows, r.cfg.MaxBatchBytes, maxBytes, r.batchBufs)
 }
 
 // scanBudget is the bytes of rows one scan keeps of ReadaheadBytes:

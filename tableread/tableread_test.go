@@ -92,16 +92,19 @@ func parquetFiles(warehouse string) map[string]bool {
 }
 
 // readAll reads partition p from offset from below end in reads of
-// budget bytes and returns the records in the order served.
+// budget bytes and returns the records in the order served. Each read's
+// batches are handed back to the reader once decoded (ReadOwned), and
+// the records it returns are copies.
 func readAll(t *testing.T, r *tableread.Reader, topic string, p int32, from, end int64, budget int) []kbatch.Record {
 	t.Helper()
 	var out []kbatch.Record
 	for next := from; next < end; {
-		bs, err := r.Read(ctxT(t), topic, p, next, end, budget)
+		bs, free, err := r.ReadOwned(ctxT(t), topic, p, next, end, budget)
 		if err != nil {
 			t.Fatalf("Read(%d, %d): %v", p, next, err)
 		}
 		if len(bs) == 0 {
+			free()
 			break
 		}
 		for _, b := range bs {
@@ -112,11 +115,28 @@ func readAll(t *testing.T, r *tableread.Reader, topic string, p int32, from, end
 			if info.BaseOffset != b.BaseOffset || int32(len(recs)) != b.Records || recs[len(recs)-1].Offset != b.LastOffset {
 				t.Fatalf("batch %+v does not match its header %+v", b, info)
 			}
-			out = append(out, recs...)
+			for _, rec := range recs {
+				out = append(out, cloneRecord(rec))
+			}
 			next = b.LastOffset + 1
 		}
+		free()
 	}
 	return out
+}
+
+// cloneRecord is rec with bytes of its own.
+func cloneRecord(rec kbatch.Record) kbatch.Record {
+	rec.Key, rec.Value = bytes.Clone(rec.Key), bytes.Clone(rec.Value)
+	if rec.Headers == nil {
+		return rec
+	}
+	hs := make([]kbatch.Header, len(rec.Headers))
+	for i, h := range rec.Headers {
+		hs[i] = kbatch.Header{Key: h.Key, Value: bytes.Clone(h.Value)}
+	}
+	rec.Headers = hs
+	return rec
 }
 
 func TestReadRebuildsRecords(t *testing.T) {
@@ -670,7 +690,7 @@ func TestDecodeBuffersReusedSafely(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tableread.PoisonFreed(r)
+	r.Poison()
 	for p := range int32(parts) {
 		got := readAll(t, r, topic, p, 0, per, 1<<20)
 		if len(got) != per {
@@ -686,6 +706,9 @@ func TestDecodeBuffersReusedSafely(t *testing.T) {
 	}
 	if _, reused := tableread.DecodeBuffers(r); reused == 0 {
 		t.Fatal("no decode buffer was reused: the test shows nothing")
+	}
+	if _, reused := r.BatchBuffers(); reused == 0 {
+		t.Fatal("no rebuilt batch's buffer was reused: the test shows nothing")
 	}
 }
 

@@ -67,7 +67,7 @@ func TestAgentTablesOpenLazily(t *testing.T) {
 	defer closeTables()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	_, err = r.Read(ctx, "t", 0, 0, 10, 1<<20)
+	_, _, err = r.ReadOwned(ctx, "t", 0, 0, 10, 1<<20)
 	if !errors.Is(err, tableread.ErrUnavailable) || ctx.Err() != nil {
 		t.Fatalf("read with the catalog down: %v, want ErrUnavailable", err)
 	}
@@ -90,7 +90,7 @@ func TestAgentTablesRideOutPostgresRestart(t *testing.T) {
 		first := make(chan error, 1)
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		go func() {
-			_, err := r.Read(ctx, "t", 0, 0, 10, 1<<20)
+			_, _, err := r.ReadOwned(ctx, "t", 0, 0, 10, 1<<20)
 			first <- err
 		}()
 		time.Sleep(delay)
@@ -101,7 +101,7 @@ func TestAgentTablesRideOutPostgresRestart(t *testing.T) {
 			t.Fatalf("restart %d: the read during the restart: %v, want an answer or ErrUnavailable within its deadline", i, err)
 		}
 		for {
-			_, err = r.Read(ctx, "t", 0, 0, 10, 1<<20)
+			_, _, err = r.ReadOwned(ctx, "t", 0, 0, 10, 1<<20)
 			if !errors.Is(err, tableread.ErrUnavailable) || ctx.Err() != nil {
 				break
 			}
