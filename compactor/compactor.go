@@ -260,24 +260,62 @@ type Report struct {
 	OrphanCursor                     string // where the next orphan pass starts
 	// Iceberg: table appends committed, rows they wrote.
 	IcebergAppends, IcebergRows int
+	// IcebergBehind is the tables whose append IcebergMaxBytes cut short:
+	// their log holds more batches old enough for the table.
+	IcebergBehind int
 }
 
 // Run makes a pass every Interval until ctx ends, then gives up its
-// leases. Job errors are logged and retried on the next pass.
+// leases. Job errors are logged and retried on the next pass. Between
+// passes, a table that its pass's IcebergMaxBytes left behind gets its
+// next appends at once (icebergOnce), one after another until every
+// table has caught up or the next pass is due: a log written faster than
+// IcebergMaxBytes per Interval still reaches its table (and its raw
+// files, with retention.raw.ms, can age out), each append as bounded as
+// before.
 func (c *Compactor) Run(ctx context.Context) error {
 	t := time.NewTicker(c.cfg.Interval)
 	defer t.Stop()
 	defer c.release()
+	r, full := Report{}, true
 	for {
-		if _, err := c.RunOnce(ctx); err != nil && ctx.Err() == nil {
-			c.log.Warn("compactor pass failed", "err", err)
+		var err error
+		if full {
+			r, err = c.RunOnce(ctx)
+		} else {
+			r, err = c.icebergOnce(ctx)
+		}
+		if err != nil && ctx.Err() == nil {
+			c.log.Warn("compactor pass failed", "err", err, "iceberg_only", !full)
+		}
+		if full = false; r.IcebergBehind > 0 {
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-t.C:
+				full = true
+			default: // catch up now
+			}
+			continue
 		}
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-t.C:
+			full = true
 		}
 	}
+}
+
+// icebergOnce is the Iceberg job of a pass alone (RunOnce's first).
+func (c *Compactor) icebergOnce(ctx context.Context) (Report, error) {
+	c.passMu.Lock()
+	defer c.passMu.Unlock()
+	var r Report
+	if err := c.icebergPass(ctx, &r); err != nil {
+		return r, fmt.Errorf("compactor: iceberg job: %w", err)
+	}
+	return r, nil
 }
 
 // release gives up this compactor's leases so that another takes over at

@@ -206,6 +206,9 @@ func (c *Compactor) icebergAppend(ctx context.Context, t metadata.Topic, ic meta
 	}
 	r.IcebergAppends++
 	r.IcebergRows += res.Rows
+	if full {
+		r.IcebergBehind++
+	}
 	c.m.icebergRows.Add(float64(res.Rows))
 	c.m.icebergBytes.Add(float64(bytes))
 	c.log.Info("table appended", "topic", t.Name, "batches", batches, "rows", res.Rows, "files", res.Files,

@@ -1,8 +1,10 @@
 package compactor_test
 
 import (
+	"context"
 	mrand "math/rand/v2"
 	"testing"
+	"time"
 
 	"github.com/floe-broker/floe/compactor"
 )
@@ -10,7 +12,9 @@ import (
 // TestIcebergPassBound: a pass reads at most IcebergMaxBytes of a table's
 // batches whatever its partition count (32 partitions, batches of about
 // 500 bytes, a 4 KiB bound: each partition taking one batch read 16 KiB),
-// and passes after passes append every record, once.
+// and passes after passes append every record, once. A pass the bound
+// cut reports its table behind (what Run catches up on between passes);
+// the pass that finds nothing left does not.
 func TestIcebergPassBound(t *testing.T) {
 	iceBackends(t, func(t *testing.T, e iceEnv) {
 		const bound = 4096
@@ -38,7 +42,13 @@ func TestIcebergPassBound(t *testing.T) {
 				t.Fatalf("pass %d read %d bytes of batches, over the %d bound", pass, read, bound)
 			}
 			rows += r.IcebergRows
+			if pass == 0 && r.IcebergBehind != 1 {
+				t.Fatalf("the first pass, cut by the bound, reports %d tables behind, want 1", r.IcebergBehind)
+			}
 			if r.IcebergRows == 0 {
+				if r.IcebergBehind != 0 {
+					t.Fatalf("a pass that appended nothing reports %d tables behind", r.IcebergBehind)
+				}
 				break
 			}
 		}
@@ -48,6 +58,66 @@ func TestIcebergPassBound(t *testing.T) {
 		}
 		if rows != n {
 			t.Fatalf("passes appended %d rows, want %d", rows, n)
+		}
+		checkTable(t, w, tp.Name, want)
+	})
+}
+
+// TestIcebergCatchesUpBetweenPasses: a compactor whose passes are an hour
+// apart, with a bound far below the log, still appends the whole log to
+// the table at once: Run makes the behind table's next appends without
+// waiting for the next pass, each within the bound.
+func TestIcebergCatchesUpBetweenPasses(t *testing.T) {
+	iceBackends(t, func(t *testing.T, e iceEnv) {
+		const bound = 4096
+		rnd := mrand.New(mrand.NewPCG(43, 44))
+		tp := createTopic(t, e.env, "behind", 8, map[string]string{"iceberg.lag": "0"})
+		parts := make([]int32, 8)
+		for i := range parts {
+			parts[i] = int32(i)
+		}
+		want := produced{}
+		for range 6 {
+			produce(t, e.env, tp.ID, parts, 4, want, rnd)
+		}
+		n := int64(0)
+		for _, p := range want {
+			n += int64(len(p))
+		}
+		w, _ := e.writer(t)
+		c := iceCompactor(t, e, "behind", w, func(c *compactor.Config) {
+			c.IcebergMaxBytes = bound
+			c.Interval = time.Hour
+			c.MergeSmallBytes, c.CompactMaxBytes = 0, 0
+		})
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- c.Run(ctx) }()
+		deadline := time.Now().Add(time.Minute)
+		for {
+			wm, err := w.Watermark(ctx, tp.Name)
+			if err != nil {
+				cancel()
+				<-done
+				t.Fatal(err)
+			}
+			var got int64
+			for _, next := range wm {
+				got += next
+			}
+			if got == n {
+				break
+			}
+			if time.Now().After(deadline) {
+				cancel()
+				<-done
+				t.Fatalf("the table's watermark covers %d of %d records a minute after the first pass: Run waited for the next pass", got, n)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		cancel()
+		if err := <-done; err != nil {
+			t.Fatal(err)
 		}
 		checkTable(t, w, tp.Name, want)
 	})
