@@ -28,3 +28,10 @@ func DecodeBuffers(r *Reader) (held, reused int64) { return r.alloc.stats() }
 // TailsDecoded is the bytes of record tails (key, value and headers as
 // a v2 record encodes them) r's scans decoded.
 func TailsDecoded(r *Reader) int64 { return r.stats.tails.Load() }
+
+// Planned is the snapshots r planned whole (plan.go).
+func Planned(r *Reader) int64 { return r.plans.made.Load() }
+
+// DropPlans makes r plan each scan with its filter, as iceberg-go does
+// (tests that compare).
+func DropPlans(r *Reader) { r.plans = nil }

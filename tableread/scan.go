@@ -63,23 +63,26 @@ func offsets(lo, hi int64) icego.BooleanExpression {
 // floor (nil: none) is, per other partition, the offset below which its
 // rows are not wanted (the read-ahead holds them; math.MaxInt64: none
 // is): they are not decoded, and its kept rows start there (kept.lo).
-func scanRows(ctx context.Context, tbl *table.Table, p int32, lo, hi, upTo, budget int64, rowBytes int, floor func(q int32) int64, files *fileCache, st *scanStats) (rows []row, reach int64, others map[int32]kept, err error) {
+//
+// The files come from ps's plan of the snapshot (plan.go; nil ps: planned
+// for this scan).
+func scanRows(ctx context.Context, tbl *table.Table, ps *plans, p int32, lo, hi, upTo, budget int64, rowBytes int, floor func(q int32) int64, files *fileCache, st *scanStats) (rows []row, reach int64, others map[int32]kept, err error) {
 	if tbl.CurrentSnapshot() == nil {
 		return nil, hi, nil, nil
 	}
 	reach = hi
-	filter := window(p, lo, hi)
+	filter, bounds := window(p, lo, hi), scanBounds{part: p, lo: lo, hi: hi}
 	if budget > 0 {
 		// Plan every file that may hold an offset of [lo, upTo): the ones
 		// that start past hi are not read, and bound how far the rows
 		// read speak for.
-		filter = offsets(lo, upTo)
+		filter, bounds = offsets(lo, upTo), scanBounds{anyPart: true, lo: lo, hi: upTo}
 		others = map[int32]kept{}
 	}
 	opts := []table.ScanOption{table.WithSelectedFields(rowColumns...), table.WithMaxConcurrency(1), table.WithArrowBatchSize(arrowRows(rowBytes))}
 	plan := tbl.Scan(append(opts, table.WithRowFilter(filter))...)
 	defer plan.Close()
-	tasks, err := plan.PlanFiles(ctx)
+	tasks, err := ps.tasks(ctx, tbl, opts, filter, bounds)
 	if err != nil {
 		return nil, 0, nil, fmt.Errorf("tableread: plan partition %d [%d, %d): %w", p, lo, hi, err)
 	}
