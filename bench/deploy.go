@@ -30,6 +30,13 @@ type DeployConfig struct {
 	CacheBytes       int64
 	// PostgresDurable keeps the cluster's PostgreSQL fsync on.
 	PostgresDurable bool
+	// StoreDir is the folder the cluster's S3 server keeps its objects
+	// under ("": the system's temporary folder). On one machine the
+	// server's writes share the disk with PostgreSQL's WAL: the page
+	// cache's writeback of an overload's objects, tens of seconds later,
+	// slows the WAL's fsync and so every commit, a cost no deployment on
+	// a remote object store has. A tmpfs (/dev/shm) keeps the two apart.
+	StoreDir string
 	// TLS serves the agents' gRPC listener with TLS, a certificate of a
 	// throwaway CA that Deployment.ClientTLS trusts (tls.go).
 	TLS    bool
@@ -50,6 +57,11 @@ func (c DeployConfig) validate() error {
 		return fmt.Errorf("bench: DeployConfig.Agents %d must be at least 1", c.Agents)
 	case c.MaxFileBytes < 1024:
 		return fmt.Errorf("bench: DeployConfig.MaxFileBytes %d must be at least 1024", c.MaxFileBytes)
+	}
+	if c.StoreDir != "" {
+		if st, err := os.Stat(c.StoreDir); err != nil || !st.IsDir() {
+			return fmt.Errorf("bench: DeployConfig.StoreDir %q is not a folder", c.StoreDir)
+		}
 	}
 	return nil
 }
@@ -252,7 +264,7 @@ func StartCluster(ctx context.Context, cfg DeployConfig) (_ *Deployment, err err
 	if err != nil {
 		return nil, err
 	}
-	s3, err := services.StartVersitygw(ctx, cfg.Logger)
+	s3, err := services.StartVersitygwIn(ctx, cfg.StoreDir, cfg.Logger)
 	if err != nil {
 		return nil, err
 	}
@@ -283,6 +295,9 @@ func StartCluster(ctx context.Context, cfg DeployConfig) (_ *Deployment, err err
 		return nil, fmt.Errorf("bench: probe store: %w", err)
 	}
 	d.ProbeStoreName = "versitygw S3"
+	if cfg.StoreDir != "" {
+		d.ProbeStoreName = "versitygw S3, objects under " + cfg.StoreDir
+	}
 	if d.ProbeCommitter, err = OpenPostgresCommitter(ctx, probeURL); err != nil {
 		return nil, err
 	}

@@ -100,6 +100,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) (err
 	start := fs.String("start", "", "start a deployment: dev (floe dev: local directory + SQLite) or cluster (PostgreSQL + versitygw + -agents agents)")
 	fs.IntVar(&dc.Agents, "agents", dc.Agents, "agents of -start cluster")
 	pgDurable := fs.Bool("postgres-fsync", true, "-start cluster: PostgreSQL with fsync and synchronous commit on")
+	storeDir := fs.String("s3-dir", "", "-start cluster: the folder the S3 server keeps its objects under (default the system's temporary folder; /dev/shm keeps their writeback off PostgreSQL's disk)")
 	fs.BoolVar(&dc.TLS, "tls", false, "-start: the agents serve gRPC over TLS (a throwaway CA's certificate) and the harness dials with TLS; compare its server CPU per MiB with a run without, at the same -rate")
 	tlsCA := fs.String("tls-ca", "", "-addr: dial the agents with TLS, trusting this PEM CA file")
 	workload := fs.String("workload", string(rc.Workload), "produce, e2e (produce and consume: end-to-end latency) or catchup (read a backlog from the start)")
@@ -190,6 +191,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) (err
 	sc.UploadConcurrency = bd.MaxConcurrentUploads
 	sc.Command = "floe-bench " + strings.Join(args, " ")
 	dc.PostgresDurable = *pgDurable
+	dc.StoreDir = *storeDir
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	sc.Logger, dc.Logger = log, log
 	if !*quiet {

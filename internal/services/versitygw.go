@@ -31,12 +31,18 @@ type S3Server struct {
 // StartVersitygw starts versitygw on a free loopback port, building it
 // into ToolsDir on first use.
 func StartVersitygw(ctx context.Context, log *slog.Logger) (*S3Server, error) {
+	return StartVersitygwIn(ctx, "", log)
+}
+
+// StartVersitygwIn is StartVersitygw keeping its objects in a temporary
+// folder under parent ("": the system's temporary folder), e.g. a tmpfs.
+func StartVersitygwIn(ctx context.Context, parent string, log *slog.Logger) (*S3Server, error) {
 	const access, secret = "floebenchaccess", "floebenchsecretkey"
 	// A bucket only this server has (a folder of its posix data), so that
 	// another versitygw that holds the port (another test process's, with
 	// the same keys) is not taken for it.
 	var own, ownDir string
-	return startS3(ctx, s3Spec{name: "versitygw", module: VersitygwModule, access: access, secret: secret, timeout: 20 * time.Second,
+	return startS3(ctx, s3Spec{name: "versitygw", module: VersitygwModule, access: access, secret: secret, timeout: 20 * time.Second, parent: parent,
 		args: func(addr, data string) ([]string, error) {
 			own = fmt.Sprintf("floe-own-%d-%d", os.Getpid(), time.Now().UnixNano())
 			ownDir = filepath.Join(data, own)
@@ -67,6 +73,7 @@ type s3Spec struct {
 	name, module   string // the tool's name in ToolsDir and its module@version
 	access, secret string
 	env            []string // the process's environment (nil: this one's)
+	parent         string   // the data's temporary folder goes under it ("": the system's)
 	timeout        time.Duration
 	// args is the command line serving on addr with its data under data
 	// (it may take more free addresses).
@@ -83,7 +90,7 @@ func startS3(ctx context.Context, sp s3Spec, log *slog.Logger) (*S3Server, error
 	if err != nil {
 		return nil, err
 	}
-	dir, err := os.MkdirTemp("", "floe-"+sp.name+"-")
+	dir, err := os.MkdirTemp(sp.parent, "floe-"+sp.name+"-")
 	if err != nil {
 		return nil, fmt.Errorf("services: %s temp dir: %w", sp.name, err)
 	}
