@@ -198,8 +198,8 @@ const maxWindow = 64 << 20
 
 // decodeFile reads the data file at path through fs and hands each row
 // rg keeps to sink, in file order, its tail in a. mem is the decode's
-// buffers' allocator.
-func decodeFile(ctx context.Context, fs iceio.IO, path string, mem memory.Allocator, rg decodeRange, a *arena, sink func(row)) (err error) {
+// buffers' allocator; ft (nil: none) keeps the files' parsed footers.
+func decodeFile(ctx context.Context, fs iceio.IO, path string, mem memory.Allocator, ft *footers, rg decodeRange, a *arena, sink func(row)) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("%w: %s does not decode: %v", ErrDataLoss, path, r)
@@ -219,20 +219,28 @@ func decodeFile(ctx context.Context, fs iceio.IO, path string, mem memory.Alloca
 	props := parquet.NewReaderProperties(pageAllocator(mem))
 	props.BufferedStreamEnabled = true // copied out of the row group's window (windowReader)
 	props.BufferSize = 64 << 10
-	rdr, err := file.NewParquetReader(src, file.WithReadProps(props))
+	opts := []file.ReadOption{file.WithReadProps(props)}
+	kept, known := ft.get(path, st.Size())
+	if known {
+		opts = append(opts, file.WithMetadata(kept.md))
+	}
+	rdr, err := file.NewParquetReader(src, opts...)
 	if err != nil {
 		return fmt.Errorf("tableread: open %s: %w", path, err)
 	}
-	l, err := layoutOf(rdr.MetaData().Schema)
-	if err != nil {
-		return err
-	}
-	for i := range rdr.NumRowGroups() {
-		if n := rdr.MetaData().RowGroup(i).NumRows(); n < 0 || n > maxGroupRows {
-			// Not what floe writes (4,096 rows): iceberg-go's scan reads
-			// it in batches.
-			return fmt.Errorf("%w: row group %d of %d rows", errLayout, i, n)
+	l := kept.l
+	if !known {
+		if l, err = layoutOf(rdr.MetaData().Schema); err != nil {
+			return err
 		}
+		for i := range rdr.NumRowGroups() {
+			if n := rdr.MetaData().RowGroup(i).NumRows(); n < 0 || n > maxGroupRows {
+				// Not what floe writes (4,096 rows): iceberg-go's scan reads
+				// it in batches.
+				return fmt.Errorf("%w: row group %d of %d rows", errLayout, i, n)
+			}
+		}
+		ft.put(path, st.Size(), footer{md: rdr.MetaData(), l: l})
 	}
 	d := decoder{a: a}
 	for i := range rdr.NumRowGroups() {

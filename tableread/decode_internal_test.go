@@ -139,7 +139,7 @@ func TestDecodeMatchesArrowScan(t *testing.T) {
 			rg.flo, rg.fhi, rg.bounds = flo, fhi, true
 			var got []row
 			var a arena
-			if err := decodeFile(ctx, fsys, path, mem, rg, &a, func(r row) { got = append(got, r) }); err != nil {
+			if err := decodeFile(ctx, fsys, path, mem, nil, rg, &a, func(r row) { got = append(got, r) }); err != nil {
 				t.Fatalf("%s %+v: %v", path, rg, err)
 			}
 			var exp []row
@@ -365,7 +365,7 @@ func FuzzDecodeFile(f *testing.F) {
 		}
 		var a arena
 		rg := decodeRange{lo: 5, hi: 50}
-		_ = decodeFile(context.Background(), iceio.LocalFS{}, path, memory.NewGoAllocator(), rg, &a, func(r row) {
+		_ = decodeFile(context.Background(), iceio.LocalFS{}, path, memory.NewGoAllocator(), nil, rg, &a, func(r row) {
 			if !rg.takes(r.part, r.rec.Offset) {
 				t.Fatalf("row %d/%d outside %+v", r.part, r.rec.Offset, rg)
 			}
@@ -425,7 +425,7 @@ func TestGoldenDataFile(t *testing.T) {
 	}
 	var got []row
 	var a arena
-	if err := decodeFile(context.Background(), iceio.LocalFS{}, goldenFile, memory.NewGoAllocator(), decodeRange{all: true}, &a, func(r row) { got = append(got, r) }); err != nil {
+	if err := decodeFile(context.Background(), iceio.LocalFS{}, goldenFile, memory.NewGoAllocator(), nil, decodeRange{all: true}, &a, func(r row) { got = append(got, r) }); err != nil {
 		t.Fatal(err)
 	}
 	if g, _ := pagesOf(t, goldenFile); g != 2 {

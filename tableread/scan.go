@@ -65,8 +65,8 @@ func offsets(lo, hi int64) icego.BooleanExpression {
 // is): they are not decoded, and its kept rows start there (kept.lo).
 //
 // The files come from ps's plan of the snapshot (plan.go; nil ps: planned
-// for this scan).
-func scanRows(ctx context.Context, tbl *table.Table, ps *plans, p int32, lo, hi, upTo, budget int64, rowBytes int, floor func(q int32) int64, files *fileCache, st *scanStats) (rows []row, reach int64, others map[int32]kept, err error) {
+// for this scan); ft keeps their parsed footers (footers.go; nil: none).
+func scanRows(ctx context.Context, tbl *table.Table, ps *plans, p int32, lo, hi, upTo, budget int64, rowBytes int, floor func(q int32) int64, files *fileCache, ft *footers, st *scanStats) (rows []row, reach int64, others map[int32]kept, err error) {
 	if tbl.CurrentSnapshot() == nil {
 		return nil, hi, nil, nil
 	}
@@ -160,7 +160,7 @@ func scanRows(ctx context.Context, tbl *table.Table, ps *plans, p int32, lo, hi,
 		st.files.Add(1)
 		if len(t.DeleteFiles)+len(t.EqualityDeleteFiles)+len(t.DeletionVectorFiles) == 0 {
 			rg.flo, rg.fhi, rg.bounds = offsetBounds(t.File)
-			err := decodeFile(ctx, fsys, t.File.FilePath(), mem, rg, &tails, sink)
+			err := decodeFile(ctx, fsys, t.File.FilePath(), mem, ft, rg, &tails, sink)
 			if !errors.Is(err, errLayout) {
 				if err != nil {
 					return fmt.Errorf("tableread: read partition %d [%d, %d): %w", p, lo, reach, err)

@@ -116,6 +116,8 @@ type Reader struct {
 	files  *fileCache // decoded data files' rows (filecache.go)
 	alloc  *allocPool // the Parquet decode's large buffers (alloc.go)
 	plans  *plans     // snapshots' data files, planned once (plan.go)
+	// footers are the data files' parsed footers (footers.go).
+	footers *footers
 	// batchBufs holds the buffers of rebuilt batches handed back
 	// (ReadOwned).
 	batchBufs *allocPool
@@ -184,7 +186,7 @@ func New(tables Tables, cfg Config) (*Reader, error) {
 	}
 	r := &Reader{tables: tables, cfg: cfg, sem: make(chan struct{}, cfg.MaxReads), loaded: map[string]*loadedTable{},
 		ahead: newReadahead(cfg.ReadaheadBytes, 30*time.Second), files: newFileCache(cfg.ReadaheadBytes),
-		alloc: newAllocPool(allocPoolBytes(cfg.ReadaheadBytes)), batchBufs: newBatchPool(), plans: newPlans(planFiles)}
+		alloc: newAllocPool(allocPoolBytes(cfg.ReadaheadBytes)), batchBufs: newBatchPool(), plans: newPlans(planFiles), footers: newFooters()}
 	for i := range r.stripes {
 		r.stripes[i] = make(chan struct{}, 1)
 	}
@@ -346,7 +348,7 @@ func (r *Reader) read(ctx context.Context, topic string, partition int32, from, 
 			// The other partitions' rows that their read-ahead holds, or
 			// would not take, are not decoded.
 			floor := func(q int32) int64 { return r.ahead.floor(aheadKey{topic, q}, lo) }
-			got, reach, others, err := scanRows(compute.WithAllocator(ctx, r.alloc), lt.tbl, r.plans, partition, lo, hi, upTo, scanBudget(r.cfg.ReadaheadBytes), int(lt.rowBytes.Load()), floor, r.files, &r.stats)
+			got, reach, others, err := scanRows(compute.WithAllocator(ctx, r.alloc), lt.tbl, r.plans, partition, lo, hi, upTo, scanBudget(r.cfg.ReadaheadBytes), int(lt.rowBytes.Load()), floor, r.files, r.footers, &r.stats)
 			if err != nil {
 				return err
 			}
