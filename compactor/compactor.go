@@ -288,13 +288,16 @@ func (c *Compactor) Run(ctx context.Context) error {
 		if err != nil && ctx.Err() == nil {
 			c.log.Warn("compactor pass failed", "err", err, "iceberg_only", !full)
 		}
-		if full = false; r.IcebergBehind > 0 {
+		full = false
+		if r.IcebergBehind > 0 {
+			// A table is behind: its next append now, unless the next full
+			// pass is due.
 			select {
 			case <-ctx.Done():
 				return nil
 			case <-t.C:
 				full = true
-			default: // catch up now
+			default:
 			}
 			continue
 		}

@@ -2,9 +2,13 @@ package compactor_test
 
 import (
 	"context"
+	"errors"
 	mrand "math/rand/v2"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/apache/iceberg-go/table"
 
 	"github.com/floe-broker/floe/compactor"
 )
@@ -19,15 +23,7 @@ func TestIcebergPassBound(t *testing.T) {
 	iceBackends(t, func(t *testing.T, e iceEnv) {
 		const bound = 4096
 		rnd := mrand.New(mrand.NewPCG(41, 42))
-		tp := createTopic(t, e.env, "wide", 32, map[string]string{"iceberg.lag": "0"})
-		parts := make([]int32, 32)
-		for i := range parts {
-			parts[i] = int32(i)
-		}
-		want := produced{}
-		for range 2 {
-			produce(t, e.env, tp.ID, parts, 4, want, rnd)
-		}
+		tp, want := producedTopic(t, e.env, "wide", 32, map[string]string{"iceberg.lag": "0"}, 2, 4, rnd)
 		rc := &readCounter{Store: e.store}
 		w, _ := e.writer(t)
 		c := iceCompactor(t, iceEnv{env: env{meta: e.meta, store: rc}, cfg: e.cfg}, "bound", w, func(c *compactor.Config) {
@@ -71,15 +67,7 @@ func TestIcebergCatchesUpBetweenPasses(t *testing.T) {
 	iceBackends(t, func(t *testing.T, e iceEnv) {
 		const bound = 4096
 		rnd := mrand.New(mrand.NewPCG(43, 44))
-		tp := createTopic(t, e.env, "behind", 8, map[string]string{"iceberg.lag": "0"})
-		parts := make([]int32, 8)
-		for i := range parts {
-			parts[i] = int32(i)
-		}
-		want := produced{}
-		for range 6 {
-			produce(t, e.env, tp.ID, parts, 4, want, rnd)
-		}
+		tp, want := producedTopic(t, e.env, "behind", 8, map[string]string{"iceberg.lag": "0"}, 6, 4, rnd)
 		n := int64(0)
 		for _, p := range want {
 			n += int64(len(p))
@@ -120,5 +108,41 @@ func TestIcebergCatchesUpBetweenPasses(t *testing.T) {
 			t.Fatal(err)
 		}
 		checkTable(t, w, tp.Name, want)
+	})
+}
+
+// TestIcebergCatchUpRefused: a catalog that refuses every commit does not
+// turn the catch-up into a busy loop: the failed append leaves no table
+// behind, and Run waits for its next pass (an hour away) instead of
+// trying again at once.
+func TestIcebergCatchUpRefused(t *testing.T) {
+	iceBackends(t, func(t *testing.T, e iceEnv) {
+		rnd := mrand.New(mrand.NewPCG(45, 46))
+		producedTopic(t, e.env, "refused", 8, map[string]string{"iceberg.lag": "0"}, 6, 4, rnd)
+		w, fc := e.writer(t)
+		var tried atomic.Int64
+		fc.BeforeCommit(func(context.Context, table.Identifier) error { tried.Add(1); return errors.New("refused") })
+		c := iceCompactor(t, e, "refused", w, func(c *compactor.Config) {
+			c.IcebergMaxBytes = 4096
+			c.Interval = time.Hour
+			c.MergeSmallBytes, c.CompactMaxBytes = 0, 0
+		})
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- c.Run(ctx) }()
+		time.Sleep(time.Second)
+		first := tried.Load()
+		time.Sleep(time.Second)
+		second := tried.Load()
+		cancel()
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+		if first == 0 {
+			t.Fatal("no commit was tried: the test shows nothing")
+		}
+		if second != first {
+			t.Fatalf("%d commits tried in the first second, %d after the next: Run retries a refused append at once", first, second)
+		}
 	})
 }

@@ -188,6 +188,23 @@ func createTopic(t testing.TB, e env, name string, parts int32, cfg map[string]s
 	return tp
 }
 
+// producedTopic creates topic name of n partitions (config cfg) and
+// commits rounds files, each of per records in every partition
+// (produce); it returns the topic and what it holds.
+func producedTopic(t testing.TB, e env, name string, n int32, cfg map[string]string, rounds, per int, rnd *mrand.Rand) (metadata.Topic, produced) {
+	t.Helper()
+	tp := createTopic(t, e, name, n, cfg)
+	parts := make([]int32, n)
+	for i := range parts {
+		parts[i] = int32(i)
+	}
+	want := produced{}
+	for range rounds {
+		produce(t, e, tp.ID, parts, per, want, rnd)
+	}
+	return tp, want
+}
+
 // TestIcebergTables: batches older than iceberg.lag land in the topic's
 // table, every row and column as produced; younger ones wait; a topic with
 // iceberg.enabled=false gets no table.

@@ -37,15 +37,7 @@ func TestMergeReadsLiveBytes(t *testing.T) {
 	backends(t, func(t *testing.T, e env) {
 		ctx := context.Background()
 		rnd := mrand.New(mrand.NewPCG(61, 62))
-		tp := createTopic(t, e, "sparse", 100, nil)
-		parts := make([]int32, 100)
-		for i := range parts {
-			parts[i] = int32(i)
-		}
-		want := produced{}
-		for range 30 {
-			produce(t, e, tp.ID, parts, 4, want, rnd)
-		}
+		tp, want := producedTopic(t, e, "sparse", 100, nil, 30, 4, rnd)
 		for p := int32(1); p < 100; p++ {
 			if _, err := e.meta.DeleteRecords(ctx, tp.ID, p, metadata.DeleteToHighWatermark); err != nil {
 				t.Fatal(err)
