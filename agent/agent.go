@@ -125,12 +125,17 @@ func (a *Agent) Register(s grpc.ServiceRegistrar) {
 // OnCommit is the batcher's hook: it caches the file, records its batches
 // in the read index and wakes readers. The file's buffer goes back to the
 // batcher (f.Release) once it has left the read cache and every answer
-// that references it has been written (readpath.Cache.AddOwned).
+// that references it has been written (readpath.Cache.AddVerifiedOwned).
+// The file is cached as verified: each of its batches had its CRC checked
+// at the edge when it was produced (kbatch.ParseInfo, before the batcher
+// took it) and the batcher copies batches into the file unchanged, so its
+// readers skip the per-batch CRCs as they do for a file whose body CRC-32C
+// held when it was loaded.
 func (a *Agent) OnCommit(f batcher.CommittedFile) {
 	if f.Release != nil {
-		a.cache.AddOwned(f.Key, f.Data, func([]byte) { f.Release() })
+		a.cache.AddVerifiedOwned(f.Key, f.Data, func([]byte) { f.Release() }).Release()
 	} else {
-		a.cache.Add(f.Key, f.Data)
+		a.cache.AddVerified(f.Key, f.Data)
 	}
 	a.index.CommittedFile(f)
 	n := metadata.Notice{Partitions: make([]metadata.PartitionNotice, 0, len(f.Commits))}

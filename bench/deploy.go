@@ -37,6 +37,14 @@ type DeployConfig struct {
 	// slows the WAL's fsync and so every commit, a cost no deployment on
 	// a remote object store has. A tmpfs (/dev/shm) keeps the two apart.
 	StoreDir string
+	// SignedPayload has the cluster's agents, and the raw PUT probe, sign
+	// each PUT body's SHA-256 (SigV4), as the AWS SDK does over plain
+	// HTTP unless s3.unsigned_payload is set. Off, both send
+	// UNSIGNED-PAYLOAD with the body's CRC-32C for the server to verify
+	// (s3.put_checksum): what an agent's PUTs cost against an https://
+	// store, TLS aside; the harness's loopback is the trusted path that
+	// setting is for. The figures before December 6 were signed.
+	SignedPayload bool
 	// TLS serves the agents' gRPC listener with TLS, a certificate of a
 	// throwaway CA that Deployment.ClientTLS trusts (tls.go).
 	TLS    bool
@@ -47,6 +55,16 @@ type DeployConfig struct {
 func DefaultDeployConfig() DeployConfig {
 	return DeployConfig{Agents: 2, Linger: 250 * time.Millisecond, MaxFileBytes: 8 << 20,
 		MaxBufferedBytes: 64 << 20, CacheBytes: 256 << 20, PostgresDurable: true}
+}
+
+// s3Args are a cluster agent's flags for its S3 server (bucket "floe").
+func (c DeployConfig) s3Args(endpoint, region, accessKey, secretKey string) []string {
+	args := []string{"-s3-bucket", "floe", "-s3-endpoint", endpoint, "-s3-path-style", "-s3-region", region,
+		"-s3-access-key", accessKey, "-s3-secret-key", secretKey}
+	if !c.SignedPayload {
+		args = append(args, "-s3-unsigned-payload")
+	}
+	return args
 }
 
 func (c DeployConfig) validate() error {
@@ -279,9 +297,8 @@ func StartCluster(ctx context.Context, cfg DeployConfig) (_ *Deployment, err err
 	d.allocAddrs(cfg.Agents)
 	for range cfg.Agents {
 		d.argsOf = append(d.argsOf, func(g, m, k string) []string {
-			return append([]string{"agent", "-postgres-url", dbURL, "-s3-bucket", "floe", "-s3-endpoint", s3.Endpoint,
-				"-s3-path-style", "-s3-region", s3.Region, "-s3-access-key", s3.AccessKey, "-s3-secret-key", s3.SecretKey},
-				d.commonArgs(g, m, k)...)
+			args := append([]string{"agent", "-postgres-url", dbURL}, cfg.s3Args(s3.Endpoint, s3.Region, s3.AccessKey, s3.SecretKey)...)
+			return append(args, d.commonArgs(g, m, k)...)
 		})
 	}
 	for i := range cfg.Agents {
@@ -291,12 +308,16 @@ func StartCluster(ctx context.Context, cfg DeployConfig) (_ *Deployment, err err
 	}
 	sc := s3store.DefaultConfig()
 	sc.Bucket, sc.Endpoint, sc.Region, sc.AccessKey, sc.SecretKey, sc.PathStyle = "floe-probe", s3.Endpoint, s3.Region, s3.AccessKey, s3.SecretKey, true
+	sc.UnsignedPayload = !cfg.SignedPayload // as the agents' PUTs
 	if d.ProbeStore, err = s3store.New(ctx, sc); err != nil {
 		return nil, fmt.Errorf("bench: probe store: %w", err)
 	}
 	d.ProbeStoreName = "versitygw S3"
 	if cfg.StoreDir != "" {
 		d.ProbeStoreName = "versitygw S3, objects under " + cfg.StoreDir
+	}
+	if cfg.SignedPayload {
+		d.ProbeStoreName += ", signed payloads"
 	}
 	if d.ProbeCommitter, err = OpenPostgresCommitter(ctx, probeURL); err != nil {
 		return nil, err

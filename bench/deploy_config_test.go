@@ -25,3 +25,15 @@ func TestDeployConfigStoreDir(t *testing.T) {
 		}
 	}
 }
+
+// A cluster's agents send unsigned PUTs unless SignedPayload.
+func TestDeployConfigSignedPayload(t *testing.T) {
+	c := DefaultDeployConfig()
+	for _, signed := range []bool{false, true} {
+		c.SignedPayload = signed
+		args := strings.Join(c.s3Args("http://127.0.0.1:1", "us-east-1", "a", "s"), " ")
+		if strings.Contains(args, "-s3-unsigned-payload") == signed {
+			t.Errorf("SignedPayload %v: agent flags %q", signed, args)
+		}
+	}
+}

@@ -100,6 +100,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) (err
 	start := fs.String("start", "", "start a deployment: dev (floe dev: local directory + SQLite) or cluster (PostgreSQL + versitygw + -agents agents)")
 	fs.IntVar(&dc.Agents, "agents", dc.Agents, "agents of -start cluster")
 	pgDurable := fs.Bool("postgres-fsync", true, "-start cluster: PostgreSQL with fsync and synchronous commit on")
+	signed := fs.Bool("s3-signed-payload", false, "-start cluster: the agents and the raw PUT probe sign each PUT body's SHA-256 (SigV4 over plain HTTP, the figures before December 6); default UNSIGNED-PAYLOAD with a CRC-32C header, as PUTs to an https:// store cost")
 	storeDir := fs.String("s3-dir", "", "-start cluster: the folder the S3 server keeps its objects under (default the system's temporary folder; /dev/shm keeps their writeback off PostgreSQL's disk)")
 	fs.BoolVar(&dc.TLS, "tls", false, "-start: the agents serve gRPC over TLS (a throwaway CA's certificate) and the harness dials with TLS; compare its server CPU per MiB with a run without, at the same -rate")
 	tlsCA := fs.String("tls-ca", "", "-addr: dial the agents with TLS, trusting this PEM CA file")
@@ -192,6 +193,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) (err
 	sc.Command = "floe-bench " + strings.Join(args, " ")
 	dc.PostgresDurable = *pgDurable
 	dc.StoreDir = *storeDir
+	dc.SignedPayload = *signed
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	sc.Logger, dc.Logger = log, log
 	if !*quiet {

@@ -152,6 +152,7 @@ type S3Settings struct {
 	SecretKey       string `yaml:"secret_key" flag:"s3-secret-key" secret:"all" help:"S3 secret key (empty: the AWS credential chain, e.g. AWS_SECRET_ACCESS_KEY)"`
 	PathStyle       bool   `yaml:"path_style" flag:"s3-path-style" help:"path-style addressing (most S3-compatible servers)"`
 	UnsignedPayload bool   `yaml:"unsigned_payload" flag:"s3-unsigned-payload" help:"send uploads as UNSIGNED-PAYLOAD over a plain http:// endpoint too (no SigV4 SHA-256 pass over every uploaded byte); over https:// they always are. Only where the network path is trusted"`
+	PutChecksum     string `yaml:"put_checksum" flag:"s3-put-checksum" help:"checksum each upload carries for the store to verify before storing it: crc32c (x-amz-checksum-crc32c; a body damaged on its way is refused and retried) or none (a store that refuses the header)"`
 	CAFile          string `yaml:"ca_file" flag:"s3-ca-file" help:"PEM bundle of the CAs that sign the https:// endpoint's certificate, instead of the system's (the Iceberg writer reads it too: it replaces AWS_CA_BUNDLE)"`
 }
 
@@ -212,7 +213,7 @@ func DefaultServerConfig(command string) Config {
 			GRPCKeepaliveTime: ad.GRPCKeepaliveTime, GRPCKeepaliveTimeout: ad.GRPCKeepaliveTimeout, GRPCKeepaliveMinTime: ad.GRPCKeepaliveMinTime},
 		Kafka: KafkaSettings{Listen: ":9092", MaxFrameBytes: kd.MaxFrameBytes, MaxConnections: kd.MaxConnections,
 			MaxInFlight: kd.MaxInFlight, MaxBufferedBytes: kd.MaxBufferedBytes, AgentTTL: kd.AgentTTL},
-		S3:  S3Settings{Region: sd.Region},
+		S3:  S3Settings{Region: sd.Region, PutChecksum: sd.PutChecksum},
 		Dev: DevSettings{Data: "./data"},
 		Compactor: CompactorSettings{MetricsListen: ":7072", Interval: cd.Interval, LeaseTTL: cd.LeaseTTL, Grace: cd.Grace,
 			OrphanAge: cd.OrphanAge, MergeSmallBytes: cd.MergeSmallBytes, MergeTargetBytes: cd.MergeTargetBytes, MergeMinAge: cd.MergeMinAge,
@@ -430,6 +431,9 @@ func (c *Config) validate(command string) error {
 		if c.S3.Bucket == "" {
 			return errors.New("s3.bucket: is required (flag -s3-bucket, env FLOE_S3_BUCKET)")
 		}
+		if pc := c.S3.PutChecksum; pc != s3store.PutChecksumCRC32C && pc != s3store.PutChecksumNone {
+			return fmt.Errorf("s3.put_checksum: %q must be %s or %s", pc, s3store.PutChecksumCRC32C, s3store.PutChecksumNone)
+		}
 		if err := c.s3Config().Validate(); err != nil {
 			return fmt.Errorf("s3: %w", err)
 		}
@@ -472,6 +476,6 @@ func (c *Config) s3Config() s3store.Config {
 	s := s3store.DefaultConfig()
 	s.Bucket, s.Endpoint, s.Region = c.S3.Bucket, c.S3.Endpoint, c.S3.Region
 	s.AccessKey, s.SecretKey, s.PathStyle = c.S3.AccessKey, c.S3.SecretKey, c.S3.PathStyle
-	s.UnsignedPayload, s.CAFile = c.S3.UnsignedPayload, c.S3.CAFile
+	s.UnsignedPayload, s.CAFile, s.PutChecksum = c.S3.UnsignedPayload, c.S3.CAFile, c.S3.PutChecksum
 	return s
 }

@@ -4,7 +4,10 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
+
+	"github.com/floe-broker/floe/objectstore/s3store"
 )
 
 // -pprof reaches serve, and mountPprof serves the profiles; without it
@@ -49,5 +52,21 @@ func TestS3UnsignedPayloadSetting(t *testing.T) {
 	c, err = loadArgs(t, "agent", required+"  unsigned_payload: true\n", nil)
 	if err != nil || !c.s3Config().UnsignedPayload {
 		t.Fatalf("s3.unsigned_payload: true: UnsignedPayload %v, %v", c.s3Config().UnsignedPayload, err)
+	}
+}
+
+// s3.put_checksum reaches the S3 store's configuration (crc32c by
+// default); another value is refused, naming the setting.
+func TestS3PutChecksumSetting(t *testing.T) {
+	c, err := loadArgs(t, "agent", required, nil)
+	if err != nil || c.s3Config().PutChecksum != s3store.PutChecksumCRC32C {
+		t.Fatalf("default: PutChecksum %q, %v", c.s3Config().PutChecksum, err)
+	}
+	c, err = loadArgs(t, "agent", required+"  put_checksum: none\n", nil)
+	if err != nil || c.s3Config().PutChecksum != s3store.PutChecksumNone {
+		t.Fatalf("s3.put_checksum: none: PutChecksum %q, %v", c.s3Config().PutChecksum, err)
+	}
+	if _, err = loadArgs(t, "agent", required+"  put_checksum: md5\n", nil); err == nil || !strings.Contains(err.Error(), "s3.put_checksum") {
+		t.Fatalf("s3.put_checksum: md5: %v, want an error naming s3.put_checksum", err)
 	}
 }

@@ -6,8 +6,10 @@
 // connection errors), each attempt bounded by Config.RequestTimeout, and
 // never past the caller's context: its deadline bounds all attempts, so a
 // caller with one deadline (the batcher's upload deadline) has no retry
-// loop of its own to add. Checksums are computed and validated only where the
-// API requires them, so that every S3-compatible server works.
+// loop of its own to add. The SDK computes and validates checksums only
+// where the API requires them, so that every S3-compatible server works;
+// a PUT carries the CRC-32C of its body for the server to verify
+// (Config.PutChecksum) unless told not to.
 //
 // Bad credentials and missing buckets come back as
 // *objectstore.PermanentError; call CheckBucket at start to fail fast.
@@ -18,8 +20,11 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/base64"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"io"
 	"math"
 	"net/http"
@@ -121,6 +126,10 @@ func newRetryer(cfg Config) aws.Retryer {
 			"ServiceUnavailable": {},
 			"InternalError":      {},
 			"RequestTimeout":     {},
+			// The body's checksum (Config.PutChecksum) did not match what
+			// the server received: damaged on the way, worth another try.
+			"BadDigest":                   {},
+			"XAmzContentChecksumMismatch": {},
 		}})
 	})
 }
@@ -187,6 +196,9 @@ func (s *Store) Put(ctx context.Context, key string, data []byte, opts objectsto
 		Body:          bytes.NewReader(data),
 		ContentLength: aws.Int64(int64(len(data))),
 	}
+	if s.cfg.PutChecksum == PutChecksumCRC32C {
+		in.ChecksumCRC32C = aws.String(crc32cBase64(data))
+	}
 	var attempts atomic.Int32
 	var optFns []func(*s3.Options)
 	if s.cfg.UnsignedPayload {
@@ -219,6 +231,16 @@ func (s *Store) Put(ctx context.Context, key string, data []byte, opts objectsto
 	}
 	return s.wrap("put", key, err)
 }
+
+// crc32cBase64 is data's CRC-32C as x-amz-checksum-crc32c carries it:
+// the big-endian value in base64.
+func crc32cBase64(data []byte) string {
+	var b [4]byte
+	binary.BigEndian.PutUint32(b[:], crc32.Checksum(data, castagnoli))
+	return base64.StdEncoding.EncodeToString(b[:])
+}
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // unsignedPayload sends a PUT's body as UNSIGNED-PAYLOAD whatever the
 // scheme (Config.UnsignedPayload): the SDK signs its SHA-256 over plain

@@ -5,9 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
-	"net/http"
-	"net/http/httptest"
-	"sync"
 	"testing"
 
 	"github.com/floe-broker/floe/objectstore"
@@ -16,19 +13,7 @@ import (
 // The payload hash a PUT is signed with: the body's SHA-256 over plain
 // HTTP by default, UNSIGNED-PAYLOAD with Config.UnsignedPayload.
 func TestUnsignedPayloadHeader(t *testing.T) {
-	var (
-		mu  sync.Mutex
-		got []string
-	)
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method == http.MethodPut {
-			mu.Lock()
-			got = append(got, r.Header.Get("X-Amz-Content-Sha256"))
-			mu.Unlock()
-		}
-		w.Header().Set("ETag", `"x"`)
-	}))
-	t.Cleanup(srv.Close)
+	url, got := putHeaderServer(t, "X-Amz-Content-Sha256")
 	body := []byte("a file body")
 	sum := sha256.Sum256(body)
 	for _, tc := range []struct {
@@ -36,19 +21,15 @@ func TestUnsignedPayloadHeader(t *testing.T) {
 		want     string
 	}{{false, hex.EncodeToString(sum[:])}, {true, "UNSIGNED-PAYLOAD"}} {
 		cfg := configFor(t)
-		cfg.Endpoint, cfg.UnsignedPayload = srv.URL, tc.unsigned
+		cfg.Endpoint, cfg.UnsignedPayload = url, tc.unsigned
 		s := newStore(t, cfg)
-		mu.Lock()
-		got = nil
-		mu.Unlock()
+		got()
 		if err := s.Put(t.Context(), "k", body, objectstore.PutOptions{IfAbsent: true}); err != nil {
 			t.Fatalf("unsigned=%v: put: %v", tc.unsigned, err)
 		}
-		mu.Lock()
-		if len(got) != 1 || got[0] != tc.want {
-			t.Errorf("unsigned=%v: X-Amz-Content-Sha256 %q, want [%q]", tc.unsigned, got, tc.want)
+		if h := got(); len(h) != 1 || h[0] != tc.want {
+			t.Errorf("unsigned=%v: X-Amz-Content-Sha256 %q, want [%q]", tc.unsigned, h, tc.want)
 		}
-		mu.Unlock()
 	}
 }
 
