@@ -204,6 +204,7 @@ type file struct {
 	anonymous bool
 	key       string
 	data      []byte
+	crc       uint32    // data's CRC-32C (logfile.Writer.FileCRC), sent with its PUT
 	order     []*waiter // the batches laid out, in file order
 	uploaded  chan uploadResult
 	up        *uploadResult          // the upload's outcome, once the commit goroutine knows it
@@ -544,7 +545,7 @@ func (b *Batcher) upload(ctx context.Context, cancel context.CancelFunc, f *file
 	defer func() { <-b.uploads }()
 	defer cancel()
 	start := time.Now()
-	err := b.store.Put(ctx, f.key, f.data, objectstore.PutOptions{IfAbsent: true})
+	err := b.store.Put(ctx, f.key, f.data, objectstore.PutOptions{IfAbsent: true, CRC32C: f.crc, KnownCRC32C: true})
 	f.buf.release() // the store no longer reads it, whatever the outcome
 	if err != nil && ctx.Err() != nil {
 		err = b.uploadErr(ctx, err)
@@ -598,6 +599,7 @@ func (b *Batcher) layout(f *file) {
 		}
 	}
 	f.data = w.Finish()
+	f.crc = w.FileCRC()
 	// One holder: the commit path (the upload adds its own when it starts).
 	f.buf = &bufRef{pool: b.bufs, buf: f.data}
 	f.buf.hold()

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"hash/crc32"
 	"math"
 	"reflect"
 	"testing"
@@ -262,5 +263,29 @@ func TestSemanticCorruption(t *testing.T) {
 	resealFile(b)
 	if !bytes.Equal(b, file) {
 		t.Fatal("resealFile changed a valid file")
+	}
+}
+
+// FileCRC is the CRC-32C of the whole finished file, empty or not, from a
+// fresh buffer or a reused one holding other bytes.
+func TestFileCRC(t *testing.T) {
+	castagnoli := crc32.MakeTable(crc32.Castagnoli)
+	full, _, w := buildFile(t)
+	if got, want := w.FileCRC(), crc32.Checksum(full, castagnoli); got != want {
+		t.Errorf("120 batches: FileCRC %08x, want %08x", got, want)
+	}
+	empty := NewWriter(0)
+	file := empty.Finish()
+	if got, want := empty.FileCRC(), crc32.Checksum(file, castagnoli); got != want {
+		t.Errorf("empty: FileCRC %08x, want %08x", got, want)
+	}
+	reused := bytes.Repeat([]byte{0xa5}, 1<<16)
+	rw := NewWriterBuffer(reused)
+	if _, err := rw.Append(7, 3, encode(t, makeRecords(5, 100, 1700000000000, "r"), kbatch.None)); err != nil {
+		t.Fatal(err)
+	}
+	file = rw.Finish()
+	if got, want := rw.FileCRC(), crc32.Checksum(file, castagnoli); got != want {
+		t.Errorf("reused buffer: FileCRC %08x, want %08x", got, want)
 	}
 }

@@ -20,6 +20,7 @@ var errFinished = errors.New("logfile: append after Finish")
 type Writer struct {
 	buf      []byte // header and body so far; the file once finished
 	bodyCRC  uint32 // CRC-32C of buf up to the footer
+	fileCRC  uint32 // CRC-32C of the whole file, once finished
 	entries  []Entry
 	finished bool
 }
@@ -143,7 +144,13 @@ func (w *Writer) Finish() []byte {
 	b = be.AppendUint16(b, 0)
 	b = be.AppendUint32(b, crc32.Checksum(b[footerOff:], castagnoli))
 	b = append(b, magic[:]...)
+	w.fileCRC = crc32.Update(w.bodyCRC, castagnoli, b[footerOff:])
 	w.buf = b
 	w.finished = true
 	return b
 }
+
+// FileCRC returns the CRC-32C of the whole file Finish returned, from the
+// body's, computed as batches were appended, and the footer and trailer:
+// no pass over the body. Only after Finish.
+func (w *Writer) FileCRC() uint32 { return w.fileCRC }

@@ -32,6 +32,12 @@ type PutOptions struct {
 	// (If-None-Match: * on S3). Of concurrent if-absent puts of one key,
 	// exactly one wins.
 	IfAbsent bool
+	// CRC32C, when KnownCRC32C, is data's CRC-32C (Castagnoli), which the
+	// caller computed as it wrote data; a store that sends one with the
+	// put for the server to verify (s3store) uses it instead of a pass of
+	// its own over data. A wrong one makes the server refuse the put.
+	CRC32C      uint32
+	KnownCRC32C bool
 }
 
 // Store is the object storage floe needs. Implementations are safe for

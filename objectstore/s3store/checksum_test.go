@@ -152,3 +152,32 @@ func TestPutChecksumRefusesDamagedBody(t *testing.T) {
 		})
 	}
 }
+
+// A CRC-32C the caller knows (PutOptions.KnownCRC32C) is sent as it is,
+// without a pass of the store's own: the server stores the put when it is
+// right and refuses it when it is wrong.
+func TestPutKnownCRC32C(t *testing.T) {
+	url, got := putHeaderServer(t, "X-Amz-Checksum-Crc32c")
+	cfg := configFor(t)
+	cfg.Endpoint = url
+	s := newStore(t, cfg)
+	if err := s.Put(t.Context(), "k", []byte("body"), objectstore.PutOptions{CRC32C: 0x01020304, KnownCRC32C: true}); err != nil {
+		t.Fatal(err)
+	}
+	if h := got(); len(h) != 1 || h[0] != "AQIDBA==" {
+		t.Errorf("X-Amz-Checksum-Crc32c %q, want [AQIDBA==] (the caller's)", h)
+	}
+
+	v := newStore(t, configFor(t))
+	data := bytes.Repeat([]byte("known crc "), 50_000)
+	crc := crc32.Checksum(data, crc32.MakeTable(crc32.Castagnoli))
+	if err := v.Put(t.Context(), "known/right", data, objectstore.PutOptions{IfAbsent: true, CRC32C: crc, KnownCRC32C: true}); err != nil {
+		t.Fatalf("put with the right CRC: %v", err)
+	}
+	if err := v.Put(t.Context(), "known/wrong", data, objectstore.PutOptions{IfAbsent: true, CRC32C: crc ^ 1, KnownCRC32C: true}); err == nil {
+		t.Fatal("put with a wrong CRC stored")
+	}
+	if _, err := v.Get(t.Context(), "known/wrong", 0, -1); !errors.Is(err, objectstore.ErrNotFound) {
+		t.Fatalf("get after a refused put: %v, want ErrNotFound", err)
+	}
+}

@@ -197,7 +197,11 @@ func (s *Store) Put(ctx context.Context, key string, data []byte, opts objectsto
 		ContentLength: aws.Int64(int64(len(data))),
 	}
 	if s.cfg.PutChecksum == PutChecksumCRC32C {
-		in.ChecksumCRC32C = aws.String(crc32cBase64(data))
+		crc := opts.CRC32C
+		if !opts.KnownCRC32C {
+			crc = crc32.Checksum(data, castagnoli)
+		}
+		in.ChecksumCRC32C = aws.String(crc32cBase64(crc))
 	}
 	var attempts atomic.Int32
 	var optFns []func(*s3.Options)
@@ -232,11 +236,11 @@ func (s *Store) Put(ctx context.Context, key string, data []byte, opts objectsto
 	return s.wrap("put", key, err)
 }
 
-// crc32cBase64 is data's CRC-32C as x-amz-checksum-crc32c carries it:
-// the big-endian value in base64.
-func crc32cBase64(data []byte) string {
+// crc32cBase64 is a CRC-32C as x-amz-checksum-crc32c carries it: the
+// big-endian value in base64.
+func crc32cBase64(crc uint32) string {
 	var b [4]byte
-	binary.BigEndian.PutUint32(b[:], crc32.Checksum(data, castagnoli))
+	binary.BigEndian.PutUint32(b[:], crc)
 	return base64.StdEncoding.EncodeToString(b[:])
 }
 
