@@ -289,3 +289,29 @@ func TestFileCRC(t *testing.T) {
 		t.Errorf("reused buffer: FileCRC %08x, want %08x", got, want)
 	}
 }
+
+// ReadIndexPrefix takes a known prefix CRC: the right one passes, a wrong
+// one fails as corruption, and an n outside the body is ignored.
+func TestReadIndexPrefix(t *testing.T) {
+	castagnoli := crc32.MakeTable(crc32.Castagnoli)
+	file, _, _ := buildFile(t)
+	n := len(file) / 2
+	right := crc32.Checksum(file[:n], castagnoli)
+	for _, tc := range []struct {
+		name   string
+		crc    uint32
+		n      int
+		wantOK bool
+	}{
+		{"right", right, n, true},
+		{"wrong", right ^ 1, n, false},
+		{"none", 0, 0, true},
+		{"past the body, ignored", 12345, len(file) - 1, true},
+		{"negative, ignored", 12345, -3, true},
+	} {
+		_, err := ReadIndexPrefix(file, func(bodyEnd int) (uint32, int) { return tc.crc, tc.n })
+		if (err == nil) != tc.wantOK || err != nil && !errors.Is(err, ErrCorrupt) {
+			t.Errorf("%s: %v, want ok %v", tc.name, err, tc.wantOK)
+		}
+	}
+}

@@ -83,13 +83,32 @@ func parseFooter(footer []byte, trailer []byte, footerOff int64) ([]Entry, error
 
 // ReadIndex checks a whole file (header, trailer, footer and body
 // checksums, entry bounds) and returns its entries.
-func ReadIndex(file []byte) ([]Entry, error) {
+func ReadIndex(file []byte) ([]Entry, error) { return ReadIndexPrefix(file, nil) }
+
+// ReadIndexPrefix is ReadIndex for a caller that already hashed a prefix
+// of the file as it arrived, while it was in the processor's caches:
+// prefix, given where the body ends, returns the CRC-32C of the file's
+// first n bytes for an n at most there (0, 0: none known), and only the
+// body from n on is hashed here. An n outside [0, body end] is ignored and
+// the whole body hashed. A wrong CRC fails the check as corrupt bytes
+// would.
+func ReadIndexPrefix(file []byte, prefix func(bodyEnd int) (crc uint32, n int)) ([]Entry, error) {
 	entries, footerOff, err := readFooter(file)
 	if err != nil {
 		return nil, err
 	}
+	var (
+		crc uint32
+		n   int
+	)
+	if prefix != nil {
+		if crc, n = prefix(int(footerOff)); n <= 0 || int64(n) > footerOff {
+			crc, n = 0, 0
+		}
+	}
 	trailer := file[len(file)-TrailerSize:]
-	if crc, want := crc32.Checksum(file[:footerOff], castagnoli), binary.BigEndian.Uint32(trailer[trBodyCRC:]); crc != want {
+	crc = crc32.Update(crc, castagnoli, file[n:footerOff])
+	if want := binary.BigEndian.Uint32(trailer[trBodyCRC:]); crc != want {
 		return nil, fmt.Errorf("%w: body CRC %08x, computed %08x", ErrCorrupt, want, crc)
 	}
 	return entries, nil

@@ -43,3 +43,29 @@ func Buffer(ctx context.Context, n int) []byte {
 func OwnBuffer(got, buf []byte) bool {
 	return len(got) > 0 && cap(buf) > 0 && &got[0] == &buf[:1][0]
 }
+
+// A Get may also show its body's bytes to the caller as they arrive, so
+// that the caller hashes them while they are still in the processor's
+// caches (the agent checks each whole file it loads against its CRC-32C):
+// a ReadObserver in the context. A store that reads into one buffer calls
+// it with consecutive chunks of the buffer it returns, each with its offset
+// there, from 0 on; a store may also not call it at all, and a read that
+// starts afresh starts again at 0. So a caller checks what it was shown
+// (ObservedAll) before it relies on it.
+
+// ReadObserver sees the chunk p of a Get's buffer at offset off. It must
+// not keep p or change it.
+type ReadObserver func(off int, p []byte)
+
+type observerKey struct{}
+
+// WithReadObserver returns ctx whose Gets show their bytes to o.
+func WithReadObserver(ctx context.Context, o ReadObserver) context.Context {
+	return context.WithValue(ctx, observerKey{}, o)
+}
+
+// Observer returns the context's ReadObserver, or nil.
+func Observer(ctx context.Context) ReadObserver {
+	o, _ := ctx.Value(observerKey{}).(ReadObserver)
+	return o
+}

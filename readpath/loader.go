@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sync/semaphore"
@@ -40,6 +41,8 @@ type Loader struct {
 	wg         sync.WaitGroup // load goroutines
 
 	ra *Readahead // read-ahead for readers far behind (nil: off)
+
+	streamed atomic.Int64 // body bytes whose CRC-32C was hashed as they arrived (streamCRC)
 }
 
 // load is one whole-file read in progress. data and err are set before
@@ -185,8 +188,9 @@ func (l *Loader) leave(key string, ld *load, take bool) *Buf {
 }
 
 // run performs a whole-file load within the memory bound and caches the
-// file once its checksums hold (logfile.ReadIndex checks the trailer,
-// footer and body CRC-32C); a file failing them is data loss, not cached.
+// file once its checksums hold (logfile.ReadIndexPrefix checks the
+// trailer, footer and body CRC-32C, the body mostly hashed as the store
+// read it: streamCRC); a file failing them is data loss, not cached.
 // The file is read into a buffer of the loader's pool (or mapped by a
 // store that keeps it in a local file: objectstore.WithMapping), which
 // the cache hands back (unmaps) once the file has left it and its last
@@ -206,6 +210,8 @@ func (l *Loader) run(ctx context.Context, key string, size int64, ld *load) {
 		return buf
 	})
 	ctx = objectstore.WithMapping(ctx, func(release func()) { unmap = release })
+	var sum streamCRC // the body's CRC-32C as it arrives (streamcrc.go)
+	ctx = objectstore.WithReadObserver(ctx, sum.observe)
 	if ld.prefetch {
 		data, err = l.tryGet(ctx, key, size)
 	} else {
@@ -217,7 +223,12 @@ func (l *Loader) run(ctx context.Context, key string, size int64, ld *load) {
 		data, err = nil, &DataLossError{fmt.Errorf("agent: file %s is not the %d bytes the metadata records (%d or more read)", key, size, len(data))}
 	}
 	if err == nil {
-		if _, cerr := logfile.ReadIndex(data); cerr != nil {
+		prefix := func(bodyEnd int) (uint32, int) {
+			crc, n := sum.prefix(data, bodyEnd)
+			l.streamed.Add(int64(n))
+			return crc, n
+		}
+		if _, cerr := logfile.ReadIndexPrefix(data, prefix); cerr != nil {
 			data, err = nil, &DataLossError{fmt.Errorf("agent: file %s fails its checks: %w", key, cerr)}
 		}
 	}
@@ -307,6 +318,10 @@ func (l *Loader) Range(ctx context.Context, key string, off, length int64) ([]by
 	defer cancel()
 	return l.get(ctx, key, off, length, length)
 }
+
+// StreamHashedBytes counts the bytes of loaded files whose CRC-32C was
+// computed as the store read them, not in a pass of its own afterwards.
+func (l *Loader) StreamHashedBytes() int64 { return l.streamed.Load() }
 
 // ReusedBuffers counts the whole-file loads that read into a buffer a
 // file that left the cache had used.

@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"hash/crc32"
 	"io"
 	"net/http"
@@ -180,4 +181,38 @@ func TestPutKnownCRC32C(t *testing.T) {
 	if _, err := v.Get(t.Context(), "known/wrong", 0, -1); !errors.Is(err, objectstore.ErrNotFound) {
 		t.Fatalf("get after a refused put: %v, want ErrNotFound", err)
 	}
+}
+
+// A Get shows its body to the context's ReadObserver as it arrives:
+// consecutive chunks of the buffer it returns, from 0 to its end.
+func TestGetShowsBodyToObserver(t *testing.T) {
+	s := newStore(t, configFor(t))
+	data := bytes.Repeat([]byte("observed "), 300_000)
+	if err := s.Put(t.Context(), "observed/a", data, objectstore.PutOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	var (
+		next   int
+		chunks int
+		first  []byte
+		bad    string
+	)
+	ctx := objectstore.WithReadObserver(t.Context(), func(off int, p []byte) {
+		if off == 0 {
+			first = p
+		}
+		if off != next || len(first) == 0 || &p[0] != &first[:cap(first)][off] {
+			bad = fmt.Sprintf("chunk at %d, want %d, or not of the same buffer", off, next)
+		}
+		next += len(p)
+		chunks++
+	})
+	got, err := s.Get(ctx, "observed/a", 0, -1)
+	if err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("get: %d bytes, %v", len(got), err)
+	}
+	if bad != "" || next != len(got) || &got[0] != &first[0] {
+		t.Fatalf("observer: %s; %d bytes shown in %d chunks of a %d-byte answer", bad, next, chunks, len(got))
+	}
+	t.Logf("%d bytes in %d chunks", next, chunks)
 }

@@ -348,7 +348,7 @@ func readBody(ctx context.Context, body io.Reader, contentLength *int64) ([]byte
 		return nil, fmt.Errorf("announced body of %d bytes, limit %d", n, maxBody)
 	}
 	data := objectstore.Buffer(ctx, int(n))
-	if got, err := io.ReadFull(body, data); err != nil {
+	if got, err := readFull(body, data, objectstore.Observer(ctx)); err != nil {
 		return nil, fmt.Errorf("short body: %d of %d bytes: %w", got, n, err)
 	}
 	var extra [1]byte
@@ -356,6 +356,31 @@ func readBody(ctx context.Context, body io.Reader, contentLength *int64) ([]byte
 		return nil, fmt.Errorf("body longer than its announced %d bytes", n)
 	}
 	return data, nil
+}
+
+// readFull is io.ReadFull that shows each chunk read to obs (when not
+// nil) as it arrives (objectstore.ReadObserver).
+func readFull(r io.Reader, buf []byte, obs objectstore.ReadObserver) (int, error) {
+	got := 0
+	for got < len(buf) {
+		m, err := r.Read(buf[got:])
+		if m > 0 {
+			if obs != nil {
+				obs(got, buf[got:got+m])
+			}
+			got += m
+		}
+		if err != nil {
+			if got == len(buf) {
+				break
+			}
+			if err == io.EOF {
+				err = io.ErrUnexpectedEOF
+			}
+			return got, err
+		}
+	}
+	return got, nil
 }
 
 // pastEnd resolves a 416 answer: reading at exactly the end of an object
