@@ -493,6 +493,23 @@ func checkEnv(t *testing.T, r rendered, c *corev1.Container, want check) {
 	if got := slices.Contains(c.Args, "-s3-path-style"); got != want.pathStyle {
 		t.Errorf("%s -s3-path-style %v, want %v", c.Name, got, want.pathStyle)
 	}
+	if got := putChecksumArg(c.Args); got != want.putChecksum {
+		t.Errorf("%s -s3-put-checksum %q, want %q", c.Name, got, want.putChecksum)
+	}
+	if got := slices.Contains(c.Args, "-s3-unsigned-payload"); got != want.unsignedPayload {
+		t.Errorf("%s -s3-unsigned-payload %v, want %v", c.Name, got, want.unsignedPayload)
+	}
+}
+
+// putChecksumArg is the value of a -s3-put-checksum=V argument, "" without one.
+func putChecksumArg(args []string) string {
+	v := ""
+	for _, a := range args {
+		if s, ok := strings.CutPrefix(a, "-s3-put-checksum="); ok {
+			v = s
+		}
+	}
+	return v
 }
 
 func checkSecurity(t *testing.T, pod corev1.PodSpec, c *corev1.Container) {

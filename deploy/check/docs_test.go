@@ -100,7 +100,9 @@ func checkDocumented(t *testing.T, r rendered) {
 	}
 	for _, a := range c.Args {
 		want.pathStyle = want.pathStyle || a == "-s3-path-style"
+		want.unsignedPayload = want.unsignedPayload || a == "-s3-unsigned-payload"
 	}
+	want.putChecksum = putChecksumArg(c.Args)
 	if e, ok := env["AWS_ACCESS_KEY_ID"]; ok {
 		want.s3Secret = e.ValueFrom.SecretKeyRef.Name
 	}

@@ -247,6 +247,8 @@ type check struct {
 	networkPolicy   bool
 	compactor       int32 // replicas; 0: no compactor
 	pathStyle       bool
+	putChecksum     string // "": the default (crc32c), no flag
+	unsignedPayload bool
 	pgSecret, pgKey string
 	s3Secret        string // "": the AWS chain
 	envPresent      []string
@@ -303,6 +305,7 @@ func TestHelmChartOwnSecretsNoHPA(t *testing.T) {
 	r := render(t, "-f", filepath.Join("testdata", "values-own-secrets.yaml"))
 	checkRendering(t, r, check{
 		image: "registry.example.com/floe:v1.2.3", agentReplicas: 5, pdb: true, networkPolicy: true, compactor: 2, pathStyle: true,
+		putChecksum: "none", unsignedPayload: true,
 		pgSecret: "rel-floe-postgres", pgKey: "url", s3Secret: "rel-floe-s3",
 		envPresent: []string{"FLOE_POSTGRES_URL", "FLOE_S3_BUCKET", "FLOE_S3_PREFIX", "FLOE_S3_ENDPOINT",
 			"AWS_REGION", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"},
@@ -452,6 +455,8 @@ func TestHelmChartRefusesBadValues(t *testing.T) {
 		{[]string{"agent.service.type=Ingress"}, "type"},
 		{[]string{"image.digest=latest"}, "digest"},
 		{[]string{"networkPolicy.clients=null"}, "clients"},
+		{[]string{"s3.putChecksum=md5"}, "putChecksum"},
+		{[]string{"s3.unsignedPayload=yes"}, "unsignedPayload"},
 	} {
 		args := slices.Clone(baseArgs)
 		if tc.want == "image.repository" || tc.want == "postgres.url" {

@@ -104,8 +104,14 @@ app.kubernetes.io/component: {{ index . 1 }}
 
 {{/* Flags both commands share. */}}
 {{- define "floe.commonArgs" -}}
-{{- if .Values.s3.pathStyle -}}
+{{- if .Values.s3.pathStyle }}
 - -s3-path-style
+{{- end }}
+{{- if ne (.Values.s3.putChecksum | default "crc32c") "crc32c" }}
+- -s3-put-checksum={{ .Values.s3.putChecksum }}
+{{- end }}
+{{- if .Values.s3.unsignedPayload }}
+- -s3-unsigned-payload
 {{- end }}
 {{- end -}}
 
