@@ -541,26 +541,64 @@ func (c *coordinator) leave(groupName string, ids []string, instances []*string)
 	return codes
 }
 
-// commitCheck fences an offset commit of a classic group: generation -1
-// with no member id commits as a simple group (only while the group has
-// no members here); otherwise the member must be of the current
-// generation and the group not rebalancing.
+// commitCheck fences an offset commit of a classic group (commitFence
+// is the rule).
 func (c *coordinator) commitCheck(groupName, memberID string, generation int32) int16 {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	g, ok := c.groups[groupName]
-	if generation < 0 && memberID == "" {
-		if ok && len(g.members) > 0 {
-			return kerr.IllegalGeneration.Code
+	f := commitFacts{memberless: generation < 0 && memberID == "", generation: generation}
+	g, held := c.groups[groupName]
+	if held {
+		f.members, f.current, f.state = len(g.members), g.generation, g.state
+	}
+	if !f.memberless {
+		g, m, code := c.lookup(groupName, memberID, generation)
+		if code == kerr.NotCoordinator.Code {
+			return code
 		}
+		f.memberKnown = m != nil
+		if m != nil {
+			f.current, f.state = g.generation, g.state
+		}
+		if code == 0 && f.state != stateCompleting {
+			m.lastSeen = time.Now()
+		}
+	}
+	return commitFence(f)
+}
+
+// commitFacts is what commitFence decides on.
+type commitFacts struct {
+	memberless  bool  // generation < 0 and no member id: a simple (standalone or admin) commit
+	members     int   // members of the group held here (0: none, or not held)
+	memberKnown bool  // the member id is one of them
+	generation  int32 // the commit's
+	current     int32 // the group's
+	state       groupState
+}
+
+// commitFence is the rule Apache Kafka's group coordinator applies to an
+// offset commit of a classic group: a simple commit goes in only while the
+// group has no members (ILLEGAL_GENERATION otherwise); a member commit
+// needs a known member (UNKNOWN_MEMBER_ID) of the current generation
+// (ILLEGAL_GENERATION). It goes in while the group is stable and also
+// while it prepares a rebalance: until the next generation forms, the
+// member still owns its partitions, and it commits what it has processed
+// before it rejoins (an eager member's revoke). Once the generation has
+// formed and waits for the leader's assignment (CompletingRebalance), no
+// member knows what it owns: REBALANCE_IN_PROGRESS, and the client
+// commits again after its SyncGroup.
+func commitFence(f commitFacts) int16 {
+	switch {
+	case f.memberless && f.members > 0:
+		return kerr.IllegalGeneration.Code
+	case f.memberless:
 		return 0
-	}
-	g, m, code := c.lookup(groupName, memberID, generation)
-	if code != 0 {
-		return code
-	}
-	m.lastSeen = time.Now()
-	if g.state == statePreparing {
+	case !f.memberKnown:
+		return kerr.UnknownMemberID.Code
+	case f.generation != f.current:
+		return kerr.IllegalGeneration.Code
+	case f.state == stateCompleting:
 		return kerr.RebalanceInProgress.Code
 	}
 	return 0

@@ -135,13 +135,19 @@ func TestCoordinatorJoin(t *testing.T) {
 	if code := c.heartbeat("g", a, 1); code != kerr.RebalanceInProgress.Code {
 		t.Fatalf("heartbeat during the rebalance: %d", code)
 	}
-	if code := c.commitCheck("g", a, 1); code != kerr.RebalanceInProgress.Code {
-		t.Fatalf("commit during the rebalance: %d", code)
+	if code := c.commitCheck("g", a, 1); code != 0 {
+		t.Fatalf("a commit of the current generation while the rebalance prepares (Kafka takes it): %d", code)
 	}
 	chA, _ := c.join(joinReq(a))
 	ja, jb := <-chA, <-chB
 	if ja.generation != 2 || jb.generation != 2 || ja.leader != a || len(ja.members) != 2 || len(jb.members) != 0 {
 		t.Fatalf("second join: %+v / %+v", ja, jb)
+	}
+	if code := c.commitCheck("g", bID, 2); code != kerr.RebalanceInProgress.Code {
+		t.Fatalf("a commit before the assignment (CompletingRebalance): %d", code)
+	}
+	if code := c.commitCheck("g", a, 1); code != kerr.IllegalGeneration.Code {
+		t.Fatalf("a commit of the previous generation: %d", code)
 	}
 	if code := c.heartbeat("g", a, 1); code != kerr.IllegalGeneration.Code {
 		t.Fatalf("an old generation: %d", code)
@@ -183,6 +189,33 @@ func TestCoordinatorJoin(t *testing.T) {
 	}
 	if code := c.commitCheck("g", "", -1); code != 0 {
 		t.Fatalf("a member-less commit of an empty group: %d", code)
+	}
+}
+
+// TestCommitFence: the rule of a classic group's offset commit, state by
+// state (Apache Kafka's GroupCoordinator).
+func TestCommitFence(t *testing.T) {
+	member := commitFacts{members: 2, memberKnown: true, generation: 4, current: 4}
+	with := func(f commitFacts, edit func(*commitFacts)) commitFacts { edit(&f); return f }
+	for _, tc := range []struct {
+		name string
+		f    commitFacts
+		want int16
+	}{
+		{"simple commit, no members", commitFacts{memberless: true, generation: -1}, 0},
+		{"simple commit, members", commitFacts{memberless: true, generation: -1, members: 1, state: stateStable}, kerr.IllegalGeneration.Code},
+		{"stable", with(member, func(f *commitFacts) { f.state = stateStable }), 0},
+		{"preparing a rebalance", with(member, func(f *commitFacts) { f.state = statePreparing }), 0},
+		{"completing a rebalance", with(member, func(f *commitFacts) { f.state = stateCompleting }), kerr.RebalanceInProgress.Code},
+		{"older generation", with(member, func(f *commitFacts) { f.state, f.generation = stateStable, 3 }), kerr.IllegalGeneration.Code},
+		{"newer generation", with(member, func(f *commitFacts) { f.state, f.generation = statePreparing, 5 }), kerr.IllegalGeneration.Code},
+		{"older generation while completing", with(member, func(f *commitFacts) { f.state, f.generation = stateCompleting, 3 }), kerr.IllegalGeneration.Code},
+		{"unknown member", with(member, func(f *commitFacts) { f.memberKnown = false; f.state = stateStable }), kerr.UnknownMemberID.Code},
+		{"group not held", commitFacts{generation: 1}, kerr.UnknownMemberID.Code},
+	} {
+		if got := commitFence(tc.f); got != tc.want {
+			t.Errorf("%s: %d, want %d", tc.name, got, tc.want)
+		}
 	}
 }
 
