@@ -547,30 +547,29 @@ func (c *coordinator) commitCheck(groupName, memberID string, generation int32) 
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	f := commitFacts{memberless: generation < 0 && memberID == "", generation: generation}
-	g, held := c.groups[groupName]
-	if held {
-		f.members, f.current, f.state = len(g.members), g.generation, g.state
+	if f.memberless {
+		if g, ok := c.groups[groupName]; ok {
+			f.members = len(g.members)
+		}
+		return commitFence(f)
 	}
-	if !f.memberless {
-		g, m, code := c.lookup(groupName, memberID, generation)
-		if code == kerr.NotCoordinator.Code {
-			return code
-		}
-		f.memberKnown = m != nil
-		if m != nil {
-			f.current, f.state = g.generation, g.state
-		}
-		if code == 0 && f.state != stateCompleting {
-			m.lastSeen = time.Now()
-		}
+	g, m, code := c.lookup(groupName, memberID, generation)
+	if code == kerr.NotCoordinator.Code {
+		return code
 	}
-	return commitFence(f)
+	if m != nil {
+		f.memberKnown, f.current, f.state = true, g.generation, g.state
+	}
+	if code = commitFence(f); code == 0 {
+		m.lastSeen = time.Now() // a commit taken keeps the session, as a heartbeat
+	}
+	return code
 }
 
 // commitFacts is what commitFence decides on.
 type commitFacts struct {
 	memberless  bool  // generation < 0 and no member id: a simple (standalone or admin) commit
-	members     int   // members of the group held here (0: none, or not held)
+	members     int   // of the group held here, for a simple commit (0: none, or not held)
 	memberKnown bool  // the member id is one of them
 	generation  int32 // the commit's
 	current     int32 // the group's
