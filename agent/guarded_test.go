@@ -38,6 +38,7 @@ type guardedConfig struct {
 	agent     func(*agent.Config, *batcher.Config)
 	meta      func(metadata.Store) metadata.Store       // wraps the agent's metadata store
 	committer func(batcher.Committer) batcher.Committer // wraps the batcher's committer
+	store     func(objectstore.Store) objectstore.Store // wraps the faulty store the agent and batcher use
 }
 
 // syncBuffer is a log sink safe for concurrent writers.
@@ -75,7 +76,11 @@ func startGuarded(t *testing.T, gc guardedConfig) *guardedServer {
 	log := slog.New(slog.NewTextHandler(logs, nil))
 	o.AgentOptions.Logger = log
 	o.ServerOptions = agent.GRPCServerOptions(o.Agent, log)
-	a := agenttest.Start(t, meta, store, o)
+	var objects objectstore.Store = store
+	if gc.store != nil {
+		objects = gc.store(store)
+	}
+	a := agenttest.Start(t, meta, objects, o)
 	conn, err := grpc.NewClient("passthrough:///bufnet",
 		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return a.DialContext(ctx) }),
 		grpc.WithTransportCredentials(insecure.NewCredentials()))
