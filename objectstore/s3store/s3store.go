@@ -96,6 +96,7 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 		return nil, fmt.Errorf("s3store: unexpected HTTP client %T", awsCfg.HTTPClient)
 	}
 	tr := b.GetTransport()
+	tr.DialContext = dialBodyConns(tr.DialContext)
 	awsCfg.HTTPClient = &http.Client{
 		Transport: tr,
 		Timeout:   cfg.RequestTimeout, // per attempt, body included
