@@ -83,7 +83,9 @@ func UnmarshalProduceBatches(data mem.BufferSlice, pool mem.BufferPool, in *Prod
 	b := buf.ReadOnlyData()
 	m := &floev1.ProduceBatchesStreamRequest{}
 	if err := decodeStreamRequest(b, m); err != nil {
-		buf.Free()
+		// buf is freed after protobuf has read it: a joined buffer goes
+		// back to its pool at once, for another stream to fill.
+		defer buf.Free()
 		proto.Reset(in.ProduceBatchesStreamRequest)
 		if errors.Is(err, errNotPlain) {
 			return proto.Unmarshal(b, in.ProduceBatchesStreamRequest)

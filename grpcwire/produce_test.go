@@ -31,6 +31,34 @@ func split(b []byte, n int) mem.BufferSlice {
 	return out
 }
 
+// poisonPool is a buffer pool that overwrites what is given back to it: a
+// buffer freed while something still reads it shows as changed bytes.
+type poisonPool struct{}
+
+func (poisonPool) Get(n int) *[]byte {
+	b := make([]byte, n, max(n, 4096)) // above gRPC's pooling threshold
+	return &b
+}
+
+func (poisonPool) Put(b *[]byte) {
+	for i := range *b {
+		(*b)[i] = 0xee
+	}
+}
+
+// splitPooled is split with each frame a buffer of poisonPool.
+func splitPooled(b []byte, n int) mem.BufferSlice {
+	var out mem.BufferSlice
+	for len(b) > 0 {
+		k := min(n, len(b))
+		f := poisonPool{}.Get(k)
+		copy(*f, b[:k])
+		out = append(out, mem.NewBuffer(f, poisonPool{}))
+		b = b[k:]
+	}
+	return out
+}
+
 // within reports whether s lies inside buf's bytes.
 func within(s, buf []byte) bool {
 	if len(s) == 0 || len(buf) == 0 {
@@ -51,9 +79,9 @@ func TestUnmarshalProduceBatchesAliases(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, frame := range []int{len(enc), 16384, 1000} {
-		data := split(enc, frame)
+		data := splitPooled(enc, frame)
 		in := NewProduceBatchesIn()
-		if err := UnmarshalProduceBatches(data, NewPool(), in); err != nil {
+		if err := UnmarshalProduceBatches(data, poisonPool{}, in); err != nil {
 			t.Fatal(err)
 		}
 		if !proto.Equal(in.ProduceBatchesStreamRequest, want) {
@@ -75,14 +103,24 @@ func TestUnmarshalProduceBatchesAliases(t *testing.T) {
 				t.Fatal("batches not capped: an append would write into the buffer")
 			}
 		}
-		data.Free()
-		// The data still reads right while the Lender holds the buffer.
-		if !bytes.Equal(in.GetRequest().GetPartitions()[2].GetBatches(), want.Request.Partitions[2].Batches) {
-			t.Fatal("batches changed while held")
+		data.Free() // gRPC's own hold
+		// The data still reads right while the Lender holds the buffer
+		// (poisonPool overwrites what is given back).
+		same := func() bool {
+			return bytes.Equal(in.GetRequest().GetPartitions()[2].GetBatches(), want.Request.Partitions[2].Batches)
+		}
+		if !same() {
+			t.Fatalf("frames of %d: batches changed while held", frame)
 		}
 		l.Hold()
 		l.Release()
+		if !same() {
+			t.Fatalf("frames of %d: batches changed while one holder is left", frame)
+		}
 		l.Release()
+		if same() {
+			t.Fatalf("frames of %d: the last Release did not give the buffer back", frame)
+		}
 	}
 }
 
@@ -116,21 +154,25 @@ func mustPartition(p int32) []byte {
 	return b
 }
 
+// checkAsProtobuf decodes b received whole and in frames of 1, 7 and 300
+// bytes (buffers of poisonPool), and compares each with protobuf's result.
 func checkAsProtobuf(t *testing.T, name string, b []byte) {
 	t.Helper()
 	want := &floev1.ProduceBatchesStreamRequest{}
 	werr := proto.Unmarshal(b, want)
-	in := NewProduceBatchesIn()
-	in.RequestId = 99 // a reused message: nothing of it survives
-	err := UnmarshalProduceBatches(split(b, 7), NewPool(), in)
-	if (err == nil) != (werr == nil) {
-		t.Fatalf("%s: error %v, protobuf's %v", name, err, werr)
-	}
-	if err == nil && !proto.Equal(in.ProduceBatchesStreamRequest, want) {
-		t.Fatalf("%s: decoded %v, protobuf %v", name, in.ProduceBatchesStreamRequest, want)
-	}
-	if l := in.Lend(); l != nil {
-		l.Release()
+	for _, frame := range []int{max(len(b), 1), 1, 7, 300} {
+		in := NewProduceBatchesIn()
+		in.RequestId = 99 // a reused message: nothing of it survives
+		err := UnmarshalProduceBatches(splitPooled(b, frame), poisonPool{}, in)
+		if (err == nil) != (werr == nil) {
+			t.Fatalf("%s, frames of %d: error %v, protobuf's %v", name, frame, err, werr)
+		}
+		if err == nil && !proto.Equal(in.ProduceBatchesStreamRequest, want) {
+			t.Fatalf("%s, frames of %d: decoded %v, protobuf %v", name, frame, in.ProduceBatchesStreamRequest, want)
+		}
+		if l := in.Lend(); l != nil {
+			l.Release()
+		}
 	}
 }
 
