@@ -12,11 +12,14 @@ import (
 //
 // Kafka's classic join (groups.go): v4+ members without an id get
 // MEMBER_ID_REQUIRED and a new id to rejoin with; static members
-// (group.instance.id, v5+) take over their previous id. The answer waits
+// (group.instance.id, v5+) joining without a member id take over their
+// previous id; a stale member id of an instance is fenced (staticRule,
+// static_members.go). The answer waits
 // until every member has rejoined or the longest rebalance timeout has
 // passed. Deviations: a member's rejoin always starts a rebalance (Kafka
 // answers a follower whose metadata did not change at once); the leader
-// is always given every member (SkipAssignment is never set).
+// is always given every member (SkipAssignment is never set), so a
+// restarted static member starts a rebalance.
 
 func init() { register(kmsg.JoinGroup, 0, 9, async(joinGroup)) }
 

@@ -15,6 +15,6 @@ func init() { register(kmsg.Heartbeat, 0, 4, async(heartbeat)) }
 
 func heartbeat(_ context.Context, s *Server, _ *conn, req *kmsg.HeartbeatRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.HeartbeatResponse)
-	resp.ErrorCode = s.groups.heartbeat(req.Group, req.MemberID, req.Generation)
+	resp.ErrorCode = s.groups.heartbeat(req.Group, req.MemberID, req.InstanceID, req.Generation)
 	return resp
 }

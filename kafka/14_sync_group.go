@@ -16,7 +16,7 @@ func init() { register(kmsg.SyncGroup, 0, 5, async(syncGroup)) }
 
 func syncGroup(ctx context.Context, s *Server, _ *conn, req *kmsg.SyncGroupRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.SyncGroupResponse)
-	ch, r := s.groups.sync(req.Group, req.MemberID, req.Generation, req.GroupAssignment)
+	ch, r := s.groups.sync(req.Group, req.MemberID, req.InstanceID, req.Generation, req.GroupAssignment)
 	if ch != nil {
 		select {
 		case r = <-ch:

@@ -367,16 +367,18 @@ func (c *coordinator) join(r joinRequest) (<-chan joinResult, joinResult) {
 			return nil, joinResult{code: kerr.InconsistentGroupProtocol.Code, memberID: r.memberID}
 		}
 	}
-	// A static member (group.instance.id) takes over its previous id.
-	if r.instanceID != nil {
-		for id, m := range g.members {
-			if m.instanceID != nil && *m.instanceID == *r.instanceID && id != r.memberID {
-				c.failWaiters(m, kerr.FencedInstanceID.Code)
-				delete(g.members, id)
-				if g.leader == id {
-					g.leader = ""
-				}
-			}
+	// A static member (group.instance.id) restarted without its member id
+	// takes over its previous id; a member id other than the holder's is
+	// fenced (staticRule).
+	holder := g.instanceHolder(r.instanceID)
+	switch staticRule(r.instanceID, holder, r.memberID, true) {
+	case staticFenced:
+		return nil, joinResult{code: kerr.FencedInstanceID.Code, memberID: r.memberID}
+	case staticTakeOver:
+		c.failWaiters(g.members[holder], kerr.FencedInstanceID.Code)
+		delete(g.members, holder)
+		if g.leader == holder {
+			g.leader = ""
 		}
 	}
 	m, known := g.members[r.memberID]
@@ -423,10 +425,10 @@ func (c *coordinator) join(r joinRequest) (<-chan joinResult, joinResult) {
 }
 
 // sync records the leader's assignment or waits for it.
-func (c *coordinator) sync(groupName, memberID string, generation int32, assignments []kmsg.SyncGroupRequestGroupAssignment) (<-chan syncResult, syncResult) {
+func (c *coordinator) sync(groupName, memberID string, instance *string, generation int32, assignments []kmsg.SyncGroupRequestGroupAssignment) (<-chan syncResult, syncResult) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	g, m, code := c.lookup(groupName, memberID, generation)
+	g, m, code := c.lookup(groupName, memberID, instance, generation)
 	if code != 0 {
 		return nil, syncResult{code: code}
 	}
@@ -461,14 +463,18 @@ func (c *coordinator) sync(groupName, memberID string, generation int32, assignm
 	return nil, syncResult{assignment: m.assignment}
 }
 
-// lookup finds a member of the current generation. Locked.
-func (c *coordinator) lookup(groupName, memberID string, generation int32) (*group, *member, int16) {
+// lookup finds a member of the current generation (instance: the static
+// member's instance id the request names, or nil). Locked.
+func (c *coordinator) lookup(groupName, memberID string, instance *string, generation int32) (*group, *member, int16) {
 	if !c.s.agents.current().ownsGroup(groupName) {
 		return nil, nil, kerr.NotCoordinator.Code
 	}
 	g, ok := c.groups[groupName]
 	if !ok {
 		return nil, nil, kerr.UnknownMemberID.Code
+	}
+	if staticRule(instance, g.instanceHolder(instance), memberID, false) == staticFenced {
+		return g, nil, kerr.FencedInstanceID.Code
 	}
 	m, ok := g.members[memberID]
 	if !ok {
@@ -481,10 +487,10 @@ func (c *coordinator) lookup(groupName, memberID string, generation int32) (*gro
 }
 
 // heartbeat keeps a member's session and tells it of a rebalance.
-func (c *coordinator) heartbeat(groupName, memberID string, generation int32) int16 {
+func (c *coordinator) heartbeat(groupName, memberID string, instance *string, generation int32) int16 {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	g, m, code := c.lookup(groupName, memberID, generation)
+	g, m, code := c.lookup(groupName, memberID, instance, generation)
 	if m != nil {
 		m.lastSeen = time.Now()
 	}
@@ -517,6 +523,10 @@ func (c *coordinator) leave(groupName string, ids []string, instances []*string)
 					id = mid
 				}
 			}
+		}
+		if id != "" && staticRule(instances[i], g.instanceHolder(instances[i]), id, false) == staticFenced {
+			codes[i] = kerr.FencedInstanceID.Code
+			continue
 		}
 		m, ok := g.members[id]
 		if !ok {
@@ -553,7 +563,7 @@ func (c *coordinator) commitCheck(groupName, memberID string, generation int32) 
 		}
 		return commitFence(f)
 	}
-	g, m, code := c.lookup(groupName, memberID, generation)
+	g, m, code := c.lookup(groupName, memberID, nil, generation)
 	if code == kerr.NotCoordinator.Code {
 		return code
 	}

@@ -125,14 +125,14 @@ func TestCoordinatorJoin(t *testing.T) {
 	if ja.code != 0 || ja.leader != a || ja.generation != 1 || len(ja.members) != 1 {
 		t.Fatalf("first join: %+v", ja)
 	}
-	if _, s := c.sync("g", a, 1, []kmsg.SyncGroupRequestGroupAssignment{{MemberID: a, MemberAssignment: []byte("all")}}); s.code != 0 || string(s.assignment) != "all" {
+	if _, s := c.sync("g", a, nil, 1, []kmsg.SyncGroupRequestGroupAssignment{{MemberID: a, MemberAssignment: []byte("all")}}); s.code != 0 || string(s.assignment) != "all" {
 		t.Fatalf("leader sync: %+v", s)
 	}
 	// A second member: the first must rejoin.
 	_, r = c.join(joinReq(""))
 	bID := r.memberID
 	chB, _ := c.join(joinReq(bID))
-	if code := c.heartbeat("g", a, 1); code != kerr.RebalanceInProgress.Code {
+	if code := c.heartbeat("g", a, nil, 1); code != kerr.RebalanceInProgress.Code {
 		t.Fatalf("heartbeat during the rebalance: %d", code)
 	}
 	if code := c.commitCheck("g", a, 1); code != 0 {
@@ -149,11 +149,11 @@ func TestCoordinatorJoin(t *testing.T) {
 	if code := c.commitCheck("g", a, 1); code != kerr.IllegalGeneration.Code {
 		t.Fatalf("a commit of the previous generation: %d", code)
 	}
-	if code := c.heartbeat("g", a, 1); code != kerr.IllegalGeneration.Code {
+	if code := c.heartbeat("g", a, nil, 1); code != kerr.IllegalGeneration.Code {
 		t.Fatalf("an old generation: %d", code)
 	}
-	syncB, _ := c.sync("g", bID, 2, nil) // waits for the leader
-	if _, s := c.sync("g", a, 2, []kmsg.SyncGroupRequestGroupAssignment{{MemberID: a, MemberAssignment: []byte("A")}, {MemberID: bID, MemberAssignment: []byte("B")}}); string(s.assignment) != "A" {
+	syncB, _ := c.sync("g", bID, nil, 2, nil) // waits for the leader
+	if _, s := c.sync("g", a, nil, 2, []kmsg.SyncGroupRequestGroupAssignment{{MemberID: a, MemberAssignment: []byte("A")}, {MemberID: bID, MemberAssignment: []byte("B")}}); string(s.assignment) != "A" {
 		t.Fatalf("leader's assignment: %+v", s)
 	}
 	if s := <-syncB; s.code != 0 || string(s.assignment) != "B" {
@@ -174,7 +174,7 @@ func TestCoordinatorJoin(t *testing.T) {
 	if still {
 		t.Fatal("an expired member is still in the group")
 	}
-	if code := c.heartbeat("g", a, 2); code != kerr.RebalanceInProgress.Code {
+	if code := c.heartbeat("g", a, nil, 2); code != kerr.RebalanceInProgress.Code {
 		t.Fatalf("after an expiry: %d", code)
 	}
 	chA, _ = c.join(joinReq(a))
@@ -236,7 +236,7 @@ func TestCoordinatorStaticMember(t *testing.T) {
 	if second.code != 0 || second.memberID == first.memberID {
 		t.Fatalf("static rejoin: %+v (first %s)", second, first.memberID)
 	}
-	if code := c.heartbeat("g", first.memberID, second.generation); code != kerr.UnknownMemberID.Code {
+	if code := c.heartbeat("g", first.memberID, nil, second.generation); code != kerr.UnknownMemberID.Code {
 		t.Fatalf("the replaced id heartbeats: %d", code)
 	}
 }
