@@ -9,7 +9,8 @@ import (
 // Heartbeat: v0 to v4.
 //
 // Keeps a classic member's session; REBALANCE_IN_PROGRESS tells it to
-// rejoin, ILLEGAL_GENERATION and UNKNOWN_MEMBER_ID that it was fenced.
+// rejoin, ILLEGAL_GENERATION and UNKNOWN_MEMBER_ID that it was fenced,
+// FENCED_INSTANCE_ID that another member holds its static instance id.
 
 func init() { register(kmsg.Heartbeat, 0, 4, async(heartbeat)) }
 
