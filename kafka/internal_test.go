@@ -220,7 +220,7 @@ func TestCommitFence(t *testing.T) {
 }
 
 // TestCoordinatorStaticMember: a static member rejoining with its instance
-// id takes over its previous member id, which is fenced.
+// id takes over its previous member id, which is fenced (staticRule).
 func TestCoordinatorStaticMember(t *testing.T) {
 	c := testCoordinator(t)
 	inst := "instance-1"
@@ -238,5 +238,34 @@ func TestCoordinatorStaticMember(t *testing.T) {
 	}
 	if code := c.heartbeat("g", first.memberID, nil, second.generation); code != kerr.UnknownMemberID.Code {
 		t.Fatalf("the replaced id heartbeats: %d", code)
+	}
+	// The stale process, naming the instance, is answered
+	// FENCED_INSTANCE_ID on its heartbeat, sync, join and leave and changes
+	// nothing (before, its join took the instance back and fenced the new
+	// one: a loop of rebalances).
+	gen := second.generation
+	if code := c.heartbeat("g", first.memberID, &inst, gen); code != kerr.FencedInstanceID.Code {
+		t.Fatalf("stale heartbeat: %d", code)
+	}
+	if _, s := c.sync("g", first.memberID, &inst, gen, nil); s.code != kerr.FencedInstanceID.Code {
+		t.Fatalf("stale sync: %+v", s)
+	}
+	stale := r1
+	stale.memberID = first.memberID
+	if _, j := c.join(stale); j.code != kerr.FencedInstanceID.Code {
+		t.Fatalf("stale join: %+v", j)
+	}
+	if codes := c.leave("g", []string{first.memberID}, []*string{&inst}); codes[0] != kerr.FencedInstanceID.Code {
+		t.Fatalf("stale leave: %v", codes)
+	}
+	// The new holder is untouched: same generation, still the member.
+	if _, s := c.sync("g", second.memberID, &inst, gen, nil); s.code != 0 {
+		t.Fatalf("the holder's sync after the stale requests: %+v", s)
+	}
+	if code := c.heartbeat("g", second.memberID, &inst, gen); code != 0 {
+		t.Fatalf("the holder's heartbeat after the stale requests: %d", code)
+	}
+	if codes := c.leave("g", []string{""}, []*string{&inst}); codes[0] != 0 {
+		t.Fatalf("leave by instance id: %v", codes)
 	}
 }

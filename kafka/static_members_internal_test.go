@@ -1,10 +1,6 @@
 package kafka
 
-import (
-	"testing"
-
-	"github.com/twmb/franz-go/pkg/kerr"
-)
+import "testing"
 
 // staticRule, as Apache Kafka's coordinator decides a classic request that
 // names a static member (ClassicGroup.validateMember; a join without a
@@ -33,48 +29,5 @@ func TestStaticRule(t *testing.T) {
 		if got := staticRule(c.instance, c.holder, c.memberID, c.join); got != c.want {
 			t.Errorf("%s: %d, want %d", c.name, got, c.want)
 		}
-	}
-}
-
-// Two processes sharing an instance id: the restarted one takes the
-// instance over; the stale one is answered FENCED_INSTANCE_ID on its
-// heartbeat, sync, join and leave and changes nothing (before, its join
-// took the instance back and fenced the new one: a loop of rebalances).
-func TestCoordinatorFencesStaleStaticMember(t *testing.T) {
-	c := testCoordinator(t)
-	inst := "instance-1"
-	r := joinReq("")
-	r.instanceID = &inst
-	ch, _ := c.join(r)
-	first := <-ch
-	ch, _ = c.join(r) // restarted: no member id, same instance id
-	second := <-ch
-	if second.code != 0 || second.memberID == first.memberID {
-		t.Fatalf("takeover: %+v", second)
-	}
-	gen := second.generation
-	if code := c.heartbeat("g", first.memberID, &inst, gen); code != kerr.FencedInstanceID.Code {
-		t.Fatalf("stale heartbeat: %d", code)
-	}
-	if _, s := c.sync("g", first.memberID, &inst, gen, nil); s.code != kerr.FencedInstanceID.Code {
-		t.Fatalf("stale sync: %+v", s)
-	}
-	stale := r
-	stale.memberID = first.memberID
-	if _, j := c.join(stale); j.code != kerr.FencedInstanceID.Code {
-		t.Fatalf("stale join: %+v", j)
-	}
-	if codes := c.leave("g", []string{first.memberID}, []*string{&inst}); codes[0] != kerr.FencedInstanceID.Code {
-		t.Fatalf("stale leave: %v", codes)
-	}
-	// The new holder is untouched: same generation, still the member.
-	if _, s := c.sync("g", second.memberID, &inst, gen, nil); s.code != 0 {
-		t.Fatalf("the holder's sync after the stale requests: %+v", s)
-	}
-	if code := c.heartbeat("g", second.memberID, &inst, gen); code != 0 {
-		t.Fatalf("the holder's heartbeat after the stale requests: %d", code)
-	}
-	if codes := c.leave("g", []string{""}, []*string{&inst}); codes[0] != 0 {
-		t.Fatalf("leave by instance id: %v", codes)
 	}
 }
