@@ -469,6 +469,12 @@ func TestReadaheadCompactedTopic(t *testing.T) {
 		}
 		fetched = append(fetched, f.GetRecords()...)
 		off = f.GetNextOffset()
+		if _, served, _ := agent.ReadaheadStats(r.ag); served == 0 && off < rounds*keys {
+			// Until the read-ahead has served once, give its fill the
+			// time to plan ahead of this reader (on a loaded machine a
+			// fast reader can otherwise outrun it on every request).
+			waitReadaheadHeld(t, r.ag)
+		}
 	}
 	check("fetch", fetched)
 	var subscribed []*floev1.Record
@@ -489,5 +495,16 @@ func TestReadaheadCompactedTopic(t *testing.T) {
 	check("subscribe", subscribed)
 	if _, served, _ := agent.ReadaheadStats(r.ag); served == 0 {
 		t.Error("the read-ahead served nothing")
+	}
+}
+
+// waitReadaheadHeld waits (at most 5 s) for a's read-ahead to hold bytes
+// ahead of a reader.
+func waitReadaheadHeld(t *testing.T, a *agent.Agent) {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		if held, _, _ := agent.ReadaheadStats(a); held > 0 {
+			return
+		}
 	}
 }
