@@ -128,7 +128,7 @@ func (a *Agent) planProduce(ctx context.Context, req *floev1.ProduceRequest) (*p
 			}
 		}
 		if ts := r.GetTimestampMs(); ts != 0 { // 0: the agent's clock
-			if err := timestampError("record "+strconv.Itoa(i), ts, now, a.cfg.TimestampBeforeMax, a.cfg.TimestampAfterMax); err != nil {
+			if err := timestampError(func() string { return "record " + strconv.Itoa(i) }, ts, now, a.cfg.TimestampBeforeMax, a.cfg.TimestampAfterMax); err != nil {
 				return nil, err
 			}
 		}

@@ -74,7 +74,7 @@ func (a *Agent) planBatches(ctx context.Context, req *floev1.ProduceBatchesReque
 			return nil, statusInfo(codes.FailedPrecondition, ReasonUnknownProducer, nil,
 				"produce batches: batch %d (partition %d): producer id 0 was never issued by InitProducer; call InitProducer for a producer id", i, p)
 		}
-		if err := a.cfg.timestampsError(fmt.Sprintf("batch %d (partition %d)", i, p), cnt.MinTimestamp, info.MaxTimestamp, now); err != nil {
+		if err := a.cfg.timestampsError(func() string { return fmt.Sprintf("batch %d (partition %d)", i, p) }, cnt.MinTimestamp, info.MaxTimestamp, now); err != nil {
 			return nil, err
 		}
 		budget -= cnt.Decompressed

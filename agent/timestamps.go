@@ -23,8 +23,9 @@ const ReasonInvalidTimestamp = "INVALID_TIMESTAMP"
 // acceptable at now (ms) — at least 0, at most MaxTimestampMs, at most
 // before earlier than now and after later (0: no bound), as Kafka's
 // message.timestamp.before.max.ms and after.max.ms — or else the refusal
-// naming the limit. what names the record in the message.
-func timestampError(what string, ts, now int64, before, after time.Duration) error {
+// naming the limit. what names the record in the message (called only for a
+// refusal: the accepted path builds no string).
+func timestampError(what func() string, ts, now int64, before, after time.Duration) error {
 	limit, bound := "", ""
 	switch {
 	case ts < 0:
@@ -39,12 +40,12 @@ func timestampError(what string, ts, now int64, before, after time.Duration) err
 		return nil
 	}
 	return statusInfo(codes.InvalidArgument, ReasonInvalidTimestamp, map[string]string{"limit": limit},
-		"produce: %s has timestamp %d, %s (%s)", what, ts, bound, limit)
+		"produce: %s has timestamp %d, %s (%s)", what(), ts, bound, limit)
 }
 
 // timestampsError checks a batch's timestamps (their least and greatest)
 // as timestampError does.
-func (c Config) timestampsError(what string, least, greatest, now int64) error {
+func (c Config) timestampsError(what func() string, least, greatest, now int64) error {
 	if err := timestampError(what, least, now, c.TimestampBeforeMax, c.TimestampAfterMax); err != nil {
 		return err
 	}

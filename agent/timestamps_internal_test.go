@@ -32,7 +32,7 @@ func TestTimestampError(t *testing.T) {
 		{now - 10*h.Milliseconds(), 0, h, ""}, // no before bound
 	}
 	for _, c := range cases {
-		err := timestampError("record 0", c.ts, now, c.before, c.after)
+		err := timestampError(func() string { return "record 0" }, c.ts, now, c.before, c.after)
 		got := ""
 		if err != nil {
 			st, _ := status.FromError(err)

@@ -243,6 +243,7 @@ func New(cfg Config, store Uploader, committer Committer, opts Options) (*Batche
 		runDone:  make(chan struct{}),
 		commDone: make(chan struct{}),
 	}
+	b.bufs.m = b.m
 	b.ingest.windowSize = cfg.Linger
 	go b.run()
 	go b.commitLoop()

@@ -23,6 +23,7 @@ import (
 type bufPool struct {
 	maxBufs  int
 	maxBytes int
+	m        *Metrics // counts gets by source (nil: none)
 
 	mu     sync.Mutex // protects free, bytes and reused
 	free   [][]byte   // oldest first
@@ -71,8 +72,10 @@ func (p *bufPool) get(n int) []byte {
 		}
 	}
 	if best < 0 {
+		p.m.fileBuffer(false)
 		return make([]byte, 0, BufferCap(n))
 	}
+	p.m.fileBuffer(true)
 	b := p.free[best]
 	p.free = append(p.free[:best], p.free[best+1:]...)
 	p.bytes -= cap(b)

@@ -23,6 +23,7 @@ type Metrics struct {
 	bufferedBytes prometheus.Gauge
 	backpressured prometheus.Counter
 	seals         *prometheus.CounterVec
+	fileBuffers   *prometheus.CounterVec
 }
 
 // NewMetrics creates the collectors and registers them on reg (if not nil).
@@ -61,13 +62,17 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "floe_batcher_backpressure_total", Help: "Produce calls that had to wait for buffer space."}),
 		seals: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "floe_batcher_seals_total", Help: "Files sealed for upload, by reason: linger, size, waited (every client writing to it waited on it), flush, close."}, []string{"reason"}),
+		fileBuffers: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "floe_batcher_file_buffers_total", Help: "File buffers taken for sealed files: reused (an idle one that fits) or new (allocated, its pages zeroed and faulted in)."}, []string{"source"}),
 	}
 	for _, r := range []string{SealLinger, SealSize, SealWaited, SealFlush, SealClose} {
 		m.seals.WithLabelValues(r) // every reason exported from the start
 	}
+	m.fileBuffers.WithLabelValues("reused")
+	m.fileBuffers.WithLabelValues("new")
 	if reg != nil {
 		for _, c := range []prometheus.Collector{m.flushes, m.flushBytes, m.flushBatches, m.flushParts, m.flushLatency,
-			m.uploads, m.uploadSeconds, m.commits, m.commitSeconds, m.commitFileN, m.bufferedBytes, m.backpressured, m.seals} {
+			m.uploads, m.uploadSeconds, m.commits, m.commitSeconds, m.commitFileN, m.bufferedBytes, m.backpressured, m.seals, m.fileBuffers} {
 			if err := reg.Register(c); err != nil {
 				var are prometheus.AlreadyRegisteredError
 				if !errors.As(err, &are) {
@@ -146,4 +151,15 @@ func (m *Metrics) seal(reason string) {
 // a fifth, where buckets that double could put a 280 ms p99 at 500 ms.
 func latencyBuckets(lo, hi float64) []float64 {
 	return prometheus.ExponentialBucketsRange(lo, hi, 4*int(math.Round(math.Log2(hi/lo)))+1)
+}
+
+func (m *Metrics) fileBuffer(reused bool) {
+	if m == nil {
+		return
+	}
+	if reused {
+		m.fileBuffers.WithLabelValues("reused").Inc()
+	} else {
+		m.fileBuffers.WithLabelValues("new").Inc()
+	}
 }

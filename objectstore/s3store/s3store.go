@@ -97,12 +97,12 @@ func New(ctx context.Context, cfg Config) (*Store, error) {
 	}
 	tr := b.GetTransport()
 	tr.DialContext = dialBodyConns(tr.DialContext)
-	awsCfg.HTTPClient = &http.Client{
+	awsCfg.HTTPClient = bodyClient{&http.Client{
 		Transport: tr,
 		Timeout:   cfg.RequestTimeout, // per attempt, body included
 		// Like the SDK's client: a 3xx is an answer, not a redirection.
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
-	}
+	}}
 	client := s3.NewFromConfig(awsCfg, func(o *s3.Options) {
 		if cfg.Endpoint != "" {
 			o.BaseEndpoint = aws.String(cfg.Endpoint)
@@ -213,7 +213,7 @@ func (s *Store) Put(ctx context.Context, key string, data []byte, opts objectsto
 		in.IfNoneMatch = aws.String("*")
 		optFns = append(optFns, countAttempts(&attempts))
 	}
-	_, err := s.client.PutObject(ctx, in, optFns...)
+	_, err := s.client.PutObject(withPutBody(ctx, data), in, optFns...)
 	if err == nil {
 		return nil
 	}
