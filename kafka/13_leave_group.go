@@ -10,13 +10,18 @@ import (
 // LeaveGroup: v0 to v5.
 //
 // Removes members (v3+: several, by member id or instance id); the others
-// rebalance at once. An agent that does not coordinate the group answers
-// NOT_COORDINATOR.
+// rebalance at once; an id MEMBER_ID_REQUIRED handed out and not yet
+// joined leaves with NONE. An agent that does not coordinate the group
+// answers NOT_COORDINATOR; an empty group id is INVALID_GROUP_ID.
 
 func init() { register(kmsg.LeaveGroup, 0, 5, async(leaveGroup)) }
 
 func leaveGroup(_ context.Context, s *Server, _ *conn, req *kmsg.LeaveGroupRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.LeaveGroupResponse)
+	if req.Group == "" {
+		resp.ErrorCode = kerr.InvalidGroupID.Code
+		return resp
+	}
 	if !s.agents.current().ownsGroup(req.Group) {
 		resp.ErrorCode = kerr.NotCoordinator.Code
 		return resp

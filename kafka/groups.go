@@ -36,6 +36,7 @@ import (
 // PreparingRebalance (waiting for every member to rejoin, bounded by the
 // longest rebalance timeout; those that do not are removed),
 // CompletingRebalance (joined: waiting for the leader's SyncGroup), Stable.
+// Members not heard from are removed by expireRule (member_expiry.go).
 
 // groupState is a classic group's state.
 type groupState int
@@ -78,6 +79,7 @@ type member struct {
 	lastSeen         time.Time
 	assignment       []byte
 	joined           bool            // rejoined during the current rebalance
+	synced           bool            // sent SyncGroup for the current generation
 	join             chan joinResult // a JoinGroup waiting, or nil
 	sync             chan syncResult // a SyncGroup waiting, or nil
 }
@@ -93,6 +95,7 @@ type group struct {
 	members      map[string]*member
 	pending      map[string]time.Time // member ids handed out by MEMBER_ID_REQUIRED, until when
 	deadline     time.Time            // end of the current PreparingRebalance
+	syncDeadline time.Time            // when members that have not synced are removed (zero: none)
 }
 
 // coordinator holds the classic groups of this agent.
@@ -153,20 +156,37 @@ func (c *coordinator) tick(g *group, now time.Time) {
 			delete(g.pending, id)
 		}
 	}
+	syncLate := !g.syncDeadline.IsZero() && !now.Before(g.syncDeadline)
 	expired := false
 	for id, m := range g.members {
-		// A member waiting in JoinGroup or SyncGroup, or one that has to
-		// rejoin (it stops heartbeating while it gives its partitions up),
-		// is bounded by the rebalance timeout, not by its session.
-		if g.state != statePreparing && m.join == nil && m.sync == nil && now.Sub(m.lastSeen) > m.sessionTimeout {
-			c.s.log.Info("kafka: group member session expired", "group", g.name, "member", id, "client", m.clientID)
-			delete(g.members, id)
-			expired = true
+		why := expireRule(expiryFacts{
+			state: g.state, waiting: m.join != nil || m.sync != nil,
+			sinceSeen: now.Sub(m.lastSeen), session: m.sessionTimeout,
+			synced: m.synced, syncLate: syncLate,
+		})
+		switch why {
+		case expirySession:
+			c.s.log.Info("kafka: group member session expired", "group", g.name, "member", id, "client", m.clientID, "state", g.state.String())
+		case expirySync:
+			c.s.log.Info("kafka: group member removed: joined but did not send SyncGroup within the rebalance timeout", "group", g.name, "member", id, "client", m.clientID)
+		default:
+			continue
 		}
+		delete(g.members, id) // completeJoin picks another leader if need be
+		expired = true
+	}
+	if syncLate {
+		g.syncDeadline = time.Time{} // every member synced or is gone
 	}
 	switch {
 	case g.state == statePreparing && !now.Before(g.deadline):
 		c.completeJoin(g)
+	case expired && g.state == statePreparing:
+		// The others may all have rejoined already.
+		c.maybeComplete(g, false)
+		if len(g.members) == 0 {
+			c.completeJoin(g)
+		}
 	case expired:
 		c.rebalance(g, now)
 	}
@@ -202,6 +222,7 @@ func (c *coordinator) rebalance(g *group, now time.Time) {
 	}
 	wasEmpty := g.state == stateEmpty
 	g.state = statePreparing
+	g.syncDeadline = time.Time{}
 	var longest time.Duration
 	for _, m := range g.members {
 		m.joined = m.join != nil
@@ -244,6 +265,7 @@ func (c *coordinator) completeJoin(g *group) {
 		}
 	}
 	g.generation++
+	g.syncDeadline = time.Time{}
 	if len(g.members) == 0 {
 		g.state, g.leader, g.protocol = stateEmpty, "", ""
 		return
@@ -260,16 +282,20 @@ func (c *coordinator) completeJoin(g *group) {
 	g.state = stateCompleting
 	c.s.log.Debug("kafka: group joined", "group", g.name, "generation", g.generation, "members", len(g.members), "leader", g.leader, "protocol", g.protocol)
 	var all []kmsg.JoinGroupResponseMember
+	var longest time.Duration
 	for _, m := range g.members {
+		longest = max(longest, m.rebalanceTimeout)
 		jm := kmsg.NewJoinGroupResponseMember()
 		jm.MemberID, jm.InstanceID = m.id, m.instanceID
 		jm.ProtocolMetadata = protocolMetadata(m, g.protocol)
 		all = append(all, jm)
 	}
 	sort.Slice(all, func(i, j int) bool { return all[i].MemberID < all[j].MemberID })
+	now := time.Now()
+	g.syncDeadline = now.Add(longest) // every member syncs within it (expireRule)
 	for _, m := range g.members {
 		m.assignment = nil
-		m.joined = false
+		m.joined, m.synced = false, false
 		if m.join == nil {
 			continue
 		}
@@ -279,7 +305,7 @@ func (c *coordinator) completeJoin(g *group) {
 		}
 		m.join <- r
 		m.join = nil
-		m.lastSeen = time.Now()
+		m.lastSeen = now
 	}
 }
 
@@ -437,8 +463,10 @@ func (c *coordinator) sync(groupName, memberID string, instance *string, generat
 	case statePreparing:
 		return nil, syncResult{code: kerr.RebalanceInProgress.Code}
 	case stateStable:
+		m.synced = true
 		return nil, syncResult{assignment: m.assignment}
 	}
+	m.synced = true
 	if m.sync != nil {
 		m.sync <- syncResult{code: kerr.RebalanceInProgress.Code}
 		m.sync = nil
@@ -466,6 +494,9 @@ func (c *coordinator) sync(groupName, memberID string, instance *string, generat
 // lookup finds a member of the current generation (instance: the static
 // member's instance id the request names, or nil). Locked.
 func (c *coordinator) lookup(groupName, memberID string, instance *string, generation int32) (*group, *member, int16) {
+	if groupName == "" {
+		return nil, nil, kerr.InvalidGroupID.Code // as Kafka's coordinator, before anything else
+	}
 	if !c.s.agents.current().ownsGroup(groupName) {
 		return nil, nil, kerr.NotCoordinator.Code
 	}
@@ -508,6 +539,12 @@ func (c *coordinator) leave(groupName string, ids []string, instances []*string)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	codes := make([]int16, len(ids))
+	if groupName == "" {
+		for i := range codes {
+			codes[i] = kerr.InvalidGroupID.Code
+		}
+		return codes
+	}
 	g, ok := c.groups[groupName]
 	if !ok {
 		for i := range codes {
@@ -529,6 +566,10 @@ func (c *coordinator) leave(groupName string, ids []string, instances []*string)
 			continue
 		}
 		m, ok := g.members[id]
+		if _, pending := g.pending[id]; !ok && pending {
+			delete(g.pending, id) // an id MEMBER_ID_REQUIRED handed out: it leaves (Kafka answers NONE)
+			continue
+		}
 		if !ok {
 			codes[i] = kerr.UnknownMemberID.Code
 			continue

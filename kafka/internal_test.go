@@ -269,3 +269,29 @@ func TestCoordinatorStaticMember(t *testing.T) {
 		t.Fatalf("leave by instance id: %v", codes)
 	}
 }
+
+// An empty group id is INVALID_GROUP_ID for SyncGroup, Heartbeat and
+// LeaveGroup, and an id MEMBER_ID_REQUIRED handed out leaves with NONE
+// (and is then unknown), as in Apache Kafka's coordinator.
+func TestCoordinatorGroupIDAndPendingLeave(t *testing.T) {
+	c := testCoordinator(t)
+	if code := c.heartbeat("", "m", nil, 1); code != kerr.InvalidGroupID.Code {
+		t.Errorf("heartbeat of group \"\": %d", code)
+	}
+	if _, s := c.sync("", "m", nil, 1, nil); s.code != kerr.InvalidGroupID.Code {
+		t.Errorf("sync of group \"\": %d", s.code)
+	}
+	if codes := c.leave("", []string{"m"}, []*string{nil}); codes[0] != kerr.InvalidGroupID.Code {
+		t.Errorf("leave of group \"\": %v", codes)
+	}
+	_, r := c.join(joinReq(""))
+	if r.code != kerr.MemberIDRequired.Code {
+		t.Fatalf("join: %+v", r)
+	}
+	if codes := c.leave("g", []string{r.memberID}, []*string{nil}); codes[0] != 0 {
+		t.Fatalf("leave of a pending id: %v", codes)
+	}
+	if _, j := c.join(joinReq(r.memberID)); j.code != kerr.UnknownMemberID.Code {
+		t.Fatalf("a join with the id that left: %+v", j)
+	}
+}
