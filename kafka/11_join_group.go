@@ -16,10 +16,12 @@ import (
 // previous id; a stale member id of an instance is fenced (staticRule,
 // static_members.go). The answer waits
 // until every member has rejoined or the longest rebalance timeout has
-// passed. Deviations: a member's rejoin always starts a rebalance (Kafka
-// answers a follower whose metadata did not change at once); the leader
-// is always given every member (SkipAssignment is never set), so a
-// restarted static member starts a rebalance.
+// passed. A restarted static member of a Stable group whose protocols
+// leave the group's protocol as it is keeps its assignment, answered at
+// once in the same generation (the leader with SkipAssignment, v9; an
+// older leader rebalances): staticKeepsAssignment. Deviation: a member's
+// rejoin with a member id always starts a rebalance (Kafka answers a
+// follower whose metadata did not change at once).
 
 func init() { register(kmsg.JoinGroup, 0, 9, async(joinGroup)) }
 
@@ -33,7 +35,7 @@ func joinGroup(ctx context.Context, s *Server, cc *conn, req *kmsg.JoinGroupRequ
 		group: req.Group, memberID: req.MemberID, protocolType: req.ProtocolType, instanceID: req.InstanceID,
 		clientID: cc.clientIDNow(), host: cc.remoteHost(), protocols: req.Protocols,
 		session: time.Duration(req.SessionTimeoutMillis) * time.Millisecond, rebalance: rebalance,
-		requireKnownID: req.Version >= 4,
+		requireKnownID: req.Version >= 4, canSkipAssignment: req.Version >= 9,
 	})
 	r := now
 	if ch != nil {
@@ -48,7 +50,7 @@ func joinGroup(ctx context.Context, s *Server, cc *conn, req *kmsg.JoinGroupRequ
 	if r.code == 0 {
 		pt, p := req.ProtocolType, r.protocol
 		resp.Generation, resp.ProtocolType, resp.Protocol = r.generation, &pt, &p
-		resp.LeaderID, resp.Members = r.leader, r.members
+		resp.LeaderID, resp.Members, resp.SkipAssignment = r.leader, r.members, r.skipAssignment
 	}
 	return resp
 }

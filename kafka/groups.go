@@ -60,6 +60,9 @@ type joinResult struct {
 	leader     string
 	memberID   string
 	members    []kmsg.JoinGroupResponseMember // the leader's only
+	// skipAssignment: the leader is a restarted static member whose group
+	// keeps its assignment (KIP-814, JoinGroup v9).
+	skipAssignment bool
 }
 
 // syncResult is what a SyncGroup waiter is answered.
@@ -281,16 +284,11 @@ func (c *coordinator) completeJoin(g *group) {
 	g.protocol = chooseProtocol(g)
 	g.state = stateCompleting
 	c.s.log.Debug("kafka: group joined", "group", g.name, "generation", g.generation, "members", len(g.members), "leader", g.leader, "protocol", g.protocol)
-	var all []kmsg.JoinGroupResponseMember
+	all := joinMembers(g)
 	var longest time.Duration
 	for _, m := range g.members {
 		longest = max(longest, m.rebalanceTimeout)
-		jm := kmsg.NewJoinGroupResponseMember()
-		jm.MemberID, jm.InstanceID = m.id, m.instanceID
-		jm.ProtocolMetadata = protocolMetadata(m, g.protocol)
-		all = append(all, jm)
 	}
-	sort.Slice(all, func(i, j int) bool { return all[i].MemberID < all[j].MemberID })
 	now := time.Now()
 	g.syncDeadline = now.Add(longest) // every member syncs within it (expireRule)
 	for _, m := range g.members {
@@ -307,6 +305,20 @@ func (c *coordinator) completeJoin(g *group) {
 		m.join = nil
 		m.lastSeen = now
 	}
+}
+
+// joinMembers is the members list of the leader's JoinGroup answer, by
+// member id. Locked.
+func joinMembers(g *group) []kmsg.JoinGroupResponseMember {
+	all := make([]kmsg.JoinGroupResponseMember, 0, len(g.members))
+	for _, m := range g.members {
+		jm := kmsg.NewJoinGroupResponseMember()
+		jm.MemberID, jm.InstanceID = m.id, m.instanceID
+		jm.ProtocolMetadata = protocolMetadata(m, g.protocol)
+		all = append(all, jm)
+	}
+	sort.Slice(all, func(i, j int) bool { return all[i].MemberID < all[j].MemberID })
+	return all
 }
 
 // chooseProtocol is the leader's first protocol that every member
@@ -359,6 +371,7 @@ type joinRequest struct {
 	protocols                     []kmsg.JoinGroupRequestProtocol
 	session, rebalance            time.Duration
 	requireKnownID                bool // v4+: an empty member id gets MEMBER_ID_REQUIRED
+	canSkipAssignment             bool // v9+: the answer can carry SkipAssignment
 }
 
 // join adds or refreshes a member and starts (or joins) a rebalance. It
@@ -401,7 +414,11 @@ func (c *coordinator) join(r joinRequest) (<-chan joinResult, joinResult) {
 	case staticFenced:
 		return nil, joinResult{code: kerr.FencedInstanceID.Code, memberID: r.memberID}
 	case staticTakeOver:
-		c.failWaiters(g.members[holder], kerr.FencedInstanceID.Code)
+		old := g.members[holder]
+		if staticKeepsAssignment(g.state == stateStable, g.keepsProtocol(old, r.protocols), holder == g.leader, r.canSkipAssignment) {
+			return nil, c.replaceStatic(g, old, r, now)
+		}
+		c.failWaiters(old, kerr.FencedInstanceID.Code)
 		delete(g.members, holder)
 		if g.leader == holder {
 			g.leader = ""

@@ -2,7 +2,15 @@ package kafka
 
 // static_members.go: the one rule for classic-group requests that name a
 // static member (group.instance.id, KIP-345), as Apache Kafka's group
-// coordinator applies it: JoinGroup, SyncGroup, Heartbeat and LeaveGroup.
+// coordinator applies it: JoinGroup, SyncGroup, Heartbeat and LeaveGroup;
+// and the one for a restarted static member's assignment.
+
+import (
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
 
 // staticVerdict is what staticRule decides.
 type staticVerdict int8
@@ -47,4 +55,49 @@ func (g *group) instanceHolder(instance *string) string {
 		}
 	}
 	return ""
+}
+
+// staticKeepsAssignment decides whether a restarted static member (a join
+// without a member id that takes its instance over) goes on with its
+// previous assignment, without a rebalance, as Apache Kafka's coordinator
+// does (KIP-345): only in a Stable group, only when the protocol the group
+// would choose with the member's new protocols is the one it uses
+// (keepsProtocol), and, for the group's leader, only when its JoinGroup
+// version can carry SkipAssignment (v9, KIP-814), so that it does not
+// compute an assignment the group would not use. As in Kafka, a changed
+// subscription keeps the old assignment; the clients compare the two and
+// rejoin.
+func staticKeepsAssignment(stable, keepsProtocol, leader, canSkipAssignment bool) bool {
+	return stable && keepsProtocol && (!leader || canSkipAssignment)
+}
+
+// keepsProtocol reports whether g would choose the protocol it uses with
+// old's protocols replaced by protocols. Locked.
+func (g *group) keepsProtocol(old *member, protocols []kmsg.JoinGroupRequestProtocol) bool {
+	saved := old.protocols
+	old.protocols = protocols
+	defer func() { old.protocols = saved }()
+	return chooseProtocol(g) == g.protocol
+}
+
+// replaceStatic gives the restarted static member of old (its join r) a
+// new member id with old's assignment, in the same generation, and
+// answers the join at once: the leader's answer names every member and
+// sets SkipAssignment. old is fenced. Locked.
+func (c *coordinator) replaceStatic(g *group, old *member, r joinRequest, now time.Time) joinResult {
+	c.failWaiters(old, kerr.FencedInstanceID.Code)
+	delete(g.members, old.id)
+	m := &member{
+		id: newMemberID(r.clientID), instanceID: r.instanceID, clientID: r.clientID, host: r.host,
+		protocols: r.protocols, sessionTimeout: r.session, rebalanceTimeout: r.rebalance,
+		lastSeen: now, assignment: old.assignment, synced: old.synced,
+	}
+	g.members[m.id] = m
+	res := joinResult{generation: g.generation, protocol: g.protocol, leader: g.leader, memberID: m.id}
+	if g.leader == old.id {
+		g.leader, res.leader = m.id, m.id
+		res.members, res.skipAssignment = joinMembers(g), true
+	}
+	c.s.log.Info("kafka: static member restarted: assignment kept, no rebalance", "group", g.name, "instance", *r.instanceID, "member", m.id, "replaces", old.id)
+	return res
 }

@@ -1,6 +1,11 @@
 package kafka
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
 
 // staticRule, as Apache Kafka's coordinator decides a classic request that
 // names a static member (ClassicGroup.validateMember; a join without a
@@ -29,5 +34,105 @@ func TestStaticRule(t *testing.T) {
 		if got := staticRule(c.instance, c.holder, c.memberID, c.join); got != c.want {
 			t.Errorf("%s: %d, want %d", c.name, got, c.want)
 		}
+	}
+}
+
+// staticKeepsAssignment: when a restarted static member goes on with its
+// assignment instead of a rebalance (Kafka's KIP-345 and KIP-814).
+func TestStaticKeepsAssignment(t *testing.T) {
+	for _, c := range []struct {
+		name                                string
+		stable, same, leader, canSkip, want bool
+	}{
+		{"follower, stable, same protocols", true, true, false, false, true},
+		{"leader that can skip the assignment", true, true, true, true, true},
+		{"leader before JoinGroup v9", true, true, true, false, false},
+		{"the group's protocol would change", true, false, false, true, false},
+		{"group not stable", false, true, false, true, false},
+	} {
+		if got := staticKeepsAssignment(c.stable, c.same, c.leader, c.canSkip); got != c.want {
+			t.Errorf("%s: %v, want %v", c.name, got, c.want)
+		}
+	}
+}
+
+// A restarted static member of a stable group keeps its assignment in the
+// same generation, and the other member sees no rebalance; the leader
+// does too with JoinGroup v9 (its answer names every member and sets
+// SkipAssignment), and an older leader's restart rebalances.
+func TestCoordinatorStaticRestartKeepsAssignment(t *testing.T) {
+	c := testCoordinator(t)
+	static := func(inst, id string, v9 bool) joinRequest {
+		r := joinReq(id)
+		r.instanceID, r.canSkipAssignment = &inst, v9
+		return r
+	}
+	// a joins alone, then b: a rejoins with its id.
+	chA, _ := c.join(static("a", "", false))
+	ja := <-chA
+	if _, s := c.sync("g", ja.memberID, nil, ja.generation, nil); ja.code != 0 || s.code != 0 {
+		t.Fatalf("a's join: %+v, sync %+v", ja, s)
+	}
+	chB, _ := c.join(static("b", "", false))
+	chA, _ = c.join(static("a", ja.memberID, false))
+	ja, jb := <-chA, <-chB
+	if ja.code != 0 || jb.code != 0 || ja.generation != jb.generation {
+		t.Fatalf("joins: %+v / %+v", ja, jb)
+	}
+	ids := [2]string{ja.memberID, jb.memberID}
+	c.mu.Lock()
+	g := c.groups["g"]
+	gen, leader := g.generation, g.leader
+	insts := map[string]string{}
+	for id, m := range g.members {
+		insts[id] = *m.instanceID
+	}
+	c.mu.Unlock()
+	follower := ids[0]
+	if follower == leader {
+		follower = ids[1]
+	}
+	plan := []kmsg.SyncGroupRequestGroupAssignment{{MemberID: leader, MemberAssignment: []byte("L")}, {MemberID: follower, MemberAssignment: []byte("F")}}
+	syncF, _ := c.sync("g", follower, nil, gen, nil)
+	if _, s := c.sync("g", leader, nil, gen, plan); s.code != 0 {
+		t.Fatalf("leader sync: %+v", s)
+	}
+	<-syncF
+
+	// The follower restarts: a join without its member id.
+	ch, j := c.join(static(insts[follower], "", false))
+	if ch != nil || j.code != 0 || j.generation != gen || j.memberID == follower || j.leader != leader || len(j.members) != 0 {
+		t.Fatalf("the follower's restart: waits %v, %+v", ch != nil, j)
+	}
+	if _, s := c.sync("g", j.memberID, nil, gen, nil); s.code != 0 || string(s.assignment) != "F" {
+		t.Fatalf("the restarted follower's sync: %+v", s)
+	}
+	if code := c.heartbeat("g", leader, nil, gen); code != 0 {
+		t.Fatalf("the leader after the follower's restart: %d (a rebalance)", code)
+	}
+	if code := c.heartbeat("g", follower, nil, gen); code != kerr.UnknownMemberID.Code {
+		t.Fatalf("the follower's old id: %d", code)
+	}
+	follower = j.memberID
+
+	// The leader restarts with JoinGroup v9.
+	ch, j = c.join(static(insts[leader], "", true))
+	if ch != nil || j.code != 0 || j.generation != gen || j.leader != j.memberID || !j.skipAssignment || len(j.members) != 2 {
+		t.Fatalf("the leader's restart (v9): waits %v, %+v", ch != nil, j)
+	}
+	if _, s := c.sync("g", j.memberID, nil, gen, nil); s.code != 0 || string(s.assignment) != "L" {
+		t.Fatalf("the restarted leader's sync: %+v", s)
+	}
+	if code := c.heartbeat("g", follower, nil, gen); code != 0 {
+		t.Fatalf("the follower after the leader's restart: %d (a rebalance)", code)
+	}
+
+	// Before v9 a leader's restart rebalances.
+	ch, j = c.join(static(insts[leader], "", false))
+	if ch == nil {
+		t.Fatalf("the leader's restart (v8) answered at once: %+v", j)
+	}
+	if code := c.heartbeat("g", follower, nil, gen); code != kerr.RebalanceInProgress.Code {
+		t.Fatalf("the follower after an old leader's restart: %d", code)
 	}
 }

@@ -87,3 +87,80 @@ func TestStaticMemberSharedInstanceID(t *testing.T) {
 		t.Fatal("the member that took the instance over was fenced")
 	}
 }
+
+// A static member restarted (a new franz-go process with the same
+// group.instance.id, the old one closed without leaving, as static members
+// do) goes on with its partitions in the same generation: the other
+// member, with the eager range assignor (every rebalance revokes all its
+// partitions), sees no revocation, and records produced afterwards are
+// consumed by both. Before, every restart of a static member rebalanced
+// the group.
+func TestStaticMemberRestartKeepsAssignment(t *testing.T) {
+	b := startBroker(t, nil)
+	admin := newClient(t, b)
+	const topic, group = "static-restart", "static-restart-group"
+	createTopic(t, admin, topic, 4)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var revokedB atomic.Int64
+	start := func(instance string, revoked *atomic.Int64) (*kgo.Client, *atomic.Int64, chan struct{}) {
+		opts := []kgo.Opt{kgo.SeedBrokers(b.addr), kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic),
+			kgo.InstanceID(instance), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+			kgo.Balancers(kgo.RangeBalancer()), kgo.HeartbeatInterval(100 * time.Millisecond),
+			kgo.SessionTimeout(10 * time.Second),
+			kgo.RetryBackoffFn(func(int) time.Duration { return 50 * time.Millisecond })}
+		if revoked != nil {
+			opts = append(opts, kgo.OnPartitionsRevoked(func(context.Context, *kgo.Client, map[string][]int32) { revoked.Add(1) }))
+		}
+		cl, err := kgo.NewClient(opts...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var recs atomic.Int64
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			for ctx.Err() == nil {
+				fs := cl.PollFetches(ctx)
+				if fs.IsClientClosed() {
+					return
+				}
+				recs.Add(int64(len(fs.Records())))
+			}
+		}()
+		return cl, &recs, done
+	}
+	clA, _, doneA := start("instance-a", nil)
+	clB, recsB, doneB := start("instance-b", &revokedB)
+	t.Cleanup(func() { cancel(); <-doneB; clB.Close() })
+	stable := func() (ids map[string]string) {
+		d := describeGroup(t, admin, group)
+		if d.State != "Stable" || len(d.Members) != 2 || !assignedAll(t, d, 4) {
+			return nil
+		}
+		ids = map[string]string{}
+		for _, m := range d.Members {
+			ids[*m.InstanceID] = m.MemberID
+		}
+		return ids
+	}
+	waitFor(t, "a stable group of two", func() bool { return stable() != nil })
+	produceAll(t, admin, sentRecords(topic, 40))
+	waitFor(t, "b consumes", func() bool { return recsB.Load() > 0 })
+	before := stable()
+	revoked := revokedB.Load()
+
+	clA.Close() // a static member: no LeaveGroup
+	<-doneA
+	clA2, recsA2, doneA2 := start("instance-a", nil)
+	t.Cleanup(func() { cancel(); <-doneA2; clA2.Close() })
+	produceAll(t, admin, sentRecords(topic, 40))
+	waitFor(t, "the restarted member consumes", func() bool { return recsA2.Load() > 0 })
+	after := stable()
+	if after == nil || after["instance-b"] != before["instance-b"] || after["instance-a"] == before["instance-a"] {
+		t.Fatalf("members before the restart %v, after %v", before, after)
+	}
+	if n := revokedB.Load() - revoked; n != 0 {
+		t.Fatalf("the other member's partitions were revoked %d times: the restart rebalanced the group", n)
+	}
+}
