@@ -17,6 +17,8 @@ import (
 // (Apache Kafka 4.1 keeps v10 unstable, unlisted; the Java client 4.1
 // commits at v9).
 //
+// A commit naming a static member's group.instance.id (v7+) from a member
+// id other than the instance's is FENCED_INSTANCE_ID (staticRule).
 // A classic member's commit is fenced by the coordinator (member id and
 // generation of a group not rebalancing; generation -1 without a member id
 // commits for a group with no members, as admin tools and manual
@@ -45,6 +47,8 @@ func offsetCommit(ctx context.Context, s *Server, _ *conn, req *kmsg.OffsetCommi
 	switch {
 	case req.Group == "":
 		code = kerr.InvalidGroupID.Code
+	case s.groups.instanceFenced(req.Group, req.MemberID, req.InstanceID):
+		code = kerr.FencedInstanceID.Code // v7+: a stale member of a static instance (staticRule)
 	case req.Version >= 1 && req.MemberID != "" && req.Generation >= 0 && !s.groups.has(req.Group, req.MemberID):
 		floeMember = true
 	case req.Version >= 1:

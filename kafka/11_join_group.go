@@ -19,9 +19,10 @@ import (
 // passed. A restarted static member of a Stable group whose protocols
 // leave the group's protocol as it is keeps its assignment, answered at
 // once in the same generation (the leader with SkipAssignment, v9; an
-// older leader rebalances): staticKeepsAssignment. Deviation: a member's
-// rejoin with a member id always starts a rebalance (Kafka answers a
-// follower whose metadata did not change at once).
+// older leader rebalances): staticKeepsAssignment. A known member that
+// joins again with the same protocols is answered with the current
+// generation while the group completes its rebalance or, except the
+// leader, while it is Stable: rejoinRule (member_rejoin.go).
 
 func init() { register(kmsg.JoinGroup, 0, 9, async(joinGroup)) }
 

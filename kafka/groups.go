@@ -67,8 +67,14 @@ type joinResult struct {
 
 // syncResult is what a SyncGroup waiter is answered.
 type syncResult struct {
-	code       int16
-	assignment []byte
+	code                   int16
+	assignment             []byte
+	protocolType, protocol string // the group's, with an assignment
+}
+
+// assigned is the SyncGroup answer that gives m its assignment. Locked.
+func (g *group) assigned(m *member) syncResult {
+	return syncResult{assignment: m.assignment, protocolType: g.protocolType, protocol: g.protocol}
 }
 
 // member is one classic group member.
@@ -441,6 +447,10 @@ func (c *coordinator) join(r joinRequest) (<-chan joinResult, joinResult) {
 		}
 		delete(g.pending, r.memberID)
 	}
+	if known && rejoinRule(g.state, m.id == g.leader, sameProtocols(m.protocols, r.protocols)) == rejoinCurrent {
+		m.lastSeen = now
+		return nil, currentGeneration(g, m)
+	}
 	if !known {
 		if len(g.members) >= c.s.cfg.MaxGroupMembers {
 			c.forgetIfIdle(g)
@@ -468,12 +478,17 @@ func (c *coordinator) join(r joinRequest) (<-chan joinResult, joinResult) {
 }
 
 // sync records the leader's assignment or waits for it.
-func (c *coordinator) sync(groupName, memberID string, instance *string, generation int32, assignments []kmsg.SyncGroupRequestGroupAssignment) (<-chan syncResult, syncResult) {
+// protocolType and protocol are the request's (v5+; nil: not given): when
+// given, they must be the group's (INCONSISTENT_GROUP_PROTOCOL, as Kafka).
+func (c *coordinator) sync(groupName, memberID string, instance *string, generation int32, protocolType, protocol *string, assignments []kmsg.SyncGroupRequestGroupAssignment) (<-chan syncResult, syncResult) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	g, m, code := c.lookup(groupName, memberID, instance, generation)
 	if code != 0 {
 		return nil, syncResult{code: code}
+	}
+	if protocolDiffers(protocolType, g.protocolType) || protocolDiffers(protocol, g.protocol) {
+		return nil, syncResult{code: kerr.InconsistentGroupProtocol.Code}
 	}
 	m.lastSeen = time.Now()
 	switch g.state {
@@ -481,7 +496,7 @@ func (c *coordinator) sync(groupName, memberID string, instance *string, generat
 		return nil, syncResult{code: kerr.RebalanceInProgress.Code}
 	case stateStable:
 		m.synced = true
-		return nil, syncResult{assignment: m.assignment}
+		return nil, g.assigned(m)
 	}
 	m.synced = true
 	if m.sync != nil {
@@ -501,11 +516,17 @@ func (c *coordinator) sync(groupName, memberID string, instance *string, generat
 	g.state = stateStable
 	for _, om := range g.members {
 		if om.sync != nil {
-			om.sync <- syncResult{assignment: om.assignment}
+			om.sync <- g.assigned(om)
 			om.sync = nil
 		}
 	}
-	return nil, syncResult{assignment: m.assignment}
+	return nil, g.assigned(m)
+}
+
+// protocolDiffers reports whether a SyncGroup's protocol type or name
+// (nil: not given) differs from the group's ("": none yet).
+func protocolDiffers(req *string, group string) bool {
+	return req != nil && group != "" && *req != group
 }
 
 // lookup finds a member of the current generation (instance: the static

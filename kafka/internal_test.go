@@ -125,7 +125,7 @@ func TestCoordinatorJoin(t *testing.T) {
 	if ja.code != 0 || ja.leader != a || ja.generation != 1 || len(ja.members) != 1 {
 		t.Fatalf("first join: %+v", ja)
 	}
-	if _, s := c.sync("g", a, nil, 1, []kmsg.SyncGroupRequestGroupAssignment{{MemberID: a, MemberAssignment: []byte("all")}}); s.code != 0 || string(s.assignment) != "all" {
+	if _, s := c.sync("g", a, nil, 1, nil, nil, []kmsg.SyncGroupRequestGroupAssignment{{MemberID: a, MemberAssignment: []byte("all")}}); s.code != 0 || string(s.assignment) != "all" {
 		t.Fatalf("leader sync: %+v", s)
 	}
 	// A second member: the first must rejoin.
@@ -152,8 +152,8 @@ func TestCoordinatorJoin(t *testing.T) {
 	if code := c.heartbeat("g", a, nil, 1); code != kerr.IllegalGeneration.Code {
 		t.Fatalf("an old generation: %d", code)
 	}
-	syncB, _ := c.sync("g", bID, nil, 2, nil) // waits for the leader
-	if _, s := c.sync("g", a, nil, 2, []kmsg.SyncGroupRequestGroupAssignment{{MemberID: a, MemberAssignment: []byte("A")}, {MemberID: bID, MemberAssignment: []byte("B")}}); string(s.assignment) != "A" {
+	syncB, _ := c.sync("g", bID, nil, 2, nil, nil, nil) // waits for the leader
+	if _, s := c.sync("g", a, nil, 2, nil, nil, []kmsg.SyncGroupRequestGroupAssignment{{MemberID: a, MemberAssignment: []byte("A")}, {MemberID: bID, MemberAssignment: []byte("B")}}); string(s.assignment) != "A" {
 		t.Fatalf("leader's assignment: %+v", s)
 	}
 	if s := <-syncB; s.code != 0 || string(s.assignment) != "B" {
@@ -247,7 +247,7 @@ func TestCoordinatorStaticMember(t *testing.T) {
 	if code := c.heartbeat("g", first.memberID, &inst, gen); code != kerr.FencedInstanceID.Code {
 		t.Fatalf("stale heartbeat: %d", code)
 	}
-	if _, s := c.sync("g", first.memberID, &inst, gen, nil); s.code != kerr.FencedInstanceID.Code {
+	if _, s := c.sync("g", first.memberID, &inst, gen, nil, nil, nil); s.code != kerr.FencedInstanceID.Code {
 		t.Fatalf("stale sync: %+v", s)
 	}
 	stale := r1
@@ -259,7 +259,7 @@ func TestCoordinatorStaticMember(t *testing.T) {
 		t.Fatalf("stale leave: %v", codes)
 	}
 	// The new holder is untouched: same generation, still the member.
-	if _, s := c.sync("g", second.memberID, &inst, gen, nil); s.code != 0 {
+	if _, s := c.sync("g", second.memberID, &inst, gen, nil, nil, nil); s.code != 0 {
 		t.Fatalf("the holder's sync after the stale requests: %+v", s)
 	}
 	if code := c.heartbeat("g", second.memberID, &inst, gen); code != 0 {
@@ -278,7 +278,7 @@ func TestCoordinatorGroupIDAndPendingLeave(t *testing.T) {
 	if code := c.heartbeat("", "m", nil, 1); code != kerr.InvalidGroupID.Code {
 		t.Errorf("heartbeat of group \"\": %d", code)
 	}
-	if _, s := c.sync("", "m", nil, 1, nil); s.code != kerr.InvalidGroupID.Code {
+	if _, s := c.sync("", "m", nil, 1, nil, nil, nil); s.code != kerr.InvalidGroupID.Code {
 		t.Errorf("sync of group \"\": %d", s.code)
 	}
 	if codes := c.leave("", []string{"m"}, []*string{nil}); codes[0] != kerr.InvalidGroupID.Code {
@@ -293,5 +293,32 @@ func TestCoordinatorGroupIDAndPendingLeave(t *testing.T) {
 	}
 	if _, j := c.join(joinReq(r.memberID)); j.code != kerr.UnknownMemberID.Code {
 		t.Fatalf("a join with the id that left: %+v", j)
+	}
+}
+
+// A v5 SyncGroup's protocol type and name, when given, must be the
+// group's (INCONSISTENT_GROUP_PROTOCOL, nothing recorded); the answer
+// carries the group's.
+func TestCoordinatorSyncProtocolCheck(t *testing.T) {
+	c := testCoordinator(t)
+	_, r := c.join(joinReq(""))
+	ch, _ := c.join(joinReq(r.memberID))
+	j := <-ch
+	str := func(s string) *string { return &s }
+	all := []kmsg.SyncGroupRequestGroupAssignment{{MemberID: j.memberID, MemberAssignment: []byte("all")}}
+	for _, tc := range []struct{ typ, name *string }{{str("connect"), nil}, {nil, str("roundrobin")}, {str("consumer"), str("sticky")}} {
+		if _, s := c.sync("g", j.memberID, nil, j.generation, tc.typ, tc.name, all); s.code != kerr.InconsistentGroupProtocol.Code {
+			t.Fatalf("sync with %v/%v: %+v, want INCONSISTENT_GROUP_PROTOCOL", tc.typ, tc.name, s)
+		}
+	}
+	if code := c.commitCheck("g", j.memberID, j.generation); code != kerr.RebalanceInProgress.Code {
+		t.Fatalf("a refused sync completed the rebalance: commit %d", code)
+	}
+	_, s := c.sync("g", j.memberID, nil, j.generation, str("consumer"), str("range"), all)
+	if s.code != 0 || string(s.assignment) != "all" || s.protocolType != "consumer" || s.protocol != "range" {
+		t.Fatalf("sync with the group's protocol: %+v", s)
+	}
+	if _, s = c.sync("g", j.memberID, nil, j.generation, nil, nil, nil); s.code != 0 || s.protocol != "range" {
+		t.Fatalf("sync without the protocol (v4 and below): %+v", s)
 	}
 }

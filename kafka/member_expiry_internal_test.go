@@ -88,16 +88,8 @@ func TestCoordinatorRemovesMemberThatNeverSyncs(t *testing.T) {
 		r.session, r.rebalance = 20*time.Second, 200*time.Millisecond
 		return r
 	}
-	ids := joinedPair(t, c, short)
-	c.mu.Lock()
-	g := c.groups["g"]
-	gen, leader := g.generation, g.leader
-	c.mu.Unlock()
-	follower := ids[0]
-	if follower == leader {
-		follower = ids[1]
-	}
-	syncF, _ := c.sync("g", follower, nil, gen, nil) // waits for the leader
+	g, gen, leader, follower := pairRoles(c, joinedPair(t, c, short))
+	syncF, _ := c.sync("g", follower, nil, gen, nil, nil, nil) // waits for the leader
 	if code := c.heartbeat("g", leader, nil, gen); code != 0 {
 		t.Fatalf("leader heartbeat: %d", code)
 	}
@@ -124,7 +116,7 @@ func TestCoordinatorRemovesMemberThatNeverSyncs(t *testing.T) {
 	if jf.code != 0 || jf.leader != follower || len(jf.members) != 1 {
 		t.Fatalf("the follower's rejoin: %+v", jf)
 	}
-	if _, s := c.sync("g", follower, nil, jf.generation, []kmsg.SyncGroupRequestGroupAssignment{{MemberID: follower, MemberAssignment: []byte("all")}}); s.code != 0 {
+	if _, s := c.sync("g", follower, nil, jf.generation, nil, nil, []kmsg.SyncGroupRequestGroupAssignment{{MemberID: follower, MemberAssignment: []byte("all")}}); s.code != 0 {
 		t.Fatalf("sync: %+v", s)
 	}
 	c.mu.Lock()
@@ -154,7 +146,7 @@ func joinedPair(t *testing.T, c *coordinator, req func(id string) joinRequest) [
 			if j := <-chs[0]; j.code != 0 {
 				t.Fatalf("first join: %+v", j)
 			}
-			if _, s := c.sync("g", ids[0], nil, 1, nil); s.code != 0 {
+			if _, s := c.sync("g", ids[0], nil, 1, nil, nil, nil); s.code != 0 {
 				t.Fatalf("first sync: %+v", s)
 			}
 		}
@@ -168,4 +160,17 @@ func joinedPair(t *testing.T, c *coordinator, req func(id string) joinRequest) [
 		t.Fatalf("joins: %+v / %+v", ja, jb)
 	}
 	return ids
+}
+
+// pairRoles returns group "g", its generation, and which of ids (a joined
+// pair) leads and which follows.
+func pairRoles(c *coordinator, ids [2]string) (g *group, gen int32, leader, follower string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	g = c.groups["g"]
+	gen, leader, follower = g.generation, g.leader, ids[0]
+	if follower == leader {
+		follower = ids[1]
+	}
+	return g, gen, leader, follower
 }

@@ -2,8 +2,8 @@ package kafka
 
 // static_members.go: the one rule for classic-group requests that name a
 // static member (group.instance.id, KIP-345), as Apache Kafka's group
-// coordinator applies it: JoinGroup, SyncGroup, Heartbeat and LeaveGroup;
-// and the one for a restarted static member's assignment.
+// coordinator applies it: JoinGroup, SyncGroup, Heartbeat, LeaveGroup and
+// OffsetCommit; and the one for a restarted static member's assignment.
 
 import (
 	"time"
@@ -55,6 +55,19 @@ func (g *group) instanceHolder(instance *string) string {
 		}
 	}
 	return ""
+}
+
+// instanceFenced reports whether a request naming instance (an
+// OffsetCommit's group.instance.id, v7+; nil: none) comes from a member id
+// other than the one holding it in a classic group held here.
+func (c *coordinator) instanceFenced(groupName, memberID string, instance *string) bool {
+	if instance == nil {
+		return false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	g, ok := c.groups[groupName]
+	return ok && staticRule(instance, g.instanceHolder(instance), memberID, false) == staticFenced
 }
 
 // staticKeepsAssignment decides whether a restarted static member (a join

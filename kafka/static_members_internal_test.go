@@ -70,7 +70,7 @@ func TestCoordinatorStaticRestartKeepsAssignment(t *testing.T) {
 	// a joins alone, then b: a rejoins with its id.
 	chA, _ := c.join(static("a", "", false))
 	ja := <-chA
-	if _, s := c.sync("g", ja.memberID, nil, ja.generation, nil); ja.code != 0 || s.code != 0 {
+	if _, s := c.sync("g", ja.memberID, nil, ja.generation, nil, nil, nil); ja.code != 0 || s.code != 0 {
 		t.Fatalf("a's join: %+v, sync %+v", ja, s)
 	}
 	chB, _ := c.join(static("b", "", false))
@@ -93,8 +93,8 @@ func TestCoordinatorStaticRestartKeepsAssignment(t *testing.T) {
 		follower = ids[1]
 	}
 	plan := []kmsg.SyncGroupRequestGroupAssignment{{MemberID: leader, MemberAssignment: []byte("L")}, {MemberID: follower, MemberAssignment: []byte("F")}}
-	syncF, _ := c.sync("g", follower, nil, gen, nil)
-	if _, s := c.sync("g", leader, nil, gen, plan); s.code != 0 {
+	syncF, _ := c.sync("g", follower, nil, gen, nil, nil, nil)
+	if _, s := c.sync("g", leader, nil, gen, nil, nil, plan); s.code != 0 {
 		t.Fatalf("leader sync: %+v", s)
 	}
 	<-syncF
@@ -104,7 +104,7 @@ func TestCoordinatorStaticRestartKeepsAssignment(t *testing.T) {
 	if ch != nil || j.code != 0 || j.generation != gen || j.memberID == follower || j.leader != leader || len(j.members) != 0 {
 		t.Fatalf("the follower's restart: waits %v, %+v", ch != nil, j)
 	}
-	if _, s := c.sync("g", j.memberID, nil, gen, nil); s.code != 0 || string(s.assignment) != "F" {
+	if _, s := c.sync("g", j.memberID, nil, gen, nil, nil, nil); s.code != 0 || string(s.assignment) != "F" {
 		t.Fatalf("the restarted follower's sync: %+v", s)
 	}
 	if code := c.heartbeat("g", leader, nil, gen); code != 0 {
@@ -120,7 +120,7 @@ func TestCoordinatorStaticRestartKeepsAssignment(t *testing.T) {
 	if ch != nil || j.code != 0 || j.generation != gen || j.leader != j.memberID || !j.skipAssignment || len(j.members) != 2 {
 		t.Fatalf("the leader's restart (v9): waits %v, %+v", ch != nil, j)
 	}
-	if _, s := c.sync("g", j.memberID, nil, gen, nil); s.code != 0 || string(s.assignment) != "L" {
+	if _, s := c.sync("g", j.memberID, nil, gen, nil, nil, nil); s.code != 0 || string(s.assignment) != "L" {
 		t.Fatalf("the restarted leader's sync: %+v", s)
 	}
 	if code := c.heartbeat("g", follower, nil, gen); code != 0 {

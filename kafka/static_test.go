@@ -7,8 +7,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // staticMember is a franz-go group member with a group.instance.id that
@@ -162,5 +164,74 @@ func TestStaticMemberRestartKeepsAssignment(t *testing.T) {
 	}
 	if n := revokedB.Load() - revoked; n != 0 {
 		t.Fatalf("the other member's partitions were revoked %d times: the restart rebalanced the group", n)
+	}
+}
+
+// An OffsetCommit (v7+) naming a static member's group.instance.id with a
+// member id other than the instance's is refused FENCED_INSTANCE_ID and
+// commits nothing, as Apache Kafka's; the instance's own member commits.
+// Before, the stale member id was taken for a KIP-848 member.
+func TestStaticMemberStaleCommitFenced(t *testing.T) {
+	b := startBroker(t, nil)
+	admin := newClient(t, b)
+	const topic, group = "static-commit", "static-commit-group"
+	createTopic(t, admin, topic, 1)
+	produceAll(t, admin, sentRecords(topic, 10))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	m := startStaticMember(t, ctx, b, group, topic, "instance-1")
+	waitFor(t, "the member consumes", func() bool { return m.recs.Load() >= 10 })
+	var id string
+	waitFor(t, "a stable group of one", func() bool {
+		d := describeGroup(t, admin, group)
+		if d.State != "Stable" || len(d.Members) != 1 {
+			return false
+		}
+		id = d.Members[0].MemberID
+		return true
+	})
+	commit := func(member string, gen int32) int16 {
+		req := kmsg.NewPtrOffsetCommitRequest()
+		req.SetVersion(8)
+		inst := "instance-1"
+		req.Group, req.MemberID, req.InstanceID, req.Generation = group, member, &inst, gen
+		rt := kmsg.NewOffsetCommitRequestTopic()
+		rt.Topic = topic
+		rp := kmsg.NewOffsetCommitRequestTopicPartition()
+		rp.Partition, rp.Offset = 0, 3
+		rt.Partitions = append(rt.Partitions, rp)
+		req.Topics = append(req.Topics, rt)
+		resp, err := req.RequestWith(ctx, admin)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp.Topics[0].Partitions[0].ErrorCode
+	}
+	committedAt := func() int64 {
+		offs, err := kadm.NewClient(admin).FetchOffsets(ctx, group)
+		if err != nil {
+			t.Fatal(err)
+		}
+		o, _ := offs.Lookup(topic, 0)
+		return o.At
+	}
+	waitFor(t, "the member commits what it consumed", func() bool { return committedAt() == 10 })
+	for _, gen := range []int32{0, 1, 5} {
+		if code := commit("stale-"+id, gen); code != kerr.FencedInstanceID.Code {
+			t.Fatalf("a stale member id's commit (generation %d): %v, want FENCED_INSTANCE_ID", gen, kerr.ErrorForCode(code))
+		}
+	}
+	if at := committedAt(); at != 10 {
+		t.Fatalf("committed %d after the stale member's commits, want 10", at)
+	}
+	own, gen := m.cl.GroupMetadata()
+	if own != id {
+		t.Fatalf("the member's id %q, the group's %q", own, id)
+	}
+	if code := commit(id, gen); code != 0 {
+		t.Fatalf("the instance's own member's commit: %v", kerr.ErrorForCode(code))
+	}
+	if at := committedAt(); at != 3 {
+		t.Fatalf("committed %d after the member's own commit, want 3", at)
 	}
 }

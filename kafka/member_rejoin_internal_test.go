@@ -1,0 +1,122 @@
+package kafka
+
+import (
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// TestRejoinRule: a known member's JoinGroup, state by state (Apache
+// Kafka's doExistingMemberJoinGroup).
+func TestRejoinRule(t *testing.T) {
+	for _, tc := range []struct {
+		name         string
+		state        groupState
+		leader, same bool
+		want         rejoin
+	}{
+		{"preparing, same", statePreparing, false, true, rejoinRebalance},
+		{"preparing, leader, same", statePreparing, true, true, rejoinRebalance},
+		{"completing, follower, same (a lost answer)", stateCompleting, false, true, rejoinCurrent},
+		{"completing, leader, same", stateCompleting, true, true, rejoinCurrent},
+		{"completing, changed", stateCompleting, false, false, rejoinRebalance},
+		{"stable, follower, same", stateStable, false, true, rejoinCurrent},
+		{"stable, follower, changed", stateStable, false, false, rejoinRebalance},
+		{"stable, leader, same", stateStable, true, true, rejoinRebalance},
+	} {
+		if got := rejoinRule(tc.state, tc.leader, tc.same); got != tc.want {
+			t.Errorf("%s: %d, want %d", tc.name, got, tc.want)
+		}
+	}
+}
+
+func TestSameProtocols(t *testing.T) {
+	p := func(kv ...string) (out []kmsg.JoinGroupRequestProtocol) {
+		for i := 0; i < len(kv); i += 2 {
+			out = append(out, kmsg.JoinGroupRequestProtocol{Name: kv[i], Metadata: []byte(kv[i+1])})
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		a, b []kmsg.JoinGroupRequestProtocol
+		want bool
+	}{
+		{p("range", "x"), p("range", "x"), true},
+		{p("range", "x", "sticky", "y"), p("range", "x", "sticky", "y"), true},
+		{p("range", "x"), p("range", "y"), false},
+		{p("range", "x"), p("sticky", "x"), false},
+		{p("range", "x", "sticky", "y"), p("sticky", "y", "range", "x"), false},
+		{p("range", "x"), p("range", "x", "sticky", "y"), false},
+		{nil, nil, true},
+	} {
+		if got := sameProtocols(tc.a, tc.b); got != tc.want {
+			t.Errorf("%v vs %v: %v, want %v", tc.a, tc.b, got, tc.want)
+		}
+	}
+}
+
+// A known member's repeated JoinGroup: a follower with the same protocols
+// is answered with the current generation (Stable and CompletingRebalance;
+// the leader in CompletingRebalance with the members), with no rebalance;
+// changed metadata, or the leader of a Stable group, rebalances.
+func TestCoordinatorRejoinCurrentGeneration(t *testing.T) {
+	c := testCoordinator(t)
+	_, gen, leader, follower := pairRoles(c, joinedPair(t, c, joinReq))
+	// CompletingRebalance: both answers "lost"; both ask again.
+	for _, id := range []string{follower, leader} {
+		ch, r := c.join(joinReq(id))
+		if ch != nil || r.code != 0 || r.generation != gen || r.leader != leader || r.memberID != id {
+			t.Fatalf("%s's repeated join while completing: waits %v, %+v", id, ch != nil, r)
+		}
+		if wantMembers := map[bool]int{true: 2, false: 0}[id == leader]; len(r.members) != wantMembers {
+			t.Fatalf("%s's repeated join: %d members, want %d", id, len(r.members), wantMembers)
+		}
+	}
+	syncF, _ := c.sync("g", follower, nil, gen, nil, nil, nil)
+	if _, s := c.sync("g", leader, nil, gen, nil, nil, []kmsg.SyncGroupRequestGroupAssignment{{MemberID: leader, MemberAssignment: []byte("L")}, {MemberID: follower, MemberAssignment: []byte("F")}}); s.code != 0 {
+		t.Fatalf("leader sync: %+v", s)
+	}
+	if s := <-syncF; s.code != 0 || string(s.assignment) != "F" {
+		t.Fatalf("follower sync: %+v", s)
+	}
+	// Stable: the follower asks again with the same protocols.
+	ch, r := c.join(joinReq(follower))
+	if ch != nil || r.code != 0 || r.generation != gen || len(r.members) != 0 {
+		t.Fatalf("follower's repeated join while stable: waits %v, %+v", ch != nil, r)
+	}
+	if code := c.heartbeat("g", leader, nil, gen); code != 0 {
+		t.Fatalf("the leader's heartbeat after the follower's repeated join: %d (a rebalance)", code)
+	}
+	if _, s := c.sync("g", follower, nil, gen, nil, nil, nil); s.code != 0 || string(s.assignment) != "F" {
+		t.Fatalf("follower's sync after its repeated join: %+v", s)
+	}
+	// Changed metadata rebalances.
+	changed := joinReq(follower)
+	changed.protocols = []kmsg.JoinGroupRequestProtocol{{Name: "range", Metadata: []byte{2}}}
+	chF, _ := c.join(changed)
+	if chF == nil {
+		t.Fatal("a follower's join with changed metadata was answered at once")
+	}
+	if code := c.heartbeat("g", leader, nil, gen); code != kerr.RebalanceInProgress.Code {
+		t.Fatalf("after changed metadata: %d, want REBALANCE_IN_PROGRESS", code)
+	}
+	chL, _ := c.join(joinReq(leader))
+	jf, jl := <-chF, <-chL
+	if jf.generation != gen+1 || jl.generation != gen+1 {
+		t.Fatalf("the rebalance: %+v / %+v", jf, jl)
+	}
+	if _, s := c.sync("g", jl.leader, nil, gen+1, nil, nil, nil); s.code != 0 {
+		t.Fatalf("sync: %+v", s)
+	}
+	if _, s := c.sync("g", follower, nil, gen+1, nil, nil, nil); s.code != 0 {
+		t.Fatalf("sync: %+v", s)
+	}
+	// The leader of a Stable group rebalances even with the same protocols.
+	if ch, r := c.join(joinReq(jl.leader)); ch == nil {
+		t.Fatalf("the leader's join while stable was answered at once: %+v", r)
+	}
+	if code := c.heartbeat("g", follower, nil, gen+1); code != kerr.RebalanceInProgress.Code {
+		t.Fatalf("after the leader's join: %d, want REBALANCE_IN_PROGRESS", code)
+	}
+}
