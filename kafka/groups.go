@@ -327,24 +327,6 @@ func joinMembers(g *group) []kmsg.JoinGroupResponseMember {
 	return all
 }
 
-// chooseProtocol is the leader's first protocol that every member
-// supports (join refuses members that share none with the group).
-func chooseProtocol(g *group) string {
-	for _, p := range g.members[g.leader].protocols {
-		ok := true
-		for _, m := range g.members {
-			if !supports(m, p.Name) {
-				ok = false
-				break
-			}
-		}
-		if ok {
-			return p.Name
-		}
-	}
-	return g.members[g.leader].protocols[0].Name
-}
-
 func supports(m *member, protocol string) bool {
 	return slices.ContainsFunc(m.protocols, func(p kmsg.JoinGroupRequestProtocol) bool { return p.Name == protocol })
 }
