@@ -160,9 +160,11 @@ func (c *coordinator) run(ctx context.Context) {
 // tick expires members and pending ids and ends a rebalance past its
 // deadline. Locked.
 func (c *coordinator) tick(g *group, now time.Time) {
+	pendingGone := false
 	for id, until := range g.pending {
 		if now.After(until) {
 			delete(g.pending, id)
+			pendingGone = true
 		}
 	}
 	syncLate := !g.syncDeadline.IsZero() && !now.Before(g.syncDeadline)
@@ -190,7 +192,7 @@ func (c *coordinator) tick(g *group, now time.Time) {
 	switch {
 	case g.state == statePreparing && !now.Before(g.deadline):
 		c.completeJoin(g)
-	case expired && g.state == statePreparing:
+	case (expired || pendingGone) && g.state == statePreparing:
 		// The others may all have rejoined already.
 		c.maybeComplete(g, false)
 		if len(g.members) == 0 {
@@ -247,10 +249,18 @@ func (c *coordinator) rebalance(g *group, now time.Time) {
 	}
 }
 
-// maybeComplete completes the join once every member has rejoined (and
-// the initial delay of a new group has passed). Locked.
+// maybeComplete completes the join once every member has rejoined, no
+// member id handed out by MEMBER_ID_REQUIRED is still to join (and the
+// initial delay of a new group has passed). Locked.
 func (c *coordinator) maybeComplete(g *group, wasEmpty bool) {
 	if g.state != statePreparing || (wasEmpty && c.s.cfg.InitialRebalanceDelay > 0) {
+		return
+	}
+	if len(g.pending) > 0 {
+		// A member told MEMBER_ID_REQUIRED is on its way back with its id:
+		// the join waits for it (until its session or the rebalance
+		// timeout), as Kafka's does, rather than completing and
+		// rebalancing again as soon as it arrives.
 		return
 	}
 	for _, m := range g.members {
@@ -572,7 +582,7 @@ func (c *coordinator) leave(groupName string, ids []string, instances []*string)
 		}
 		return codes
 	}
-	removed := false
+	removed, pendingLeft := false, false
 	for i, id := range ids {
 		if id == "" && instances[i] != nil {
 			for mid, m := range g.members {
@@ -588,6 +598,7 @@ func (c *coordinator) leave(groupName string, ids []string, instances []*string)
 		m, ok := g.members[id]
 		if _, pending := g.pending[id]; !ok && pending {
 			delete(g.pending, id) // an id MEMBER_ID_REQUIRED handed out: it leaves (Kafka answers NONE)
+			pendingLeft = true
 			continue
 		}
 		if !ok {
@@ -597,6 +608,9 @@ func (c *coordinator) leave(groupName string, ids []string, instances []*string)
 		c.failWaiters(m, kerr.UnknownMemberID.Code)
 		delete(g.members, id)
 		removed = true
+	}
+	if !removed && pendingLeft && g.state == statePreparing {
+		c.maybeComplete(g, false) // the join may have waited for it
 	}
 	if removed {
 		if g.state == statePreparing {

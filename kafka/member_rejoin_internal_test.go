@@ -2,6 +2,7 @@ package kafka
 
 import (
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -118,5 +119,76 @@ func TestCoordinatorRejoinCurrentGeneration(t *testing.T) {
 	}
 	if code := c.heartbeat("g", follower, nil, gen+1); code != kerr.RebalanceInProgress.Code {
 		t.Fatalf("after the leader's join: %d, want REBALANCE_IN_PROGRESS", code)
+	}
+}
+
+// A rebalance waits for a member id that MEMBER_ID_REQUIRED handed out
+// (its second join is on its way), as Kafka's does, instead of completing
+// without it and rebalancing again when it arrives; a pending id that
+// expires (its session) or leaves no longer holds the join.
+func TestCoordinatorJoinAwaitsPendingMember(t *testing.T) {
+	c := testCoordinator(t)
+	joinReq := func(id string) joinRequest { // sessions of 1 s, rebalances of an hour
+		r := joinReq(id)
+		r.rebalance = time.Hour
+		return r
+	}
+	_, r := c.join(joinReq(""))
+	a := r.memberID
+	ch, _ := c.join(joinReq(a))
+	if j := <-ch; j.code != 0 {
+		t.Fatalf("first join: %+v", j)
+	}
+	if _, s := c.sync("g", a, nil, 1, nil, nil, nil); s.code != 0 {
+		t.Fatalf("sync: %+v", s)
+	}
+	_, rb := c.join(joinReq("")) // b: MEMBER_ID_REQUIRED, not back yet
+	_, rc := c.join(joinReq(""))
+	chC, _ := c.join(joinReq(rc.memberID)) // c's join starts the rebalance
+	chA, _ := c.join(joinReq(a))           // a rejoins
+	select {
+	case j := <-chA:
+		t.Fatalf("the join completed while b's id was pending: %+v", j)
+	default:
+	}
+	chB, _ := c.join(joinReq(rb.memberID))
+	ja, jb, jc := <-chA, <-chB, <-chC
+	if ja.generation != 2 || jb.generation != 2 || jc.generation != 2 || len(ja.members)+len(jb.members)+len(jc.members) != 3 {
+		t.Fatalf("the join with b: %+v / %+v / %+v", ja, jb, jc)
+	}
+	if _, s := c.sync("g", ja.leader, nil, 2, nil, nil, nil); s.code != 0 {
+		t.Fatalf("sync: %+v", s)
+	}
+	// A pending id that never comes back holds the join for its session.
+	_, rd := c.join(joinReq(""))
+	chB, _ = c.join(joinReq(jb.memberID)) // b's rejoin (a follower, same protocols: answered at once)
+	if chB != nil {
+		t.Fatal("a follower's repeated join in a stable group waits")
+	}
+	_, re := c.join(joinReq(""))
+	chE, _ := c.join(joinReq(re.memberID))
+	chs := []<-chan joinResult{chE}
+	for _, id := range []string{ja.memberID, jb.memberID, jc.memberID} {
+		ch, _ := c.join(joinReq(id))
+		chs = append(chs, ch)
+	}
+	select {
+	case j := <-chE:
+		t.Fatalf("the join completed while d's id was pending: %+v", j)
+	default:
+	}
+	c.mu.Lock()
+	c.tick(c.groups["g"], time.Now().Add(2*time.Second)) // past d's session (1 s), long before the rebalance timeout
+	c.mu.Unlock()
+	for _, ch := range chs {
+		if j := <-ch; j.code != 0 || j.generation != 3 {
+			t.Fatalf("the join after d's id expired: %+v", j)
+		}
+	}
+	c.mu.Lock()
+	_, stillPending := c.groups["g"].pending[rd.memberID]
+	c.mu.Unlock()
+	if stillPending {
+		t.Fatal("the expired pending id is still held")
 	}
 }
