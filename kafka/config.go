@@ -51,7 +51,9 @@ type Config struct {
 	// group.min/max.session.timeout.ms).
 	MinSessionTimeout, MaxSessionTimeout time.Duration
 	// InitialRebalanceDelay is how long the first join of an empty group
-	// waits for more members (Kafka's group.initial.rebalance.delay.ms).
+	// waits for more members, again after each delay in which one
+	// arrived, up to the longest rebalance timeout (Kafka's
+	// group.initial.rebalance.delay.ms; initial_delay.go). 0: none.
 	InitialRebalanceDelay time.Duration
 	// MaxGroups bounds the classic-protocol groups held in memory.
 	MaxGroups int

@@ -105,6 +105,7 @@ type group struct {
 	pending      map[string]time.Time // member ids handed out by MEMBER_ID_REQUIRED, until when
 	deadline     time.Time            // end of the current PreparingRebalance
 	syncDeadline time.Time            // when members that have not synced are removed (zero: none)
+	delay        initialDelay         // an empty group's first join (initial_delay.go)
 }
 
 // coordinator holds the classic groups of this agent.
@@ -190,11 +191,18 @@ func (c *coordinator) tick(g *group, now time.Time) {
 		g.syncDeadline = time.Time{} // every member synced or is gone
 	}
 	switch {
+	case g.state == statePreparing && !now.Before(g.deadline) && g.delay.on:
+		next, complete := delayedJoinEnd(g.delay, now, c.s.cfg.InitialRebalanceDelay)
+		if complete {
+			c.completeJoin(g)
+		} else {
+			g.deadline, g.delay.joined = next, false
+		}
 	case g.state == statePreparing && !now.Before(g.deadline):
 		c.completeJoin(g)
 	case (expired || pendingGone) && g.state == statePreparing:
 		// The others may all have rejoined already.
-		c.maybeComplete(g, false)
+		c.maybeComplete(g)
 		if len(g.members) == 0 {
 			c.completeJoin(g)
 		}
@@ -244,16 +252,19 @@ func (c *coordinator) rebalance(g *group, now time.Time) {
 		longest = max(longest, m.rebalanceTimeout)
 	}
 	g.deadline = now.Add(longest)
+	g.delay = initialDelay{}
 	if wasEmpty && c.s.cfg.InitialRebalanceDelay > 0 {
 		g.deadline = now.Add(min(longest, c.s.cfg.InitialRebalanceDelay))
+		g.delay = initialDelay{on: true, end: now.Add(longest)}
 	}
 }
 
-// maybeComplete completes the join once every member has rejoined, no
-// member id handed out by MEMBER_ID_REQUIRED is still to join (and the
-// initial delay of a new group has passed). Locked.
-func (c *coordinator) maybeComplete(g *group, wasEmpty bool) {
-	if g.state != statePreparing || (wasEmpty && c.s.cfg.InitialRebalanceDelay > 0) {
+// maybeComplete completes the join once every member has rejoined and no
+// member id handed out by MEMBER_ID_REQUIRED is still to join, unless an
+// empty group's first join waits out its initial delay (tick ends it).
+// Locked.
+func (c *coordinator) maybeComplete(g *group) {
+	if g.state != statePreparing || g.delay.on {
 		return
 	}
 	if len(g.pending) > 0 {
@@ -284,7 +295,7 @@ func (c *coordinator) completeJoin(g *group) {
 		}
 	}
 	g.generation++
-	g.syncDeadline = time.Time{}
+	g.syncDeadline, g.delay = time.Time{}, initialDelay{}
 	if len(g.members) == 0 {
 		g.state, g.leader, g.protocol = stateEmpty, "", ""
 		return
@@ -460,12 +471,13 @@ func (c *coordinator) join(r joinRequest) (<-chan joinResult, joinResult) {
 	}
 	ch := make(chan joinResult, 1)
 	m.join = ch
-	wasEmpty := g.state == stateEmpty
 	if g.state != statePreparing {
 		c.rebalance(g, now)
+	} else if !known && g.delay.on {
+		g.delay.joined = true // a new member during the initial delay starts it again
 	}
 	m.joined = true
-	c.maybeComplete(g, wasEmpty)
+	c.maybeComplete(g)
 	return ch, joinResult{}
 }
 
@@ -610,11 +622,11 @@ func (c *coordinator) leave(groupName string, ids []string, instances []*string)
 		removed = true
 	}
 	if !removed && pendingLeft && g.state == statePreparing {
-		c.maybeComplete(g, false) // the join may have waited for it
+		c.maybeComplete(g) // the join may have waited for it
 	}
 	if removed {
 		if g.state == statePreparing {
-			c.maybeComplete(g, false)
+			c.maybeComplete(g)
 			if len(g.members) == 0 {
 				c.completeJoin(g)
 			}
