@@ -282,17 +282,33 @@ func (c *coordinator) maybeComplete(g *group) {
 	c.completeJoin(g)
 }
 
-// completeJoin ends a PreparingRebalance: members that did not rejoin are
-// removed, the generation is bumped, a protocol every member supports is
-// chosen and every waiting JoinGroup is answered (the leader with the
-// members). Locked.
+// completeJoin ends a PreparingRebalance: dynamic members that did not
+// rejoin are removed, the generation is bumped, a protocol every member
+// supports is chosen and every waiting JoinGroup is answered (the leader
+// with the members). Locked.
 func (c *coordinator) completeJoin(g *group) {
 	for id, m := range g.members {
-		if !m.joined {
+		if !m.joined && m.instanceID == nil {
 			c.s.log.Info("kafka: group member removed: did not rejoin in time", "group", g.name, "member", id)
 			c.failWaiters(m, kerr.UnknownMemberID.Code)
 			delete(g.members, id)
 		}
+	}
+	// A static member that did not rejoin stays, with the metadata it
+	// joined with (the leader assigns it its share), as in Kafka: its
+	// session, or the sync deadline, removes it if it does not come back.
+	leader, ok := joinedLeader(g)
+	if !ok && len(g.members) > 0 {
+		// Only static members that did not rejoin: no one to answer. Wait
+		// another rebalance timeout; their sessions remove them (Kafka
+		// reschedules the join the same way).
+		var longest time.Duration
+		for _, m := range g.members {
+			longest = max(longest, m.rebalanceTimeout)
+		}
+		g.deadline = time.Now().Add(longest)
+		c.s.log.Warn("kafka: group could not complete its rebalance: no member rejoined", "group", g.name)
+		return
 	}
 	g.generation++
 	g.syncDeadline, g.delay = time.Time{}, initialDelay{}
@@ -300,14 +316,7 @@ func (c *coordinator) completeJoin(g *group) {
 		g.state, g.leader, g.protocol = stateEmpty, "", ""
 		return
 	}
-	if _, ok := g.members[g.leader]; !ok {
-		ids := make([]string, 0, len(g.members))
-		for id := range g.members {
-			ids = append(ids, id)
-		}
-		sort.Strings(ids)
-		g.leader = ids[0]
-	}
+	g.leader = leader
 	g.protocol = chooseProtocol(g)
 	g.state = stateCompleting
 	c.s.log.Debug("kafka: group joined", "group", g.name, "generation", g.generation, "members", len(g.members), "leader", g.leader, "protocol", g.protocol)
@@ -332,6 +341,26 @@ func (c *coordinator) completeJoin(g *group) {
 		m.join = nil
 		m.lastSeen = now
 	}
+}
+
+// joinedLeader returns the group's leader if it rejoined, or else the
+// rejoined member with the smallest id; false when no member rejoined.
+// Locked.
+func joinedLeader(g *group) (string, bool) {
+	if m, ok := g.members[g.leader]; ok && m.joined {
+		return g.leader, true
+	}
+	ids := make([]string, 0, len(g.members))
+	for id, m := range g.members {
+		if m.joined {
+			ids = append(ids, id)
+		}
+	}
+	if len(ids) == 0 {
+		return "", false
+	}
+	sort.Strings(ids)
+	return ids[0], true
 }
 
 // joinMembers is the members list of the leader's JoinGroup answer, by

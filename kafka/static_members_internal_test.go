@@ -2,6 +2,7 @@ package kafka
 
 import (
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -134,5 +135,91 @@ func TestCoordinatorStaticRestartKeepsAssignment(t *testing.T) {
 	}
 	if code := c.heartbeat("g", follower, nil, gen); code != kerr.RebalanceInProgress.Code {
 		t.Fatalf("the follower after an old leader's restart: %d", code)
+	}
+}
+
+// A static member that does not rejoin before a rebalance's deadline
+// stays in the group (Apache Kafka removes only dynamic members then):
+// the leader, one that rejoined, gets it in its members list to assign
+// it its share; it comes back with its member id and is answered with
+// the current generation. A dynamic member that did not rejoin is
+// removed. A rebalance in which no member rejoined, only static members
+// left, waits another rebalance timeout instead of completing with no one
+// to answer.
+func TestCoordinatorKeepsStaticMemberThatDidNotRejoin(t *testing.T) {
+	c := testCoordinator(t)
+	inst := "instance-s"
+	req := func(id string, static bool) joinRequest {
+		r := joinReq(id)
+		r.session, r.rebalance = 2*time.Minute, time.Minute // a tick at the rebalance deadline is within the session
+		if static {
+			r.instanceID = &inst
+		}
+		return r
+	}
+	// s (static) forms the group alone and leads it; d (dynamic) joins.
+	ch, _ := c.join(req("", true))
+	js := <-ch
+	if _, sr := c.sync("g", js.memberID, &inst, js.generation, nil, nil, nil); sr.code != 0 {
+		t.Fatalf("sync: %+v", sr)
+	}
+	_, rd := c.join(req("", false))
+	chD, _ := c.join(req(rd.memberID, false))
+	chS, _ := c.join(req(js.memberID, true))
+	jd, js2 := <-chD, <-chS
+	if jd.code != 0 || js2.leader != js.memberID {
+		t.Fatalf("second generation: %+v / %+v", jd, js2)
+	}
+	gen := js2.generation
+	for _, id := range []string{js.memberID, jd.memberID} {
+		if _, sr := c.sync("g", id, nil, gen, nil, nil, nil); sr.code != 0 {
+			t.Fatalf("sync %s: %+v", id, sr)
+		}
+	}
+	// A third, dynamic member arrives; d rejoins; s (busy) does not.
+	_, re := c.join(req("", false))
+	chE, _ := c.join(req(re.memberID, false))
+	chD, _ = c.join(req(jd.memberID, false))
+	c.mu.Lock()
+	g := c.groups["g"]
+	c.tick(g, g.deadline) // the rebalance timeout passes
+	_, kept := g.members[js.memberID]
+	c.mu.Unlock()
+	if !kept {
+		t.Fatal("the static member that did not rejoin was removed")
+	}
+	je, jd3 := <-chE, <-chD
+	lead := je
+	if jd3.leader == jd3.memberID {
+		lead = jd3
+	}
+	if lead.leader != lead.memberID || lead.generation != gen+1 || len(lead.members) != 3 {
+		t.Fatalf("the new leader's answer (a member that rejoined, with the static one): %+v / %+v", je, jd3)
+	}
+	// s comes back: told its generation is old, it joins with its id and
+	// is answered with the current one.
+	if code := c.heartbeat("g", js.memberID, &inst, gen); code != kerr.IllegalGeneration.Code {
+		t.Fatalf("the static member's heartbeat of the old generation: %d", code)
+	}
+	chS, r := c.join(req(js.memberID, true))
+	if chS != nil || r.code != 0 || r.generation != gen+1 {
+		t.Fatalf("the static member's rejoin: waits %v, %+v", chS != nil, r)
+	}
+
+	// Only static members, none rejoining: the join waits.
+	c2 := testCoordinator(t)
+	ch, _ = c2.join(req("", true))
+	j := <-ch
+	if _, sr := c2.sync("g", j.memberID, &inst, j.generation, nil, nil, nil); sr.code != 0 {
+		t.Fatalf("sync: %+v", sr)
+	}
+	c2.mu.Lock()
+	g2 := c2.groups["g"]
+	c2.rebalance(g2, time.Now()) // as a topic's new partitions would
+	c2.tick(g2, g2.deadline)
+	state, genNow := g2.state, g2.generation
+	c2.mu.Unlock()
+	if state != statePreparing || genNow != j.generation {
+		t.Fatalf("no member rejoined: state %v generation %d, want PreparingRebalance %d", state, genNow, j.generation)
 	}
 }
