@@ -56,28 +56,11 @@ func TestLostJoinAnswerNoRebalance(t *testing.T) {
 	var wg sync.WaitGroup
 	t.Cleanup(func() { cancel(); wg.Wait() })
 	start := func(revoked *atomic.Int64) *atomic.Int64 {
-		cl, err := kgo.NewClient(kgo.SeedBrokers(b.addr), kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic),
+		return pollInBackground(t, ctx, &wg, kgo.SeedBrokers(b.addr), kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic),
 			kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.Balancers(kgo.RangeBalancer()),
 			kgo.HeartbeatInterval(100*time.Millisecond), kgo.SessionTimeout(10*time.Second),
 			kgo.RetryBackoffFn(func(int) time.Duration { return 50 * time.Millisecond }),
 			kgo.OnPartitionsRevoked(func(context.Context, *kgo.Client, map[string][]int32) { revoked.Add(1) }))
-		if err != nil {
-			t.Fatal(err)
-		}
-		var recs atomic.Int64
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			defer cl.Close()
-			for ctx.Err() == nil {
-				fs := cl.PollFetches(ctx)
-				if fs.IsClientClosed() {
-					return
-				}
-				recs.Add(int64(len(fs.Records())))
-			}
-		}()
-		return &recs
 	}
 	stable := func() bool {
 		d := describeGroup(t, admin, group)
@@ -101,6 +84,30 @@ func TestLostJoinAnswerNoRebalance(t *testing.T) {
 	if n := revokedA.Load() + revokedB.Load(); n != 1 {
 		t.Fatalf("partitions revoked %d times (first %d, second %d), want once: the repeated join rebalanced the group", n, revokedA.Load(), revokedB.Load())
 	}
+}
+
+// pollInBackground starts a franz-go client with opts that polls until
+// ctx ends (wg waits for it) and counts the records it gets.
+func pollInBackground(t *testing.T, ctx context.Context, wg *sync.WaitGroup, opts ...kgo.Opt) *atomic.Int64 {
+	t.Helper()
+	cl, err := kgo.NewClient(opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var recs atomic.Int64
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		defer cl.Close()
+		for ctx.Err() == nil {
+			fs := cl.PollFetches(ctx)
+			if fs.IsClientClosed() {
+				return
+			}
+			recs.Add(int64(len(fs.Records())))
+		}
+	}()
+	return &recs
 }
 
 // answerDropper is a listener whose connections close instead of writing

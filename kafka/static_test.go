@@ -3,6 +3,7 @@ package kafka_test
 import (
 	"context"
 	"errors"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -234,4 +235,70 @@ func TestStaticMemberStaleCommitFenced(t *testing.T) {
 	if at := committedAt(); at != 3 {
 		t.Fatalf("committed %d after the member's own commit, want 3", at)
 	}
+}
+
+// A static member that is slow to rejoin (its revocation callback outlasts
+// the rebalance timeout) stays in the group while it is away: the
+// generation that forms without it still lists it and the leader assigns
+// it its share, which no other member consumes meanwhile; Apache Kafka
+// removes only dynamic members that miss a join. Before, the slow member
+// was removed and its partitions went to the others until it came back.
+// (Its return rebalances the group, as in Kafka: franz-go's subscription
+// carries its generation, so its metadata has changed.)
+func TestStaticMemberSlowToRejoinKeepsShare(t *testing.T) {
+	b := startBroker(t, nil)
+	admin := newClient(t, b)
+	const topic, group = "static-slow", "static-slow-group"
+	createTopic(t, admin, topic, 6)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var wg sync.WaitGroup
+	t.Cleanup(func() { cancel(); wg.Wait() })
+	start := func(instance string, onRevoke func()) {
+		opts := []kgo.Opt{kgo.SeedBrokers(b.addr), kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic),
+			kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.Balancers(kgo.RangeBalancer()),
+			kgo.HeartbeatInterval(100 * time.Millisecond), kgo.SessionTimeout(20 * time.Second),
+			kgo.RebalanceTimeout(2 * time.Second),
+			kgo.RetryBackoffFn(func(int) time.Duration { return 50 * time.Millisecond }),
+			kgo.OnPartitionsRevoked(func(context.Context, *kgo.Client, map[string][]int32) { onRevoke() })}
+		if instance != "" {
+			opts = append(opts, kgo.InstanceID(instance))
+		}
+		pollInBackground(t, ctx, &wg, opts...)
+	}
+	var slow, away atomic.Bool
+	start("instance-a", func() {
+		if slow.CompareAndSwap(true, false) {
+			away.Store(true)
+			time.Sleep(6 * time.Second) // three rebalance timeouts: the join completes without it
+			away.Store(false)
+		}
+	})
+	start("instance-b", func() {})
+	// stable reports a Stable group of n members, each assigned partitions.
+	stable := func(n int) bool {
+		d := describeGroup(t, admin, group)
+		if d.State != "Stable" || len(d.Members) != n || !assignedAll(t, d, 6) {
+			return false
+		}
+		for _, m := range d.Members {
+			if len(m.MemberAssignment) == 0 {
+				return false
+			}
+		}
+		return true
+	}
+	waitFor(t, "a stable group of two", func() bool { return stable(2) })
+	slow.Store(true)
+	start("", func() {}) // a dynamic third member: every member must rejoin
+	waitFor(t, "the slow member's revocation", away.Load)
+	kept := false
+	for away.Load() && !kept {
+		kept = stable(3)
+		time.Sleep(50 * time.Millisecond)
+	}
+	if !kept {
+		t.Fatal("while the static member was away the group never stood with it assigned its share: it was removed")
+	}
+	waitFor(t, "a stable group of three after its return", func() bool { return !away.Load() && stable(3) })
 }
