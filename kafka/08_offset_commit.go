@@ -17,8 +17,10 @@ import (
 // (Apache Kafka 4.1 keeps v10 unstable, unlisted; the Java client 4.1
 // commits at v9).
 //
-// A commit naming a static member's group.instance.id (v7+) from a member
-// id other than the instance's is FENCED_INSTANCE_ID (staticRule).
+// A commit naming a group.instance.id (v7+) of a classic group is
+// FENCED_INSTANCE_ID from a member id other than the instance's, and
+// UNKNOWN_MEMBER_ID when no member holds the instance (Kafka's
+// validateMember).
 // A classic member's commit is fenced by the coordinator (member id and
 // generation of a group not rebalancing; generation -1 without a member id
 // commits for a group with no members, as admin tools and manual
@@ -44,11 +46,15 @@ func offsetCommit(ctx context.Context, s *Server, _ *conn, req *kmsg.OffsetCommi
 	// by floe's store: a KIP-848 member (its member epoch in Generation),
 	// or a classic member this agent forgot (UNKNOWN_MEMBER_ID).
 	floeMember := false
+	instCode := int16(0)
+	if req.Group != "" {
+		instCode = s.groups.instanceCheck(req.Group, req.MemberID, req.InstanceID)
+	}
 	switch {
 	case req.Group == "":
 		code = kerr.InvalidGroupID.Code
-	case s.groups.instanceFenced(req.Group, req.MemberID, req.InstanceID):
-		code = kerr.FencedInstanceID.Code // v7+: a stale member of a static instance (staticRule)
+	case instCode != 0: // v7+: a static instance's (validateMember)
+		code = instCode
 	case req.Version >= 1 && req.MemberID != "" && req.Generation >= 0 && !s.groups.has(req.Group, req.MemberID):
 		floeMember = true
 	case req.Version >= 1:

@@ -252,10 +252,10 @@ func (c *coordinator) rebalance(g *group, now time.Time) {
 		longest = max(longest, m.rebalanceTimeout)
 	}
 	g.deadline = now.Add(longest)
-	g.delay = initialDelay{}
+	g.delay = initialDelay{first: wasEmpty}
 	if wasEmpty && c.s.cfg.InitialRebalanceDelay > 0 {
 		g.deadline = now.Add(min(longest, c.s.cfg.InitialRebalanceDelay))
-		g.delay = initialDelay{on: true, end: now.Add(longest)}
+		g.delay = initialDelay{on: true, first: true, end: now.Add(longest)}
 	}
 }
 
@@ -267,11 +267,13 @@ func (c *coordinator) maybeComplete(g *group) {
 	if g.state != statePreparing || g.delay.on {
 		return
 	}
-	if len(g.pending) > 0 {
+	if len(g.pending) > 0 && !g.delay.first {
 		// A member told MEMBER_ID_REQUIRED is on its way back with its id:
 		// the join waits for it (until its session or the rebalance
 		// timeout), as Kafka's does, rather than completing and
-		// rebalancing again as soon as it arrives.
+		// rebalancing again as soon as it arrives. Not an empty group's
+		// first join: Kafka ends that one on its initial delay's timer
+		// (0 by default here), whoever is pending.
 		return
 	}
 	for _, m := range g.members {
@@ -453,7 +455,8 @@ func (c *coordinator) join(r joinRequest) (<-chan joinResult, joinResult) {
 		return nil, joinResult{code: kerr.FencedInstanceID.Code, memberID: r.memberID}
 	case staticTakeOver:
 		old := g.members[holder]
-		if staticKeepsAssignment(g.state == stateStable, g.keepsProtocol(old, r.protocols), holder == g.leader, r.canSkipAssignment) {
+		stable := g.state == stateStable // keepsProtocol needs a Stable group's leader
+		if staticKeepsAssignment(stable, stable && g.keepsProtocol(old, r.protocols), holder == g.leader, r.canSkipAssignment) {
 			return nil, c.replaceStatic(g, old, r, now)
 		}
 		c.failWaiters(old, kerr.FencedInstanceID.Code)
@@ -462,6 +465,7 @@ func (c *coordinator) join(r joinRequest) (<-chan joinResult, joinResult) {
 			g.leader = ""
 		}
 	}
+	takeOver := holder != "" && r.memberID == "" // a static member replaced, not a new one
 	m, known := g.members[r.memberID]
 	switch {
 	case known:
@@ -485,6 +489,7 @@ func (c *coordinator) join(r joinRequest) (<-chan joinResult, joinResult) {
 	}
 	if !known {
 		if len(g.members) >= c.s.cfg.MaxGroupMembers {
+			c.maybeComplete(g) // the join may have waited for this pending id
 			c.forgetIfIdle(g)
 			return nil, joinResult{code: kerr.GroupMaxSizeReached.Code, memberID: r.memberID}
 		}
@@ -502,7 +507,7 @@ func (c *coordinator) join(r joinRequest) (<-chan joinResult, joinResult) {
 	m.join = ch
 	if g.state != statePreparing {
 		c.rebalance(g, now)
-	} else if !known && g.delay.on {
+	} else if !known && !takeOver && g.delay.on {
 		g.delay.joined = true // a new member during the initial delay starts it again
 	}
 	m.joined = true

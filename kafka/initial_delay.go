@@ -13,6 +13,7 @@ import "time"
 // initialDelay is an empty group's first join waiting out the delay.
 type initialDelay struct {
 	on     bool      // the join is in its initial delay
+	first  bool      // the rebalance is an empty group's first join (delay or none)
 	joined bool      // a new member joined during the current delay
 	end    time.Time // no delay runs past it (the start + longest rebalance timeout)
 }

@@ -3,6 +3,8 @@ package kafka
 import (
 	"testing"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
 )
 
 // TestDelayedJoinEnd: the end of one initial delay (Apache Kafka's
@@ -33,13 +35,7 @@ func TestDelayedJoinEnd(t *testing.T) {
 // arrive, and completes one delay after the last arrival with all of
 // them (before, the second member's join completed it at once).
 func TestCoordinatorInitialDelay(t *testing.T) {
-	cfg := DefaultConfig()
-	cfg.MinSessionTimeout, cfg.InitialRebalanceDelay = 10*time.Millisecond, time.Second
-	s, err := New(cfg, nopBackend{}, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := s.groups
+	c := delayCoordinator(t)
 	long := func(id string) joinRequest {
 		r := joinReq(id)
 		r.session, r.rebalance = time.Minute, time.Minute
@@ -92,4 +88,42 @@ func TestCoordinatorInitialDelay(t *testing.T) {
 	if leaders != 1 {
 		t.Fatalf("%d answers with the three members, want the leader's", leaders)
 	}
+}
+
+// A static member restarted during the initial delay replaces itself: not
+// a new member, so the delay is not started again (as Kafka).
+func TestCoordinatorInitialDelayStaticRestart(t *testing.T) {
+	c := delayCoordinator(t)
+	inst := "i"
+	r := joinReq("")
+	r.instanceID, r.session, r.rebalance = &inst, time.Minute, time.Minute
+	first, _ := c.join(r)
+	second, _ := c.join(r) // the same instance, restarted
+	if j := <-first; j.code != kerr.FencedInstanceID.Code {
+		t.Fatalf("the replaced member's join: %+v", j)
+	}
+	c.mu.Lock()
+	g := c.groups["g"]
+	c.tick(g, g.deadline)
+	c.mu.Unlock()
+	select {
+	case j := <-second:
+		if j.code != 0 || j.generation != 1 {
+			t.Fatalf("the join: %+v", j)
+		}
+	default:
+		t.Fatal("the delay started again for a static member's restart")
+	}
+}
+
+// delayCoordinator is testCoordinator with an initial rebalance delay of
+// a second.
+func delayCoordinator(t *testing.T) *coordinator {
+	cfg := DefaultConfig()
+	cfg.MinSessionTimeout, cfg.InitialRebalanceDelay = 10*time.Millisecond, time.Second
+	s, err := New(cfg, nopBackend{}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s.groups
 }

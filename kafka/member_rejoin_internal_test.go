@@ -192,3 +192,62 @@ func TestCoordinatorJoinAwaitsPendingMember(t *testing.T) {
 		t.Fatal("the expired pending id is still held")
 	}
 }
+
+// An empty group's first join does not wait for a pending id (Kafka ends
+// it on its initial delay's timer, 0 here), and a pending id refused for
+// the group's size releases the join that waited for it.
+func TestCoordinatorPendingEdges(t *testing.T) {
+	c := testCoordinator(t)
+	_, ra := c.join(joinReq(""))
+	c.join(joinReq("")) // a second consumer, MEMBER_ID_REQUIRED, then gone
+	chA, _ := c.join(joinReq(ra.memberID))
+	select {
+	case j := <-chA:
+		if j.code != 0 || j.generation != 1 || len(j.members) != 1 {
+			t.Fatalf("the first join: %+v", j)
+		}
+	case <-time.After(time.Second):
+		t.Fatal("an empty group's first join waits for a pending id")
+	}
+
+	cfg := DefaultConfig()
+	cfg.MinSessionTimeout, cfg.MaxGroupMembers = 10*time.Millisecond, 2
+	s, err := New(cfg, nopBackend{}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c = s.groups
+	long := func(id string) joinRequest {
+		r := joinReq(id)
+		r.rebalance = time.Hour
+		return r
+	}
+	_, ra = c.join(long(""))
+	chA, _ = c.join(long(ra.memberID))
+	ja := <-chA
+	if _, sr := c.sync("g", ja.memberID, nil, ja.generation, nil, nil, nil); sr.code != 0 {
+		t.Fatalf("sync: %+v", sr)
+	}
+	_, rb := c.join(long(""))
+	_, rc := c.join(long(""))
+	chB, _ := c.join(long(rb.memberID)) // the rebalance: a and b, c pending
+	chA, _ = c.join(long(ja.memberID))
+	select {
+	case j := <-chA:
+		t.Fatalf("completed while c was pending: %+v", j)
+	default:
+	}
+	if _, r := c.join(long(rc.memberID)); r.code != kerr.GroupMaxSizeReached.Code {
+		t.Fatalf("a third member of a group of at most two: %+v", r)
+	}
+	for _, ch := range []<-chan joinResult{chA, chB} {
+		select {
+		case j := <-ch:
+			if j.code != 0 || j.generation != 2 {
+				t.Fatalf("the join after c was refused: %+v", j)
+			}
+		case <-time.After(time.Second):
+			t.Fatal("the join still waits for the refused pending id")
+		}
+	}
+}

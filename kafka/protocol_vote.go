@@ -53,8 +53,13 @@ func containsName(names []string, p string) bool {
 	return false
 }
 
-// chooseProtocol is voteProtocol for g's members. Locked.
+// chooseProtocol is voteProtocol for g's members; "" while g has no
+// leader (a first join under way). Locked.
 func chooseProtocol(g *group) string {
+	leader, ok := g.members[g.leader]
+	if !ok {
+		return ""
+	}
 	names := func(m *member) []string {
 		out := make([]string, len(m.protocols))
 		for i, p := range m.protocols {
@@ -66,5 +71,5 @@ func chooseProtocol(g *group) string {
 	for _, m := range g.members {
 		all = append(all, names(m))
 	}
-	return voteProtocol(names(g.members[g.leader]), all)
+	return voteProtocol(names(leader), all)
 }

@@ -57,17 +57,28 @@ func (g *group) instanceHolder(instance *string) string {
 	return ""
 }
 
-// instanceFenced reports whether a request naming instance (an
-// OffsetCommit's group.instance.id, v7+; nil: none) comes from a member id
-// other than the one holding it in a classic group held here.
-func (c *coordinator) instanceFenced(groupName, memberID string, instance *string) bool {
+// instanceCheck is Kafka's validateMember for an OffsetCommit naming
+// instance (its group.instance.id, v7+; nil: none) in a classic group held
+// here: UNKNOWN_MEMBER_ID when no member holds the instance,
+// FENCED_INSTANCE_ID when another member id does (staticRule), else 0.
+func (c *coordinator) instanceCheck(groupName, memberID string, instance *string) int16 {
 	if instance == nil {
-		return false
+		return 0
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	g, ok := c.groups[groupName]
-	return ok && staticRule(instance, g.instanceHolder(instance), memberID, false) == staticFenced
+	if !ok {
+		return 0
+	}
+	holder := g.instanceHolder(instance)
+	switch {
+	case holder == "":
+		return kerr.UnknownMemberID.Code
+	case staticRule(instance, holder, memberID, false) == staticFenced:
+		return kerr.FencedInstanceID.Code
+	}
+	return 0
 }
 
 // staticKeepsAssignment decides whether a restarted static member (a join

@@ -191,10 +191,9 @@ func TestStaticMemberStaleCommitFenced(t *testing.T) {
 		id = d.Members[0].MemberID
 		return true
 	})
-	commit := func(member string, gen int32) int16 {
+	commitAs := func(member, inst string, gen int32) int16 {
 		req := kmsg.NewPtrOffsetCommitRequest()
 		req.SetVersion(8)
-		inst := "instance-1"
 		req.Group, req.MemberID, req.InstanceID, req.Generation = group, member, &inst, gen
 		rt := kmsg.NewOffsetCommitRequestTopic()
 		rt.Topic = topic
@@ -208,6 +207,7 @@ func TestStaticMemberStaleCommitFenced(t *testing.T) {
 		}
 		return resp.Topics[0].Partitions[0].ErrorCode
 	}
+	commit := func(member string, gen int32) int16 { return commitAs(member, "instance-1", gen) }
 	committedAt := func() int64 {
 		offs, err := kadm.NewClient(admin).FetchOffsets(ctx, group)
 		if err != nil {
@@ -221,6 +221,9 @@ func TestStaticMemberStaleCommitFenced(t *testing.T) {
 		if code := commit("stale-"+id, gen); code != kerr.FencedInstanceID.Code {
 			t.Fatalf("a stale member id's commit (generation %d): %v, want FENCED_INSTANCE_ID", gen, kerr.ErrorForCode(code))
 		}
+	}
+	if code := commitAs(id, "instance-2", 1); code != kerr.UnknownMemberID.Code {
+		t.Fatalf("a commit naming an instance no member holds: %v, want UNKNOWN_MEMBER_ID", kerr.ErrorForCode(code))
 	}
 	if at := committedAt(); at != 10 {
 		t.Fatalf("committed %d after the stale member's commits, want 10", at)

@@ -52,9 +52,12 @@ func (w *Writer) Append(topicID int64, partition int32, batch []byte) (Entry, er
 
 // AppendParsed is Append for a batch its caller has already validated:
 // info must be what kbatch.ParseInfo (or ParseStored) returned for these
-// very bytes, unchanged since. It copies the batch without checking its
-// CRC again (the batcher checks each batch once, when it is handed in);
-// the file's body CRC covers the copy.
+// very bytes, unchanged since, its CRC checked (not ParseStoredVerified on
+// bytes of a file whose own CRC was not checked). It copies the batch
+// without checking its CRC again (the batcher checks each batch once,
+// when it is handed in); the file's body CRC is combined from the batch's
+// CRC field (extendBodyCRC), so a batch whose field did not match its
+// bytes would make the file's CRC wrong, and its PUT refused.
 func (w *Writer) AppendParsed(topicID int64, partition int32, batch []byte, info kbatch.Info) (Entry, error) {
 	if w.finished {
 		return Entry{}, errFinished
