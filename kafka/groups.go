@@ -242,15 +242,14 @@ func (c *coordinator) rebalance(g *group, now time.Time) {
 	wasEmpty := g.state == stateEmpty
 	g.state = statePreparing
 	g.syncDeadline = time.Time{}
-	var longest time.Duration
 	for _, m := range g.members {
 		m.joined = m.join != nil
 		if m.sync != nil {
 			m.sync <- syncResult{code: kerr.RebalanceInProgress.Code}
 			m.sync = nil
 		}
-		longest = max(longest, m.rebalanceTimeout)
 	}
+	longest := longestRebalance(g)
 	g.deadline = now.Add(longest)
 	g.delay = initialDelay{first: wasEmpty}
 	if wasEmpty && c.s.cfg.InitialRebalanceDelay > 0 {
@@ -304,11 +303,7 @@ func (c *coordinator) completeJoin(g *group) {
 		// Only static members that did not rejoin: no one to answer. Wait
 		// another rebalance timeout; their sessions remove them (Kafka
 		// reschedules the join the same way).
-		var longest time.Duration
-		for _, m := range g.members {
-			longest = max(longest, m.rebalanceTimeout)
-		}
-		g.deadline = time.Now().Add(longest)
+		g.deadline = time.Now().Add(longestRebalance(g))
 		c.s.log.Warn("kafka: group could not complete its rebalance: no member rejoined", "group", g.name)
 		return
 	}
@@ -323,12 +318,8 @@ func (c *coordinator) completeJoin(g *group) {
 	g.state = stateCompleting
 	c.s.log.Debug("kafka: group joined", "group", g.name, "generation", g.generation, "members", len(g.members), "leader", g.leader, "protocol", g.protocol)
 	all := joinMembers(g)
-	var longest time.Duration
-	for _, m := range g.members {
-		longest = max(longest, m.rebalanceTimeout)
-	}
 	now := time.Now()
-	g.syncDeadline = now.Add(longest) // every member syncs within it (expireRule)
+	g.syncDeadline = now.Add(longestRebalance(g)) // every member syncs within it (expireRule)
 	for _, m := range g.members {
 		m.assignment = nil
 		m.joined, m.synced = false, false
@@ -343,6 +334,16 @@ func (c *coordinator) completeJoin(g *group) {
 		m.join = nil
 		m.lastSeen = now
 	}
+}
+
+// longestRebalance is the longest rebalance timeout of g's members: what
+// a join, and the syncs after it, may take. Locked.
+func longestRebalance(g *group) time.Duration {
+	var longest time.Duration
+	for _, m := range g.members {
+		longest = max(longest, m.rebalanceTimeout)
+	}
+	return longest
 }
 
 // joinedLeader returns the group's leader if it rejoined, or else the

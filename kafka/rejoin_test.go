@@ -56,11 +56,8 @@ func TestLostJoinAnswerNoRebalance(t *testing.T) {
 	var wg sync.WaitGroup
 	t.Cleanup(func() { cancel(); wg.Wait() })
 	start := func(revoked *atomic.Int64) *atomic.Int64 {
-		return pollInBackground(t, ctx, &wg, kgo.SeedBrokers(b.addr), kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic),
-			kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.Balancers(kgo.RangeBalancer()),
-			kgo.HeartbeatInterval(100*time.Millisecond), kgo.SessionTimeout(10*time.Second),
-			kgo.RetryBackoffFn(func(int) time.Duration { return 50 * time.Millisecond }),
-			kgo.OnPartitionsRevoked(func(context.Context, *kgo.Client, map[string][]int32) { revoked.Add(1) }))
+		return pollInBackground(t, ctx, &wg, eagerMember(b, group, topic, kgo.SessionTimeout(10*time.Second),
+			kgo.OnPartitionsRevoked(func(context.Context, *kgo.Client, map[string][]int32) { revoked.Add(1) }))...)
 	}
 	stable := func() bool {
 		d := describeGroup(t, admin, group)
@@ -84,6 +81,16 @@ func TestLostJoinAnswerNoRebalance(t *testing.T) {
 	if n := revokedA.Load() + revokedB.Load(); n != 1 {
 		t.Fatalf("partitions revoked %d times (first %d, second %d), want once: the repeated join rebalanced the group", n, revokedA.Load(), revokedB.Load())
 	}
+}
+
+// eagerMember is the options of a franz-go member of group consuming topic
+// from its start with the eager range assignor (every rebalance revokes
+// all its partitions), quick heartbeats and retries, then more.
+func eagerMember(b *broker, group, topic string, more ...kgo.Opt) []kgo.Opt {
+	return append([]kgo.Opt{kgo.SeedBrokers(b.addr), kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.Balancers(kgo.RangeBalancer()),
+		kgo.HeartbeatInterval(100 * time.Millisecond),
+		kgo.RetryBackoffFn(func(int) time.Duration { return 50 * time.Millisecond })}, more...)
 }
 
 // pollInBackground starts a franz-go client with opts that polls until

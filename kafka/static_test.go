@@ -107,11 +107,7 @@ func TestStaticMemberRestartKeepsAssignment(t *testing.T) {
 	defer cancel()
 	var revokedB atomic.Int64
 	start := func(instance string, revoked *atomic.Int64) (*kgo.Client, *atomic.Int64, chan struct{}) {
-		opts := []kgo.Opt{kgo.SeedBrokers(b.addr), kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic),
-			kgo.InstanceID(instance), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
-			kgo.Balancers(kgo.RangeBalancer()), kgo.HeartbeatInterval(100 * time.Millisecond),
-			kgo.SessionTimeout(10 * time.Second),
-			kgo.RetryBackoffFn(func(int) time.Duration { return 50 * time.Millisecond })}
+		opts := eagerMember(b, group, topic, kgo.InstanceID(instance), kgo.SessionTimeout(10*time.Second))
 		if revoked != nil {
 			opts = append(opts, kgo.OnPartitionsRevoked(func(context.Context, *kgo.Client, map[string][]int32) { revoked.Add(1) }))
 		}
@@ -258,12 +254,8 @@ func TestStaticMemberSlowToRejoinKeepsShare(t *testing.T) {
 	var wg sync.WaitGroup
 	t.Cleanup(func() { cancel(); wg.Wait() })
 	start := func(instance string, onRevoke func()) {
-		opts := []kgo.Opt{kgo.SeedBrokers(b.addr), kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic),
-			kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.Balancers(kgo.RangeBalancer()),
-			kgo.HeartbeatInterval(100 * time.Millisecond), kgo.SessionTimeout(20 * time.Second),
-			kgo.RebalanceTimeout(2 * time.Second),
-			kgo.RetryBackoffFn(func(int) time.Duration { return 50 * time.Millisecond }),
-			kgo.OnPartitionsRevoked(func(context.Context, *kgo.Client, map[string][]int32) { onRevoke() })}
+		opts := eagerMember(b, group, topic, kgo.SessionTimeout(20*time.Second), kgo.RebalanceTimeout(2*time.Second),
+			kgo.OnPartitionsRevoked(func(context.Context, *kgo.Client, map[string][]int32) { onRevoke() }))
 		if instance != "" {
 			opts = append(opts, kgo.InstanceID(instance))
 		}
